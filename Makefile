@@ -1,0 +1,39 @@
+# Skein's build. `make run` starts a single node on the embedded defaults;
+# `make test` runs every Go test with the race detector.
+
+GO        ?= go
+FUZZTIME  ?= 10s
+BENCH     ?= .
+BENCHTIME ?= 1x
+PKGS      ?= ./...
+
+.PHONY: build run test bench fuzz lint clean
+
+build:
+	$(GO) build -o bin/skein ./cmd/skein
+
+run: build
+	./bin/skein node
+
+test:
+	$(GO) test -race -timeout 20m $(PKGS)
+
+# Benchmarks report MB/s and allocs/op; BENCH selects them, BENCHTIME sets -benchtime.
+bench:
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) $(PKGS)
+
+# Runs every fuzz target for FUZZTIME each.
+fuzz:
+	@set -e; for pkg in $$($(GO) list $(PKGS)); do \
+		for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+			echo "== $$pkg $$target"; \
+			$(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg; \
+		done; \
+	done
+
+lint:
+	$(GO) vet $(PKGS)
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+clean:
+	rm -rf bin

@@ -1,0 +1,116 @@
+package skein
+
+import (
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/skeinlog/skein"
+
+// layers is DESIGN.md's layering, lowest first: a package may import only
+// packages of strictly lower layers (and an xxxtest package its parent).
+var layers = map[string]int{
+	"internal/clock":   0,
+	"internal/vfs":     0,
+	"configs":          1,
+	"partition/store":  2,
+	"controller/image": 2,
+	"actors":           2,
+	"partition":        3,
+	"replica":          4,
+	"coordinator":      4,
+	"controller":       4,
+	"transport":        5,
+	"node":             6,
+	"node/nodetest":    6,
+	"cmd/skein":        7,
+}
+
+// cmdAllowed lists what cmd/skein may import: it talks to nodes over the wire
+// and starts one through node and configs, nothing in between.
+var cmdAllowed = map[string]bool{"node": true, "configs": true, "internal/clock": true, "internal/vfs": true}
+
+// forbiddenStd lists standard packages a layer must not use: storage reaches
+// files only through internal/vfs.
+var forbiddenStd = map[string][]string{
+	"partition/store": {"os", "syscall"},
+}
+
+type pkg struct {
+	ImportPath string
+	Imports    []string
+}
+
+func listPackages(t *testing.T) []pkg {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-json=ImportPath,Imports", "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	var pkgs []pkg
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for dec.More() {
+		var p pkg
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
+}
+
+func rel(path string) (string, bool) {
+	if path == module {
+		return "", true
+	}
+	r, ok := strings.CutPrefix(path, module+"/")
+	return r, ok
+}
+
+func TestLayering(t *testing.T) {
+	for _, p := range listPackages(t) {
+		name, _ := rel(p.ImportPath)
+		if name == "" || strings.HasPrefix(name, "tests") {
+			continue // the root and end-to-end tests may import anything
+		}
+		layer, known := layers[name]
+		if !known {
+			t.Errorf("package %s is not in DESIGN.md's layout; add it there and to layers", name)
+			continue
+		}
+		for _, imp := range p.Imports {
+			for _, bad := range forbiddenStd[name] {
+				if imp == bad {
+					t.Errorf("%s imports %q: storage reaches files only through internal/vfs", name, imp)
+				}
+			}
+			dep, ours := rel(imp)
+			if !ours {
+				continue
+			}
+			if strings.HasSuffix(name, "test") && strings.TrimSuffix(name, "/"+lastElem(name)) == dep {
+				continue
+			}
+			if name == "cmd/skein" && !cmdAllowed[dep] {
+				t.Errorf("cmd/skein imports %s: the CLI talks to nodes over the wire and may import only node and configs", dep)
+				continue
+			}
+			depLayer, known := layers[dep]
+			if !known {
+				continue // reported on its own
+			}
+			if depLayer >= layer {
+				t.Errorf("%s (layer %d) imports %s (layer %d): a package imports only lower layers", name, layer, dep, depLayer)
+			}
+		}
+	}
+}
+
+func lastElem(s string) string {
+	if i := strings.LastIndexByte(s, '/'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
