@@ -1,3 +1,100 @@
-// Package store is the partition log on disk. (Package doc in progress: the
-// byte layouts of segments, indexes and checkpoints are drawn here.)
+// Package store is the partition log on disk: Kafka's layout of segment
+// files, sparse indexes and checkpoints, written and read in plain Go over
+// internal/vfs. It knows nothing of actors; the partition actor drives it.
+//
+// # Directory
+//
+// One directory per partition:
+//
+//	00000000000000000000.log        segment: record batches, as produced
+//	00000000000000000000.index      sparse offset index of that segment
+//	00000000000000000000.timeindex  sparse time index of that segment
+//	00000000000000052817.log        next segment, named by its base offset
+//	...
+//	checkpoint                      recovery point, log start offset, high watermark
+//	leader-epoch-checkpoint         leader epoch → start offset (KIP-101)
+//	.clean-shutdown                 present only between a clean Close and the next Open
+//	*.deleted                       retired segment files, removed after file.delete.delay.ms
+//	*.tmp                           a checkpoint being written (garbage after a crash)
+//
+// # Segment file (.log)
+//
+// Concatenated Kafka RecordBatch v2, byte for byte as the producer sent them
+// except for the header fields outside the CRC (base offset, partition leader
+// epoch) and, for LogAppendTime topics, the timestamp (CRC recomputed):
+//
+//	+--------------+--------------+-------------------+-------+-------+---------------------------------+
+//	| baseOffset 8 | batchLength 4| partLeaderEpoch 4 | magic | crc 4 | attributes ... records           |
+//	+--------------+--------------+-------------------+-------+-------+---------------------------------+
+//	|<------------ outside the CRC ------------------------->|       |<---- covered by CRC-32C ------->|
+//	                       batchLength counts the bytes after itself
+//
+// The full header is 61 bytes: baseOffset int64 @0, batchLength int32 @8,
+// partitionLeaderEpoch int32 @12, magic int8 @16 (= 2), crc uint32 @17,
+// attributes int16 @21, lastOffsetDelta int32 @23, baseTimestamp int64 @27,
+// maxTimestamp int64 @35, producerId int64 @43, producerEpoch int16 @51,
+// baseSequence int32 @53, recordCount int32 @57. All big-endian.
+//
+// # Offset index (.index)
+//
+// Entries of 8 bytes, one every index.interval.bytes of batches, increasing
+// in both fields; the file is preallocated to segment.index.bytes while the
+// segment is active and trimmed to its entries when it seals:
+//
+//	+-----------------------------+----------------------+
+//	| offset - segment base  u32  | file position   u32  |   position of the batch whose base offset it is
+//	+-----------------------------+----------------------+
+//
+// # Time index (.timeindex)
+//
+// Entries of 12 bytes, written with offset-index entries when the largest
+// timestamp grew, and once more when the segment seals, so its last entry
+// holds the segment's largest timestamp:
+//
+//	+---------------------------+-----------------------------+
+//	| largest timestamp so far  | offset - segment base  u32  |   offset of the batch that has it
+//	|         i64 (ms)          |                             |
+//	+---------------------------+-----------------------------+
+//
+// # Checkpoints
+//
+// Text, replaced atomically (write name.tmp, fsync, rename, fsync the
+// directory):
+//
+//	checkpoint                  leader-epoch-checkpoint (Kafka's format)
+//	0                           0                 version
+//	recovery-point 52817        2                 number of entries
+//	log-start-offset 0          0 0               epoch start-offset
+//	high-watermark 52810        3 40210
+//
+// # Invariants
+//
+//   - Every segment holds whole batches with increasing offsets, all at or
+//     above its base and below the next segment's base (compaction may leave
+//     gaps).
+//   - Every offset below the durable offset is synced. Sealed segments are
+//     synced with their indexes; the recovery point is never inside the
+//     active segment, whose indexes live in memory.
+//   - Readers see only published Views; a View never changes.
+//
+// # Recovery
+//
+// Open trusts the files only after a clean shutdown (the marker) or below
+// the recovery point. Every other segment is rescanned: each batch's header,
+// length, CRC and offsets are checked, the indexes rebuilt, and the file is
+// truncated at the first bad batch, the segments after it deleted. A read
+// error is not corruption: Open fails instead of truncating.
+//
+// # Durability
+//
+// Append writes; SyncTo makes durable, group-committed (see sync.go).
+// Segment rolls and Close always sync, directory entries included. A failed
+// write or sync fails the log: it takes no more writes until reopened, since
+// the kernel may have dropped what it could not write.
+//
+// # Concurrency
+//
+// One writer (the partition actor) calls Append, Truncate, ApplyRetention
+// and the setters; the Log serialises them with a mutex anyway. Any
+// goroutine may call SyncTo. Readers load a View and read through it.
 package store

@@ -1,0 +1,352 @@
+package store
+
+import (
+	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/skeinlog/skein/internal/clock"
+	"github.com/skeinlog/skein/internal/vfs"
+)
+
+// Options are the topic configs that shape a log, under Kafka's names. The
+// partition layer fills them from configs.Topic; zero values are not
+// defaults, use DefaultOptions.
+type Options struct {
+	SegmentBytes       int64 // segment.bytes: roll when the active segment would pass it
+	SegmentMs          int64 // segment.ms: roll when the active segment's first append is this old
+	SegmentIndexBytes  int32 // segment.index.bytes: index preallocation, roll when full
+	IndexIntervalBytes int32 // index.interval.bytes: bytes between index entries
+	RetentionMs        int64 // retention.ms, -1 for unlimited
+	RetentionBytes     int64 // retention.bytes, -1 for unlimited
+	Compact            bool  // cleanup.policy contains compact
+	Delete             bool  // cleanup.policy contains delete
+	DeleteRetentionMs  int64 // delete.retention.ms: how long tombstones outlive cleaning
+	MinCompactionLagMs int64 // min.compaction.lag.ms
+	FlushMessages      int64 // flush.messages: sync after this many unsynced records
+	FlushMs            int64 // flush.ms: sync when the oldest unsynced append is this old
+	LogAppendTime      bool  // message.timestamp.type=LogAppendTime
+	// FileDeleteDelayMs is how long a deleted segment's files stay open for
+	// readers holding an older view (Kafka's file.delete.delay.ms).
+	FileDeleteDelayMs int64
+}
+
+// DefaultOptions returns Kafka's defaults.
+func DefaultOptions() Options {
+	return Options{
+		SegmentBytes:       1 << 30,
+		SegmentMs:          7 * 24 * 3600 * 1000,
+		SegmentIndexBytes:  10 << 20,
+		IndexIntervalBytes: 4096,
+		RetentionMs:        7 * 24 * 3600 * 1000,
+		RetentionBytes:     -1,
+		Delete:             true,
+		DeleteRetentionMs:  24 * 3600 * 1000,
+		FlushMessages:      1<<63 - 1,
+		FlushMs:            1<<63 - 1,
+		FileDeleteDelayMs:  60000,
+	}
+}
+
+func (o *Options) validate() error {
+	switch {
+	case o.SegmentBytes < HeaderSize:
+		return fmt.Errorf("store: segment.bytes %d is smaller than a batch header", o.SegmentBytes)
+	case o.SegmentIndexBytes < 4*timeEntrySize:
+		return fmt.Errorf("store: segment.index.bytes %d is too small", o.SegmentIndexBytes)
+	case o.IndexIntervalBytes < 0:
+		return fmt.Errorf("store: index.interval.bytes %d is negative", o.IndexIntervalBytes)
+	}
+	return nil
+}
+
+// Log is one partition's log in one directory.
+//
+// Concurrency: every method is safe to call from any goroutine, but the log
+// is meant to have one writer (the partition actor) calling Append,
+// Truncate, retention and the setters. Sync and SyncTo may be called from
+// many goroutines at once: they are group-committed. Readers never call the
+// Log: they load View and read through it without locks.
+//
+// Restart: a Log holds nothing that is not on disk or rebuilt from it by Open.
+type Log struct {
+	fs    vfs.FS
+	dir   string
+	clock clock.Clock
+
+	mu       sync.Mutex // guards everything below except what is atomic
+	opts     Options
+	segs     []*segment // by base offset; the last is active
+	closed   []segView  // views of segs[:len-1], shared by views until segments change
+	leo      int64      // log end offset: the next offset to assign
+	lso      int64      // log start offset
+	hw       int64      // high watermark, as set by the replica layer
+	epochs   epochCache
+	failed   error // set when a write or sync failed: the log takes no more writes
+	isClosed bool
+	deleted  []deletedSegment // waiting for FileDeleteDelayMs
+
+	truncations      uint64 // counts truncations, so a sync racing one does not overclaim
+	unflushedRecords int64
+	oldestUnflushed  time.Time
+
+	durable atomic.Int64 // every offset below it is synced
+	syncMu  sync.Mutex   // one fsync at a time; waiters queue here (group commit)
+	view    atomic.Pointer[View]
+
+	decomp Decompressor // for record-level work of the writer (timestamps)
+}
+
+type deletedSegment struct {
+	seg *segment
+	due time.Time
+}
+
+// Dir returns the log's directory.
+func (l *Log) Dir() string { return l.dir }
+
+// AppendResult says where an append landed.
+type AppendResult struct {
+	BaseOffset     int64 // offset of the first record appended
+	LastOffset     int64 // offset of the last record appended
+	LogAppendTime  int64 // the broker's timestamp in ms when the topic uses LogAppendTime, else -1
+	LogStartOffset int64
+}
+
+// Append assigns offsets to a record set of one or more validated batches
+// (see ValidateProduced) and appends it as the leader in leaderEpoch: each
+// batch's base offset and partition leader epoch are rewritten in place (and
+// its timestamp, for LogAppendTime topics), then the bytes are written. The
+// caller keeps ownership of records, which the log does not retain.
+//
+// The records are in the file, not yet durable: wait with SyncTo for that.
+func (l *Log) Append(records []byte, leaderEpoch int32) (AppendResult, error) {
+	return l.append(records, leaderEpoch, true)
+}
+
+// AppendAsFollower appends batches that already carry their offsets, as a
+// follower copies them from its leader: offsets must be at or above the log
+// end offset and increasing (compaction leaves gaps, so they need not be
+// contiguous).
+func (l *Log) AppendAsFollower(records []byte) (AppendResult, error) {
+	return l.append(records, -1, false)
+}
+
+func (l *Log) append(records []byte, leaderEpoch int32, assign bool) (AppendResult, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.writable(); err != nil {
+		return AppendResult{}, err
+	}
+	now := l.clock.Now()
+	res := AppendResult{BaseOffset: -1, LogAppendTime: -1}
+	next := l.leo
+	var nrec int64
+	for pos := 0; pos < len(records); {
+		if len(records)-pos < HeaderSize {
+			return AppendResult{}, corruptf("record set ends in a partial batch header")
+		}
+		h, err := ParseHeader(records[pos:])
+		if err != nil {
+			return AppendResult{}, err
+		}
+		end := pos + int(h.Size())
+		if end > len(records) {
+			return AppendResult{}, corruptf("record set ends in a partial batch")
+		}
+		b := records[pos:end]
+		if assign {
+			SetBaseOffset(b, next)
+			SetPartitionLeaderEpoch(b, leaderEpoch)
+			if l.opts.LogAppendTime {
+				res.LogAppendTime = now.UnixMilli()
+				SetLogAppendTime(b, res.LogAppendTime)
+			}
+		} else if h.BaseOffset < next {
+			return AppendResult{}, fmt.Errorf("%w: follower batch at offset %d is below the log end offset %d", ErrInvalidRecord, h.BaseOffset, next)
+		} else {
+			next = h.BaseOffset
+		}
+		if res.BaseOffset < 0 {
+			res.BaseOffset = next
+		}
+		next += int64(h.LastOffsetDelta) + 1
+		nrec += int64(h.NumRecords)
+		pos = end
+	}
+	if res.BaseOffset < 0 {
+		return AppendResult{}, corruptf("empty record set")
+	}
+	res.LastOffset = next - 1
+
+	if !l.active().fits(int64(len(records)), res.LastOffset, now, &l.opts) {
+		if err := l.roll(); err != nil {
+			return AppendResult{}, err
+		}
+	}
+	s := l.active()
+	if _, err := s.log.WriteAt(records, s.size); err != nil {
+		// Part of the record set may be in the file: nothing is acknowledged,
+		// and the log refuses further writes until reopened and recovered.
+		return AppendResult{}, l.fail("write", err)
+	}
+	if s.size == 0 {
+		s.firstAppend = now
+	}
+	for pos := 0; pos < len(records); {
+		h, _ := ParseHeader(records[pos:]) // validated above
+		s.indexBatch(&h, s.size+int64(pos), &l.opts)
+		if h.PartitionLeaderEpoch > l.epochs.latestEpoch() {
+			// The first batch of a new leader epoch: remember where it
+			// started (KIP-101), durably, before anyone is told about it.
+			if err := l.assignEpoch(h.PartitionLeaderEpoch, h.BaseOffset); err != nil {
+				return AppendResult{}, err
+			}
+		}
+		pos += int(h.Size())
+	}
+	s.size += int64(len(records))
+	l.leo = next
+	if l.unflushedRecords == 0 {
+		l.oldestUnflushed = now
+	}
+	l.unflushedRecords += nrec
+	res.LogStartOffset = l.lso
+	l.publish()
+	return res, nil
+}
+
+// writable reports why the log takes no writes, if it does not.
+func (l *Log) writable() error {
+	switch {
+	case l.isClosed:
+		return ErrClosed
+	case l.failed != nil:
+		return l.failed
+	}
+	return nil
+}
+
+// fail marks the log failed after a write or sync error, and returns the
+// error to report.
+func (l *Log) fail(op string, err error) error {
+	if l.failed == nil {
+		l.failed = fmt.Errorf("%w: %s in %s: %v", ErrFailed, op, l.dir, err)
+	}
+	return l.failed
+}
+
+func (l *Log) active() *segment { return l.segs[len(l.segs)-1] }
+
+// roll seals the active segment and starts a new one at the log end offset.
+// Everything before the new segment is synced, directory entry included.
+func (l *Log) roll() error {
+	old := l.active()
+	if err := old.seal(); err != nil {
+		return l.fail("seal segment", err)
+	}
+	s, err := createSegment(l.fs, l.dir, l.leo, &l.opts)
+	if err != nil {
+		return l.fail("create segment", err)
+	}
+	if err := syncDir(l.fs, l.dir); err != nil {
+		s.close()
+		return l.fail("sync directory", err)
+	}
+	l.segs = append(l.segs, s)
+	l.rebuildClosed()
+	l.advanceDurable(s.base)
+	return l.writeCheckpoint()
+}
+
+// rebuildClosed refreshes the shared views of the sealed segments.
+func (l *Log) rebuildClosed() {
+	closed := make([]segView, 0, len(l.segs)-1)
+	for _, s := range l.segs[:len(l.segs)-1] {
+		closed = append(closed, s.view())
+	}
+	l.closed = closed
+}
+
+// publish makes the current state visible to readers.
+func (l *Log) publish() {
+	l.view.Store(&View{
+		closed:         l.closed,
+		active:         l.active().view(),
+		LogStartOffset: l.lso,
+		LogEndOffset:   l.leo,
+		HighWatermark:  l.hw,
+	})
+}
+
+// View returns the newest published view. It never blocks.
+func (l *Log) View() *View { return l.view.Load() }
+
+// LogEndOffset returns the offset the next appended record will get.
+func (l *Log) LogEndOffset() int64 { return l.View().LogEndOffset }
+
+// LogStartOffset returns the first offset still in the log.
+func (l *Log) LogStartOffset() int64 { return l.View().LogStartOffset }
+
+// HighWatermark returns the high watermark last set.
+func (l *Log) HighWatermark() int64 { return l.View().HighWatermark }
+
+// SetHighWatermark records the high watermark the replica layer computed and
+// publishes it to readers. It is clamped to the log end offset. It reaches
+// the disk with the next checkpoint.
+func (l *Log) SetHighWatermark(hw int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if hw > l.leo {
+		hw = l.leo
+	}
+	if hw < l.lso {
+		hw = l.lso
+	}
+	l.hw = hw
+	l.publish()
+}
+
+// Options returns the options in force.
+func (l *Log) Options() Options {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.opts
+}
+
+// SetOptions changes the topic configs in force, as AlterConfigs does; they
+// apply from the next append, roll or retention run.
+func (l *Log) SetOptions(o Options) error {
+	if err := o.validate(); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.opts = o
+	l.mu.Unlock()
+	return nil
+}
+
+// Segments returns the number of segments and the bytes they hold.
+func (l *Log) Segments() (n int, size int64) {
+	v := l.View()
+	for _, s := range v.closed {
+		size += s.size
+	}
+	return len(v.closed) + 1, size + v.active.size
+}
+
+func syncDir(fs vfs.FS, dir string) error {
+	d, err := fs.OpenDir(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func (l *Log) path(name string) string { return filepath.Join(l.dir, name) }

@@ -1,0 +1,404 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"slices"
+	"strings"
+
+	"github.com/skeinlog/skein/internal/clock"
+	"github.com/skeinlog/skein/internal/vfs"
+)
+
+// Config says where a log lives and how it behaves.
+type Config struct {
+	FS      vfs.FS      // nil means vfs.Default
+	Dir     string      // the partition's directory, created if missing
+	Clock   clock.Clock // nil means clock.Real
+	Options Options
+}
+
+// Open opens the log in cfg.Dir, creating it if it does not exist, and
+// recovers it: after a clean shutdown it trusts the indexes and checkpoints;
+// otherwise it rescans every segment from the recovery point, validating each
+// batch, truncates at the first torn or corrupt one, and rebuilds the indexes
+// of what it scanned. What remains is synced before Open returns, so the
+// durable offset of a recovered log is its log end offset.
+func Open(cfg Config) (*Log, error) {
+	if cfg.FS == nil {
+		cfg.FS = vfs.Default
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real
+	}
+	if err := cfg.Options.validate(); err != nil {
+		return nil, err
+	}
+	l := &Log{fs: cfg.FS, dir: cfg.Dir, clock: cfg.Clock, opts: cfg.Options}
+	if err := l.fs.MkdirAll(l.dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := l.load(); err != nil {
+		for _, s := range l.segs {
+			s.close()
+		}
+		return nil, fmt.Errorf("store: open %s: %w", l.dir, err)
+	}
+	l.publish()
+	return l, nil
+}
+
+// load reads the directory, recovers, and leaves the log ready to append.
+func (l *Log) load() error {
+	names, err := l.fs.List(l.dir)
+	if err != nil {
+		return err
+	}
+	clean := false
+	var bases []int64
+	for _, name := range names {
+		switch {
+		case name == cleanMarkerFile:
+			clean = true
+		case strings.HasSuffix(name, tmpSuffix), strings.HasSuffix(name, deletedSuffix):
+			// An interrupted checkpoint write or a deletion that did not
+			// finish: both are garbage now.
+			if err := l.fs.Remove(l.path(name)); err != nil {
+				return err
+			}
+		default:
+			if base, ok := parseSegmentName(name); ok {
+				bases = append(bases, base)
+			}
+		}
+	}
+	slices.Sort(bases)
+
+	ck := checkpoint{}
+	if data, err := readFile(l.fs, l.path(checkpointFile)); err != nil {
+		return err
+	} else if data != nil {
+		if ck, err = parseCheckpoint(data); err != nil {
+			// A checkpoint is replaced atomically, so a bad one is not a
+			// torn write; rescanning everything is the safe answer.
+			ck, clean = checkpoint{}, false
+		}
+	}
+	if data, err := readFile(l.fs, l.path(epochFile)); err != nil {
+		return err
+	} else if data != nil {
+		if l.epochs, err = parseEpochCache(data); err != nil {
+			return err
+		}
+	}
+
+	for i, base := range bases {
+		s, err := l.openSegment(base)
+		if err != nil {
+			return err
+		}
+		l.segs = append(l.segs, s)
+		last := i == len(bases)-1
+		nextBase := int64(-1)
+		if !last {
+			nextBase = bases[i+1]
+		}
+		// A segment ending at or below the recovery point was sealed and
+		// synced with its indexes: check them and move on. The rest are
+		// rescanned, unless the log was shut down cleanly.
+		trusted := clean || (nextBase >= 0 && nextBase <= ck.RecoveryPoint)
+		if trusted {
+			if err := s.loadIndexes(last, nextBase); err == nil {
+				continue
+			}
+		}
+		if err := s.recover(nextBase, &l.opts); err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				return err
+			}
+			// Everything from the corrupt batch on is lost: truncate here
+			// and drop the segments after it.
+			if err := l.dropAfter(i); err != nil {
+				return err
+			}
+			break
+		}
+	}
+	if len(l.segs) == 0 {
+		s, err := createSegment(l.fs, l.dir, max(ck.LogStartOffset, ck.RecoveryPoint), &l.opts)
+		if err != nil {
+			return err
+		}
+		l.segs = append(l.segs, s)
+	}
+	for _, s := range l.segs[:len(l.segs)-1] {
+		if err := s.seal(); err != nil {
+			return err
+		}
+	}
+	act := l.active()
+	if err := act.unseal(&l.opts); err != nil {
+		return err
+	}
+	l.leo = act.next
+	l.lso = min(max(ck.LogStartOffset, l.segs[0].base), l.leo)
+	l.hw = min(max(ck.HighWatermark, l.lso), l.leo)
+	if l.epochs.truncateFromEnd(l.leo) || l.epochs.truncateFromStart(l.lso) {
+		if err := l.writeEpochs(); err != nil {
+			return err
+		}
+	}
+	// What was read back may still be only in the page cache (after a
+	// process crash): sync it before calling it durable.
+	if !clean {
+		if err := act.log.Sync(); err != nil {
+			return err
+		}
+	}
+	l.advanceDurable(l.leo)
+	l.rebuildClosed()
+	if clean {
+		// The marker must go before anything new is written, or a crash
+		// later would skip the scan that catches a torn tail.
+		if err := l.fs.Remove(l.path(cleanMarkerFile)); err != nil {
+			return err
+		}
+	}
+	if err := syncDir(l.fs, l.dir); err != nil {
+		return err
+	}
+	return l.writeCheckpoint()
+}
+
+// openSegment opens the files of the segment at base; missing index files
+// are created empty (recovery rebuilds them).
+func (l *Log) openSegment(base int64) (s *segment, err error) {
+	s = &segment{base: base, dir: l.dir, next: base, maxTimestamp: -1, offsetOfMaxTimestamp: -1, lastIndexedTimestamp: -1, sealed: true}
+	defer func() {
+		if err != nil {
+			s.close()
+		}
+	}()
+	if s.log, err = l.fs.OpenReadWrite(s.path(logSuffix)); err != nil {
+		return nil, err
+	}
+	if s.idx, err = l.fs.OpenReadWrite(s.path(indexSuffix)); err != nil {
+		return nil, err
+	}
+	if s.tidx, err = l.fs.OpenReadWrite(s.path(timeIndexSuffix)); err != nil {
+		return nil, err
+	}
+	fi, err := s.log.Stat()
+	if err != nil {
+		return nil, err
+	}
+	s.size = fi.Size()
+	return s, nil
+}
+
+// loadIndexes trusts a cleanly written segment: it reads the index sizes,
+// sanity-checks the last entries, and finds the segment's next offset (from
+// the next segment's base, or by walking the batches after the last index
+// entry). Any inconsistency is ErrCorrupt, and the caller rescans.
+func (s *segment) loadIndexes(last bool, nextBase int64) error {
+	isz, err := fileSize(s.idx)
+	if err != nil {
+		return err
+	}
+	tsz, err := fileSize(s.tidx)
+	if err != nil {
+		return err
+	}
+	if isz%offsetEntrySize != 0 || tsz%timeEntrySize != 0 || (s.size > 0 && isz == 0) {
+		return corruptf("segment %d: index sizes %d and %d", s.base, isz, tsz)
+	}
+	s.idxN, s.tidxN = int(isz/offsetEntrySize), int(tsz/timeEntrySize)
+	v := s.view()
+	var buf [timeEntrySize]byte
+	lastPos := int64(0)
+	if e, err := v.index.last(buf[:]); err != nil {
+		return err
+	} else if e != nil {
+		_, p := offsetEntry(e)
+		lastPos = int64(p)
+	}
+	if e, err := v.timeIndex.last(buf[:]); err != nil {
+		return err
+	} else if e != nil {
+		ts, rel := timeEntry(e)
+		s.maxTimestamp, s.offsetOfMaxTimestamp, s.lastIndexedTimestamp = ts, s.base+int64(rel), ts
+	}
+	if lastPos > s.size {
+		return corruptf("segment %d: index points past the end", s.base)
+	}
+	// Walk from the last indexed batch to the end: it checks that the index
+	// points at a batch and yields the next offset.
+	var hbuf [HeaderSize]byte
+	pos := lastPos
+	for pos < s.size {
+		h, err := readHeader(s.log, pos, s.size, &hbuf)
+		if err != nil {
+			return err
+		}
+		if h.MaxTimestamp > s.maxTimestamp {
+			return corruptf("segment %d: time index misses timestamp %d", s.base, h.MaxTimestamp)
+		}
+		s.next = h.NextOffset()
+		s.bytesSinceIndex = pos + h.Size() - lastPos
+		pos += h.Size()
+	}
+	if !last && s.size > 0 && s.next > nextBase {
+		return corruptf("segment %d runs past the next segment's base %d", s.base, nextBase)
+	}
+	return nil
+}
+
+func fileSize(f vfs.File) (int64, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return fi.Size(), nil
+}
+
+// recoverBufSize is the read size of the recovery scan.
+const recoverBufSize = 1 << 20
+
+// recover rescans the segment: every batch is checked (header, length, CRC,
+// offsets increasing and within the segment), the indexes are rebuilt in
+// memory, and the file is truncated after the last good batch. It returns an
+// error wrapping ErrCorrupt if it had to truncate, so the caller drops the
+// segments after this one.
+func (s *segment) recover(nextBase int64, opts *Options) error {
+	s.idxMem, s.tidxMem, s.idxN, s.tidxN = s.idxMem[:0], s.tidxMem[:0], 0, 0
+	s.sealed = false
+	s.next, s.maxTimestamp, s.offsetOfMaxTimestamp, s.lastIndexedTimestamp, s.bytesSinceIndex = s.base, -1, -1, -1, 0
+	buf := make([]byte, 0, recoverBufSize)
+	var bufPos int64 // file position of buf[0]
+	pos := int64(0)
+	var bad error
+	for pos < s.size {
+		// Make sure buf holds the batch at pos, reading ahead in big chunks.
+		need := func(n int64) error {
+			if pos+n <= bufPos+int64(len(buf)) {
+				return nil
+			}
+			want := max(n, recoverBufSize)
+			if int64(cap(buf)) < want {
+				buf = make([]byte, 0, want)
+			}
+			buf = buf[:min(want, s.size-pos)]
+			bufPos = pos
+			_, err := s.log.ReadAt(buf, pos)
+			if err != nil && !errors.Is(err, io.EOF) {
+				return err
+			}
+			if int64(len(buf)) < n {
+				return corruptf("segment %d: %d bytes at position %d, want %d", s.base, len(buf), pos, n)
+			}
+			return nil
+		}
+		if err := need(HeaderSize); err != nil {
+			bad = err
+			break
+		}
+		h, err := ParseHeader(buf[pos-bufPos:])
+		if err != nil {
+			bad = err
+			break
+		}
+		if err := need(h.Size()); err != nil {
+			bad = err
+			break
+		}
+		b := buf[pos-bufPos : pos-bufPos+h.Size()]
+		if err := CheckCRC(b); err != nil {
+			bad = err
+			break
+		}
+		switch {
+		case h.BaseOffset < s.next:
+			bad = corruptf("segment %d: batch at offset %d after offset %d", s.base, h.BaseOffset, s.next)
+		case h.LastOffset()-s.base > 1<<31-1:
+			bad = corruptf("segment %d: offset %d beyond the segment's range", s.base, h.LastOffset())
+		case nextBase >= 0 && h.NextOffset() > nextBase:
+			bad = corruptf("segment %d: offset %d reaches the next segment", s.base, h.LastOffset())
+		}
+		if bad != nil {
+			break
+		}
+		s.indexBatch(&h, pos, opts)
+		pos += h.Size()
+	}
+	if bad == nil {
+		return nil
+	}
+	if !errors.Is(bad, ErrCorrupt) {
+		return bad // a failed read is not corruption: do not truncate
+	}
+	if err := s.log.Truncate(pos); err != nil {
+		return err
+	}
+	s.size = pos
+	return bad
+}
+
+// dropAfter removes every segment after segs[i].
+func (l *Log) dropAfter(i int) error {
+	for _, s := range l.segs[i+1:] {
+		s.close()
+		for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+			if err := l.fs.Remove(s.path(suffix)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+		}
+	}
+	l.segs = l.segs[:i+1]
+	return nil
+}
+
+// Close syncs and closes the log and writes the clean-shutdown marker, so
+// that the next Open skips the recovery scan. A failed log closes without
+// the marker.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.isClosed {
+		return nil
+	}
+	l.isClosed = true
+	err := l.failed
+	if err == nil {
+		err = l.shutdownCleanly()
+	}
+	for _, s := range l.segs {
+		if cerr := s.close(); err == nil {
+			err = cerr
+		}
+	}
+	for _, d := range l.deleted {
+		l.removeDeleted(d.seg)
+	}
+	l.deleted = nil
+	return err
+}
+
+func (l *Log) shutdownCleanly() error {
+	act := l.active()
+	act.maybeIndexTime()
+	if err := act.writeIndexes(true); err != nil {
+		return err
+	}
+	for _, f := range []vfs.File{act.log, act.idx, act.tidx} {
+		if err := f.Sync(); err != nil {
+			return err
+		}
+	}
+	l.advanceDurable(l.leo)
+	if err := l.writeCheckpointAt(l.leo); err != nil {
+		return err
+	}
+	return writeFileAtomic(l.fs, l.dir, cleanMarkerFile, nil)
+}

@@ -1,0 +1,275 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/skeinlog/skein/internal/vfs"
+)
+
+// File names of a segment: the base offset, zero-padded to 20 digits, and a
+// suffix. Suffixes of files in transition are appended to these.
+const (
+	logSuffix       = ".log"
+	indexSuffix     = ".index"
+	timeIndexSuffix = ".timeindex"
+	deletedSuffix   = ".deleted" // renamed away, removed after the file delete delay
+	tmpSuffix       = ".tmp"     // a checkpoint being written
+)
+
+func segmentName(base int64, suffix string) string {
+	return fmt.Sprintf("%020d%s", base, suffix)
+}
+
+// parseSegmentName returns the base offset of a segment's .log file name.
+func parseSegmentName(name string) (int64, bool) {
+	digits, ok := strings.CutSuffix(name, logSuffix)
+	if !ok || len(digits) != 20 {
+		return 0, false
+	}
+	base, err := strconv.ParseInt(digits, 10, 64)
+	return base, err == nil && base >= 0
+}
+
+// segment is one segment of the log: a file of whole batches and its two
+// sparse indexes. Its fields belong to the Log's writer (under Log.mu);
+// readers see it only through segView copies.
+type segment struct {
+	base int64
+	dir  string
+	log  vfs.File
+	idx  vfs.File // offset index
+	tidx vfs.File // time index
+
+	size int64 // bytes of whole batches in log
+	next int64 // offset after the last batch; base while empty
+
+	// The indexes. While the segment is active its entries live in idxMem
+	// and tidxMem and reach the files when it seals; once sealed they are read
+	// from the files and the buffers are nil.
+	idxMem, tidxMem []byte
+	idxN, tidxN     int
+	sealed          bool
+
+	bytesSinceIndex      int64
+	maxTimestamp         int64 // largest batch max timestamp, -1 while empty
+	offsetOfMaxTimestamp int64 // base offset of the batch that has it
+	lastIndexedTimestamp int64 // timestamp of the last time-index entry
+	firstAppend          time.Time
+}
+
+// segView is an immutable copy of what a reader needs of a segment.
+type segView struct {
+	base, next, size     int64
+	log                  vfs.File
+	index, timeIndex     indexView
+	maxTimestamp         int64
+	offsetOfMaxTimestamp int64
+}
+
+func (s *segment) view() segView {
+	v := segView{
+		base: s.base, next: s.next, size: s.size, log: s.log,
+		maxTimestamp: s.maxTimestamp, offsetOfMaxTimestamp: s.offsetOfMaxTimestamp,
+		index:     indexView{n: s.idxN, entrySize: offsetEntrySize},
+		timeIndex: indexView{n: s.tidxN, entrySize: timeEntrySize},
+	}
+	if s.sealed {
+		v.index.file, v.timeIndex.file = s.idx, s.tidx
+	} else {
+		v.index.mem, v.timeIndex.mem = s.idxMem[:s.idxN*offsetEntrySize], s.tidxMem[:s.tidxN*timeEntrySize]
+	}
+	return v
+}
+
+func (s *segment) path(suffix string) string {
+	return filepath.Join(s.dir, segmentName(s.base, suffix))
+}
+
+// createSegment creates the files of an empty active segment. The index files
+// are preallocated to segment.index.bytes, as Kafka's are, and trimmed when
+// the segment seals. The caller syncs the directory.
+func createSegment(fs vfs.FS, dir string, base int64, opts *Options) (s *segment, err error) {
+	s = &segment{base: base, dir: dir, next: base, maxTimestamp: -1, offsetOfMaxTimestamp: -1, lastIndexedTimestamp: -1}
+	defer func() {
+		if err != nil {
+			s.close()
+		}
+	}()
+	if s.log, err = fs.Create(s.path(logSuffix)); err != nil {
+		return nil, err
+	}
+	if s.idx, err = fs.Create(s.path(indexSuffix)); err != nil {
+		return nil, err
+	}
+	if s.tidx, err = fs.Create(s.path(timeIndexSuffix)); err != nil {
+		return nil, err
+	}
+	if err = s.idx.Truncate(int64(opts.SegmentIndexBytes)); err != nil {
+		return nil, err
+	}
+	if err = s.tidx.Truncate(int64(opts.SegmentIndexBytes)); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// maxIndexEntries is how many entries the offset index may hold before the
+// segment must roll (segment.index.bytes).
+func maxIndexEntries(opts *Options) int { return int(opts.SegmentIndexBytes) / offsetEntrySize }
+
+// fits reports whether a write of n more bytes, ending at offset last, may go
+// into this segment, or the segment must roll first.
+func (s *segment) fits(n int64, last int64, now time.Time, opts *Options) bool {
+	if s.size == 0 {
+		return true // a segment always takes its first write, however large
+	}
+	switch {
+	case s.size+n > opts.SegmentBytes, s.size+n > math.MaxInt32:
+		return false
+	case last-s.base > math.MaxInt32:
+		return false
+	case s.idxN >= maxIndexEntries(opts) || (s.tidxN+1)*timeEntrySize > int(opts.SegmentIndexBytes):
+		return false
+	case opts.SegmentMs > 0 && !s.firstAppend.IsZero() && now.Sub(s.firstAppend) >= time.Duration(opts.SegmentMs)*time.Millisecond:
+		return false
+	}
+	return true
+}
+
+// indexBatch records a batch just written at pos in the in-memory indexes,
+// following Kafka: an index entry once index.interval.bytes have passed since
+// the last one, and with it a time-index entry when the largest timestamp grew.
+func (s *segment) indexBatch(h *Header, pos int64, opts *Options) {
+	if h.MaxTimestamp > s.maxTimestamp {
+		s.maxTimestamp = h.MaxTimestamp
+		s.offsetOfMaxTimestamp = h.BaseOffset
+	}
+	if s.bytesSinceIndex >= int64(opts.IndexIntervalBytes) || s.idxN == 0 {
+		s.idxMem = appendOffsetEntry(s.idxMem[:s.idxN*offsetEntrySize], uint32(h.BaseOffset-s.base), uint32(pos))
+		s.idxN++
+		s.maybeIndexTime()
+		s.bytesSinceIndex = 0
+	}
+	s.bytesSinceIndex += h.Size()
+	s.next = h.NextOffset()
+}
+
+// maybeIndexTime adds a time-index entry for the largest timestamp so far if
+// it is newer than the last entry.
+func (s *segment) maybeIndexTime() {
+	if s.maxTimestamp > s.lastIndexedTimestamp {
+		s.tidxMem = appendTimeEntry(s.tidxMem[:s.tidxN*timeEntrySize], s.maxTimestamp, uint32(s.offsetOfMaxTimestamp-s.base))
+		s.tidxN++
+		s.lastIndexedTimestamp = s.maxTimestamp
+	}
+}
+
+// writeIndexes writes the in-memory entries to the index files and trims the
+// files to them (trim false keeps the preallocated size).
+func (s *segment) writeIndexes(trim bool) error {
+	if s.sealed {
+		return nil
+	}
+	if _, err := s.idx.WriteAt(s.idxMem[:s.idxN*offsetEntrySize], 0); err != nil {
+		return err
+	}
+	if _, err := s.tidx.WriteAt(s.tidxMem[:s.tidxN*timeEntrySize], 0); err != nil {
+		return err
+	}
+	if trim {
+		if err := s.idx.Truncate(int64(s.idxN * offsetEntrySize)); err != nil {
+			return err
+		}
+		if err := s.tidx.Truncate(int64(s.tidxN * timeEntrySize)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// seal makes the segment read-only: a last time-index entry for its largest
+// timestamp (so that retention and time lookups can read it from the file),
+// indexes written and trimmed, everything synced.
+func (s *segment) seal() error {
+	if s.sealed {
+		return nil
+	}
+	s.maybeIndexTime()
+	if err := s.writeIndexes(true); err != nil {
+		return err
+	}
+	for _, f := range []vfs.File{s.log, s.idx, s.tidx} {
+		if err := f.Sync(); err != nil {
+			return err
+		}
+	}
+	s.sealed = true
+	s.idxMem, s.tidxMem = nil, nil
+	return nil
+}
+
+// unseal makes a sealed segment active again (after truncation into it):
+// its index entries come back into memory and the files are preallocated.
+func (s *segment) unseal(opts *Options) error {
+	if !s.sealed {
+		return nil
+	}
+	s.idxMem = make([]byte, s.idxN*offsetEntrySize)
+	s.tidxMem = make([]byte, s.tidxN*timeEntrySize)
+	if _, err := s.idx.ReadAt(s.idxMem, 0); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	if _, err := s.tidx.ReadAt(s.tidxMem, 0); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	if err := s.idx.Truncate(int64(opts.SegmentIndexBytes)); err != nil {
+		return err
+	}
+	if err := s.tidx.Truncate(int64(opts.SegmentIndexBytes)); err != nil {
+		return err
+	}
+	s.sealed = false
+	return nil
+}
+
+func (s *segment) close() error {
+	var first error
+	for _, f := range []vfs.File{s.log, s.idx, s.tidx} {
+		if f != nil {
+			if err := f.Close(); err != nil && first == nil {
+				first = err
+			}
+		}
+	}
+	return first
+}
+
+// readHeader reads the batch header at pos of a segment file of the given
+// size. It returns io.EOF at the end, and ErrCorrupt for anything that is
+// not the start of a whole batch.
+func readHeader(f io.ReaderAt, pos, size int64, buf *[HeaderSize]byte) (Header, error) {
+	if pos >= size {
+		return Header{}, io.EOF
+	}
+	if size-pos < HeaderSize {
+		return Header{}, corruptf("%d bytes at position %d, less than a batch header", size-pos, pos)
+	}
+	if _, err := f.ReadAt(buf[:], pos); err != nil {
+		return Header{}, err
+	}
+	h, err := ParseHeader(buf[:])
+	if err != nil {
+		return Header{}, err
+	}
+	if h.Size() > size-pos {
+		return Header{}, corruptf("batch at position %d claims %d bytes, %d left", pos, h.Size(), size-pos)
+	}
+	return h, nil
+}
