@@ -103,9 +103,9 @@ func (tl *testLog) append(n, size int) AppendResult {
 	return res
 }
 
-// readAll reads every batch from offset to the log end, checking that
+// readLog reads every batch from offset to the log end, checking that
 // offsets increase, and returns their headers.
-func readAll(t *testing.T, v *View, from int64) []Header {
+func readLog(t *testing.T, v *View, from int64) []Header {
 	t.Helper()
 	var out []Header
 	next := from
@@ -148,7 +148,7 @@ func TestAppendAssignsOffsetsAndReadsBack(t *testing.T) {
 	if n, _ := tl.Segments(); n < 3 {
 		t.Fatalf("want several segments at segment.bytes=16KiB, got %d", n)
 	}
-	got := readAll(t, tl.View(), 0)
+	got := readLog(t, tl.View(), 0)
 	if len(got) != len(want) {
 		t.Fatalf("read %d batches, appended %d", len(got), len(want))
 	}
@@ -241,7 +241,7 @@ func TestRollOnSegmentMsAndIndexFull(t *testing.T) {
 	if n, _ := tl.Segments(); n < 2 {
 		t.Fatalf("index full did not roll: %d segments", n)
 	}
-	readAll(t, tl.View(), 0)
+	readLog(t, tl.View(), 0)
 }
 
 func TestReopenAfterCleanClose(t *testing.T) {
@@ -251,13 +251,13 @@ func TestReopenAfterCleanClose(t *testing.T) {
 		tl.append(3, 150)
 	}
 	tl.SetHighWatermark(100)
-	before := readAll(t, tl.View(), 0)
+	before := readLog(t, tl.View(), 0)
 	leo := tl.LogEndOffset()
 	tl.reopen()
 	if tl.LogEndOffset() != leo || tl.HighWatermark() != 100 || tl.DurableOffset() != leo {
 		t.Fatalf("after reopen: leo %d hw %d durable %d, want %d 100 %d", tl.LogEndOffset(), tl.HighWatermark(), tl.DurableOffset(), leo, leo)
 	}
-	after := readAll(t, tl.View(), 0)
+	after := readLog(t, tl.View(), 0)
 	if fmt.Sprint(before) != fmt.Sprint(after) {
 		t.Fatal("batches differ after reopen")
 	}
@@ -286,7 +286,7 @@ func TestTruncate(t *testing.T) {
 			if v.LogEndOffset != want || v.HighWatermark > want {
 				t.Fatalf("leo %d hw %d, want leo %d", v.LogEndOffset, v.HighWatermark, want)
 			}
-			if got := len(readAll(t, v, 0)); int64(got) != want/3 {
+			if got := len(readLog(t, v, 0)); int64(got) != want/3 {
 				t.Fatalf("%d batches left, want %d", got, want/3)
 			}
 			// The log appends on from there and survives a reopen, indexes
@@ -295,7 +295,7 @@ func TestTruncate(t *testing.T) {
 				tl.append(3, 300)
 			}
 			tl.reopen()
-			if got := len(readAll(t, tl.View(), 0)); int64(got) != want/3+10 {
+			if got := len(readLog(t, tl.View(), 0)); int64(got) != want/3+10 {
 				t.Fatalf("%d batches after reopen, want %d", got, want/3+10)
 			}
 		})
@@ -349,7 +349,7 @@ func TestRetention(t *testing.T) {
 	if first := tl.View().segment(0).size; size-first >= 40<<10 || size < 40<<10 {
 		t.Fatalf("size retention left %d bytes (first segment %d): want the fewest segments holding at least %d", size, first, 40<<10)
 	}
-	readAll(t, tl.View(), tl.LogStartOffset())
+	readLog(t, tl.View(), tl.LogStartOffset())
 
 	// DeleteRecords: the log start offset moves at once, segments follow.
 	lso := tl.LogStartOffset()
@@ -380,7 +380,7 @@ func TestDeletedSegmentsStayReadableForOldViews(t *testing.T) {
 	if _, err := tl.ApplyRetention(); err != nil {
 		t.Fatal(err)
 	}
-	readAll(t, old, 0) // files renamed, still open
+	readLog(t, old, 0) // files renamed, still open
 	tl.clock.Advance(2 * time.Minute)
 	if _, err := tl.ApplyRetention(); err != nil {
 		t.Fatal(err)
@@ -484,7 +484,7 @@ func TestGroupCommitConcurrentWriters(t *testing.T) {
 		}()
 	}
 	v := tl.View()
-	readAll(t, v, 0) // readers run alongside
+	readLog(t, v, 0) // readers run alongside
 	wg.Wait()
 	if tl.DurableOffset() != 200 {
 		t.Fatalf("durable %d, want 200", tl.DurableOffset())

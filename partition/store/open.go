@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -39,6 +40,13 @@ func Open(cfg Config) (*Log, error) {
 	l := &Log{fs: cfg.FS, dir: cfg.Dir, clock: cfg.Clock, opts: cfg.Options}
 	if err := l.fs.MkdirAll(l.dir, 0o755); err != nil {
 		return nil, err
+	}
+	// A new partition directory must itself survive a crash: sync its entry
+	// in its parent, and so on up, since MkdirAll may have made them all.
+	for d := filepath.Clean(l.dir); filepath.Dir(d) != d; d = filepath.Dir(d) {
+		if err := syncDir(l.fs, filepath.Dir(d)); err != nil {
+			return nil, err
+		}
 	}
 	if err := l.load(); err != nil {
 		for _, s := range l.segs {
