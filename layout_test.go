@@ -14,6 +14,7 @@ const module = "github.com/skeinlog/skein"
 var layers = map[string]int{
 	"internal/clock":   0,
 	"internal/vfs":     0,
+	"internal/logging": 0,
 	"configs":          1,
 	"partition/store":  2,
 	"controller/image": 2,
@@ -30,7 +31,7 @@ var layers = map[string]int{
 
 // cmdAllowed lists what cmd/skein may import: it talks to nodes over the wire
 // and starts one through node and configs, nothing in between.
-var cmdAllowed = map[string]bool{"node": true, "configs": true, "internal/clock": true, "internal/vfs": true}
+var cmdAllowed = map[string]bool{"node": true, "configs": true, "internal/clock": true, "internal/vfs": true, "internal/logging": true}
 
 // forbiddenStd lists standard packages a layer must not use: storage reaches
 // files only through internal/vfs.

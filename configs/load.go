@@ -1,0 +1,378 @@
+package configs
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+)
+
+// The flags of `skein node` that RegisterFlags defines, beside one per key
+// in nodeFlags.
+const (
+	// FlagConfig names the YAML file to read.
+	FlagConfig = "config"
+	// FlagSet sets any key: --set key=value, repeatable.
+	FlagSet = "set"
+)
+
+// nodeFlags maps the named flags to their keys; any other key is set with
+// --set key=value.
+var nodeFlags = []struct{ flag, key, usage string }{
+	{"node-id", "node.id", "this node's id"},
+	{"data-dir", "data.dir", "directory of this node's data"},
+	{"listen", "listen", "host:port of the Kafka listener"},
+	{"advertise", "advertise", "host:port given to clients (default: the listen address)"},
+	{"admin-listen", "admin.listen", "host:port of the admin HTTP API"},
+	{"log-level", "log.level", "log level: trace, debug, info, warn, error"},
+	{"log-format", "log.format", "log format: auto (console on a terminal, JSON otherwise), console, json"},
+	{"durability", "durability", "when a write counts as done: fsync (on disk on each replica) or replicated (Kafka's: in memory on each in-sync replica)"},
+}
+
+// EnvPrefix starts the environment variable of every key: the key in upper
+// case, dots and dashes turned into underscores, after this prefix
+// (SKEIN_DATA_DIR for data.dir, SKEIN_LOG_SEGMENT_BYTES for
+// log.segment.bytes).
+const EnvPrefix = "SKEIN_"
+
+// EnvName returns the environment variable that sets key.
+func EnvName(key string) string {
+	return EnvPrefix + strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(key))
+}
+
+// alias is a broker config Kafka accepts in another unit than the
+// TopicDefaults field it sets, e.g. log.retention.hours for
+// log.retention.ms.
+type alias struct {
+	of     string // the key it sets
+	factor int64  // milliseconds per unit
+	min    int64  // Kafka's lower bound for the alias itself
+	// negativeUnlimited: a negative value means -1 (log.retention.*, as
+	// KafkaConfig.logRetentionTimeMillis does).
+	negativeUnlimited bool
+}
+
+// aliases are Kafka's alternative broker names, each below the key it sets
+// in Kafka's precedence: when one source sets several of a group, the first
+// in topicKeys' broker list wins.
+var aliases = map[string]alias{
+	"log.retention.minutes": {of: "log.retention.ms", factor: 60 * 1000, min: math.MinInt32, negativeUnlimited: true},
+	"log.retention.hours":   {of: "log.retention.ms", factor: 60 * 60 * 1000, min: math.MinInt32, negativeUnlimited: true},
+	"log.roll.hours":        {of: "log.roll.ms", factor: 60 * 60 * 1000, min: 1},
+}
+
+// group returns the keys that set the same field as key, in precedence
+// order, or nil when key has no aliases.
+func group(key string) []string {
+	if a, ok := aliases[key]; ok {
+		key = a.of
+	}
+	for _, k := range topicKeys {
+		if k.broker[0] == key && len(k.broker) > 1 {
+			return k.broker
+		}
+	}
+	return nil
+}
+
+func known(key string) bool {
+	_, isField := nodeByKey[key]
+	_, isAlias := aliases[key]
+	return isField || isAlias
+}
+
+// RegisterFlags defines the flags of `skein node` on fs: --config FILE, one
+// flag per common key (--node-id, --data-dir, --listen, --advertise,
+// --admin-listen, --log-level, --log-format, --durability) and a repeatable
+// --set key=value for any key. Load reads them back after fs is parsed.
+//
+// The flags take strings whatever the key's type, so that a bad value is
+// reported by Load like any other, naming the key.
+func RegisterFlags(fs *pflag.FlagSet) {
+	def := Default()
+	fs.String(FlagConfig, "", "YAML file of settings (keys as in --print-config)")
+	for _, nf := range nodeFlags {
+		f := nodeByKey[nf.key]
+		value := f.format(def)
+		if nf.key == "advertise" {
+			value = ""
+		}
+		fs.Var(&flagValue{value: value, typ: flagType(f.typ)}, nf.flag, nf.usage+" ("+nf.key+")")
+	}
+	fs.StringArray(FlagSet, nil, "set any key, e.g. --set log.retention.ms=3600000 (repeatable)")
+}
+
+// flagValue is a string-valued pflag.Value that shows the key's type in
+// the help.
+type flagValue struct{ value, typ string }
+
+func (v *flagValue) String() string     { return v.value }
+func (v *flagValue) Set(s string) error { v.value = s; return nil }
+func (v *flagValue) Type() string       { return v.typ }
+
+func flagType(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Int16, reflect.Int32, reflect.Int64:
+		return "int"
+	case reflect.Bool:
+		return "bool"
+	}
+	return "string"
+}
+
+// Load returns the node configuration from, lowest precedence first:
+// Default, the YAML file named by --config, the SKEIN_* variables of
+// environ (as os.Environ returns it), and the flags of fs, which must have
+// been defined by RegisterFlags and parsed; fs may be nil. The result is
+// validated, and its Explicit lists what the sources set.
+//
+// Keys are the Kafka names of Node's fields, plus Kafka's alternative
+// names log.retention.minutes, log.retention.hours and log.roll.hours. The
+// file may write keys flat (log.retention.ms: 1000) or nested (log:
+// {retention: {ms: 1000}}); log.cleanup.policy may be a YAML list. A key the
+// file does not know is an error, as is one given to --set. Environment
+// variables that name no key are ignored, because the environment is shared
+// with other programs (and test harnesses) using the SKEIN_ prefix.
+//
+// When a source sets a key of a group (log.retention.ms, .minutes, .hours),
+// it overrides the whole group of lower sources; within one source Kafka's
+// precedence holds (ms over minutes over hours).
+func Load(fs *pflag.FlagSet, environ []string) (Node, error) {
+	var file, flags map[string]string
+	if fs != nil {
+		if path, _ := fs.GetString(FlagConfig); path != "" {
+			var err error
+			if file, err = readFile(path); err != nil {
+				return Node{}, err
+			}
+		}
+		var err error
+		if flags, err = fromFlags(fs); err != nil {
+			return Node{}, err
+		}
+	}
+	env := fromEnv(environ)
+
+	// viper merges the sources over the defaults, lowest first. NB: keys contain dots, so viper's key delimiter must be
+	// something else, or it would read log.retention.ms as nested maps.
+	v := viper.NewWithOptions(viper.KeyDelimiter("\x00"))
+	def := Default()
+	for _, f := range nodeFields {
+		v.SetDefault(f.key, f.format(def))
+	}
+	v.SetDefault("advertise", "") // empty means: the listen address
+	explicit := map[string]string{}
+	for _, layer := range []map[string]string{file, env, flags} {
+		resolved, err := resolveAliases(layer)
+		if err != nil {
+			return Node{}, err
+		}
+		recordExplicit(explicit, layer)
+		m := make(map[string]any, len(resolved))
+		for key, val := range resolved {
+			m[key] = val
+		}
+		if err := v.MergeConfigMap(m); err != nil {
+			return Node{}, fmt.Errorf("configs: %w", err)
+		}
+	}
+
+	var n Node
+	dst := reflect.ValueOf(&n)
+	var val validator
+	for _, f := range nodeFields {
+		if err := f.set(dst, fmt.Sprint(v.Get(f.key))); err != nil {
+			val.errs = append(val.errs, err)
+		}
+	}
+	if err := val.err(); err != nil {
+		return Node{}, err
+	}
+	if n.Advertise == "" {
+		n.Advertise = n.Listen
+	}
+	n.Explicit = explicit
+	if err := n.Validate(); err != nil {
+		return Node{}, err
+	}
+	return n, nil
+}
+
+// recordExplicit adds a source's keys to explicit, first dropping what lower
+// sources set in the same alias groups: a source overrides a whole group.
+func recordExplicit(explicit, layer map[string]string) {
+	for key := range layer {
+		for _, k := range group(key) {
+			delete(explicit, k)
+		}
+	}
+	for key, val := range layer {
+		explicit[key] = val
+	}
+}
+
+// resolveAliases returns layer with its alias keys converted into the keys
+// they set, unless the layer sets a key of higher precedence.
+func resolveAliases(layer map[string]string) (map[string]string, error) {
+	out := make(map[string]string, len(layer))
+	for key, val := range layer {
+		if _, ok := aliases[key]; !ok {
+			out[key] = val
+		}
+	}
+	// Visit aliases in a fixed order; for each group, the first key present
+	// in precedence order wins.
+	for _, key := range sortedKeys(aliases) {
+		raw, ok := layer[key]
+		if !ok {
+			continue
+		}
+		a := aliases[key]
+		i, err := strconv.ParseInt(strings.TrimSpace(raw), 10, 32)
+		if err != nil {
+			return nil, &Error{Key: key, Value: raw, Reason: "not a 32-bit integer"}
+		}
+		if i < a.min {
+			return nil, &Error{Key: key, Value: raw, Reason: "must be at least " + fmtInt(a.min)}
+		}
+		if winner := firstSet(layer, group(key)); winner != key {
+			continue
+		}
+		ms := i * a.factor
+		if i < 0 && a.negativeUnlimited {
+			ms = -1
+		}
+		out[a.of] = fmtInt(ms)
+	}
+	return out, nil
+}
+
+func firstSet(layer map[string]string, keys []string) string {
+	for _, k := range keys {
+		if _, ok := layer[k]; ok {
+			return k
+		}
+	}
+	return ""
+}
+
+// readFile reads a YAML (or, by extension, JSON or TOML) file into flat
+// keys.
+func readFile(path string) (map[string]string, error) {
+	v := viper.NewWithOptions(viper.KeyDelimiter("\x00"))
+	v.SetConfigFile(path)
+	if err := v.ReadInConfig(); err != nil {
+		return nil, fmt.Errorf("configs: reading %s: %w", path, err)
+	}
+	out := map[string]string{}
+	if err := flatten(out, "", v.AllSettings(), path); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func flatten(out map[string]string, prefix string, m map[string]any, path string) error {
+	for _, k := range sortedKeys(m) {
+		key := k
+		if prefix != "" {
+			key = prefix + "." + k
+		}
+		switch val := m[k].(type) {
+		case map[string]any:
+			if err := flatten(out, key, val, path); err != nil {
+				return err
+			}
+			continue
+		case []any:
+			if key != "log.cleanup.policy" && known(key) {
+				return &Error{Key: key, Value: fmt.Sprint(val), Reason: "a list is allowed only for log.cleanup.policy (in " + path + ")"}
+			}
+			parts := make([]string, len(val))
+			for i, p := range val {
+				parts[i] = fmt.Sprint(p)
+			}
+			out[key] = strings.Join(parts, ",")
+		case nil:
+			out[key] = ""
+		default:
+			out[key] = fmt.Sprint(val)
+		}
+		if !known(key) {
+			return &Error{Key: key, Value: out[key], Reason: "unknown key (in " + path + ")"}
+		}
+	}
+	return nil
+}
+
+// fromEnv returns the keys set by SKEIN_* variables of environ; the last
+// of repeated variables wins, as with os/exec.
+func fromEnv(environ []string) map[string]string {
+	env := map[string]string{}
+	for _, kv := range environ {
+		if name, val, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(name, EnvPrefix) {
+			env[name] = val
+		}
+	}
+	out := map[string]string{}
+	for _, key := range allKeys() {
+		if val, ok := env[EnvName(key)]; ok {
+			out[key] = val
+		}
+	}
+	return out
+}
+
+func allKeys() []string {
+	keys := make([]string, 0, len(nodeFields)+len(aliases))
+	for _, f := range nodeFields {
+		keys = append(keys, f.key)
+	}
+	keys = append(keys, sortedKeys(aliases)...)
+	return keys
+}
+
+// fromFlags returns the keys set by the named flags that were given and by
+// --set. A key given both ways is an error; of repeated --set, the last
+// wins.
+func fromFlags(fs *pflag.FlagSet) (map[string]string, error) {
+	out := map[string]string{}
+	byFlag := map[string]string{}
+	for _, nf := range nodeFlags {
+		if f := fs.Lookup(nf.flag); f != nil && f.Changed {
+			out[nf.key] = f.Value.String()
+			byFlag[nf.key] = "--" + nf.flag
+		}
+	}
+	sets, err := fs.GetStringArray(FlagSet)
+	if err != nil {
+		return out, nil // RegisterFlags was not used: named flags only
+	}
+	for _, s := range sets {
+		key, val, ok := strings.Cut(s, "=")
+		key = strings.TrimSpace(key)
+		if !ok {
+			return nil, fmt.Errorf("configs: --set %s: want key=value", s)
+		}
+		if !known(key) {
+			return nil, &Error{Key: key, Value: val, Reason: "unknown key (in --set)"}
+		}
+		if flag, ok := byFlag[key]; ok {
+			return nil, fmt.Errorf("configs: %s is given both by %s and by --set", key, flag)
+		}
+		out[key] = val
+	}
+	return out, nil
+}
+
+// Keys returns every key Load accepts, sorted: Node's keys and Kafka's
+// alternative names of some of them.
+func Keys() []string {
+	keys := allKeys()
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,327 @@
+package configs
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/skeinlog/skein/internal/logging"
+)
+
+// Node is the configuration of one Skein node (one `skein node` process).
+//
+// Keys are Kafka's broker config names where Kafka has the setting, so a
+// server.properties translates line by line; the struct tags carry them.
+// Settings Kafka does not have are marked Skein-only.
+//
+// The zero Node is not valid: start from Default or Load.
+type Node struct {
+	// NodeID identifies this node in the cluster. Kafka: node.id (Kafka has
+	// no default; Skein's is 1, so that a lone node needs no setting).
+	NodeID int32 `mapstructure:"node.id" yaml:"node.id"`
+
+	// DataDir is the directory holding this node's partitions and
+	// checkpoints; it is created if missing. Default "./data". Kafka:
+	// log.dirs, but Skein takes exactly one directory.
+	DataDir string `mapstructure:"data.dir" yaml:"data.dir"`
+
+	// Listen is the host:port the Kafka listener binds. Default
+	// "127.0.0.1:9092". Kafka: listeners, without the listener name: Skein
+	// has one plaintext listener.
+	Listen string `mapstructure:"listen" yaml:"listen"`
+
+	// Advertise is the host:port given to clients in Metadata responses.
+	// Default: the value of listen. Kafka: advertised.listeners. As in
+	// Kafka, an unspecified host (0.0.0.0, ::, empty) cannot be advertised.
+	Advertise string `mapstructure:"advertise" yaml:"advertise"`
+
+	// AdminListen is the host:port of the admin HTTP API (health, metrics,
+	// fault injection). Default "127.0.0.1:9644". Skein-only.
+	AdminListen string `mapstructure:"admin.listen" yaml:"admin.listen"`
+
+	// LogLevel is the level of the node's own log: trace, debug, info,
+	// warn or error. Default "info". Skein-only (Kafka configures log4j).
+	// protoactor's internal log is bridged in at warn, or at debug when
+	// this is debug or trace.
+	LogLevel string `mapstructure:"log.level" yaml:"log.level"`
+
+	// LogFormat is the format of the node's log on stderr: auto (console
+	// on a terminal, JSON otherwise), console or json. Default "auto".
+	// Skein-only.
+	LogFormat string `mapstructure:"log.format" yaml:"log.format"`
+
+	// Durability decides when a write counts as done. Default "fsync": an
+	// offset counts towards the high watermark only once it is fsynced on
+	// each replica, so acknowledged acks=all records survive every node
+	// losing power at once. "replicated" is Kafka's model: in memory on
+	// every in-sync replica, flushed later by the OS or by
+	// log.flush.interval.messages / log.flush.interval.ms. Skein-only; see
+	// DESIGN.md "Durability".
+	Durability Durability `mapstructure:"durability" yaml:"durability"`
+
+	// AutoCreateTopicsEnable lets Metadata and Produce requests create a
+	// missing topic with num.partitions and default.replication.factor.
+	// Default true. Kafka: auto.create.topics.enable.
+	AutoCreateTopicsEnable bool `mapstructure:"auto.create.topics.enable" yaml:"auto.create.topics.enable"`
+
+	// NumPartitions is the partition count of auto-created topics and of
+	// CreateTopics requests that leave it at -1. Default 1, at least 1.
+	// Kafka: num.partitions.
+	NumPartitions int32 `mapstructure:"num.partitions" yaml:"num.partitions"`
+
+	// DefaultReplicationFactor is the replication factor of auto-created
+	// topics and of CreateTopics requests that leave it at -1. Default 1,
+	// at least 1. Kafka: default.replication.factor.
+	DefaultReplicationFactor int16 `mapstructure:"default.replication.factor" yaml:"default.replication.factor"`
+
+	// TopicDefaults are the broker-level defaults of the topic configs.
+	TopicDefaults `mapstructure:",squash" yaml:",inline"`
+
+	// Explicit holds the keys that were given explicitly (by the file, the
+	// environment or a flag) with their values as given, including Kafka's
+	// alternative names such as log.retention.hours. DescribeTopic reports
+	// them as STATIC_BROKER_CONFIG. Load fills it; Default leaves it nil.
+	// When several sources set the same setting, only the winning source's
+	// keys are kept.
+	Explicit map[string]string `mapstructure:"-" yaml:"-"`
+}
+
+// TopicDefaults are the broker-level defaults of the topic-level configs,
+// under Kafka's broker names (log.retention.ms for retention.ms, and so on).
+// A topic's own configs override them: see ResolveTopic. Each field has the
+// default, range and meaning of its topic config; see Topic.
+type TopicDefaults struct {
+	// LogRetentionMs: default for retention.ms. Default 604800000 (7 days);
+	// -1 (unlimited) or at least 1. Kafka: log.retention.ms, which wins
+	// over log.retention.minutes and log.retention.hours; Skein accepts
+	// those two as well and converts them to milliseconds (a negative value
+	// meaning unlimited, as in Kafka).
+	LogRetentionMs int64 `mapstructure:"log.retention.ms" yaml:"log.retention.ms"`
+
+	// LogRetentionBytes: default for retention.bytes. Default -1
+	// (unlimited). Kafka: log.retention.bytes.
+	LogRetentionBytes int64 `mapstructure:"log.retention.bytes" yaml:"log.retention.bytes"`
+
+	// LogSegmentBytes: default for segment.bytes. Default 1073741824
+	// (1 GiB), at least MinSegmentBytes. Kafka: log.segment.bytes.
+	LogSegmentBytes int32 `mapstructure:"log.segment.bytes" yaml:"log.segment.bytes"`
+
+	// LogRollMs: default for segment.ms. Default 604800000 (7 days), at
+	// least 1. Kafka: log.roll.ms, which wins over log.roll.hours; Skein
+	// accepts log.roll.hours as well.
+	LogRollMs int64 `mapstructure:"log.roll.ms" yaml:"log.roll.ms"`
+
+	// LogIndexSizeMaxBytes: default for segment.index.bytes. Default
+	// 10485760 (10 MiB), at least 4. Kafka: log.index.size.max.bytes.
+	LogIndexSizeMaxBytes int32 `mapstructure:"log.index.size.max.bytes" yaml:"log.index.size.max.bytes"`
+
+	// LogIndexIntervalBytes: default for index.interval.bytes. Default
+	// 4096, at least 0. Kafka: log.index.interval.bytes.
+	LogIndexIntervalBytes int32 `mapstructure:"log.index.interval.bytes" yaml:"log.index.interval.bytes"`
+
+	// LogCleanupPolicy: default for cleanup.policy. Default delete. Kafka:
+	// log.cleanup.policy.
+	LogCleanupPolicy CleanupPolicy `mapstructure:"log.cleanup.policy" yaml:"log.cleanup.policy"`
+
+	// LogCleanerDeleteRetentionMs: default for delete.retention.ms. Default
+	// 86400000 (1 day), at least 0. Kafka: log.cleaner.delete.retention.ms.
+	LogCleanerDeleteRetentionMs int64 `mapstructure:"log.cleaner.delete.retention.ms" yaml:"log.cleaner.delete.retention.ms"`
+
+	// LogCleanerMinCompactionLagMs: default for min.compaction.lag.ms.
+	// Default 0, at least 0. Kafka: log.cleaner.min.compaction.lag.ms.
+	LogCleanerMinCompactionLagMs int64 `mapstructure:"log.cleaner.min.compaction.lag.ms" yaml:"log.cleaner.min.compaction.lag.ms"`
+
+	// MessageMaxBytes: default for max.message.bytes. Default 1048588
+	// (1 MiB plus a batch's 12-byte log overhead), at least 0. Kafka:
+	// message.max.bytes.
+	MessageMaxBytes int32 `mapstructure:"message.max.bytes" yaml:"message.max.bytes"`
+
+	// LogMessageTimestampType: default for message.timestamp.type. Default
+	// CreateTime. Kafka: log.message.timestamp.type.
+	LogMessageTimestampType TimestampType `mapstructure:"log.message.timestamp.type" yaml:"log.message.timestamp.type"`
+
+	// MinInsyncReplicas: default for min.insync.replicas. Default 1, at
+	// least 1. Kafka: min.insync.replicas.
+	MinInsyncReplicas int32 `mapstructure:"min.insync.replicas" yaml:"min.insync.replicas"`
+
+	// LogFlushIntervalMessages: default for flush.messages. Default
+	// 9223372036854775807 (never), at least 1. Only used under durability
+	// replicated. Kafka: log.flush.interval.messages.
+	LogFlushIntervalMessages int64 `mapstructure:"log.flush.interval.messages" yaml:"log.flush.interval.messages"`
+
+	// LogFlushIntervalMs: default for flush.ms. Default
+	// 9223372036854775807 (never), at least 0. Only used under durability
+	// replicated. Kafka: log.flush.interval.ms (whose own default, null,
+	// falls back to log.flush.scheduler.interval.ms, Long.MAX_VALUE; Skein
+	// has no flush scheduler and states the value directly).
+	LogFlushIntervalMs int64 `mapstructure:"log.flush.interval.ms" yaml:"log.flush.interval.ms"`
+
+	// CompressionType: default for compression.type. Default producer.
+	// Kafka: compression.type.
+	CompressionType CompressionType `mapstructure:"compression.type" yaml:"compression.type"`
+}
+
+// Durability is the value of the durability key (Skein-only).
+type Durability string
+
+// The values of durability.
+const (
+	// DurabilityFsync acknowledges an offset once every replica counting
+	// towards the high watermark has fsynced it (the default).
+	DurabilityFsync Durability = "fsync"
+	// DurabilityReplicated acknowledges an offset once every in-sync
+	// replica has it in memory, as Kafka does.
+	DurabilityReplicated Durability = "replicated"
+)
+
+// Default returns the configuration `skein node` runs with when given
+// nothing: a single node with its data in ./data, Kafka on 127.0.0.1:9092,
+// and Kafka's defaults for everything Kafka has.
+func Default() Node {
+	return Node{
+		NodeID:                   1,
+		DataDir:                  "./data",
+		Listen:                   "127.0.0.1:9092",
+		Advertise:                "127.0.0.1:9092",
+		AdminListen:              "127.0.0.1:9644",
+		LogLevel:                 "info",
+		LogFormat:                logging.FormatAuto,
+		Durability:               DurabilityFsync,
+		AutoCreateTopicsEnable:   true,
+		NumPartitions:            1,
+		DefaultReplicationFactor: 1,
+		TopicDefaults:            DefaultTopic().brokerDefaults(),
+	}
+}
+
+// Validate checks every key's value. The error joins one *Error per bad
+// key, each naming the key and the value, in the order of the keys in
+// Node.
+func (n Node) Validate() error {
+	var v validator
+	v.atLeast("node.id", int64(n.NodeID), 0)
+	if n.DataDir == "" {
+		v.fail("data.dir", n.DataDir, "must not be empty")
+	}
+	v.hostPort("listen", n.Listen, false)
+	v.hostPort("advertise", n.Advertise, true)
+	v.hostPort("admin.listen", n.AdminListen, false)
+	if _, err := logging.ParseLevel(n.LogLevel); err != nil {
+		v.fail("log.level", n.LogLevel, "must be one of "+strings.Join(logging.Levels, ", "))
+	}
+	if !logging.ValidFormat(n.LogFormat) {
+		v.fail("log.format", n.LogFormat, "must be one of "+strings.Join(logging.Formats, ", "))
+	}
+	v.oneOf("durability", string(n.Durability), string(DurabilityFsync), string(DurabilityReplicated))
+	v.atLeast("num.partitions", int64(n.NumPartitions), 1)
+	v.atLeast("default.replication.factor", int64(n.DefaultReplicationFactor), 1)
+	d := n.TopicDefaults
+	d.Topic().validate(&v, brokerName)
+	// NB: Kafka's broker refuses log.retention.ms = 0 (every segment would
+	// go as soon as it rolls), while a topic may set retention.ms = 0.
+	if d.LogRetentionMs == 0 {
+		v.fail("log.retention.ms", "0", "must be -1 (unlimited) or at least 1")
+	}
+	return v.err()
+}
+
+// YAML returns the configuration in the format Load reads (every key, flat,
+// under its Kafka name), so that `skein node --print-config > node.yaml`
+// followed by `skein node --config node.yaml` runs the same node.
+func (n Node) YAML() string {
+	out, err := yaml.Marshal(n)
+	if err != nil {
+		// Node holds only scalars and CleanupPolicy, which marshals to a string.
+		panic(fmt.Sprintf("configs: marshalling Node: %v", err))
+	}
+	return "# Skein node configuration. Keys are Kafka's broker config names where Kafka\n" +
+		"# has the setting; see package configs for each key's meaning and default.\n" +
+		string(out)
+}
+
+// Map returns every key with its value as YAML prints it, for structured
+// logging of the effective configuration.
+func (n Node) Map() map[string]string {
+	m := make(map[string]string, len(nodeFields))
+	for _, f := range nodeFields {
+		m[f.key] = f.format(n)
+	}
+	return m
+}
+
+// Error is a configuration error: the key, the value as given, and what is
+// wrong with it. Every error of this package is, or joins, *Error values;
+// errors.As finds the first. Its message is Kafka's INVALID_CONFIG message
+// for a bad topic config.
+type Error struct {
+	Key    string
+	Value  string
+	Reason string
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("configs: %s = %s: %s", e.Key, quote(e.Value), e.Reason)
+}
+
+// quote leaves plain values (numbers, names, addresses, paths) bare and
+// quotes the rest, so that an empty or odd value stays visible.
+func quote(s string) string {
+	if s == "" {
+		return `""`
+	}
+	for _, r := range s {
+		plain := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._,:/+-[]", r)
+		if !plain {
+			return strconv.Quote(s)
+		}
+	}
+	return s
+}
+
+// validator collects *Error values.
+type validator struct{ errs []error }
+
+func (v *validator) fail(key, value, reason string) {
+	v.errs = append(v.errs, &Error{Key: key, Value: value, Reason: reason})
+}
+
+func (v *validator) err() error { return errors.Join(v.errs...) }
+
+func (v *validator) atLeast(key string, value, min int64) {
+	if value < min {
+		v.fail(key, fmtInt(value), "must be at least "+fmtInt(min))
+	}
+}
+
+func (v *validator) oneOf(key, value string, allowed ...string) {
+	for _, a := range allowed {
+		if value == a {
+			return
+		}
+	}
+	v.fail(key, value, "must be one of "+strings.Join(allowed, ", "))
+}
+
+// hostPort checks a host:port; advertised addresses must name a host.
+func (v *validator) hostPort(key, value string, advertised bool) {
+	host, port, err := net.SplitHostPort(value)
+	if err != nil {
+		v.fail(key, value, "must be host:port")
+		return
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		v.fail(key, value, "port must be a number from 0 to 65535")
+		return
+	}
+	if advertised {
+		if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+			v.fail(key, value, "must name a host clients can reach, not an unspecified address (set advertise when listen is 0.0.0.0 or [::])")
+		}
+	}
+}
+
+func fmtInt(i int64) string { return strconv.FormatInt(i, 10) }
