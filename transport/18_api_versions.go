@@ -1,0 +1,52 @@
+package transport
+
+// ApiVersions: v0-4
+//
+// Behaviour:
+//   - Lists every served key with the versions advertised.
+//   - A request newer than v4 is answered at v0 with UNSUPPORTED_VERSION and
+//     the full key list, without parsing its body (KIP-511), so the client
+//     retries at a version we speak. The response header is always v0.
+//
+// Version notes:
+//   - v1: ThrottleMillis.
+//   - v3: flexible; ClientSoftwareName and ClientSoftwareVersion (KIP-511).
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	registrations = append(registrations, func(a *API) {
+		a.register(18, handler{min: 0, max: 4, handle: a.handleApiVersions})
+	})
+}
+
+func (a *API) handleApiVersions(_ *conn, kreq kmsg.Request) finish {
+	req := kreq.(*kmsg.ApiVersionsRequest)
+	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
+	resp.ApiKeys = a.apiKeys()
+	return respond(resp)
+}
+
+func (a *API) apiVersionsUnsupported() kmsg.Response {
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.Version = 0
+	resp.ErrorCode = kerr.UnsupportedVersion.Code
+	resp.ApiKeys = a.apiKeys()
+	return resp
+}
+
+func (a *API) apiKeys() []kmsg.ApiVersionsResponseApiKey {
+	var keys []kmsg.ApiVersionsResponseApiKey
+	for key, h := range a.handlers {
+		if h.handle == nil {
+			continue
+		}
+		k := kmsg.NewApiVersionsResponseApiKey()
+		k.ApiKey, k.MinVersion, k.MaxVersion = int16(key), h.advertiseMin, h.max
+		keys = append(keys, k)
+	}
+	return keys
+}

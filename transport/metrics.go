@@ -1,0 +1,67 @@
+package transport
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Metrics are the Kafka listener's Prometheus metrics. Each node has its own
+// registry, so that several nodes can run in one test process.
+type Metrics struct {
+	requests    *prometheus.CounterVec
+	errors      *prometheus.CounterVec
+	latency     *prometheus.HistogramVec
+	connections prometheus.Gauge
+}
+
+// NewMetrics registers the listener's metrics on reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "skein_requests_total", Help: "Kafka requests received, by API key and version.",
+		}, []string{"api", "version"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "skein_request_errors_total", Help: "Error codes returned, by API key, version and Kafka error name.",
+		}, []string{"api", "version", "error"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "skein_request_duration_seconds", Help: "Time from decoding a request to having its response, by API key.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10),
+		}, []string{"api"}),
+		connections: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "skein_open_connections", Help: "Open Kafka client connections.",
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.requests, m.errors, m.latency, m.connections)
+	}
+	return m
+}
+
+func apiName(key int16) string {
+	if name := kmsg.NameForKey(key); name != "" {
+		return name
+	}
+	return strconv.Itoa(int(key))
+}
+
+func (m *Metrics) request(key, version int16) {
+	m.requests.WithLabelValues(apiName(key), strconv.Itoa(int(version))).Inc()
+}
+
+func (m *Metrics) observe(key, version int16, d time.Duration, _ kmsg.Response) {
+	m.latency.WithLabelValues(apiName(key)).Observe(d.Seconds())
+}
+
+// errorCode counts an error code a handler returned (0 is not an error).
+func (m *Metrics) errorCode(key, version int16, code int16) {
+	if code == 0 {
+		return
+	}
+	m.errors.WithLabelValues(apiName(key), strconv.Itoa(int(version)), errorName(code)).Inc()
+}
+
+func (m *Metrics) connectionOpened() { m.connections.Inc() }
+func (m *Metrics) connectionClosed() { m.connections.Dec() }

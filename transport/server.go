@@ -1,0 +1,157 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Config is the Kafka listener's configuration.
+type Config struct {
+	// Listen is the address to listen on (listeners).
+	Listen string
+	// MaxRequestBytes caps a request's size (socket.request.max.bytes,
+	// default 104857600); a bigger frame closes the connection before
+	// anything is allocated for it.
+	MaxRequestBytes int32
+	// IdleTimeout closes a connection that sent nothing for this long
+	// (connections.max.idle.ms, default 10 minutes).
+	IdleTimeout time.Duration
+	// MaxInflight is how many requests of one connection may be decoded
+	// ahead of their responses (Skein-only; clients pipeline at most 5 by
+	// default). Further requests wait in the socket.
+	MaxInflight int
+	Logger      zerolog.Logger
+}
+
+// DefaultConfig returns Kafka's defaults.
+func DefaultConfig() Config {
+	return Config{
+		Listen:          "127.0.0.1:9092",
+		MaxRequestBytes: 100 << 20,
+		IdleTimeout:     10 * time.Minute,
+		MaxInflight:     16,
+		Logger:          zerolog.Nop(),
+	}
+}
+
+// Server is the Kafka listener. Each connection has a reader goroutine that
+// decodes requests and starts them (handing the work to the actor that owns
+// the data), and a writer goroutine that finishes them in order and writes
+// the responses; no goroutine is made per request.
+type Server struct {
+	cfg    Config
+	api    *API
+	ln     net.Listener
+	log    zerolog.Logger
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	conns  map[*conn]struct{}
+	closed bool
+}
+
+// NewServer returns a listener serving api.
+func NewServer(cfg Config, api *API) *Server {
+	return &Server{cfg: cfg, api: api, log: cfg.Logger, conns: make(map[*conn]struct{})}
+}
+
+// Start listens and accepts connections in the background.
+func (s *Server) Start() error {
+	ln, err := net.Listen("tcp", s.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("transport: listen on %s: %w", s.cfg.Listen, err)
+	}
+	s.ln = ln
+	s.wg.Add(1)
+	go s.accept()
+	return nil
+}
+
+// Addr returns the address the server listens on.
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+func (s *Server) accept() {
+	defer s.wg.Done()
+	for {
+		nc, err := s.ln.Accept()
+		if err != nil {
+			if !errors.Is(err, net.ErrClosed) {
+				s.log.Error().Err(err).Msg("accept failed")
+			}
+			return
+		}
+		c := newConn(s, nc)
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			nc.Close()
+			return
+		}
+		s.conns[c] = struct{}{}
+		s.mu.Unlock()
+		s.api.metrics.connectionOpened()
+		s.wg.Add(2)
+		go c.read()
+		go c.write()
+	}
+}
+
+func (s *Server) forget(c *conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+}
+
+// Close stops accepting, stops reading new requests, lets every request
+// already read be answered (until ctx ends), and closes the connections.
+func (s *Server) Close(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	if s.ln != nil {
+		s.ln.Close()
+	}
+	for _, c := range conns {
+		c.stopReading()
+	}
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		for _, c := range conns {
+			c.nc.Close()
+		}
+		<-done
+		return ctx.Err()
+	}
+}
+
+// handler serves one API key.
+type handler struct {
+	min, max int16 // versions served
+	// advertiseMin is the lowest version advertised, when lower than min:
+	// Produce is advertised from v0 as Kafka 4 does, for old librdkafka,
+	// and refuse answers v0-2 requests with UNSUPPORTED_VERSION.
+	advertiseMin int16
+	refuse       func(req kmsg.Request) kmsg.Response
+	handle       func(c *conn, req kmsg.Request) finish
+}
+
+// finish completes a started request on the connection's writer goroutine,
+// in request order, and returns the response (nil for none, as for acks=0).
+type finish func() kmsg.Response
+
+// respond wraps a response that is ready at once.
+func respond(r kmsg.Response) finish { return func() kmsg.Response { return r } }

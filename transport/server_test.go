@@ -1,0 +1,142 @@
+package transport
+
+import (
+	"context"
+	"encoding/binary"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func startServer(t *testing.T) *Server {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.Listen = "127.0.0.1:0"
+	s := NewServer(cfg, NewAPI(nil))
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := s.Close(ctx); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return s
+}
+
+func TestApiVersionsWithFranzGo(t *testing.T) {
+	s := startServer(t)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.Addr().String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, k := range resp.ApiKeys {
+		if k.ApiKey == 18 && k.MinVersion == 0 && k.MaxVersion == 4 {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("ApiVersions 0-4 not advertised: %+v", resp.ApiKeys)
+	}
+}
+
+// rawRequest writes one request frame and reads one response frame.
+func rawRequest(t *testing.T, nc net.Conn, key, version int16, corr int32, body []byte) []byte {
+	t.Helper()
+	frame := binary.BigEndian.AppendUint32(nil, 0)
+	frame = binary.BigEndian.AppendUint16(frame, uint16(key))
+	frame = binary.BigEndian.AppendUint16(frame, uint16(version))
+	frame = binary.BigEndian.AppendUint32(frame, uint32(corr))
+	frame = binary.BigEndian.AppendUint16(frame, 0xffff) // null client id
+	frame = append(frame, body...)
+	binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
+	if _, err := nc.Write(frame); err != nil {
+		t.Fatal(err)
+	}
+	var size [4]byte
+	if _, err := io.ReadFull(nc, size[:]); err != nil {
+		t.Fatal(err)
+	}
+	resp := make([]byte, binary.BigEndian.Uint32(size[:]))
+	if _, err := io.ReadFull(nc, resp); err != nil {
+		t.Fatal(err)
+	}
+	if got := int32(binary.BigEndian.Uint32(resp)); got != corr {
+		t.Fatalf("correlation id %d, want %d", got, corr)
+	}
+	return resp[4:]
+}
+
+// TestApiVersionsNewerThanServed checks KIP-511: a version we do not know is
+// answered at v0 with UNSUPPORTED_VERSION and our key list.
+func TestApiVersionsNewerThanServed(t *testing.T) {
+	s := startServer(t)
+	nc, err := net.Dial("tcp", s.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	body := rawRequest(t, nc, 18, 99, 7, []byte{0xde, 0xad})
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.Version = 0
+	if err := resp.ReadFrom(body); err != nil {
+		t.Fatal(err)
+	}
+	if resp.ErrorCode != kerr.UnsupportedVersion.Code || len(resp.ApiKeys) == 0 {
+		t.Fatalf("got error %d with %d keys", resp.ErrorCode, len(resp.ApiKeys))
+	}
+}
+
+// TestHostileFramesCloseTheConnection sends frames a broker must refuse; each
+// closes the connection, and the server keeps serving others.
+func TestHostileFramesCloseTheConnection(t *testing.T) {
+	s := startServer(t)
+	for name, frame := range map[string][]byte{
+		"huge size":      {0x7f, 0xff, 0xff, 0xff},
+		"negative size":  {0xff, 0xff, 0xff, 0xff},
+		"tiny":           {0, 0, 0, 2, 0, 18},
+		"unknown key":    {0, 0, 0, 10, 0x7f, 0x00, 0, 0, 0, 0, 0, 1, 0xff, 0xff},
+		"truncated body": {0, 0, 0, 12, 0, 3, 0, 12, 0, 0, 0, 1, 0xff, 0xff, 1, 2},
+		"bad client id":  {0, 0, 0, 10, 0, 18, 0, 0, 0, 0, 0, 1, 0x7f, 0xff},
+	} {
+		t.Run(name, func(t *testing.T) {
+			nc, err := net.Dial("tcp", s.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc.Close()
+			nc.Write(frame)
+			// The server must close on its own: a read that times out
+			// instead of seeing EOF fails the test.
+			nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+			if _, err := io.ReadAll(nc); err != nil {
+				t.Fatalf("connection not closed by the server: %v", err)
+			}
+		})
+	}
+	// Still serving.
+	nc, err := net.Dial("tcp", s.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	rawRequest(t, nc, 18, 0, 1, nil)
+}
