@@ -1,0 +1,122 @@
+package image
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+)
+
+// TopicID is a topic's UUID, as Kafka sends it (Metadata v10+, Fetch v13+).
+type TopicID [16]byte
+
+// IsZero reports whether the id is unset.
+func (id TopicID) IsZero() bool { return id == TopicID{} }
+
+func (id TopicID) String() string {
+	return fmt.Sprintf("%x-%x-%x-%x-%x", id[0:4], id[4:6], id[6:8], id[8:10], id[10:16])
+}
+
+// Image is a node's picture of the cluster's metadata at one offset of the
+// metadata log. An Image never changes: Apply returns a new one that shares
+// what did not change, so readers can hold one without locks.
+type Image struct {
+	// Offset is the metadata log offset of the last record applied, -1 for
+	// the empty image.
+	Offset    int64
+	ClusterID string
+	Brokers   map[int32]Broker
+	// Topics by name and by id; both hold the same *Topic values.
+	Topics     map[string]*Topic
+	TopicsByID map[TopicID]*Topic
+	// BrokerConfigs are dynamic broker-level configs set with AlterConfigs
+	// (Kafka's DYNAMIC_DEFAULT_BROKER_CONFIG), by name.
+	BrokerConfigs map[string]string
+	// NextProducerID is the first producer id not yet handed out in a
+	// block: ids below it are never given out again, even after restarts.
+	NextProducerID int64
+}
+
+// Broker is a registered broker.
+type Broker struct {
+	ID   int32
+	Host string
+	Port int32
+	Rack string
+}
+
+// Topic is one topic. Treat it as read-only.
+type Topic struct {
+	Name       string
+	ID         TopicID
+	Partitions []Partition
+	// Configs are the topic's own configs (overrides of the broker's), by
+	// Kafka name.
+	Configs  map[string]string
+	Internal bool
+}
+
+// Partition is one partition's placement and leadership.
+type Partition struct {
+	Index       int32
+	Leader      int32 // -1 when there is none
+	LeaderEpoch int32
+	// PartitionEpoch counts every change to this partition's record.
+	PartitionEpoch int32
+	Replicas       []int32
+	ISR            []int32
+}
+
+// Empty returns the image before any record.
+func Empty() *Image {
+	return &Image{
+		Offset:        -1,
+		Brokers:       map[int32]Broker{},
+		Topics:        map[string]*Topic{},
+		TopicsByID:    map[TopicID]*Topic{},
+		BrokerConfigs: map[string]string{},
+	}
+}
+
+// Topic returns the named topic, or nil.
+func (im *Image) Topic(name string) *Topic { return im.Topics[name] }
+
+// TopicNames returns the topic names, sorted.
+func (im *Image) TopicNames() []string {
+	names := slices.Collect(maps.Keys(im.Topics))
+	sort.Strings(names)
+	return names
+}
+
+// BrokerIDs returns the broker ids, sorted.
+func (im *Image) BrokerIDs() []int32 {
+	ids := slices.Collect(maps.Keys(im.Brokers))
+	slices.Sort(ids)
+	return ids
+}
+
+// clone returns a shallow copy whose maps can be changed without touching
+// im. Topics themselves are shared; a record that changes one replaces it.
+func (im *Image) clone() *Image {
+	c := *im
+	c.Brokers = maps.Clone(im.Brokers)
+	c.Topics = maps.Clone(im.Topics)
+	c.TopicsByID = maps.Clone(im.TopicsByID)
+	c.BrokerConfigs = maps.Clone(im.BrokerConfigs)
+	return &c
+}
+
+func (im *Image) putTopic(t *Topic) {
+	if old, ok := im.TopicsByID[t.ID]; ok && old.Name != t.Name {
+		delete(im.Topics, old.Name)
+	}
+	im.Topics[t.Name] = t
+	im.TopicsByID[t.ID] = t
+}
+
+func (t *Topic) clone() *Topic {
+	c := *t
+	c.Partitions = slices.Clone(t.Partitions)
+	c.Configs = maps.Clone(t.Configs)
+	return &c
+}

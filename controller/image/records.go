@@ -1,0 +1,242 @@
+package image
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+)
+
+// Record is one change to the metadata: the controller writes records to
+// the metadata log, and every node applies them in log order. Records are
+// plain structs with msgpack tags, encoded by the controller; their type ids
+// (RecordType) are stable forever, since logs outlive binaries.
+type Record interface {
+	// Type returns the record's stable type id.
+	Type() RecordType
+	// apply changes im (a clone the caller owns) or returns why the record
+	// cannot apply.
+	apply(im *Image) error
+}
+
+// RecordType identifies a record type in the metadata log.
+type RecordType uint16
+
+// Record type ids. Never renumber; add at the end.
+const (
+	TypeCluster RecordType = iota + 1
+	TypeRegisterBroker
+	TypeCreateTopic
+	TypeDeleteTopic
+	TypeAddPartitions
+	TypeSetConfigs
+	TypeAllocateProducerIDs
+	TypeChangePartition
+)
+
+// New returns an empty record of type t, for decoding, or nil for a type
+// this binary does not know.
+func New(t RecordType) Record {
+	switch t {
+	case TypeCluster:
+		return &Cluster{}
+	case TypeRegisterBroker:
+		return &RegisterBroker{}
+	case TypeCreateTopic:
+		return &CreateTopic{}
+	case TypeDeleteTopic:
+		return &DeleteTopic{}
+	case TypeAddPartitions:
+		return &AddPartitions{}
+	case TypeSetConfigs:
+		return &SetConfigs{}
+	case TypeAllocateProducerIDs:
+		return &AllocateProducerIDs{}
+	case TypeChangePartition:
+		return &ChangePartition{}
+	}
+	return nil
+}
+
+// ErrConflict is returned by Apply for a record that contradicts the image
+// (a topic that exists already, an id that does not). The controller
+// validates before writing, so a conflict in the log is a bug or corruption.
+var ErrConflict = errors.New("image: record conflicts with the image")
+
+// Apply returns the image with r applied at log offset offset. im is not
+// changed.
+func (im *Image) Apply(offset int64, r Record) (*Image, error) {
+	c := im.clone()
+	if err := r.apply(c); err != nil {
+		return nil, fmt.Errorf("%w: %T at offset %d: %v", ErrConflict, r, offset, err)
+	}
+	c.Offset = offset
+	return c, nil
+}
+
+// Cluster names the cluster; it is the first record of a new metadata log.
+type Cluster struct {
+	ClusterID string `msgpack:"id"`
+}
+
+func (*Cluster) Type() RecordType { return TypeCluster }
+func (r *Cluster) apply(im *Image) error {
+	im.ClusterID = r.ClusterID
+	return nil
+}
+
+// RegisterBroker adds or updates a broker.
+type RegisterBroker struct {
+	ID   int32  `msgpack:"id"`
+	Host string `msgpack:"host"`
+	Port int32  `msgpack:"port"`
+	Rack string `msgpack:"rack"`
+}
+
+func (*RegisterBroker) Type() RecordType { return TypeRegisterBroker }
+func (r *RegisterBroker) apply(im *Image) error {
+	im.Brokers[r.ID] = Broker{ID: r.ID, Host: r.Host, Port: r.Port, Rack: r.Rack}
+	return nil
+}
+
+// CreateTopic adds a topic with its partitions and configs.
+type CreateTopic struct {
+	Name       string            `msgpack:"name"`
+	ID         TopicID           `msgpack:"id"`
+	Partitions []Partition       `msgpack:"parts"`
+	Configs    map[string]string `msgpack:"configs"`
+	Internal   bool              `msgpack:"internal"`
+}
+
+func (*CreateTopic) Type() RecordType { return TypeCreateTopic }
+func (r *CreateTopic) apply(im *Image) error {
+	if _, ok := im.Topics[r.Name]; ok {
+		return fmt.Errorf("topic %q exists", r.Name)
+	}
+	if _, ok := im.TopicsByID[r.ID]; ok || r.ID.IsZero() {
+		return fmt.Errorf("topic id %v is taken or zero", r.ID)
+	}
+	im.putTopic(&Topic{Name: r.Name, ID: r.ID, Partitions: slices.Clone(r.Partitions), Configs: maps.Clone(r.Configs), Internal: r.Internal})
+	return nil
+}
+
+// DeleteTopic removes a topic.
+type DeleteTopic struct {
+	ID TopicID `msgpack:"id"`
+}
+
+func (*DeleteTopic) Type() RecordType { return TypeDeleteTopic }
+func (r *DeleteTopic) apply(im *Image) error {
+	t, ok := im.TopicsByID[r.ID]
+	if !ok {
+		return fmt.Errorf("no topic %v", r.ID)
+	}
+	delete(im.TopicsByID, r.ID)
+	delete(im.Topics, t.Name)
+	return nil
+}
+
+// AddPartitions appends partitions to a topic (CreatePartitions).
+type AddPartitions struct {
+	ID         TopicID     `msgpack:"id"`
+	Partitions []Partition `msgpack:"parts"`
+}
+
+func (*AddPartitions) Type() RecordType { return TypeAddPartitions }
+func (r *AddPartitions) apply(im *Image) error {
+	t, ok := im.TopicsByID[r.ID]
+	if !ok {
+		return fmt.Errorf("no topic %v", r.ID)
+	}
+	t = t.clone()
+	for _, p := range r.Partitions {
+		if int(p.Index) != len(t.Partitions) {
+			return fmt.Errorf("partition %d added after %d", p.Index, len(t.Partitions))
+		}
+		t.Partitions = append(t.Partitions, p)
+	}
+	im.putTopic(t)
+	return nil
+}
+
+// ChangePartition replaces one partition's leadership and replica sets.
+type ChangePartition struct {
+	ID        TopicID   `msgpack:"id"`
+	Partition Partition `msgpack:"part"`
+}
+
+func (*ChangePartition) Type() RecordType { return TypeChangePartition }
+func (r *ChangePartition) apply(im *Image) error {
+	t, ok := im.TopicsByID[r.ID]
+	if !ok || int(r.Partition.Index) >= len(t.Partitions) {
+		return fmt.Errorf("no partition %v/%d", r.ID, r.Partition.Index)
+	}
+	t = t.clone()
+	t.Partitions[r.Partition.Index] = r.Partition
+	im.putTopic(t)
+	return nil
+}
+
+// ResourceType is what a SetConfigs record configures, with Kafka's
+// ConfigResource type ids.
+type ResourceType int8
+
+// The resource types configs can be set on.
+const (
+	ResourceTopic  ResourceType = 2
+	ResourceBroker ResourceType = 4
+)
+
+// SetConfigs sets (or, with a nil value, deletes) configs of a topic or of
+// the brokers. Values are validated by the controller before writing.
+type SetConfigs struct {
+	Resource ResourceType       `msgpack:"res"`
+	Name     string             `msgpack:"name"` // topic name; empty for the cluster-wide broker default
+	Configs  map[string]*string `msgpack:"configs"`
+}
+
+func (*SetConfigs) Type() RecordType { return TypeSetConfigs }
+func (r *SetConfigs) apply(im *Image) error {
+	set := func(m map[string]string) {
+		for k, v := range r.Configs {
+			if v == nil {
+				delete(m, k)
+			} else {
+				m[k] = *v
+			}
+		}
+	}
+	switch r.Resource {
+	case ResourceTopic:
+		t, ok := im.Topics[r.Name]
+		if !ok {
+			return fmt.Errorf("no topic %q", r.Name)
+		}
+		t = t.clone()
+		if t.Configs == nil {
+			t.Configs = map[string]string{}
+		}
+		set(t.Configs)
+		im.putTopic(t)
+	case ResourceBroker:
+		set(im.BrokerConfigs)
+	default:
+		return fmt.Errorf("resource type %d", r.Resource)
+	}
+	return nil
+}
+
+// AllocateProducerIDs hands out the block of producer ids [First, First+Size).
+type AllocateProducerIDs struct {
+	First int64 `msgpack:"first"`
+	Size  int64 `msgpack:"size"`
+}
+
+func (*AllocateProducerIDs) Type() RecordType { return TypeAllocateProducerIDs }
+func (r *AllocateProducerIDs) apply(im *Image) error {
+	if r.First < im.NextProducerID || r.Size <= 0 {
+		return fmt.Errorf("block at %d below the next id %d", r.First, im.NextProducerID)
+	}
+	im.NextProducerID = r.First + r.Size
+	return nil
+}
