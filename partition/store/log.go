@@ -52,8 +52,8 @@ func DefaultOptions() Options {
 
 func (o *Options) validate() error {
 	switch {
-	case o.SegmentBytes < HeaderSize:
-		return fmt.Errorf("store: segment.bytes %d is smaller than a batch header", o.SegmentBytes)
+	case o.SegmentBytes < 1:
+		return fmt.Errorf("store: segment.bytes %d is not positive", o.SegmentBytes)
 	case o.SegmentIndexBytes < 4*timeEntrySize:
 		return fmt.Errorf("store: segment.index.bytes %d is too small", o.SegmentIndexBytes)
 	case o.IndexIntervalBytes < 0:
