@@ -27,7 +27,7 @@ var nodeFlags = []struct{ flag, key, usage string }{
 	{"node-id", "node.id", "this node's id"},
 	{"data-dir", "data.dir", "directory of this node's data"},
 	{"listen", "listen", "host:port of the Kafka listener"},
-	{"advertise", "advertise", "host:port given to clients (default: the listen address)"},
+	{"advertise", "advertise", "host:port given to clients; empty means the listen address"},
 	{"admin-listen", "admin.listen", "host:port of the admin HTTP API"},
 	{"log-level", "log.level", "log level: trace, debug, info, warn, error"},
 	{"log-format", "log.format", "log format: auto (console on a terminal, JSON otherwise), console, json"},

@@ -1,4 +1,18 @@
 // Package node composes one Skein process: the actor system, remoting, the
 // controller and broker roles, and the listeners; it owns start-up and
 // graceful stop.
+//
+// A node's actors form one tree under its root actor, node/<id> (DESIGN.md
+// "The actor tree"). Today the root has no children: partitions, the
+// controller and the listeners come with later issues.
+//
+// The caller's duties (cmd/skein's `skein node` does this):
+//
+//  1. load and validate a configs.Node and build a logger;
+//  2. Start, which creates data.dir and starts the actor system;
+//  3. wait for a signal, or for Done, which closes if the root actor dies
+//     for good;
+//  4. Stop with a deadline, and exit.
+//
+// Start and Stop may be called from any goroutine; Stop is idempotent.
 package node

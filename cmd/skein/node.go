@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/skeinlog/skein/configs"
+	"github.com/skeinlog/skein/internal/logging"
+	"github.com/skeinlog/skein/node"
+)
+
+// stopTimeout bounds the graceful stop after SIGTERM or SIGINT.
+const stopTimeout = 30 * time.Second
+
+func newNodeCommand(environ []string, stdout, stderr *os.File) *cobra.Command {
+	var printConfig bool
+	cmd := &cobra.Command{
+		Use:   "node",
+		Short: "Run a Skein node until SIGTERM or SIGINT",
+		Long: "Run a Skein node until SIGTERM or SIGINT, then stop it gracefully.\n\n" +
+			"Settings come from, lowest precedence first: the defaults, the YAML file of\n" +
+			"--config, SKEIN_* environment variables (SKEIN_DATA_DIR for data.dir,\n" +
+			"SKEIN_LOG_SEGMENT_BYTES for log.segment.bytes) and the flags. Keys are Kafka's\n" +
+			"broker config names where Kafka has the setting; --print-config lists them all.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			// NB: catch the signals before anything is logged, so that a
+			// SIGTERM sent as soon as the node logs its configuration stops
+			// it gracefully instead of killing it.
+			signals := make(chan os.Signal, 2)
+			signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
+			defer signal.Stop(signals)
+
+			cfg, err := configs.Load(cmd.Flags(), environ)
+			if err != nil {
+				return exitError{code: 2, err: err}
+			}
+			if printConfig {
+				_, err := fmt.Fprint(stdout, cfg.YAML())
+				return err
+			}
+			return runNode(cfg, stderr, signals)
+		},
+	}
+	configs.RegisterFlags(cmd.Flags())
+	cmd.Flags().BoolVar(&printConfig, "print-config", false, "print the effective configuration as YAML (the --config format) and exit")
+	cmd.Flags().SortFlags = false
+	return cmd
+}
+
+// runNode runs a node with cfg until a signal arrives, logging to stderr.
+func runNode(cfg configs.Node, stderr *os.File, signals <-chan os.Signal) error {
+	log, err := logging.New(stderr, cfg.LogLevel, cfg.LogFormat, logging.IsTerminal(stderr))
+	if err != nil {
+		return exitError{code: 2, err: err}
+	}
+	fields := make(map[string]any, len(cfg.Map()))
+	for k, v := range cfg.Map() {
+		fields[k] = v
+	}
+	log.Info().Fields(fields).Msg("effective configuration")
+
+	n, err := node.Start(cfg, log)
+	if err != nil {
+		log.Error().Err(err).Msg("start failed")
+		return exitError{code: 1}
+	}
+	select {
+	case sig := <-signals:
+		log.Info().Str("signal", sig.String()).Msg("stopping")
+	case <-n.Done():
+		log.Error().Msg("the node's root actor stopped after repeated failures; exiting")
+		return exitError{code: 1}
+	}
+	// A second signal now gets Go's default action: the process dies at
+	// once, for when the graceful stop hangs.
+	signal.Reset(syscall.SIGTERM, syscall.SIGINT)
+	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	defer cancel()
+	if err := n.Stop(ctx); err != nil {
+		log.Error().Err(err).Msg("graceful stop failed")
+		return exitError{code: 1}
+	}
+	return nil
+}
