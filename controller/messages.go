@@ -1,0 +1,142 @@
+package controller
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/skeinlog/skein/controller/image"
+)
+
+// Commands to the controller actor. Each is sent by transport (or the CLI
+// through it) with Request or RequestFuture and answered with its Result.
+// A command is all-or-nothing on disk: its records are one batch of the
+// metadata log, synced before the Result is sent and the new image is
+// published.
+
+// CreateTopics creates topics (CreateTopics, and Metadata/Produce with
+// auto-creation). Results come in request order.
+type CreateTopics struct {
+	Topics       []NewTopic
+	ValidateOnly bool
+}
+
+// NewTopic is one topic to create. NumPartitions and ReplicationFactor of
+// -1 take num.partitions and default.replication.factor.
+type NewTopic struct {
+	Name              string
+	NumPartitions     int32
+	ReplicationFactor int16
+	// Assignments, when set, place each partition on the given brokers
+	// (the first is the preferred leader); NumPartitions and
+	// ReplicationFactor must then be -1.
+	Assignments [][]int32
+	Configs     map[string]string
+}
+
+// CreateTopicsResult answers CreateTopics.
+type CreateTopicsResult struct {
+	Topics []TopicResult
+}
+
+// TopicResult is the outcome for one topic. Err is nil on success.
+type TopicResult struct {
+	Name              string
+	ID                image.TopicID
+	Err               *kerr.Error
+	Message           string
+	NumPartitions     int32
+	ReplicationFactor int16
+}
+
+// DeleteTopics deletes topics by name or by id.
+type DeleteTopics struct {
+	Names []string
+	IDs   []image.TopicID
+}
+
+// DeleteTopicsResult answers DeleteTopics, names first, then ids.
+type DeleteTopicsResult struct {
+	Topics []TopicResult
+}
+
+// CreatePartitions raises topics' partition counts.
+type CreatePartitions struct {
+	Topics       []PartitionCount
+	ValidateOnly bool
+}
+
+// PartitionCount is the new total partition count of a topic.
+type PartitionCount struct {
+	Name        string
+	Count       int32
+	Assignments [][]int32 // for the new partitions only, optional
+}
+
+// CreatePartitionsResult answers CreatePartitions.
+type CreatePartitionsResult struct {
+	Topics []TopicResult
+}
+
+// AlterConfigs changes topic or broker configs (AlterConfigs and
+// IncrementalAlterConfigs).
+type AlterConfigs struct {
+	Resources    []ConfigResource
+	ValidateOnly bool
+	// Incremental applies Ops one by one (IncrementalAlterConfigs);
+	// otherwise the resource's configs are replaced by the Set ops
+	// (AlterConfigs), and everything not set returns to its default.
+	Incremental bool
+}
+
+// ConfigResource is a topic or the brokers, with changes to its configs.
+type ConfigResource struct {
+	Type image.ResourceType
+	Name string // the topic, or a broker id or "" (every broker) for brokers
+	Ops  []ConfigOp
+}
+
+// ConfigOp is one change, as IncrementalAlterConfigs defines them.
+type ConfigOp struct {
+	Name  string
+	Op    OpType
+	Value *string
+}
+
+// OpType is IncrementalAlterConfigs' operation, with Kafka's ids.
+type OpType int8
+
+// The config operations.
+const (
+	OpSet      OpType = 0
+	OpDelete   OpType = 1
+	OpAppend   OpType = 2
+	OpSubtract OpType = 3
+)
+
+// AlterConfigsResult answers AlterConfigs, in request order.
+type AlterConfigsResult struct {
+	Resources []ConfigResult
+}
+
+// ConfigResult is the outcome for one resource.
+type ConfigResult struct {
+	Type    image.ResourceType
+	Name    string
+	Err     *kerr.Error
+	Message string
+}
+
+// AllocateProducerIDs asks for a block of producer ids that will never be
+// handed out again (InitProducerId draws ids from such blocks).
+type AllocateProducerIDs struct{}
+
+// AllocateProducerIDsResult answers AllocateProducerIDs: [First, First+Size).
+type AllocateProducerIDsResult struct {
+	First, Size int64
+	Err         error
+}
+
+// ImagePublished is sent by the controller to its subscribers after every
+// change, and once at start.
+type ImagePublished struct {
+	Image *image.Image
+}

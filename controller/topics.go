@@ -1,0 +1,391 @@
+package controller
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/skeinlog/skein/configs"
+	"github.com/skeinlog/skein/controller/image"
+)
+
+// maxTopicNameLength is Kafka's limit (249: a partition directory name
+// adds a dash and up to 10 digits to the topic name, within 255).
+const maxTopicNameLength = 249
+
+// validateTopicName applies Kafka's rules (Topic.validate).
+func validateTopicName(name string) string {
+	switch {
+	case name == "":
+		return "Topic name is illegal, it can't be empty"
+	case name == "." || name == "..":
+		return "Topic name cannot be \".\" or \"..\""
+	case len(name) > maxTopicNameLength:
+		return fmt.Sprintf("Topic name is illegal, it can't be longer than %d characters, topic name: %s", maxTopicNameLength, name)
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return fmt.Sprintf("Topic name %q is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'", name)
+		}
+	}
+	return ""
+}
+
+// collisionName is the name under which topics collide in metrics, where
+// Kafka replaces '.' with '_'.
+func collisionName(name string) string { return strings.ReplaceAll(name, ".", "_") }
+
+func (c *Controller) createTopics(m *CreateTopics) *CreateTopicsResult {
+	res := &CreateTopicsResult{Topics: make([]TopicResult, len(m.Topics))}
+	var records []image.Record
+	planned := map[string]string{}
+	dup := duplicates(len(m.Topics), func(i int) string { return m.Topics[i].Name })
+	for i, t := range m.Topics {
+		r := &res.Topics[i]
+		r.Name = t.Name
+		if dup[t.Name] {
+			r.Err, r.Message = kerr.InvalidRequest, "Create topics request from client contains duplicate topic names."
+			continue
+		}
+		rec, err, msg := c.planTopic(t, planned)
+		if err != nil {
+			r.Err, r.Message = err, msg
+			continue
+		}
+		planned[collisionName(t.Name)] = t.Name
+		r.ID, r.NumPartitions = rec.ID, int32(len(rec.Partitions))
+		r.ReplicationFactor = int16(len(rec.Partitions[0].Replicas))
+		records = append(records, rec)
+	}
+	if m.ValidateOnly || len(records) == 0 {
+		return res
+	}
+	if err := c.commit(records); err != nil {
+		for i := range res.Topics {
+			if res.Topics[i].Err == nil {
+				res.Topics[i].Err, res.Topics[i].Message = kerr.KafkaStorageError, err.Error()
+			}
+		}
+	}
+	return res
+}
+
+// planTopic validates one new topic and returns its record.
+func (c *Controller) planTopic(t NewTopic, planned map[string]string) (*image.CreateTopic, *kerr.Error, string) {
+	if msg := validateTopicName(t.Name); msg != "" {
+		return nil, kerr.InvalidTopicException, msg
+	}
+	if _, ok := c.im.Topics[t.Name]; ok {
+		return nil, kerr.TopicAlreadyExists, fmt.Sprintf("Topic '%s' already exists.", t.Name)
+	}
+	col := collisionName(t.Name)
+	other, collides := planned[col]
+	for name := range c.im.Topics {
+		if collisionName(name) == col {
+			other, collides = name, true
+		}
+	}
+	if collides {
+		return nil, kerr.InvalidTopicException, fmt.Sprintf("Topic '%s' collides with existing topic: %s", t.Name, other)
+	}
+	if err := configs.ValidateTopicOverrides(t.Configs); err != nil {
+		return nil, kerr.InvalidConfig, err.Error()
+	}
+	assign := t.Assignments
+	if len(assign) > 0 {
+		if t.NumPartitions != -1 || t.ReplicationFactor != -1 {
+			return nil, kerr.InvalidRequest, "Both numPartitions or replicationFactor and replicasAssignments were set. Both cannot be used at the same time."
+		}
+		if err, msg := c.checkAssignments(assign); err != nil {
+			return nil, err, msg
+		}
+	} else {
+		n, rf := t.NumPartitions, t.ReplicationFactor
+		if n == -1 {
+			n = c.cfg.Node.NumPartitions
+		}
+		if rf == -1 {
+			rf = c.cfg.Node.DefaultReplicationFactor
+		}
+		if n <= 0 {
+			return nil, kerr.InvalidPartitions, "Number of partitions must be larger than 0."
+		}
+		if rf <= 0 {
+			return nil, kerr.InvalidReplicationFactor, "Replication factor must be larger than 0."
+		}
+		if int(rf) > len(c.im.Brokers) {
+			return nil, kerr.InvalidReplicationFactor, fmt.Sprintf("Unable to replicate the partition %d time(s): The target replication factor of %d cannot be reached because only %d broker(s) are registered.", rf, rf, len(c.im.Brokers))
+		}
+		assign = c.place(0, int(n), int(rf), len(c.im.Topics))
+	}
+	rec := &image.CreateTopic{Name: t.Name, ID: newTopicID(), Configs: maps.Clone(t.Configs)}
+	for i, replicas := range assign {
+		rec.Partitions = append(rec.Partitions, newPartition(int32(i), replicas))
+	}
+	return rec, nil, ""
+}
+
+func newPartition(index int32, replicas []int32) image.Partition {
+	return image.Partition{Index: index, Leader: replicas[0], Replicas: slices.Clone(replicas), ISR: slices.Clone(replicas)}
+}
+
+// place spreads partitions [from, from+n) over the brokers round robin,
+// starting at an offset that differs per topic so leaders spread too.
+func (c *Controller) place(from, n, rf, start int) [][]int32 {
+	brokers := c.im.BrokerIDs()
+	out := make([][]int32, n)
+	for p := range n {
+		replicas := make([]int32, rf)
+		for r := range rf {
+			replicas[r] = brokers[(start+from+p+r)%len(brokers)]
+		}
+		out[p] = replicas
+	}
+	return out
+}
+
+func (c *Controller) checkAssignments(assign [][]int32) (*kerr.Error, string) {
+	rf := len(assign[0])
+	for i, replicas := range assign {
+		if len(replicas) == 0 || len(replicas) != rf {
+			return kerr.InvalidReplicaAssignment, fmt.Sprintf("Partition %d has %d replicas; every partition needs the same number, at least one.", i, len(replicas))
+		}
+		seen := map[int32]bool{}
+		for _, b := range replicas {
+			if _, ok := c.im.Brokers[b]; !ok {
+				return kerr.InvalidReplicaAssignment, fmt.Sprintf("Broker %d in the assignment of partition %d is not registered.", b, i)
+			}
+			if seen[b] {
+				return kerr.InvalidReplicaAssignment, fmt.Sprintf("Partition %d names broker %d twice.", i, b)
+			}
+			seen[b] = true
+		}
+	}
+	return nil, ""
+}
+
+func (c *Controller) deleteTopics(m *DeleteTopics) *DeleteTopicsResult {
+	res := &DeleteTopicsResult{}
+	var records []image.Record
+	seen := map[image.TopicID]bool{}
+	add := func(t *image.Topic, r TopicResult) {
+		if t != nil && !seen[t.ID] {
+			seen[t.ID] = true
+			records = append(records, &image.DeleteTopic{ID: t.ID})
+		}
+		res.Topics = append(res.Topics, r)
+	}
+	for _, name := range m.Names {
+		t := c.im.Topics[name]
+		r := TopicResult{Name: name}
+		if t == nil {
+			r.Err, r.Message = kerr.UnknownTopicOrPartition, "This server does not host this topic-partition."
+		} else {
+			r.ID = t.ID
+		}
+		add(t, r)
+	}
+	for _, id := range m.IDs {
+		t := c.im.TopicsByID[id]
+		r := TopicResult{ID: id}
+		if t == nil {
+			r.Err, r.Message = kerr.UnknownTopicID, "This server does not host this topic ID."
+		} else {
+			r.Name = t.Name
+		}
+		add(t, r)
+	}
+	if len(records) == 0 {
+		return res
+	}
+	if err := c.commit(records); err != nil {
+		for i := range res.Topics {
+			if res.Topics[i].Err == nil {
+				res.Topics[i].Err, res.Topics[i].Message = kerr.KafkaStorageError, err.Error()
+			}
+		}
+	}
+	return res
+}
+
+func (c *Controller) createPartitions(m *CreatePartitions) *CreatePartitionsResult {
+	res := &CreatePartitionsResult{Topics: make([]TopicResult, len(m.Topics))}
+	var records []image.Record
+	dup := duplicates(len(m.Topics), func(i int) string { return m.Topics[i].Name })
+	for i, pc := range m.Topics {
+		r := &res.Topics[i]
+		r.Name = pc.Name
+		t := c.im.Topics[pc.Name]
+		switch {
+		case dup[pc.Name]:
+			r.Err, r.Message = kerr.InvalidRequest, "Duplicate topic in request."
+			continue
+		case t == nil:
+			r.Err, r.Message = kerr.UnknownTopicOrPartition, "This server does not host this topic-partition."
+			continue
+		case int(pc.Count) <= len(t.Partitions):
+			r.Err, r.Message = kerr.InvalidPartitions, fmt.Sprintf("Topic currently has %d partitions, which is higher than the requested %d.", len(t.Partitions), pc.Count)
+			continue
+		}
+		add := int(pc.Count) - len(t.Partitions)
+		assign := pc.Assignments
+		if len(assign) > 0 {
+			if len(assign) != add {
+				r.Err, r.Message = kerr.InvalidReplicaAssignment, fmt.Sprintf("Increasing the number of partitions by %d but %d assignments provided.", add, len(assign))
+				continue
+			}
+			if err, msg := c.checkAssignments(assign); err != nil {
+				r.Err, r.Message = err, msg
+				continue
+			}
+		} else {
+			assign = c.place(len(t.Partitions), add, len(t.Partitions[0].Replicas), 0)
+		}
+		rec := &image.AddPartitions{ID: t.ID}
+		for j, replicas := range assign {
+			rec.Partitions = append(rec.Partitions, newPartition(int32(len(t.Partitions)+j), replicas))
+		}
+		records = append(records, rec)
+	}
+	if m.ValidateOnly || len(records) == 0 {
+		return res
+	}
+	if err := c.commit(records); err != nil {
+		for i := range res.Topics {
+			if res.Topics[i].Err == nil {
+				res.Topics[i].Err, res.Topics[i].Message = kerr.KafkaStorageError, err.Error()
+			}
+		}
+	}
+	return res
+}
+
+func (c *Controller) alterConfigs(m *AlterConfigs) *AlterConfigsResult {
+	res := &AlterConfigsResult{Resources: make([]ConfigResult, len(m.Resources))}
+	var records []image.Record
+	dup := duplicates(len(m.Resources), func(i int) string { return fmt.Sprint(m.Resources[i].Type, "/", m.Resources[i].Name) })
+	for i, rsc := range m.Resources {
+		r := &res.Resources[i]
+		r.Type, r.Name = rsc.Type, rsc.Name
+		if dup[fmt.Sprint(rsc.Type, "/", rsc.Name)] {
+			r.Err, r.Message = kerr.InvalidRequest, "Duplicate resource in request."
+			continue
+		}
+		rec, err, msg := c.planConfigs(rsc, m.Incremental)
+		if err != nil {
+			r.Err, r.Message = err, msg
+			continue
+		}
+		records = append(records, rec)
+	}
+	if m.ValidateOnly || len(records) == 0 {
+		return res
+	}
+	if err := c.commit(records); err != nil {
+		for i := range res.Resources {
+			if res.Resources[i].Err == nil {
+				res.Resources[i].Err, res.Resources[i].Message = kerr.KafkaStorageError, err.Error()
+			}
+		}
+	}
+	return res
+}
+
+// planConfigs computes a resource's configs after the ops and validates them.
+func (c *Controller) planConfigs(rsc ConfigResource, incremental bool) (*image.SetConfigs, *kerr.Error, string) {
+	var current map[string]string
+	switch rsc.Type {
+	case image.ResourceTopic:
+		t := c.im.Topics[rsc.Name]
+		if t == nil {
+			return nil, kerr.UnknownTopicOrPartition, fmt.Sprintf("Topic %s does not exist.", rsc.Name)
+		}
+		current = t.Configs
+	default:
+		return nil, kerr.InvalidRequest, fmt.Sprintf("Altering configs of resource type %d is not supported.", rsc.Type)
+	}
+	next := map[string]string{}
+	if incremental {
+		next = maps.Clone(current)
+		if next == nil {
+			next = map[string]string{}
+		}
+	}
+	for _, op := range rsc.Ops {
+		switch {
+		case !incremental || op.Op == OpSet:
+			if op.Value == nil {
+				return nil, kerr.InvalidRequest, fmt.Sprintf("Null value not supported for %s", op.Name)
+			}
+			next[op.Name] = *op.Value
+		case op.Op == OpDelete:
+			delete(next, op.Name)
+		case op.Op == OpAppend || op.Op == OpSubtract:
+			if op.Name != "cleanup.policy" {
+				return nil, kerr.InvalidConfig, fmt.Sprintf("Config %s is not a list: it cannot be appended to or subtracted from.", op.Name)
+			}
+			if op.Value == nil {
+				return nil, kerr.InvalidRequest, fmt.Sprintf("Null value not supported for %s", op.Name)
+			}
+			next[op.Name] = editList(next[op.Name], *op.Value, op.Op == OpAppend)
+		default:
+			return nil, kerr.InvalidRequest, fmt.Sprintf("Unknown config operation %d", op.Op)
+		}
+	}
+	if err := configs.ValidateTopicOverrides(next); err != nil {
+		return nil, kerr.InvalidConfig, err.Error()
+	}
+	rec := &image.SetConfigs{Resource: rsc.Type, Name: rsc.Name, Configs: map[string]*string{}}
+	for k, v := range next {
+		if cur, ok := current[k]; !ok || cur != v {
+			rec.Configs[k] = &v
+		}
+	}
+	for k := range current {
+		if _, ok := next[k]; !ok {
+			rec.Configs[k] = nil
+		}
+	}
+	return rec, nil, ""
+}
+
+// editList appends items to or removes them from a comma-separated list.
+func editList(list, items string, add bool) string {
+	var out []string
+	for _, s := range strings.Split(list, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	for _, it := range strings.Split(items, ",") {
+		it = strings.TrimSpace(it)
+		i := slices.Index(out, it)
+		switch {
+		case add && i < 0 && it != "":
+			out = append(out, it)
+		case !add && i >= 0:
+			out = slices.Delete(out, i, i+1)
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+// duplicates returns the keys that occur more than once among n items, as
+// Kafka refuses every occurrence of a resource named twice in one request.
+func duplicates(n int, key func(int) string) map[string]bool {
+	seen, dup := map[string]bool{}, map[string]bool{}
+	for i := range n {
+		k := key(i)
+		dup[k] = seen[k]
+		seen[k] = true
+	}
+	for k, v := range dup {
+		if !v {
+			delete(dup, k)
+		}
+	}
+	return dup
+}
