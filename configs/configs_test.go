@@ -201,6 +201,24 @@ func TestLoadPrecedence(t *testing.T) {
 	}
 }
 
+func TestLoadFileFormats(t *testing.T) {
+	dir := t.TempDir()
+	for name, content := range map[string]string{
+		"node.conf": "data.dir: /conf\n",
+		"node":      "data.dir: /conf\n",
+		"node.json": `{"data.dir": "/conf"}`,
+		"node.toml": `"data.dir" = "/conf"` + "\n",
+	} {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if n := mustLoad(t, "", nil, "--config", path); n.DataDir != "/conf" {
+			t.Errorf("%s: data.dir = %s", name, n.DataDir)
+		}
+	}
+}
+
 func TestLoadAdvertiseFollowsListen(t *testing.T) {
 	n := mustLoad(t, "", nil, "--listen", "127.0.0.2:19092")
 	if n.Advertise != "127.0.0.2:19092" {

@@ -3,7 +3,9 @@ package configs
 import (
 	"fmt"
 	"math"
+	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -261,11 +263,14 @@ func firstSet(layer map[string]string, keys []string) string {
 	return ""
 }
 
-// readFile reads a YAML (or, by extension, JSON or TOML) file into flat
-// keys.
+// readFile reads a YAML file into flat keys. A .json or .toml file is read
+// as such, any other name as YAML.
 func readFile(path string) (map[string]string, error) {
 	v := viper.NewWithOptions(viper.KeyDelimiter("\x00"))
 	v.SetConfigFile(path)
+	if ext := strings.TrimPrefix(filepath.Ext(path), "."); !slices.Contains(viper.SupportedExts, ext) {
+		v.SetConfigType("yaml") // node.conf, or no extension at all
+	}
 	if err := v.ReadInConfig(); err != nil {
 		return nil, fmt.Errorf("configs: reading %s: %w", path, err)
 	}

@@ -60,8 +60,9 @@ func runNode(cfg configs.Node, stderr *os.File, signals <-chan os.Signal) error 
 	if err != nil {
 		return exitError{code: 2, err: err}
 	}
-	fields := make(map[string]any, len(cfg.Map()))
-	for k, v := range cfg.Map() {
+	settings := cfg.Map()
+	fields := make(map[string]any, len(settings))
+	for k, v := range settings {
 		fields[k] = v
 	}
 	log.Info().Fields(fields).Msg("effective configuration")
