@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/skeinlog/skein/actors"
 	"github.com/skeinlog/skein/configs"
 	"github.com/skeinlog/skein/controller/image"
 	"github.com/skeinlog/skein/internal/clock"
@@ -24,7 +25,7 @@ type harness struct {
 }
 
 func newHarness(t *testing.T, fs vfs.FS) *harness {
-	h := &harness{t: t, sys: actor.NewActorSystem()}
+	h := &harness{t: t, sys: actors.NewSystem(zerolog.Nop())}
 	h.cfg = Config{
 		NodeID: 1, Host: "127.0.0.1", Port: 9092,
 		Dir: "/data/__cluster_metadata-0", FS: fs, Clock: clock.Real,
@@ -53,7 +54,7 @@ func (h *harness) stop() {
 
 func (h *harness) ask(m any) any {
 	h.t.Helper()
-	res, err := h.sys.Root.RequestFuture(h.pid, m, 10*time.Second).Result()
+	res, err := actors.Ask(h.sys, h.pid, m, 10*time.Second)
 	if err != nil {
 		h.t.Fatal(err)
 	}

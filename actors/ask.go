@@ -1,0 +1,65 @@
+package actors
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// ErrTimeout is returned by Ask when no reply came in time.
+var ErrTimeout = errors.New("actors: request timed out")
+
+// ErrDeadLetter is returned by Ask when the target does not exist.
+var ErrDeadLetter = errors.New("actors: no such actor")
+
+// Ask sends msg to pid as a request (the target answers with ctx.Respond)
+// and waits for the reply, from outside any actor: a connection goroutine
+// asking the controller, for example. It is protoactor's RequestFuture
+// without its Future, whose result field is written without its lock when
+// a reply races the timeout (protoactor #1145): the reply goes to a
+// one-slot channel behind a process registered for this request only.
+//
+// Never call Ask from inside an actor's Receive on an actor that may call
+// back: use ctx.Request and a reply message there.
+func Ask(sys *actor.ActorSystem, pid *actor.PID, msg any, timeout time.Duration) (any, error) {
+	p := &replyProcess{ch: make(chan any, 1)}
+	id := fmt.Sprintf("ask$%d", askSeq.Add(1))
+	self, ok := sys.ProcessRegistry.Add(p, id)
+	if !ok {
+		return nil, fmt.Errorf("actors: reply process %s exists", id)
+	}
+	defer sys.ProcessRegistry.Remove(self)
+	sys.Root.RequestWithCustomSender(pid, msg, self)
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case res := <-p.ch:
+		if _, dead := res.(*actor.DeadLetterResponse); dead {
+			return nil, fmt.Errorf("%w: %s", ErrDeadLetter, pid.Id)
+		}
+		return res, nil
+	case <-t.C:
+		return nil, fmt.Errorf("%w: %T to %s after %v", ErrTimeout, msg, pid.Id, timeout)
+	}
+}
+
+var askSeq atomic.Uint64
+
+// replyProcess takes the first reply to an Ask and drops the rest.
+type replyProcess struct {
+	ch chan any
+}
+
+func (p *replyProcess) SendUserMessage(_ *actor.PID, message any) {
+	_, msg, _ := actor.UnwrapEnvelope(message)
+	select {
+	case p.ch <- msg:
+	default:
+	}
+}
+
+func (p *replyProcess) SendSystemMessage(*actor.PID, any) {}
+func (p *replyProcess) Stop(*actor.PID)                   {}
