@@ -127,8 +127,8 @@ func (l *Log) load() error {
 				return err
 			}
 			// Everything from the corrupt batch on is lost: truncate here
-			// and drop the segments after it.
-			if err := l.dropAfter(i); err != nil {
+			// and drop the segments after it (not opened yet).
+			if err := l.dropSegments(bases[i+1:]); err != nil {
 				return err
 			}
 			break
@@ -353,17 +353,16 @@ func (s *segment) recover(nextBase int64, opts *Options) error {
 	return bad
 }
 
-// dropAfter removes every segment after segs[i].
-func (l *Log) dropAfter(i int) error {
-	for _, s := range l.segs[i+1:] {
-		s.close()
+// dropSegments removes the files of the segments at bases, which are not
+// open. The caller syncs the directory.
+func (l *Log) dropSegments(bases []int64) error {
+	for _, base := range bases {
 		for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
-			if err := l.fs.Remove(s.path(suffix)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if err := l.fs.Remove(l.path(segmentName(base, suffix))); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return err
 			}
 		}
 	}
-	l.segs = l.segs[:i+1]
 	return nil
 }
 
