@@ -97,6 +97,8 @@ type Log struct {
 	view    atomic.Pointer[View]
 
 	decomp Decompressor // for record-level work of the writer (timestamps)
+
+	cleaner cleanerState // compaction's state between passes (compact.go)
 }
 
 type deletedSegment struct {

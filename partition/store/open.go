@@ -64,6 +64,11 @@ func (l *Log) load() error {
 	if err != nil {
 		return err
 	}
+	// A compaction swap that a crash interrupted decides which segment
+	// files are current: finish or discard it first (compact.go).
+	if names, err = l.recoverSwaps(names); err != nil {
+		return err
+	}
 	clean := false
 	var bases []int64
 	for _, name := range names {
