@@ -298,6 +298,10 @@ func (s *segment) recover(nextBase int64, opts *Options) error {
 			if pos+n <= bufPos+int64(len(buf)) {
 				return nil
 			}
+			if n > s.size-pos {
+				// A damaged length: check it before allocating for it.
+				return corruptf("segment %d: %d bytes at position %d, want %d", s.base, s.size-pos, pos, n)
+			}
 			want := max(n, recoverBufSize)
 			if int64(cap(buf)) < want {
 				buf = make([]byte, 0, want)
