@@ -16,8 +16,9 @@ import (
 // adds a dash and up to 10 digits to the topic name, within 255).
 const maxTopicNameLength = 249
 
-// validateTopicName applies Kafka's rules (Topic.validate).
-func validateTopicName(name string) string {
+// ValidateTopicName applies Kafka's rules for topic names (Topic.validate)
+// and returns why name is illegal, or "" if it is legal.
+func ValidateTopicName(name string) string {
 	switch {
 	case name == "":
 		return "Topic name is illegal, it can't be empty"
@@ -75,7 +76,7 @@ func (c *Controller) createTopics(m *CreateTopics) *CreateTopicsResult {
 
 // planTopic validates one new topic and returns its record.
 func (c *Controller) planTopic(t NewTopic, planned map[string]string) (*image.CreateTopic, *kerr.Error, string) {
-	if msg := validateTopicName(t.Name); msg != "" {
+	if msg := ValidateTopicName(t.Name); msg != "" {
 		return nil, kerr.InvalidTopicException, msg
 	}
 	if _, ok := c.im.Topics[t.Name]; ok {

@@ -2,20 +2,33 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	"github.com/skeinlog/skein/actors"
 	"github.com/skeinlog/skein/configs"
+	"github.com/skeinlog/skein/controller"
+	"github.com/skeinlog/skein/controller/image"
+	"github.com/skeinlog/skein/internal/clock"
+	"github.com/skeinlog/skein/internal/vfs"
+	"github.com/skeinlog/skein/partition"
+	"github.com/skeinlog/skein/transport"
 )
 
-// Node is one running Skein node: its actor system and the root of its
-// actor tree, node/<id>.
+// Node is one running Skein node: its actor system, the tree under its root
+// actor node/<id>, and its Kafka listener.
 type Node struct {
 	cfg  configs.Node
 	log  zerolog.Logger
@@ -23,18 +36,43 @@ type Node struct {
 	root *actor.PID
 	done chan struct{} // closed when the root actor has stopped
 
+	image      atomic.Pointer[image.Image]
+	firstImage chan struct{} // closed at the first published image
+	imageOnce  sync.Once
+	registry   *partition.Registry
+	children   atomic.Pointer[children]
+	ln         net.Listener
+	server     *transport.Server
+	metrics    *prometheus.Registry
+
 	stopOnce sync.Once
 	stopErr  error
 }
 
-// Start creates the data directory and starts the node's actor system and
-// its root actor, node/<cfg.NodeID>. cfg must be valid (configs.Load
-// validates it). The node runs until Stop.
+// children are the root actor's children, published for the listener.
+type children struct {
+	controller, metadata, partitions *actor.PID
+}
+
+// startTimeout bounds how long Start waits for the metadata to load.
+const startTimeout = 30 * time.Second
+
+// Start creates the data directory, binds the Kafka listener, starts the
+// actor tree (controller, metadata, partitions), waits for the cluster
+// metadata to load, and then serves clients. cfg must be valid
+// (configs.Load validates it). The node runs until Stop.
 func Start(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("node: creating data.dir: %w", err)
 	}
-	n := &Node{cfg: cfg, log: log, done: make(chan struct{})}
+	removeDeletedDirs(cfg.DataDir, log)
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("node: listen: %w", err)
+	}
+	n := &Node{cfg: cfg, log: log, done: make(chan struct{}), firstImage: make(chan struct{}),
+		registry: partition.NewRegistry(), ln: ln, metrics: prometheus.NewRegistry()}
+	n.image.Store(image.Empty())
 	n.sys = actors.NewSystem(log)
 	props := actor.PropsFromProducer(
 		func() actor.Actor { return &rootActor{node: n} },
@@ -44,11 +82,34 @@ func Start(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 	)
 	root, err := n.sys.Root.SpawnNamed(props, Name(cfg.NodeID))
 	if err != nil {
+		ln.Close()
 		n.sys.Shutdown()
 		return nil, fmt.Errorf("node: spawning %s: %w", Name(cfg.NodeID), err)
 	}
 	n.root = root
-	log.Info().Int32("node.id", cfg.NodeID).Str("data.dir", cfg.DataDir).Str("actor", root.Id).Msg("node started")
+	select {
+	case <-n.firstImage:
+	case <-n.done:
+		ln.Close()
+		return nil, errors.New("node: the actor tree failed to start (see the log)")
+	case <-time.After(startTimeout):
+		n.Stop(context.Background())
+		return nil, errors.New("node: the cluster metadata did not load in time")
+	}
+	c := n.children.Load()
+	tcfg := transport.DefaultConfig()
+	tcfg.Logger = log
+	n.server = transport.NewServer(tcfg, transport.NewAPI(transport.Deps{
+		System:     n.sys,
+		Controller: c.controller,
+		Image:      n.image.Load,
+		Partitions: n.registry,
+		Node:       cfg,
+		Logger:     log,
+	}, transport.NewMetrics(n.metrics)))
+	n.server.Serve(ln)
+	log.Info().Int32("node.id", cfg.NodeID).Str("data.dir", cfg.DataDir).Str("actor", root.Id).
+		Str("listen", ln.Addr().String()).Msg("node started")
 	return n, nil
 }
 
@@ -56,16 +117,27 @@ func Start(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 // tree is named: node/<id>.
 func Name(id int32) string { return fmt.Sprintf("node/%d", id) }
 
+// Addr returns the address the Kafka listener is bound to.
+func (n *Node) Addr() net.Addr { return n.ln.Addr() }
+
 // Done is closed when the node's root actor has stopped: after Stop, or
 // when its supervisor gave up on it after repeated failures, in which case
 // the process should exit.
 func (n *Node) Done() <-chan struct{} { return n.done }
 
-// Stop stops the node gracefully: the root actor processes the messages
-// queued before the stop, then stops its children and itself. Stop returns
-// ctx.Err() if ctx ends first. Calling it again returns the first result.
+// Stop stops the node gracefully: the listener stops reading and answers
+// the requests it has read, then the actor tree stops (partition logs are
+// synced and closed cleanly, checkpoints written). Stop returns ctx.Err()
+// if ctx ends first. Calling it again returns the first result.
 func (n *Node) Stop(ctx context.Context) error {
 	n.stopOnce.Do(func() {
+		if n.server != nil {
+			if err := n.server.Close(ctx); err != nil {
+				n.log.Warn().Err(err).Msg("closing the Kafka listener")
+			}
+		} else {
+			n.ln.Close()
+		}
 		// Poison, not Stop: queued messages are handled first. NB: no
 		// PoisonFuture, whose Future races under -race (protoactor #1145);
 		// the root actor closes done instead.
@@ -83,12 +155,53 @@ func (n *Node) Stop(ctx context.Context) error {
 	return n.stopErr
 }
 
-// rootActor is node/<id>, the root of the node's actor tree. It will
-// supervise the controller, metadata, partitions and coordinators; for now
-// it has no children.
+// publish is the controller's Publish: store the image for the listener
+// and hand it to the metadata actor.
+func (n *Node) publish(im *image.Image) {
+	n.image.Store(im)
+	if c := n.children.Load(); c != nil {
+		n.sys.Root.Send(c.metadata, &controller.ImagePublished{Image: im})
+	}
+	n.imageOnce.Do(func() { close(n.firstImage) })
+}
+
+// advertised returns the host and port clients are told to use: the
+// advertise setting, with the bound port when it names port 0.
+func (n *Node) advertised() (string, int32) {
+	host, port, _ := net.SplitHostPort(n.cfg.Advertise)
+	p, _ := strconv.Atoi(port)
+	if p == 0 {
+		p = n.ln.Addr().(*net.TCPAddr).Port
+	}
+	return host, int32(p)
+}
+
+// removeDeletedDirs removes what deleted topics left when the node stopped
+// before their files were gone.
+func removeDeletedDirs(dataDir string, log zerolog.Logger) {
+	entries, err := os.ReadDir(dataDir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if e.IsDir() && strings.HasSuffix(e.Name(), partition.DeletedDirSuffix) {
+			if err := os.RemoveAll(filepath.Join(dataDir, e.Name())); err != nil {
+				log.Warn().Err(err).Str("dir", e.Name()).Msg("removing a deleted partition's directory")
+			}
+		}
+	}
+}
+
+// rootActor is node/<id>, the root of the node's actor tree:
+//
+//	node/<id>
+//	├── metadata     this node's image of the cluster; tells partitions their role
+//	├── partitions   supervisor of the partition actors
+//	└── controller   the metadata log's single writer
 //
 // Supervised by a one-for-one guardian that restarts it up to 10 times a
-// minute and then stops it, which closes Node.Done.
+// minute and then stops it, which closes Node.Done. A restart stops its
+// children; Started spawns them again, and they recover from disk.
 type rootActor struct {
 	node *Node
 }
@@ -96,10 +209,42 @@ type rootActor struct {
 func (a *rootActor) Receive(c actor.Context) {
 	switch c.Message().(type) {
 	case *actor.Started:
-		a.node.log.Debug().Str("actor", c.Self().Id).Msg("actor started")
+		if err := a.spawnChildren(c); err != nil {
+			panic(err)
+		}
 	case *actor.Stopped:
 		close(a.node.done)
 	}
+}
+
+func (a *rootActor) spawnChildren(c actor.Context) error {
+	n := a.node
+	partitions, err := c.SpawnNamed(partition.SupervisorProps(partition.SupervisorConfig{
+		Registry: n.registry, FS: vfs.Default, Logger: n.log,
+	}, actor.NewOneForOneStrategy(10, 10*time.Second, actor.DefaultDecider)), "partitions")
+	if err != nil {
+		return err
+	}
+	metadata, err := c.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
+		return &metadataActor{node: n.cfg, partitions: partitions, hosted: map[partition.Key]image.TopicID{}}
+	}), "metadata")
+	if err != nil {
+		return err
+	}
+	host, port := n.advertised()
+	// The controller publishes its image at start: its siblings must be
+	// known first.
+	n.children.Store(&children{metadata: metadata, partitions: partitions})
+	ctrl, err := c.SpawnNamed(controller.Props(controller.Config{
+		NodeID: n.cfg.NodeID, Host: host, Port: port,
+		Dir: filepath.Join(n.cfg.DataDir, "__cluster_metadata-0"), FS: vfs.Default, Clock: clock.Real,
+		Node: n.cfg, Logger: n.log, Publish: n.publish,
+	}), "controller")
+	if err != nil {
+		return err
+	}
+	n.children.Store(&children{controller: ctrl, metadata: metadata, partitions: partitions})
+	return nil
 }
 
 func rootDecider(reason any) actor.Directive {

@@ -34,6 +34,7 @@ func TestStartStop(t *testing.T) {
 	cfg := configs.Default()
 	cfg.NodeID = 3
 	cfg.DataDir = filepath.Join(t.TempDir(), "nested", "data")
+	cfg.Listen, cfg.Advertise = "127.0.0.1:0", "127.0.0.1:0"
 	var buf syncBuffer
 	n, err := Start(cfg, zerolog.New(&buf))
 	if err != nil {

@@ -3,14 +3,44 @@ package transport
 import (
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skeinlog/skein/actors"
+	"github.com/skeinlog/skein/configs"
+	"github.com/skeinlog/skein/controller/image"
+	"github.com/skeinlog/skein/partition"
 )
+
+// ask sends a command to the controller and waits for its answer.
+func (a *API) askController(msg any) (any, error) {
+	return actors.Ask(a.System, a.Controller, msg, a.RequestTimeout)
+}
 
 // API is the set of Kafka API keys the node serves, each with its versions
 // and handler (one file per key, named as Kafka numbers them).
 type API struct {
-	handlers [maxKey + 1]handler
-	metrics  *Metrics
+	handlers    [maxKey + 1]handler
+	metrics     *Metrics
+	producerIDs producerIDs
+	Deps
+}
+
+// Deps is what the handlers reach: the actors that own the data and the
+// published state they read without messages.
+type Deps struct {
+	System     *actor.ActorSystem
+	Controller *actor.PID
+	// Image returns the newest cluster metadata image.
+	Image func() *image.Image
+	// Partitions holds the handles of the partitions this node hosts.
+	Partitions *partition.Registry
+	// Node is this node's configuration.
+	Node configs.Node
+	// RequestTimeout bounds how long a handler waits for an actor.
+	RequestTimeout time.Duration
+	Logger         zerolog.Logger
 }
 
 // maxKey bounds the API keys this broker can know.
@@ -53,11 +83,14 @@ var registrations []func(*API)
 
 // NewAPI returns the API with every key registered. metrics may be nil in
 // tests that do not look at them.
-func NewAPI(metrics *Metrics) *API {
+func NewAPI(deps Deps, metrics *Metrics) *API {
 	if metrics == nil {
 		metrics = NewMetrics(nil)
 	}
-	a := &API{metrics: metrics}
+	if deps.RequestTimeout <= 0 {
+		deps.RequestTimeout = 30 * time.Second
+	}
+	a := &API{metrics: metrics, Deps: deps}
 	for _, r := range registrations {
 		r(a)
 	}

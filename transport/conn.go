@@ -12,6 +12,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skeinlog/skein/partition/store"
 )
 
 // conn is one client connection.
@@ -29,7 +31,8 @@ type conn struct {
 	pending chan *pending
 	stop    chan struct{} // closed to stop reading (shutdown)
 	once    sync.Once
-	client  string // client id of the last request, for logs
+	client  string             // client id of the last request, for logs
+	dec     store.Decompressor // for validating produced batches, reader goroutine only
 }
 
 type pending struct {

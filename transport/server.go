@@ -61,16 +61,22 @@ func NewServer(cfg Config, api *API) *Server {
 	return &Server{cfg: cfg, api: api, log: cfg.Logger, conns: make(map[*conn]struct{})}
 }
 
-// Start listens and accepts connections in the background.
+// Start listens on cfg.Listen and serves in the background.
 func (s *Server) Start() error {
 	ln, err := net.Listen("tcp", s.cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("transport: listen on %s: %w", s.cfg.Listen, err)
 	}
+	s.Serve(ln)
+	return nil
+}
+
+// Serve accepts connections on ln in the background: a node binds first,
+// to learn its port, and serves once its metadata is loaded.
+func (s *Server) Serve(ln net.Listener) {
 	s.ln = ln
 	s.wg.Add(1)
 	go s.accept()
-	return nil
 }
 
 // Addr returns the address the server listens on.

@@ -17,7 +17,7 @@ func startServer(t *testing.T) *Server {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Listen = "127.0.0.1:0"
-	s := NewServer(cfg, NewAPI(nil))
+	s := NewServer(cfg, NewAPI(Deps{}, nil))
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,77 @@
+package node
+
+import (
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/skeinlog/skein/configs"
+	"github.com/skeinlog/skein/controller"
+	"github.com/skeinlog/skein/controller/image"
+	"github.com/skeinlog/skein/partition"
+)
+
+// metadataActor holds this node's image of the cluster and tells the
+// partitions supervisor which partitions to host, with which configs.
+//
+//	message          from         does
+//	ImagePublished   controller   hosts the partitions whose replicas include
+//	                              this node, unhosts (and deletes) the rest
+//
+// Restart: it starts empty and acts on the next image; the supervisor
+// ignores Host messages for partitions it hosts with the same config.
+type metadataActor struct {
+	node       configs.Node
+	partitions *actor.PID
+	hosted     map[partition.Key]image.TopicID
+}
+
+func (m *metadataActor) Receive(c actor.Context) {
+	msg, ok := c.Message().(*controller.ImagePublished)
+	if !ok {
+		return
+	}
+	im := msg.Image
+	want := map[partition.Key]image.TopicID{}
+	for _, t := range im.Topics {
+		cfg, err := configs.ResolveTopic(m.node, t.Configs)
+		if err != nil {
+			// The controller validated these configs; a node whose own
+			// defaults make them invalid still serves the topic, on its
+			// defaults.
+			cfg = m.node.TopicDefaults.Topic()
+		}
+		for _, p := range t.Partitions {
+			if !hosts(p, m.node.NodeID) {
+				continue
+			}
+			k := partition.Key{Topic: t.Name, Partition: p.Index}
+			if old, ok := m.hosted[k]; ok && old != t.ID {
+				// The topic was deleted and created again under the same
+				// name: the old partition goes first.
+				c.Send(m.partitions, &partition.Unhost{Topic: t.Name, Partition: p.Index, TopicID: old, Delete: true})
+			}
+			want[k] = t.ID
+			c.Send(m.partitions, &partition.Host{Config: partition.Config{
+				Topic: t.Name, Partition: p.Index, TopicID: t.ID,
+				Dir:         partition.Dir(m.node.DataDir, t.Name, p.Index),
+				TopicConfig: cfg, Durability: m.node.Durability,
+				LeaderEpoch: p.LeaderEpoch, ISR: len(p.ISR),
+			}})
+		}
+	}
+	for k, id := range m.hosted {
+		if want[k] != id {
+			_, stillThere := im.TopicsByID[id]
+			c.Send(m.partitions, &partition.Unhost{Topic: k.Topic, Partition: k.Partition, TopicID: id, Delete: !stillThere})
+		}
+	}
+	m.hosted = want
+}
+
+func hosts(p image.Partition, node int32) bool {
+	for _, r := range p.Replicas {
+		if r == node {
+			return true
+		}
+	}
+	return false
+}

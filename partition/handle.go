@@ -1,0 +1,74 @@
+package partition
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/skeinlog/skein/configs"
+	"github.com/skeinlog/skein/controller/image"
+	"github.com/skeinlog/skein/partition/store"
+)
+
+// Handle is how the rest of the node reaches a hosted partition: its actor,
+// for appends, and its published View, for reads that need no message.
+// Handles are created by the partitions supervisor and outlive restarts of
+// the actor (a restart keeps the PID).
+//
+// Concurrency: every method is safe for concurrent use.
+type Handle struct {
+	Topic     string
+	Partition int32
+	TopicID   image.TopicID
+	PID       *actor.PID
+
+	view atomic.Pointer[View]
+
+	mu      sync.Mutex
+	waiters map[chan<- struct{}]struct{}
+}
+
+// View is what readers see of a partition: the log's published view (its
+// offsets and segments) and the topic config in force. A View never changes.
+type View struct {
+	Log    *store.View
+	Config configs.Topic
+	// LeaderEpoch is the epoch this replica leads in, -1 when it does not.
+	LeaderEpoch int32
+}
+
+// View returns the newest view, or nil while the partition is loading.
+func (h *Handle) View() *View { return h.view.Load() }
+
+// Watch arranges for ch to get a value (without blocking: give it a buffer
+// of one) at the next publication of a view, and returns a function that
+// cancels the watch. Fetch long-polls with it.
+func (h *Handle) Watch(ch chan<- struct{}) (cancel func()) {
+	h.mu.Lock()
+	if h.waiters == nil {
+		h.waiters = map[chan<- struct{}]struct{}{}
+	}
+	h.waiters[ch] = struct{}{}
+	h.mu.Unlock()
+	return func() {
+		h.mu.Lock()
+		delete(h.waiters, ch)
+		h.mu.Unlock()
+	}
+}
+
+// publish stores a new view and wakes the watchers.
+func (h *Handle) publish(v *View) {
+	h.view.Store(v)
+	h.mu.Lock()
+	waiters := h.waiters
+	h.waiters = nil
+	h.mu.Unlock()
+	for ch := range waiters {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}

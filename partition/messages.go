@@ -1,0 +1,71 @@
+package partition
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/skeinlog/skein/configs"
+	"github.com/skeinlog/skein/controller/image"
+)
+
+// Append asks a partition actor to append validated batches (see
+// Validate). It is sent by transport's Produce handler; the actor answers by
+// calling Reply exactly once, from its own goroutine or its syncer's: at
+// once for acks=0, after the append for acks=1 under durability replicated,
+// and once the records are durable (fsync) or below the high watermark
+// otherwise. Reply must not block. The actor owns Records after the send.
+type Append struct {
+	Records []byte
+	Acks    int16
+	Reply   func(AppendResult)
+}
+
+// AppendResult answers Append. Err is nil on success; a definite error
+// (NOT_ENOUGH_REPLICAS, INVALID_RECORD, ...) means nothing was appended.
+type AppendResult struct {
+	BaseOffset     int64
+	LogAppendTime  int64 // -1 unless the topic uses LogAppendTime
+	LogStartOffset int64
+	Err            *kerr.Error
+	Message        string
+}
+
+// SetConfig tells a partition actor the topic config now in force (after
+// AlterConfigs). Sent by the partitions supervisor; no reply.
+type SetConfig struct {
+	Config configs.Topic
+}
+
+// DeleteRecords asks the actor to move the log start offset (DeleteRecords).
+// Reply is called once, on the actor's goroutine.
+type DeleteRecords struct {
+	Offset int64 // -1 means the high watermark
+	Reply  func(lowWatermark int64, err *kerr.Error)
+}
+
+// Host tells the partitions supervisor to host a partition (spawning its
+// actor if needed, or updating its config). No reply.
+type Host struct {
+	Config Config
+}
+
+// Unhost tells the partitions supervisor to stop hosting a partition; with
+// Delete its data is deleted too (the topic was deleted). No reply.
+type Unhost struct {
+	Topic     string
+	Partition int32
+	TopicID   image.TopicID
+	Delete    bool
+}
+
+// synced is sent by a partition's syncer to its actor after an fsync.
+type synced struct {
+	durable int64
+	err     error
+}
+
+// tick drives a partition's periodic work (retention, compaction,
+// checkpoints, flush.ms).
+type tick struct{}
+
+// compacted is sent by a partition's cleaner goroutine when a pass ends.
+type compacted struct{ err error }

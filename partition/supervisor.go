@@ -1,0 +1,181 @@
+package partition
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+
+	"github.com/skeinlog/skein/controller/image"
+	"github.com/skeinlog/skein/internal/clock"
+	"github.com/skeinlog/skein/internal/vfs"
+)
+
+// Key names a partition.
+type Key struct {
+	Topic     string
+	Partition int32
+}
+
+// Registry maps partitions to their handles, for transport's lookups.
+// The supervisor writes it; any goroutine reads it.
+type Registry struct {
+	mu sync.RWMutex
+	m  map[Key]*Handle
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{m: map[Key]*Handle{}} }
+
+// Get returns the handle of a hosted partition, or nil.
+func (r *Registry) Get(topic string, partition int32) *Handle {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.m[Key{topic, partition}]
+}
+
+// All returns every hosted partition's handle.
+func (r *Registry) All() []*Handle {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]*Handle, 0, len(r.m))
+	for _, h := range r.m {
+		out = append(out, h)
+	}
+	return out
+}
+
+func (r *Registry) put(h *Handle) {
+	r.mu.Lock()
+	r.m[Key{h.Topic, h.Partition}] = h
+	r.mu.Unlock()
+}
+
+func (r *Registry) remove(k Key) {
+	r.mu.Lock()
+	delete(r.m, k)
+	r.mu.Unlock()
+}
+
+// SupervisorConfig configures the partitions supervisor.
+type SupervisorConfig struct {
+	Registry *Registry
+	FS       vfs.FS
+	Logger   zerolog.Logger
+	// Middleware is applied to every partition actor (fault injection,
+	// metrics).
+	Middleware []actor.ReceiverMiddleware
+}
+
+// SupervisorProps returns the props of the "partitions" supervisor: it
+// spawns one actor per hosted partition, named "<topic>-<partition>", and
+// restarts a failed one from disk (one-for-one).
+func SupervisorProps(cfg SupervisorConfig, strategy actor.SupervisorStrategy) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &supervisor{cfg: cfg, children: map[Key]*child{}}
+	}, actor.WithSupervisor(strategy))
+}
+
+type supervisor struct {
+	cfg      SupervisorConfig
+	children map[Key]*child
+}
+
+type child struct {
+	handle *Handle
+	cfg    Config
+}
+
+func (s *supervisor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *Host:
+		s.host(ctx, m.Config)
+	case *Unhost:
+		s.unhost(ctx, m)
+	case *actor.Stopping:
+		for k := range s.children {
+			s.cfg.Registry.remove(k)
+		}
+	}
+}
+
+func (s *supervisor) host(ctx actor.Context, cfg Config) {
+	k := Key{cfg.Topic, cfg.Partition}
+	if c, ok := s.children[k]; ok {
+		if c.cfg.TopicConfig != cfg.TopicConfig {
+			c.cfg.TopicConfig = cfg.TopicConfig
+			ctx.Send(c.handle.PID, &SetConfig{Config: cfg.TopicConfig})
+		}
+		return
+	}
+	if cfg.TickInterval <= 0 {
+		cfg.TickInterval = time.Second
+	}
+	if cfg.FS == nil {
+		cfg.FS = s.cfg.FS
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real
+	}
+	cfg.Logger = s.cfg.Logger.With().Str("topic", cfg.Topic).Int32("partition", cfg.Partition).Logger()
+	h := &Handle{Topic: cfg.Topic, Partition: cfg.Partition, TopicID: cfg.TopicID}
+	props := actor.PropsFromProducer(func() actor.Actor { return newPartition(cfg, h) },
+		actor.WithReceiverMiddleware(s.cfg.Middleware...))
+	pid, err := ctx.SpawnNamed(props, fmt.Sprintf("%s-%d", cfg.Topic, cfg.Partition))
+	if err != nil {
+		s.cfg.Logger.Error().Err(err).Str("topic", cfg.Topic).Int32("partition", cfg.Partition).Msg("spawning partition actor")
+		return
+	}
+	h.PID = pid
+	s.children[k] = &child{handle: h, cfg: cfg}
+	s.cfg.Registry.put(h)
+}
+
+func (s *supervisor) unhost(ctx actor.Context, m *Unhost) {
+	k := Key{m.Topic, m.Partition}
+	c, ok := s.children[k]
+	if !ok || (c.handle.TopicID != m.TopicID && !m.TopicID.IsZero()) {
+		return
+	}
+	delete(s.children, k)
+	s.cfg.Registry.remove(k)
+	// Wait for the actor to close its log before touching its files.
+	if err := ctx.StopFuture(c.handle.PID).Wait(); err != nil {
+		s.cfg.Logger.Error().Err(err).Str("topic", m.Topic).Int32("partition", m.Partition).Msg("stopping partition actor")
+	}
+	if m.Delete {
+		s.deleteDir(c.cfg.Dir, m.TopicID)
+	}
+}
+
+// deleteDir renames a deleted partition's directory out of the way at once,
+// so a topic of the same name can be created, and removes it in the
+// background; a crash in between leaves a *-delete directory that the node
+// removes at start (DeletedDirSuffix).
+func (s *supervisor) deleteDir(dir string, id image.TopicID) {
+	gone := fmt.Sprintf("%s.%x%s", dir, id[:], DeletedDirSuffix)
+	if err := s.cfg.FS.Rename(dir, gone); err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			s.cfg.Logger.Error().Err(err).Str("dir", dir).Msg("deleting partition directory")
+		}
+		return
+	}
+	go func() {
+		if err := s.cfg.FS.RemoveAll(gone); err != nil {
+			s.cfg.Logger.Error().Err(err).Str("dir", gone).Msg("removing deleted partition directory")
+		}
+	}()
+}
+
+// DeletedDirSuffix marks the directory of a deleted partition.
+const DeletedDirSuffix = "-delete"
+
+// Dir returns a partition's directory under dataDir.
+func Dir(dataDir, topic string, partition int32) string {
+	return filepath.Join(dataDir, fmt.Sprintf("%s-%d", topic, partition))
+}

@@ -1,0 +1,173 @@
+package transport
+
+// Produce: v3-13 served; v0-2 advertised (Kafka 4 does, for librdkafka
+// before 2.11.1) and answered UNSUPPORTED_VERSION.
+//
+// Behaviour:
+//   - Each partition's records are validated here, on the connection's
+//     goroutine (partition.Validate: one RecordBatch v2, CRC, sizes,
+//     max.message.bytes, keys on compacted topics), then appended by the
+//     partition's actor, which answers when the records are as durable as
+//     acks asks (see package partition).
+//   - acks=0 gets no response; the records are still validated and
+//     appended.
+//   - A partition this node does not host: UNKNOWN_TOPIC_OR_PARTITION if
+//     the topic does not exist, NOT_LEADER_OR_FOLLOWER otherwise.
+//   - Partitions not answered within TimeoutMillis get REQUEST_TIMED_OUT,
+//     an indefinite error: the records may still become durable.
+//
+// Version notes:
+//   - v3: RecordBatch v2 and transactional ids. v7: zstd. v8: ErrorMessage,
+//     ErrorRecords. v9: flexible. v13: topic ids instead of names.
+
+import (
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skeinlog/skein/partition"
+)
+
+func init() {
+	registrations = append(registrations, func(a *API) {
+		a.register(0, handler{min: 3, max: 13, advertiseMin: 0, handle: a.handleProduce, refuse: refuseProduce})
+	})
+}
+
+// refuseProduce answers a Produce v0-2 with UNSUPPORTED_VERSION on every
+// partition, as Kafka 4 does.
+func refuseProduce(kreq kmsg.Request) kmsg.Response {
+	req := kreq.(*kmsg.ProduceRequest)
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	for _, rt := range req.Topics {
+		t := kmsg.NewProduceResponseTopic()
+		t.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			p := kmsg.NewProduceResponseTopicPartition()
+			p.Partition, p.ErrorCode = rp.Partition, kerr.UnsupportedVersion.Code
+			t.Partitions = append(t.Partitions, p)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	return resp
+}
+
+// produceWait collects the partitions' answers to one Produce request.
+type produceWait struct {
+	mu       sync.Mutex
+	pending  int
+	closed   bool
+	answered map[*kmsg.ProduceResponseTopicPartition]bool
+	done     chan struct{}
+}
+
+func (w *produceWait) complete(slot *kmsg.ProduceResponseTopicPartition, r partition.AppendResult) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return // answered REQUEST_TIMED_OUT already
+	}
+	setAppendResult(slot, r)
+	w.answered[slot] = true
+	w.pending--
+	if w.pending == 0 {
+		close(w.done)
+	}
+}
+
+func setAppendResult(slot *kmsg.ProduceResponseTopicPartition, r partition.AppendResult) {
+	if r.Err != nil {
+		slot.ErrorCode = r.Err.Code
+		if r.Message != "" {
+			slot.ErrorMessage = kmsg.StringPtr(r.Message)
+		}
+		return
+	}
+	slot.BaseOffset, slot.LogAppendTime, slot.LogStartOffset = r.BaseOffset, r.LogAppendTime, r.LogStartOffset
+}
+
+func (a *API) handleProduce(c *conn, kreq kmsg.Request) finish {
+	req := kreq.(*kmsg.ProduceRequest)
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	im := a.Image()
+	w := &produceWait{done: make(chan struct{}), answered: map[*kmsg.ProduceResponseTopicPartition]bool{}}
+	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
+	for i, rt := range req.Topics {
+		respTopic := &resp.Topics[i]
+		*respTopic = kmsg.NewProduceResponseTopic()
+		respTopic.Topic, respTopic.TopicID = rt.Topic, rt.TopicID
+		name, topicErr := topicRef(im, req.Version >= 13, rt.Topic, rt.TopicID)
+		respTopic.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
+		for j, rp := range rt.Partitions {
+			slot := &respTopic.Partitions[j]
+			*slot = kmsg.NewProduceResponseTopicPartition()
+			slot.Partition = rp.Partition
+			slot.BaseOffset, slot.LogAppendTime, slot.LogStartOffset = -1, -1, -1
+			if err, msg := a.startAppend(c, req, name, topicErr, rp, slot, w); err != nil {
+				slot.ErrorCode = err.Code
+				if msg != "" {
+					slot.ErrorMessage = kmsg.StringPtr(msg)
+				}
+				a.metrics.errorCode(0, req.Version, err.Code)
+			}
+		}
+	}
+	if req.Acks == 0 {
+		return func() kmsg.Response { return nil }
+	}
+	w.mu.Lock()
+	if w.pending == 0 {
+		close(w.done)
+	}
+	w.mu.Unlock()
+	return func() kmsg.Response {
+		t := time.NewTimer(time.Duration(req.TimeoutMillis) * time.Millisecond)
+		defer t.Stop()
+		select {
+		case <-w.done:
+		case <-t.C:
+		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.closed = true
+		for i := range resp.Topics {
+			for j := range resp.Topics[i].Partitions {
+				slot := &resp.Topics[i].Partitions[j]
+				if !w.answered[slot] && slot.ErrorCode == 0 {
+					slot.ErrorCode = kerr.RequestTimedOut.Code
+				}
+			}
+		}
+		return resp
+	}
+}
+
+// startAppend validates one partition's records and sends them to its
+// actor, or returns the error to answer at once.
+func (a *API) startAppend(c *conn, req *kmsg.ProduceRequest, topic string, topicErr *kerr.Error, rp kmsg.ProduceRequestTopicPartition,
+	slot *kmsg.ProduceResponseTopicPartition, w *produceWait) (*kerr.Error, string) {
+	if topicErr != nil {
+		return topicErr, ""
+	}
+	h, v, err := a.hosted(topic, rp.Partition)
+	if err != nil {
+		return err, ""
+	}
+	if req.TransactionID != nil {
+		return kerr.TransactionalIDAuthorizationFailed, "transactions are not supported yet"
+	}
+	if _, err, msg := partition.Validate(rp.Records, v.Config, &c.dec); err != nil {
+		return err, msg
+	}
+	reply := func(partition.AppendResult) {}
+	if req.Acks != 0 {
+		w.mu.Lock()
+		w.pending++
+		w.mu.Unlock()
+		reply = func(r partition.AppendResult) { w.complete(slot, r) }
+	}
+	a.System.Root.Send(h.PID, &partition.Append{Records: rp.Records, Acks: req.Acks, Reply: reply})
+	return nil, ""
+}

@@ -1,0 +1,91 @@
+package transport
+
+// ListOffsets: v1-11
+//
+// Behaviour, per partition, from the published view:
+//   - -1 (latest): the high watermark (read_uncommitted) or the last stable
+//     offset (read_committed); -2 (earliest) and -4 (earliest local): the
+//     log start offset; -5 (latest tiered): -1, as nothing is tiered;
+//   - -3 (max timestamp, KIP-734): the record with the largest timestamp;
+//   - a timestamp: the first record at or after it, or offset -1 when none.
+//   - CurrentLeaderEpoch checks as Fetch (KIP-320); errors as Fetch.
+//
+// Version notes: v2 isolation level; v4 leader epochs; v6 flexible; v7
+// max timestamp; v8 earliest local; v9 latest tiered; v10 timeout.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skeinlog/skein/partition/store"
+)
+
+func init() {
+	registrations = append(registrations, func(a *API) {
+		a.register(2, handler{min: 1, max: 11, handle: a.handleListOffsets})
+	})
+}
+
+func (a *API) handleListOffsets(_ *conn, kreq kmsg.Request) finish {
+	req := kreq.(*kmsg.ListOffsetsRequest)
+	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	im := a.Image()
+	var dec store.Decompressor
+	for _, rt := range req.Topics {
+		respTopic := kmsg.NewListOffsetsResponseTopic()
+		respTopic.Topic = rt.Topic
+		_, topicErr := topicRef(im, false, rt.Topic, [16]byte{})
+		for _, rp := range rt.Partitions {
+			p := kmsg.NewListOffsetsResponseTopicPartition()
+			p.Partition, p.Timestamp, p.Offset, p.LeaderEpoch = rp.Partition, -1, -1, -1
+			if err := a.listOffset(rt.Topic, topicErr, rp, &p, &dec); err != nil {
+				p.ErrorCode = err.Code
+				a.metrics.errorCode(2, req.Version, err.Code)
+			}
+			respTopic.Partitions = append(respTopic.Partitions, p)
+		}
+		resp.Topics = append(resp.Topics, respTopic)
+	}
+	return respond(resp)
+}
+
+func (a *API) listOffset(topic string, topicErr *kerr.Error, rp kmsg.ListOffsetsRequestTopicPartition,
+	p *kmsg.ListOffsetsResponseTopicPartition, dec *store.Decompressor) *kerr.Error {
+	if topicErr != nil {
+		return topicErr
+	}
+	_, v, err := a.hosted(topic, rp.Partition)
+	if err != nil {
+		return err
+	}
+	if err := checkLeaderEpoch(rp.CurrentLeaderEpoch, v.LeaderEpoch); err != nil {
+		return err
+	}
+	lv := v.Log
+	p.LeaderEpoch = v.LeaderEpoch
+	switch rp.Timestamp {
+	case -1:
+		p.Offset = lv.HighWatermark
+	case -2, -4:
+		p.Offset = lv.LogStartOffset
+	case -5:
+		p.Offset = -1
+	case -3:
+		off, ts, found, err := lv.MaxTimestamp(dec)
+		if err != nil {
+			return kerr.KafkaStorageError
+		}
+		if found && off < lv.HighWatermark {
+			p.Offset, p.Timestamp = off, ts
+		}
+	default:
+		off, ts, found, err := lv.OffsetForTimestamp(rp.Timestamp, dec)
+		if err != nil {
+			return kerr.KafkaStorageError
+		}
+		if found && off < lv.HighWatermark {
+			p.Offset, p.Timestamp = off, ts
+		}
+	}
+	return nil
+}

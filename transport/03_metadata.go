@@ -1,0 +1,142 @@
+package transport
+
+// Metadata: v0-13
+//
+// Behaviour:
+//   - Brokers, cluster id and controller from the newest image.
+//   - Topics by name (and by id, v10+); a null list (v1+) or an empty one
+//     (v0) means every topic.
+//   - A missing topic is created when auto.create.topics.enable is on and
+//     the request allows it (v4+ AllowAutoTopicCreation; always before),
+//     with num.partitions and default.replication.factor, through the
+//     controller; the response then carries the new topic.
+//   - Invalid names: INVALID_TOPIC_EXCEPTION; missing: UNKNOWN_TOPIC_OR_PARTITION
+//     (UNKNOWN_TOPIC_ID by id).
+//
+// Version notes:
+//   - v7: leader epoch (KIP-320). v9: flexible. v10: topic ids.
+//   - v8-10: authorized operations are not computed (no ACLs): -2147483648.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skeinlog/skein/controller"
+	"github.com/skeinlog/skein/controller/image"
+)
+
+func init() {
+	registrations = append(registrations, func(a *API) {
+		a.register(3, handler{min: 0, max: 13, handle: a.handleMetadata})
+	})
+}
+
+const authorizedOperationsUnset = -2147483648
+
+func (a *API) handleMetadata(_ *conn, kreq kmsg.Request) finish {
+	req := kreq.(*kmsg.MetadataRequest)
+	im := a.Image()
+	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
+	autoCreate := a.Node.AutoCreateTopicsEnable && (req.Version < 4 || req.AllowAutoTopicCreation)
+	var missing []string
+	if !all && autoCreate {
+		for _, t := range req.Topics {
+			if t.Topic != nil && im.Topic(*t.Topic) == nil {
+				missing = append(missing, *t.Topic)
+			}
+		}
+	}
+	if len(missing) == 0 {
+		return respond(a.metadataResponse(req, im, all, nil))
+	}
+	// Creating asks the controller: wait for it on the writer goroutine.
+	return func() kmsg.Response {
+		cmd := &controller.CreateTopics{}
+		for _, name := range missing {
+			cmd.Topics = append(cmd.Topics, controller.NewTopic{Name: name, NumPartitions: -1, ReplicationFactor: -1})
+		}
+		created := map[string]*kerr.Error{}
+		res, err := a.askController(cmd)
+		for i, name := range missing {
+			switch {
+			case err != nil:
+				created[name] = kerr.RequestTimedOut
+			default:
+				r := res.(*controller.CreateTopicsResult).Topics[i]
+				if r.Err != nil && r.Err != kerr.TopicAlreadyExists {
+					created[name] = r.Err
+				}
+			}
+		}
+		return a.metadataResponse(req, a.Image(), all, created)
+	}
+}
+
+// metadataResponse describes the requested topics in im; failed holds the
+// errors of topics that could not be auto-created.
+func (a *API) metadataResponse(req *kmsg.MetadataRequest, im *image.Image, all bool, failed map[string]*kerr.Error) *kmsg.MetadataResponse {
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	for _, id := range im.BrokerIDs() {
+		b := im.Brokers[id]
+		rb := kmsg.NewMetadataResponseBroker()
+		rb.NodeID, rb.Host, rb.Port = b.ID, b.Host, b.Port
+		if b.Rack != "" {
+			rb.Rack = kmsg.StringPtr(b.Rack)
+		}
+		resp.Brokers = append(resp.Brokers, rb)
+	}
+	resp.ClusterID = kmsg.StringPtr(im.ClusterID)
+	resp.ControllerID = a.Node.NodeID
+	resp.AuthorizedOperations = authorizedOperationsUnset
+	if all {
+		for _, name := range im.TopicNames() {
+			resp.Topics = append(resp.Topics, describeTopic(im.Topics[name]))
+		}
+		return resp
+	}
+	for _, rt := range req.Topics {
+		var t *image.Topic
+		if rt.Topic != nil {
+			t = im.Topic(*rt.Topic)
+		} else {
+			t = im.TopicsByID[image.TopicID(rt.TopicID)]
+		}
+		if t != nil {
+			resp.Topics = append(resp.Topics, describeTopic(t))
+			continue
+		}
+		mt := kmsg.NewMetadataResponseTopic()
+		mt.Topic, mt.TopicID = rt.Topic, rt.TopicID
+		mt.AuthorizedOperations = authorizedOperationsUnset
+		switch {
+		case rt.Topic == nil:
+			mt.ErrorCode = kerr.UnknownTopicID.Code
+		case failed[*rt.Topic] != nil:
+			mt.ErrorCode = failed[*rt.Topic].Code
+		case controller.ValidateTopicName(*rt.Topic) == "":
+			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		default:
+			mt.ErrorCode = kerr.InvalidTopicException.Code
+		}
+		resp.Topics = append(resp.Topics, mt)
+	}
+	return resp
+}
+
+func describeTopic(t *image.Topic) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	mt.Topic = kmsg.StringPtr(t.Name)
+	mt.TopicID = t.ID
+	mt.IsInternal = t.Internal
+	mt.AuthorizedOperations = authorizedOperationsUnset
+	for _, p := range t.Partitions {
+		mp := kmsg.NewMetadataResponseTopicPartition()
+		mp.Partition, mp.Leader, mp.LeaderEpoch = p.Index, p.Leader, p.LeaderEpoch
+		mp.Replicas, mp.ISR, mp.OfflineReplicas = p.Replicas, p.ISR, []int32{}
+		if p.Leader < 0 {
+			mp.ErrorCode = kerr.LeaderNotAvailable.Code
+		}
+		mt.Partitions = append(mt.Partitions, mp)
+	}
+	return mt
+}

@@ -1,0 +1,87 @@
+package transport
+
+// CreateTopics: v2-7
+//
+// Behaviour:
+//   - Delegated to the controller, which validates (names, partition counts,
+//     replication factor against registered brokers, assignments, configs)
+//     and writes the topics to the metadata log; see controller/topics.go.
+//   - ValidateOnly checks everything and creates nothing.
+//   - v5+ answers with the partition count, replication factor and every
+//     config in force with its source.
+//
+// Version notes: v5 configs in the response (KIP-525); v7 topic ids.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skeinlog/skein/configs"
+	"github.com/skeinlog/skein/controller"
+)
+
+func init() {
+	registrations = append(registrations, func(a *API) {
+		a.register(19, handler{min: 2, max: 7, handle: a.handleCreateTopics})
+	})
+}
+
+func (a *API) handleCreateTopics(_ *conn, kreq kmsg.Request) finish {
+	req := kreq.(*kmsg.CreateTopicsRequest)
+	cmd := &controller.CreateTopics{ValidateOnly: req.ValidateOnly}
+	for _, rt := range req.Topics {
+		nt := controller.NewTopic{Name: rt.Topic, NumPartitions: rt.NumPartitions, ReplicationFactor: rt.ReplicationFactor}
+		for _, ra := range rt.ReplicaAssignment {
+			for int(ra.Partition) >= len(nt.Assignments) {
+				nt.Assignments = append(nt.Assignments, nil)
+			}
+			nt.Assignments[ra.Partition] = ra.Replicas
+		}
+		for _, c := range rt.Configs {
+			if nt.Configs == nil {
+				nt.Configs = map[string]string{}
+			}
+			if c.Value != nil {
+				nt.Configs[c.Name] = *c.Value
+			}
+		}
+		cmd.Topics = append(cmd.Topics, nt)
+	}
+	return func() kmsg.Response {
+		resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+		res, err := a.askController(cmd)
+		for i, rt := range req.Topics {
+			t := kmsg.NewCreateTopicsResponseTopic()
+			t.Topic, t.NumPartitions, t.ReplicationFactor = rt.Topic, -1, -1
+			switch {
+			case err != nil:
+				t.ErrorCode, t.ErrorMessage = kerr.RequestTimedOut.Code, kmsg.StringPtr(err.Error())
+			default:
+				r := res.(*controller.CreateTopicsResult).Topics[i]
+				if r.Err != nil {
+					t.ErrorCode, t.ErrorMessage = r.Err.Code, kmsg.StringPtr(r.Message)
+					a.metrics.errorCode(19, req.Version, r.Err.Code)
+					break
+				}
+				t.TopicID, t.NumPartitions, t.ReplicationFactor = r.ID, r.NumPartitions, r.ReplicationFactor
+				t.Configs = a.createdConfigs(cmd.Topics[i].Configs)
+			}
+			resp.Topics = append(resp.Topics, t)
+		}
+		return resp
+	}
+}
+
+func (a *API) createdConfigs(overrides map[string]string) []kmsg.CreateTopicsResponseTopicConfig {
+	entries, err := configs.DescribeTopic(a.Node, overrides)
+	if err != nil {
+		return nil
+	}
+	out := make([]kmsg.CreateTopicsResponseTopicConfig, 0, len(entries))
+	for _, e := range entries {
+		c := kmsg.NewCreateTopicsResponseTopicConfig()
+		c.Name, c.Value, c.Source = e.Name, kmsg.StringPtr(e.Value), int8(e.Source)
+		out = append(out, c)
+	}
+	return out
+}

@@ -1,0 +1,49 @@
+package transport
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/skeinlog/skein/controller/image"
+	"github.com/skeinlog/skein/partition"
+)
+
+// topicRef resolves a request's topic, named (before topic ids) or by id.
+func topicRef(im *image.Image, byID bool, name string, id [16]byte) (string, *kerr.Error) {
+	if byID {
+		if t := im.TopicsByID[image.TopicID(id)]; t != nil {
+			return t.Name, nil
+		}
+		return "", kerr.UnknownTopicID
+	}
+	if im.Topic(name) == nil {
+		return name, kerr.UnknownTopicOrPartition
+	}
+	return name, nil
+}
+
+// hosted returns the handle and newest view of a partition this node hosts,
+// or NOT_LEADER_OR_FOLLOWER when it does not (or is still loading it).
+func (a *API) hosted(topic string, p int32) (*partition.Handle, *partition.View, *kerr.Error) {
+	h := a.Partitions.Get(topic, p)
+	if h == nil {
+		return nil, nil, kerr.NotLeaderForPartition
+	}
+	v := h.View()
+	if v == nil {
+		return nil, nil, kerr.NotLeaderForPartition
+	}
+	return h, v, nil
+}
+
+// checkLeaderEpoch compares a client's current leader epoch with ours
+// (KIP-320); -1 means the client did not say.
+func checkLeaderEpoch(client, ours int32) *kerr.Error {
+	switch {
+	case client < 0 || client == ours:
+		return nil
+	case client < ours:
+		return kerr.FencedLeaderEpoch
+	default:
+		return kerr.UnknownLeaderEpoch
+	}
+}
