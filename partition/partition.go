@@ -72,10 +72,10 @@ type partition struct {
 
 	waiters []waiter // appends waiting for the high watermark, by offset
 
-	syncReq    chan struct{}
-	stop       chan struct{}
-	goroutines sync.WaitGroup
-	compacting bool
+	syncReq        chan struct{}
+	stop           chan struct{}
+	goroutines     sync.WaitGroup
+	compacting     bool
 	lastCheckpoint time.Time
 }
 
