@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -195,7 +196,9 @@ func parseEpochCache(data []byte) (epochCache, error) {
 func (c *epochCache) truncateFromEnd(offset int64) bool {
 	i := sort.Search(len(c.entries), func(i int) bool { return c.entries[i].StartOffset >= offset })
 	changed := i < len(c.entries)
-	c.entries = c.entries[:i]
+	// A copy, never a reslice: published views share the old slice, and an
+	// append into its spare capacity would change what they see.
+	c.entries = slices.Clone(c.entries[:i])
 	return changed
 }
 
@@ -234,20 +237,23 @@ func (l *Log) LatestEpoch() int32 {
 	return l.epochs.latestEpoch()
 }
 
+// EndOffsetForEpoch answers OffsetForLeaderEpoch; see View.EndOffsetForEpoch.
+func (l *Log) EndOffsetForEpoch(epoch int32) (int32, int64) {
+	return l.View().EndOffsetForEpoch(epoch)
+}
+
 // EndOffsetForEpoch answers OffsetForLeaderEpoch (KIP-101, KIP-279): for the
 // largest epoch at most epoch, that epoch and the offset after its last
 // record (the start offset of the next epoch, or the log end offset for the
 // latest). Both are -1 when the log knows no epoch that old.
-func (l *Log) EndOffsetForEpoch(epoch int32) (int32, int64) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	es := l.epochs.entries
+func (v *View) EndOffsetForEpoch(epoch int32) (int32, int64) {
+	es := v.epochs
 	i := sort.Search(len(es), func(i int) bool { return es[i].Epoch > epoch })
 	if i == 0 {
 		return -1, -1
 	}
 	if i == len(es) {
-		return es[i-1].Epoch, l.leo
+		return es[i-1].Epoch, v.LogEndOffset
 	}
 	return es[i-1].Epoch, es[i].StartOffset
 }

@@ -280,6 +280,7 @@ func (l *Log) publish() {
 		LogStartOffset: l.lso,
 		LogEndOffset:   l.leo,
 		HighWatermark:  l.hw,
+		epochs:         l.epochs.entries,
 	})
 }
 

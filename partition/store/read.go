@@ -17,6 +17,7 @@ import (
 type View struct {
 	closed []segView // sealed segments, by base offset
 	active segView
+	epochs []epochEntry // the leader epoch history; never written in place
 
 	LogStartOffset int64
 	LogEndOffset   int64
