@@ -128,6 +128,7 @@ func (a *API) handleProduce(c *conn, kreq kmsg.Request) finish {
 		select {
 		case <-w.done:
 		case <-t.C:
+		case <-c.gone: // nobody to answer
 		}
 		w.mu.Lock()
 		defer w.mu.Unlock()

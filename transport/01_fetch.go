@@ -49,7 +49,7 @@ func (a *API) handleFetch(c *conn, kreq kmsg.Request) finish {
 			if f.bytes >= int64(req.MinBytes) || f.errors || !time.Now().Before(deadline) || len(f.handles) == 0 {
 				return resp
 			}
-			if !f.wait(deadline, c.stop) {
+			if !f.wait(deadline, c.stop, c.gone) {
 				return resp
 			}
 		}
@@ -65,9 +65,9 @@ type fetched struct {
 }
 
 // wait blocks until one of the partitions publishes a view newer than the
-// one read, the deadline passes, or stop closes. It reports whether to read
-// again.
-func (f *fetched) wait(deadline time.Time, stop <-chan struct{}) bool {
+// one read, the deadline passes, the node stops or the client goes. It
+// reports whether to read again.
+func (f *fetched) wait(deadline time.Time, stop, gone <-chan struct{}) bool {
 	wake := make(chan struct{}, 1)
 	for _, h := range f.handles {
 		cancel := h.Watch(wake)
@@ -87,6 +87,8 @@ func (f *fetched) wait(deadline time.Time, stop <-chan struct{}) bool {
 	case <-t.C:
 		return false
 	case <-stop:
+		return false
+	case <-gone:
 		return false
 	}
 }

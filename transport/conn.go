@@ -2,6 +2,7 @@ package transport
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -30,6 +31,7 @@ type conn struct {
 	nc      net.Conn
 	pending chan *pending
 	stop    chan struct{} // closed to stop reading (shutdown)
+	gone    chan struct{} // closed when the client went away or misbehaved
 	once    sync.Once
 	client  string             // client id of the last request, for logs
 	dec     store.Decompressor // for validating produced batches, reader goroutine only
@@ -43,7 +45,7 @@ type pending struct {
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
-	return &conn{s: s, nc: nc, pending: make(chan *pending, max(s.cfg.MaxInflight, 1)), stop: make(chan struct{})}
+	return &conn{s: s, nc: nc, pending: make(chan *pending, max(s.cfg.MaxInflight, 1)), stop: make(chan struct{}), gone: make(chan struct{})}
 }
 
 func (c *conn) stopReading() {
@@ -66,6 +68,13 @@ func (c *conn) stopping() bool {
 func (c *conn) read() {
 	defer c.s.wg.Done()
 	defer close(c.pending)
+	// A client that is gone (or sent garbage) is owed nothing: its pending
+	// requests stop waiting. On shutdown they are still answered.
+	defer func() {
+		if !c.stopping() {
+			close(c.gone)
+		}
+	}()
 	r := bufio.NewReaderSize(c.nc, 64<<10)
 	var size [4]byte
 	for {
@@ -83,11 +92,18 @@ func (c *conn) read() {
 				Int32("max", c.s.cfg.MaxRequestBytes).Msg("closing connection: request size out of bounds")
 			return
 		}
-		body := make([]byte, n)
-		if _, err := io.ReadFull(r, body); err != nil {
+		// Grow the buffer as bytes arrive instead of trusting the size: a
+		// client that claims 100 MiB and sends nothing costs nothing.
+		var buf bytes.Buffer
+		buf.Grow(int(min(n, 64<<10)))
+		if _, err := io.CopyN(&buf, r, int64(n)); err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
 			c.readFailed(err)
 			return
 		}
+		body := buf.Bytes()
 		p, err := c.decode(body)
 		if err != nil {
 			c.s.log.Warn().Err(err).Str("remote", c.nc.RemoteAddr().String()).Str("client", c.client).
