@@ -1,0 +1,143 @@
+package transport_test
+
+import (
+	"encoding/binary"
+	"io"
+	"net"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skeinlog/skein/configs"
+	"github.com/skeinlog/skein/node"
+	"github.com/skeinlog/skein/partition/store"
+)
+
+// frame encodes a request as a client would send it.
+func frame(req kmsg.Request, version int16, corr int32) []byte {
+	req.SetVersion(version)
+	b := binary.BigEndian.AppendUint32(nil, 0)
+	b = binary.BigEndian.AppendUint16(b, uint16(req.Key()))
+	b = binary.BigEndian.AppendUint16(b, uint16(version))
+	b = binary.BigEndian.AppendUint32(b, uint32(corr))
+	b = binary.BigEndian.AppendUint16(b, 4)
+	b = append(b, "fuzz"...)
+	if req.IsFlexible() {
+		b = append(b, 0)
+	}
+	b = req.AppendTo(b)
+	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+	return b
+}
+
+func seedFrames(t testing.TB) [][]byte {
+	batch, err := store.AppendBatch(nil, store.Header{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1},
+		[]store.Record{{Key: []byte("k"), Value: []byte("v")}}, store.CodecNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := kmsg.NewPtrMetadataRequest()
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr("fuzz")
+	meta.Topics = append(meta.Topics, mt)
+	produce := kmsg.NewPtrProduceRequest()
+	produce.Acks, produce.TimeoutMillis = -1, 5000
+	pt := kmsg.NewProduceRequestTopic()
+	pt.Topic = "fuzz"
+	pp := kmsg.NewProduceRequestTopicPartition()
+	pp.Records = batch
+	pt.Partitions = append(pt.Partitions, pp)
+	produce.Topics = append(produce.Topics, pt)
+	fetch := kmsg.NewPtrFetchRequest()
+	fetch.MaxWaitMillis, fetch.MaxBytes, fetch.SessionEpoch = 10, 1<<20, -1
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = "fuzz"
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.PartitionMaxBytes = 1 << 20
+	ft.Partitions = append(ft.Partitions, fp)
+	fetch.Topics = append(fetch.Topics, ft)
+	lo := kmsg.NewPtrListOffsetsRequest()
+	lt := kmsg.NewListOffsetsRequestTopic()
+	lt.Topic = "fuzz"
+	lp := kmsg.NewListOffsetsRequestTopicPartition()
+	lp.Timestamp = -1
+	lt.Partitions = append(lt.Partitions, lp)
+	lo.Topics = append(lo.Topics, lt)
+	ct := kmsg.NewPtrCreateTopicsRequest()
+	ctt := kmsg.NewCreateTopicsRequestTopic()
+	ctt.Topic, ctt.NumPartitions, ctt.ReplicationFactor = "fuzz2", 2, 1
+	ct.Topics = append(ct.Topics, ctt)
+	return [][]byte{
+		frame(kmsg.NewPtrApiVersionsRequest(), 3, 1),
+		frame(kmsg.NewPtrApiVersionsRequest(), 0, 2),
+		frame(meta, 12, 3),
+		frame(meta, 1, 4),
+		frame(produce, 9, 5),
+		frame(produce, 3, 6),
+		frame(fetch, 12, 7),
+		frame(fetch, 4, 8),
+		frame(lo, 7, 9),
+		frame(ct, 5, 10),
+		frame(kmsg.NewPtrInitProducerIDRequest(), 4, 11),
+	}
+}
+
+// FuzzRequests feeds arbitrary bytes to a node's Kafka listener, as one
+// client connection. Whatever the bytes, the node must answer or close the
+// connection in bounded time (no hang), never crash, and keep serving other
+// clients.
+func FuzzRequests(f *testing.F) {
+	seeds := seedFrames(f)
+	for _, s := range seeds {
+		f.Add(s)
+	}
+	var all []byte
+	for _, s := range seeds {
+		all = append(all, s...)
+	}
+	f.Add(all) // pipelined
+	f.Add(append(seeds[4][:30:30], seeds[0]...))
+
+	cfg := configs.Default()
+	cfg.DataDir = filepath.Join(f.TempDir(), "data")
+	cfg.Listen, cfg.Advertise = "127.0.0.1:0", "127.0.0.1:0"
+	n, err := node.Start(cfg, zerolog.Nop())
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { n.Stop(f.Context()) })
+	addr := n.Addr().String()
+
+	f.Fuzz(func(t *testing.T, data []byte) {
+		nc, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		nc.SetDeadline(time.Now().Add(20 * time.Second))
+		if _, err := nc.Write(data); err != nil {
+			return // the node closed on a bad prefix: fine
+		}
+		nc.(*net.TCPConn).CloseWrite()
+		if _, err := io.Copy(io.Discard, nc); err != nil {
+			t.Fatalf("no answer or close within the deadline: %v", err)
+		}
+		// The node still serves.
+		ok, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ok.Close()
+		ok.SetDeadline(time.Now().Add(20 * time.Second))
+		if _, err := ok.Write(seeds[0]); err != nil {
+			t.Fatal(err)
+		}
+		var size [4]byte
+		if _, err := io.ReadFull(ok, size[:]); err != nil {
+			t.Fatalf("node stopped answering ApiVersions: %v", err)
+		}
+	})
+}
