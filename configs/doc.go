@@ -49,6 +49,18 @@
 // segment.bytes; the synonyms Kafka drops) the doc of the declaration says
 // so and why.
 //
+// # Dynamic broker configs
+//
+// AlterConfigs on a broker resource changes the broker names of the topic
+// configs at run time, cluster-wide (resource name "") or for one broker
+// (its id); the controller validates them with ValidateDynamic and keeps
+// them in the cluster metadata. Node.WithDynamic applies them over the
+// static configuration, so ResolveTopic and DescribeTopic see them, and
+// DescribeBroker reports a broker resource with Kafka's sources
+// (DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG,
+// STATIC_BROKER_CONFIG, DEFAULT_CONFIG). Other keys are static: changing
+// one is refused (ErrNotDynamic).
+//
 // # Concurrency
 //
 // Everything here is plain values and pure functions: safe for concurrent

@@ -88,6 +88,10 @@ type Node struct {
 	// When several sources set the same setting, only the winning source's
 	// keys are kept.
 	Explicit map[string]string `mapstructure:"-" yaml:"-"`
+
+	// dynamic holds the dynamic broker configs WithDynamic applied, nil
+	// for none.
+	dynamic *dynamicLayers
 }
 
 // TopicDefaults are the broker-level defaults of the topic-level configs,

@@ -368,6 +368,10 @@ func (s Source) String() string {
 	switch s {
 	case SourceTopic:
 		return "TOPIC_CONFIG"
+	case SourceDynamicBroker:
+		return "DYNAMIC_BROKER_CONFIG"
+	case SourceDynamicDefault:
+		return "DYNAMIC_DEFAULT_BROKER_CONFIG"
 	case SourceBroker:
 		return "STATIC_BROKER_CONFIG"
 	case SourceDefault:
@@ -383,7 +387,9 @@ type ConfigEntry struct {
 	Source Source // where Value comes from: Synonyms[0].Source
 	// Synonyms lists every place the value could come from that has one,
 	// highest precedence first: the topic's override, then the broker's
-	// settings in Kafka's synonym order, then the default. What
+	// dynamic configs (its own, then the cluster-wide defaults; see
+	// WithDynamic), then its static settings in Kafka's synonym order, then
+	// the default. What
 	// DescribeConfigs sends with IncludeSynonyms.
 	Synonyms []Synonym
 }
@@ -411,7 +417,7 @@ func DescribeTopic(broker Node, overrides map[string]string) ([]ConfigEntry, err
 		return nil, err
 	}
 	def := DefaultTopic()
-	brokerTopic := broker.TopicDefaults.Topic()
+	brokerTopic := broker.staticTopicDefaults().Topic()
 	entries := make([]ConfigEntry, 0, len(topicKeys))
 	for _, name := range TopicConfigNames() {
 		k, f := topicKeys[name], topicByKey[name]
@@ -419,6 +425,7 @@ func DescribeTopic(broker Node, overrides map[string]string) ([]ConfigEntry, err
 		if _, ok := overrides[name]; ok {
 			e.Synonyms = append(e.Synonyms, Synonym{Name: name, Value: e.Value, Source: SourceTopic})
 		}
+		e.Synonyms = append(e.Synonyms, broker.dynamicSynonyms(k.broker, false)...)
 		explicit := false
 		for _, b := range k.broker {
 			if val, ok := broker.Explicit[b]; ok {

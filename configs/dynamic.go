@@ -1,0 +1,402 @@
+package configs
+
+import (
+	"errors"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+)
+
+// Dynamic broker configs
+//
+// Kafka lets AlterConfigs and IncrementalAlterConfigs change some broker
+// configs at run time, without a restart: for every broker at once (the
+// resource name "", Kafka's DYNAMIC_DEFAULT_BROKER_CONFIG) or for one broker
+// (the resource name is its id, DYNAMIC_BROKER_CONFIG). The controller keeps
+// them in the cluster metadata; each node applies them over its static
+// configuration with WithDynamic. Precedence, highest first:
+//
+//	a topic's own config > this broker's dynamic config > the cluster-wide
+//	dynamic default > the node's static configuration > the default
+//
+// Skein allows exactly what Kafka's DynamicLogConfig allows: the broker
+// names of the topic configs (log.retention.ms, message.max.bytes,
+// log.cleanup.policy, ...), under their primary names only, so
+// log.retention.hours stays static as in Kafka.
+
+// The sources of dynamic broker config values, with Kafka's ids.
+const (
+	// SourceDynamicBroker is set with AlterConfigs for this broker (Kafka:
+	// DYNAMIC_BROKER_CONFIG).
+	SourceDynamicBroker Source = 2
+	// SourceDynamicDefault is set with AlterConfigs for every broker, with
+	// the resource name "" (Kafka: DYNAMIC_DEFAULT_BROKER_CONFIG).
+	SourceDynamicDefault Source = 3
+)
+
+// dynamicLayers are the dynamic configs a Node holds after WithDynamic.
+type dynamicLayers struct {
+	clusterDefault map[string]string // resource name ""
+	broker         map[string]string // resource name: this node's id
+	// static are the TopicDefaults before the layers were applied, for
+	// describing where each value comes from.
+	static TopicDefaults
+}
+
+// IsBrokerConfig reports whether key is a node config Skein knows,
+// including Kafka's alternative names such as log.retention.hours.
+func IsBrokerConfig(key string) bool { return known(key) }
+
+// IsDynamicBrokerConfig reports whether key may be changed at run time with
+// AlterConfigs on a broker resource: the broker name of a topic config.
+func IsDynamicBrokerConfig(key string) bool {
+	for _, k := range topicKeys {
+		if k.broker[0] == key {
+			return true
+		}
+	}
+	return false
+}
+
+// IsListConfig reports whether the topic or broker config key holds a
+// list, which IncrementalAlterConfigs may append to and subtract from.
+func IsListConfig(key string) bool { return TypeOf(key) == TypeList }
+
+// ErrNotDynamic marks a broker config that exists but cannot be changed at
+// run time (Kafka answers such a change INVALID_REQUEST, "Cannot update
+// these configs dynamically"). errors.Is finds it in ValidateDynamic's error.
+var ErrNotDynamic = errors.New("configs: cannot be updated dynamically")
+
+// ValidateDynamic checks one resource's dynamic broker configs, as the
+// controller does before storing them: every key must be a dynamic broker
+// config and every value valid for it. The error joins one error per bad
+// entry, in key order: an *Error for an unknown key or a bad value (Kafka's
+// INVALID_CONFIG), or one wrapping ErrNotDynamic for a static key.
+func ValidateDynamic(m map[string]string) error {
+	var errs []error
+	for _, key := range sortedKeys(m) {
+		if err := validateDynamicEntry(key, m[key]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// notDynamicError is a static broker config given to AlterConfigs.
+type notDynamicError struct{ key string }
+
+func (e *notDynamicError) Error() string {
+	return "configs: " + e.key + ": cannot be updated dynamically"
+}
+func (e *notDynamicError) Unwrap() error { return ErrNotDynamic }
+
+func validateDynamicEntry(key, value string) error {
+	switch {
+	case !known(key):
+		return &Error{Key: key, Value: value, Reason: "unknown broker config"}
+	case !IsDynamicBrokerConfig(key):
+		return &notDynamicError{key: key}
+	}
+	// Set the one key on an otherwise default node: only it can fail.
+	n := Default()
+	if err := nodeByKey[key].set(reflect.ValueOf(&n), value); err != nil {
+		return err
+	}
+	return n.validateTopicDefaults()
+}
+
+// validateTopicDefaults checks the broker's topic defaults as Validate does.
+func (n Node) validateTopicDefaults() error {
+	var v validator
+	n.TopicDefaults.Topic().validate(&v, brokerName)
+	// NB: Kafka's broker refuses log.retention.ms = 0 (every segment would
+	// go as soon as it rolls), while a topic may set retention.ms = 0.
+	if n.LogRetentionMs == 0 {
+		v.fail("log.retention.ms", "0", "must be -1 (unlimited) or at least 1")
+	}
+	return v.err()
+}
+
+// WithDynamic returns n with the dynamic broker configs in force: the
+// cluster-wide defaults (resource name "") and then this broker's own
+// (resource name: its id) applied over n's static TopicDefaults. Calling it
+// on a Node that already has dynamic configs replaces them. The maps are
+// copied.
+//
+// Every valid entry is applied; the error joins the entries that are not
+// (see ValidateDynamic), which the controller never stores, so an error
+// means a metadata log written under other rules.
+func (n Node) WithDynamic(clusterDefault, broker map[string]string) (Node, error) {
+	out := n
+	if n.dynamic != nil {
+		out.TopicDefaults = n.dynamic.static
+	}
+	out.dynamic = nil
+	if len(clusterDefault) == 0 && len(broker) == 0 {
+		return out, nil
+	}
+	static := out.TopicDefaults
+	dst := reflect.ValueOf(&out)
+	var errs []error
+	for _, layer := range []map[string]string{clusterDefault, broker} {
+		for _, key := range sortedKeys(layer) {
+			if err := validateDynamicEntry(key, layer[key]); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			// Cannot fail: validateDynamicEntry parsed it.
+			_ = nodeByKey[key].set(dst, layer[key])
+		}
+	}
+	out.dynamic = &dynamicLayers{clusterDefault: maps.Clone(clusterDefault), broker: maps.Clone(broker), static: static}
+	return out, errors.Join(errs...)
+}
+
+// DynamicConfigs returns the dynamic broker configs n was given by
+// WithDynamic: the cluster-wide defaults and this broker's own. The maps
+// must not be changed.
+func (n Node) DynamicConfigs() (clusterDefault, broker map[string]string) {
+	if n.dynamic == nil {
+		return nil, nil
+	}
+	return n.dynamic.clusterDefault, n.dynamic.broker
+}
+
+// staticTopicDefaults returns the TopicDefaults from the node's own
+// configuration, before dynamic configs.
+func (n Node) staticTopicDefaults() TopicDefaults {
+	if n.dynamic != nil {
+		return n.dynamic.static
+	}
+	return n.TopicDefaults
+}
+
+// dynamicSynonyms returns the dynamic values of the broker configs names,
+// this broker's first, then the cluster-wide defaults, as Kafka lists them.
+// With clusterOnly, this broker's own are left out (describing the
+// resource "").
+func (n Node) dynamicSynonyms(names []string, clusterOnly bool) []Synonym {
+	if n.dynamic == nil {
+		return nil
+	}
+	var out []Synonym
+	if !clusterOnly {
+		for _, name := range names {
+			if v, ok := n.dynamic.broker[name]; ok {
+				out = append(out, Synonym{Name: name, Value: v, Source: SourceDynamicBroker})
+			}
+		}
+	}
+	for _, name := range names {
+		if v, ok := n.dynamic.clusterDefault[name]; ok {
+			out = append(out, Synonym{Name: name, Value: v, Source: SourceDynamicDefault})
+		}
+	}
+	return out
+}
+
+// DescribeBroker returns the broker's configs as DescribeConfigs reports a
+// broker resource, sorted by name, each with its value in force, source and
+// synonyms (dynamic for this broker, dynamic default, static, default, as
+// Kafka orders them).
+//
+// With clusterDefault it describes the resource "" instead, as Kafka does:
+// only the configs set as cluster-wide dynamic defaults, with their values
+// there and without this broker's own dynamic values among the synonyms.
+func DescribeBroker(n Node, clusterDefault bool) []ConfigEntry {
+	if clusterDefault {
+		var entries []ConfigEntry
+		d, _ := n.DynamicConfigs()
+		for _, key := range sortedKeys(d) {
+			e, _ := n.describeBrokerKey(key, true)
+			e.Value = d[key]
+			entries = append(entries, e)
+		}
+		return entries
+	}
+	keys := make([]string, 0, len(nodeFields)+len(aliases))
+	for _, f := range nodeFields {
+		keys = append(keys, f.key)
+	}
+	keys = append(keys, sortedKeys(aliases)...)
+	slices.Sort(keys)
+	entries := make([]ConfigEntry, 0, len(keys))
+	for _, key := range keys {
+		e, set := n.describeBrokerKey(key, false)
+		if !set {
+			// Kafka's value is null (log.retention.minutes has no
+			// default): Skein leaves such an unset alias out.
+			continue
+		}
+		entries = append(entries, e)
+	}
+	return entries
+}
+
+// describeBrokerKey describes one broker config key (a Node field or an
+// alias). Its synonyms are the names of its group from key down, Kafka's
+// brokerSynonyms after its dropWhile. It reports false for an alias that
+// has no value (Kafka's null).
+func (n Node) describeBrokerKey(key string, clusterOnly bool) (ConfigEntry, bool) {
+	names := []string{key}
+	if g := group(key); g != nil {
+		names = g[slices.Index(g, key):]
+	}
+	e := ConfigEntry{Name: key}
+	e.Synonyms = n.dynamicSynonyms(names, clusterOnly)
+	explicit := false
+	for _, name := range names {
+		if v, ok := n.Explicit[name]; ok {
+			e.Synonyms = append(e.Synonyms, Synonym{Name: name, Value: v, Source: SourceBroker})
+			explicit = true
+		}
+	}
+	f, isField := nodeByKey[key]
+	def := Default()
+	if isField {
+		// A Node built in code rather than loaded has no Explicit: a value
+		// other than the default was still set on the broker.
+		static := n
+		static.TopicDefaults = n.staticTopicDefaults()
+		if v := f.format(static); !explicit && v != f.format(def) {
+			e.Synonyms = append(e.Synonyms, Synonym{Name: key, Value: v, Source: SourceBroker})
+		}
+	}
+	if d, ok := brokerDefault(key, names); ok {
+		e.Synonyms = append(e.Synonyms, d)
+	}
+	e.Source = SourceDefault
+	if len(e.Synonyms) > 0 {
+		e.Source = e.Synonyms[0].Source
+	}
+	if isField {
+		e.Value = f.format(n)
+		return e, true
+	}
+	// An alias has a value only where it is set under its own name (or
+	// has a default under it); its synonyms below are in other units.
+	for _, s := range e.Synonyms {
+		if s.Name == key {
+			e.Value, e.Source = s.Value, s.Source
+			return e, true
+		}
+	}
+	return e, false
+}
+
+// brokerDefault returns the DEFAULT_CONFIG synonym of a broker key whose
+// synonyms are names: Kafka reports log.retention.ms's default under
+// log.retention.hours (168), and log.retention.minutes has none.
+func brokerDefault(key string, names []string) (Synonym, bool) {
+	for _, k := range topicKeys {
+		if k.defaultName != "" && slices.Contains(names, k.defaultName) {
+			return Synonym{Name: k.defaultName, Value: k.defaultValue, Source: SourceDefault}, true
+		}
+	}
+	if f, ok := nodeByKey[key]; ok {
+		return Synonym{Name: key, Value: f.format(Default()), Source: SourceDefault}, true
+	}
+	return Synonym{}, false
+}
+
+// ConfigType is a config's type as DescribeConfigs v3+ reports it, with
+// Kafka's ids.
+type ConfigType int8
+
+// The config types Skein's configs have.
+const (
+	TypeUnknown ConfigType = 0
+	TypeBoolean ConfigType = 1
+	TypeString  ConfigType = 2
+	TypeInt     ConfigType = 3
+	TypeLong    ConfigType = 5
+	TypeList    ConfigType = 7
+)
+
+// TypeOf returns the type of a topic or broker config, or TypeUnknown.
+func TypeOf(key string) ConfigType {
+	f, ok := topicByKey[key]
+	if !ok {
+		f, ok = nodeByKey[key]
+	}
+	if !ok {
+		if _, isAlias := aliases[key]; isAlias {
+			return TypeInt // log.retention.hours and friends are Kafka INTs
+		}
+		return TypeUnknown
+	}
+	if f.typ == cleanupPolicyType {
+		return TypeList
+	}
+	switch f.typ.Kind() {
+	case reflect.Bool:
+		return TypeBoolean
+	case reflect.String:
+		return TypeString
+	case reflect.Int16, reflect.Int32:
+		// NB: default.replication.factor is an int16 here but an INT in
+		// Kafka, as every 32-bit-or-smaller broker setting is.
+		return TypeInt
+	case reflect.Int64:
+		return TypeLong
+	}
+	return TypeUnknown
+}
+
+// Doc returns a one-line description of a topic or broker config, for
+// DescribeConfigs with IncludeDocumentation, or "" for none.
+func Doc(key string) string {
+	if d, ok := docs[key]; ok {
+		return d
+	}
+	// A broker name of a topic config documents the default of that config.
+	for name, k := range topicKeys {
+		if slices.Contains(k.broker, key) {
+			return "The default for the topic config " + name + ": " + lowerFirst(docs[name])
+		}
+	}
+	return ""
+}
+
+func lowerFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToLower(s[:1]) + s[1:]
+}
+
+// docs describes the topic configs and the broker configs that are not
+// broker names of topic configs.
+var docs = map[string]string{
+	"retention.ms":           "Segments whose newest record is older than this many milliseconds are deleted (cleanup.policy delete); -1 keeps them forever.",
+	"retention.bytes":        "The oldest segments are deleted while the partition is larger than this many bytes (cleanup.policy delete); -1 means no limit.",
+	"segment.bytes":          "The active segment rolls before it would grow past this many bytes.",
+	"segment.ms":             "The active segment rolls once its first record is this many milliseconds old, even if not full.",
+	"segment.index.bytes":    "The size the offset and time indexes of a segment are preallocated to; a segment also rolls when its index is full.",
+	"index.interval.bytes":   "An offset index entry is added after at least this many bytes of batches.",
+	"cleanup.policy":         "delete (retention by time and size), compact (keep the newest record per key), or both.",
+	"delete.retention.ms":    "How long compaction keeps tombstones, in milliseconds.",
+	"min.compaction.lag.ms":  "A record stays uncompacted for at least this many milliseconds.",
+	"max.message.bytes":      "The largest record batch accepted, after compression, in bytes.",
+	"message.timestamp.type": "CreateTime keeps the producer's timestamps; LogAppendTime replaces them with the broker's clock.",
+	"min.insync.replicas":    "An acks=all produce fails with NOT_ENOUGH_REPLICAS when fewer replicas than this are in sync.",
+	"flush.messages":         "Under durability replicated, fsync after this many records.",
+	"flush.ms":               "Under durability replicated, fsync when the oldest unsynced record is this many milliseconds old.",
+	"compression.type":       "producer keeps batches as the producer compressed them; any other codec makes the broker recompress to it.",
+
+	"node.id":                    "This node's id in the cluster.",
+	"data.dir":                   "The directory holding this node's partitions and metadata (Skein takes exactly one log directory).",
+	"listen":                     "The host:port the Kafka listener binds.",
+	"advertise":                  "The host:port given to clients in Metadata responses.",
+	"admin.listen":               "The host:port of the admin HTTP API (Skein-only).",
+	"log.level":                  "The level of the node's own log (Skein-only).",
+	"log.format":                 "The format of the node's log: auto, console or json (Skein-only).",
+	"durability":                 "fsync: an offset counts towards the high watermark once fsynced on every replica; replicated: once in memory on every in-sync replica, as Kafka (Skein-only).",
+	"auto.create.topics.enable":  "Metadata and Produce requests create a missing topic.",
+	"num.partitions":             "The partition count of auto-created topics and of CreateTopics requests that leave it at -1.",
+	"default.replication.factor": "The replication factor of auto-created topics and of CreateTopics requests that leave it at -1.",
+	"log.retention.minutes":      "log.retention.ms in minutes, used when log.retention.ms is not set.",
+	"log.retention.hours":        "log.retention.ms in hours, used when log.retention.ms and log.retention.minutes are not set.",
+	"log.roll.hours":             "log.roll.ms in hours, used when log.roll.ms is not set.",
+}
