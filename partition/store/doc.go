@@ -13,6 +13,7 @@
 //	...
 //	checkpoint                      recovery point, log start offset, high watermark
 //	leader-epoch-checkpoint         leader epoch → start offset (KIP-101)
+//	00000000000000052817.snapshot   producer state after the offsets below 52817 (snapshot.go)
 //	.clean-shutdown                 present only between a clean Close and the next Open
 //	*.deleted                       retired segment files, removed after file.delete.delay.ms
 //	*.tmp                           a checkpoint being written (garbage after a crash)

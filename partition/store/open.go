@@ -172,6 +172,11 @@ func (l *Log) load() error {
 	}
 	l.advanceDurable(l.leo)
 	l.rebuildClosed()
+	// A producer-state snapshot may have been durable when the log tail it
+	// covered was not (snapshot.go): it goes before anything is appended.
+	if err := l.removeSnapshotsAbove(l.leo); err != nil {
+		return err
+	}
 	if clean {
 		// The marker must go before anything new is written, or a crash
 		// later would skip the scan that catches a torn tail.

@@ -54,6 +54,9 @@ func (l *Log) Truncate(offset int64) error {
 			return err
 		}
 	}
+	if err := l.removeSnapshotsAbove(l.leo); err != nil {
+		return l.fail("truncate", err)
+	}
 	if err := syncDir(l.fs, l.dir); err != nil {
 		return l.fail("truncate", err)
 	}
@@ -158,6 +161,10 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 	l.epochs.entries = nil
 	if err := l.writeEpochs(); err != nil {
 		return err
+	}
+	// The producer state of the old history is wrong for the new one.
+	if err := l.removeSnapshotsAbove(-1); err != nil {
+		return l.fail("truncate fully", err)
 	}
 	if err := syncDir(l.fs, l.dir); err != nil {
 		return l.fail("truncate fully", err)
