@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -242,6 +243,10 @@ func (c *Controller) createPartitions(m *CreatePartitions) *CreatePartitionsResu
 				r.Err, r.Message = err, msg
 				continue
 			}
+			if rf := len(t.Partitions[0].Replicas); len(assign[0]) != rf {
+				r.Err, r.Message = kerr.InvalidReplicaAssignment, fmt.Sprintf("Inconsistent replication factor: the topic's partitions have %d replicas, the new ones %d.", rf, len(assign[0]))
+				continue
+			}
 		} else {
 			assign = c.place(len(t.Partitions), add, len(t.Partitions[0].Replicas), 0)
 		}
@@ -295,9 +300,15 @@ func (c *Controller) alterConfigs(m *AlterConfigs) *AlterConfigsResult {
 	return res
 }
 
-// planConfigs computes a resource's configs after the ops and validates them.
+// planConfigs computes a resource's configs after the ops and validates them
+// as Kafka does: topic configs against the topic config rules; broker
+// configs (resource name "" for every broker, or a broker id) must be
+// dynamic broker configs (configs.IsDynamicBrokerConfig), and a static one
+// is refused INVALID_REQUEST as Kafka's "Cannot update these configs
+// dynamically".
 func (c *Controller) planConfigs(rsc ConfigResource, incremental bool) (*image.SetConfigs, *kerr.Error, string) {
 	var current map[string]string
+	name, validate := rsc.Name, configs.ValidateTopicOverrides
 	switch rsc.Type {
 	case image.ResourceTopic:
 		t := c.im.Topics[rsc.Name]
@@ -305,8 +316,27 @@ func (c *Controller) planConfigs(rsc ConfigResource, incremental bool) (*image.S
 			return nil, kerr.UnknownTopicOrPartition, fmt.Sprintf("Topic %s does not exist.", rsc.Name)
 		}
 		current = t.Configs
+	case image.ResourceBroker:
+		if rsc.Name == "" {
+			current = c.im.BrokerConfigs
+			break
+		}
+		id, err := strconv.ParseInt(rsc.Name, 10, 32)
+		if err != nil {
+			return nil, kerr.InvalidRequest, fmt.Sprintf("Invalid broker name %s", rsc.Name)
+		}
+		current = c.im.PerBrokerConfigs[int32(id)]
+		name = strconv.Itoa(int(id)) // "01" and "1" are the same broker
 	default:
 		return nil, kerr.InvalidRequest, fmt.Sprintf("Altering configs of resource type %d is not supported.", rsc.Type)
+	}
+	if rsc.Type == image.ResourceBroker {
+		validate = configs.ValidateDynamic
+	}
+	if incremental {
+		if dup := duplicates(len(rsc.Ops), func(i int) string { return rsc.Ops[i].Name }); len(dup) > 0 {
+			return nil, kerr.InvalidRequest, fmt.Sprintf("Error due to duplicate config keys: %s", strings.Join(slices.Sorted(maps.Keys(dup)), ", "))
+		}
 	}
 	next := map[string]string{}
 	if incremental {
@@ -325,7 +355,7 @@ func (c *Controller) planConfigs(rsc ConfigResource, incremental bool) (*image.S
 		case op.Op == OpDelete:
 			delete(next, op.Name)
 		case op.Op == OpAppend || op.Op == OpSubtract:
-			if op.Name != "cleanup.policy" {
+			if !configs.IsListConfig(op.Name) {
 				return nil, kerr.InvalidConfig, fmt.Sprintf("Config %s is not a list: it cannot be appended to or subtracted from.", op.Name)
 			}
 			if op.Value == nil {
@@ -336,10 +366,21 @@ func (c *Controller) planConfigs(rsc ConfigResource, incremental bool) (*image.S
 			return nil, kerr.InvalidRequest, fmt.Sprintf("Unknown config operation %d", op.Op)
 		}
 	}
-	if err := configs.ValidateTopicOverrides(next); err != nil {
+	if rsc.Type == image.ResourceBroker {
+		var static []string
+		for _, k := range slices.Sorted(maps.Keys(next)) {
+			if configs.IsBrokerConfig(k) && !configs.IsDynamicBrokerConfig(k) {
+				static = append(static, k)
+			}
+		}
+		if len(static) > 0 {
+			return nil, kerr.InvalidRequest, fmt.Sprintf("Cannot update these configs dynamically: Set(%s)", strings.Join(static, ", "))
+		}
+	}
+	if err := validate(next); err != nil {
 		return nil, kerr.InvalidConfig, err.Error()
 	}
-	rec := &image.SetConfigs{Resource: rsc.Type, Name: rsc.Name, Configs: map[string]*string{}}
+	rec := &image.SetConfigs{Resource: rsc.Type, Name: name, Configs: map[string]*string{}}
 	for k, v := range next {
 		if cur, ok := current[k]; !ok || cur != v {
 			rec.Configs[k] = &v

@@ -32,6 +32,10 @@ type Image struct {
 	// BrokerConfigs are dynamic broker-level configs set with AlterConfigs
 	// (Kafka's DYNAMIC_DEFAULT_BROKER_CONFIG), by name.
 	BrokerConfigs map[string]string
+	// PerBrokerConfigs are dynamic configs set for one broker, by its id
+	// and then name (Kafka's DYNAMIC_BROKER_CONFIG). The inner maps are
+	// never changed in place.
+	PerBrokerConfigs map[int32]map[string]string
 	// NextProducerID is the first producer id not yet handed out in a
 	// block: ids below it are never given out again, even after restarts.
 	NextProducerID int64
@@ -70,11 +74,12 @@ type Partition struct {
 // Empty returns the image before any record.
 func Empty() *Image {
 	return &Image{
-		Offset:        -1,
-		Brokers:       map[int32]Broker{},
-		Topics:        map[string]*Topic{},
-		TopicsByID:    map[TopicID]*Topic{},
-		BrokerConfigs: map[string]string{},
+		Offset:           -1,
+		Brokers:          map[int32]Broker{},
+		Topics:           map[string]*Topic{},
+		TopicsByID:       map[TopicID]*Topic{},
+		BrokerConfigs:    map[string]string{},
+		PerBrokerConfigs: map[int32]map[string]string{},
 	}
 }
 
@@ -103,6 +108,7 @@ func (im *Image) clone() *Image {
 	c.Topics = maps.Clone(im.Topics)
 	c.TopicsByID = maps.Clone(im.TopicsByID)
 	c.BrokerConfigs = maps.Clone(im.BrokerConfigs)
+	c.PerBrokerConfigs = maps.Clone(im.PerBrokerConfigs)
 	return &c
 }
 

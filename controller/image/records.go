@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 )
 
 // Record is one change to the metadata: the controller writes records to
@@ -191,7 +192,7 @@ const (
 // the brokers. Values are validated by the controller before writing.
 type SetConfigs struct {
 	Resource ResourceType       `msgpack:"res"`
-	Name     string             `msgpack:"name"` // topic name; empty for the cluster-wide broker default
+	Name     string             `msgpack:"name"` // topic name; for brokers a broker id, or empty for the cluster-wide default
 	Configs  map[string]*string `msgpack:"configs"`
 }
 
@@ -219,7 +220,24 @@ func (r *SetConfigs) apply(im *Image) error {
 		set(t.Configs)
 		im.putTopic(t)
 	case ResourceBroker:
-		set(im.BrokerConfigs)
+		if r.Name == "" {
+			set(im.BrokerConfigs)
+			break
+		}
+		id, err := strconv.ParseInt(r.Name, 10, 32)
+		if err != nil {
+			return fmt.Errorf("broker name %q", r.Name)
+		}
+		m := maps.Clone(im.PerBrokerConfigs[int32(id)])
+		if m == nil {
+			m = map[string]string{}
+		}
+		set(m)
+		if len(m) == 0 {
+			delete(im.PerBrokerConfigs, int32(id))
+		} else {
+			im.PerBrokerConfigs[int32(id)] = m
+		}
 	default:
 		return fmt.Errorf("resource type %d", r.Resource)
 	}
