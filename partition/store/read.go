@@ -34,6 +34,16 @@ func (v *View) segment(i int) *segView {
 
 func (v *View) numSegments() int { return len(v.closed) + 1 }
 
+// Size returns the bytes of the log's segment files (batches only, not
+// indexes), as DescribeLogDirs reports a partition's size.
+func (v *View) Size() int64 {
+	size := v.active.size
+	for _, s := range v.closed {
+		size += s.size
+	}
+	return size
+}
+
 // find returns the index of the segment that holds offset: the last one
 // whose base is at most offset.
 func (v *View) find(offset int64) int {
