@@ -92,6 +92,7 @@ func TestDefaultNode(t *testing.T) {
 		"auto.create.topics.enable":  "true",
 		"num.partitions":             "1",
 		"default.replication.factor": "1",
+		"producer.id.expiration.ms":  "86400000",
 		// Kafka's broker defaults for the topic configs.
 		"log.retention.ms":                  "604800000",
 		"log.retention.bytes":               "-1",

@@ -78,6 +78,13 @@ type Node struct {
 	// at least 1. Kafka: default.replication.factor.
 	DefaultReplicationFactor int16 `mapstructure:"default.replication.factor" yaml:"default.replication.factor"`
 
+	// ProducerIDExpirationMs is how long a partition remembers an
+	// idempotent producer that has stopped writing to it; after that, its
+	// next batch is accepted at any sequence, so a retry older than this
+	// could be duplicated. Default 86400000 (1 day), at least 1. Kafka:
+	// producer.id.expiration.ms (dynamic in Kafka; read at start here).
+	ProducerIDExpirationMs int64 `mapstructure:"producer.id.expiration.ms" yaml:"producer.id.expiration.ms"`
+
 	// TopicDefaults are the broker-level defaults of the topic configs.
 	TopicDefaults `mapstructure:",squash" yaml:",inline"`
 
@@ -182,6 +189,9 @@ const (
 	DurabilityReplicated Durability = "replicated"
 )
 
+// DefaultProducerIDExpirationMs is Kafka's producer.id.expiration.ms.
+const DefaultProducerIDExpirationMs = 24 * 3600 * 1000
+
 // Default returns the configuration `skein node` runs with when given
 // nothing: a single node with its data in ./data, Kafka on 127.0.0.1:9092,
 // and Kafka's defaults for everything Kafka has.
@@ -198,6 +208,7 @@ func Default() Node {
 		AutoCreateTopicsEnable:   true,
 		NumPartitions:            1,
 		DefaultReplicationFactor: 1,
+		ProducerIDExpirationMs:   DefaultProducerIDExpirationMs,
 		TopicDefaults:            DefaultTopic().brokerDefaults(),
 	}
 }
@@ -223,6 +234,7 @@ func (n Node) Validate() error {
 	v.oneOf("durability", string(n.Durability), string(DurabilityFsync), string(DurabilityReplicated))
 	v.atLeast("num.partitions", int64(n.NumPartitions), 1)
 	v.atLeast("default.replication.factor", int64(n.DefaultReplicationFactor), 1)
+	v.atLeast("producer.id.expiration.ms", n.ProducerIDExpirationMs, 1)
 	d := n.TopicDefaults
 	d.Topic().validate(&v, brokerName)
 	// NB: Kafka's broker refuses log.retention.ms = 0 (every segment would
