@@ -14,7 +14,11 @@ import (
 //
 //	message          from         does
 //	ImagePublished   controller   hosts the partitions whose replicas include
-//	                              this node, unhosts (and deletes) the rest
+//	                              this node, unhosts (and deletes) the rest,
+//	                              with each topic's config resolved against
+//	                              the node's and the image's dynamic broker
+//	                              configs (a changed config reaches the
+//	                              partition actors as SetConfig)
 //
 // Restart: it starts empty and acts on the next image; the supervisor
 // ignores Host messages for partitions it hosts with the same config.
@@ -30,14 +34,19 @@ func (m *metadataActor) Receive(c actor.Context) {
 		return
 	}
 	im := msg.Image
+	// NB: an error means dynamic configs the controller validated under
+	// other rules (an older or newer binary wrote the metadata log);
+	// WithDynamic still applies every valid one, which is the best this
+	// node can do.
+	node, _ := m.node.WithDynamic(im.BrokerConfigs, im.PerBrokerConfigs[m.node.NodeID])
 	want := map[partition.Key]image.TopicID{}
 	for _, t := range im.Topics {
-		cfg, err := configs.ResolveTopic(m.node, t.Configs)
+		cfg, err := configs.ResolveTopic(node, t.Configs)
 		if err != nil {
 			// The controller validated these configs; a node whose own
 			// defaults make them invalid still serves the topic, on its
 			// defaults.
-			cfg = m.node.TopicDefaults.Topic()
+			cfg = node.TopicDefaults.Topic()
 		}
 		for _, p := range t.Partitions {
 			if !hosts(p, m.node.NodeID) {
