@@ -24,6 +24,9 @@ type API struct {
 	handlers    [maxKey + 1]handler
 	metrics     *Metrics
 	producerIDs producerIDs
+	// fetchSessions are the node's fetch sessions (KIP-227): a client may
+	// go on with its session over another connection.
+	fetchSessions *fetchSessionCache
 	Deps
 }
 

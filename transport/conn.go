@@ -8,12 +8,17 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"sync"
+	"syscall"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"golang.org/x/sys/unix"
 
+	"github.com/skeinlog/skein/internal/vfs"
 	"github.com/skeinlog/skein/partition/store"
 )
 
@@ -181,39 +186,282 @@ func (c *conn) write() {
 	defer c.s.forget(c)
 	defer c.s.api.metrics.connectionClosed()
 	defer c.nc.Close()
-	w := bufio.NewWriterSize(c.nc, 64<<10)
-	var buf []byte
+	o := newOutput(c.nc, c.s.log)
+	defer o.release()
 	broken := false
 	for p := range c.pending {
 		resp := p.finish()
 		if resp == nil || broken {
 			continue // acks=0, or the socket is gone: finish the rest, write nothing
 		}
-		buf = append(buf[:0], 0, 0, 0, 0, 0, 0, 0, 0) // size, correlation id
-		// The ApiVersions response header is always v0, even when the body
-		// is flexible, so that a client can parse it before it knows our
-		// versions.
-		if p.flexible && p.key != 18 {
-			buf = append(buf, 0) // no tagged fields
+		err := o.response(p, resp)
+		// Flush when no further response is ready, so pipelined responses
+		// share a write.
+		if err == nil && (len(c.pending) == 0 || len(o.buf) >= writeChunk) {
+			err = o.flush()
 		}
-		buf = resp.AppendTo(buf)
-		binary.BigEndian.PutUint32(buf[0:4], uint32(len(buf)-4))
-		binary.BigEndian.PutUint32(buf[4:8], uint32(p.corr))
-		if _, err := w.Write(buf); err != nil {
+		if err != nil {
+			o.logFailure(c, err)
 			broken = true
 			c.nc.Close()
 			continue
 		}
-		// Flush when no further response is ready, so pipelined responses
-		// share a write.
-		if len(c.pending) == 0 {
-			if err := w.Flush(); err != nil {
-				broken = true
-				c.nc.Close()
-			}
-		}
-		if cap(buf) > 1<<20 {
-			buf = nil // do not keep a huge buffer for an idle connection
+		if len(o.buf) == 0 {
+			o.release() // between responses a connection holds no buffer
 		}
 	}
+}
+
+// Write path: responses are encoded into a buffer taken from a pool while
+// the connection has something to write, and written when no further
+// response is ready or writeChunk bytes are waiting. A Fetch response
+// (splicedResponse) brings file sections: the framing around them comes
+// from memory, the sections go from the file to the socket with
+// sendfile(2), so record bytes never enter Go memory. Sections smaller than
+// sendfileMin, sections of files without a descriptor (vfs.NoFd, the
+// in-memory filesystem of tests) and sockets that are not TCP are copied
+// instead: read into the buffer, then written.
+
+const (
+	// writeChunk is how many buffered bytes make the writer write before
+	// the next response: it bounds the buffer when records are copied.
+	writeChunk = 1 << 20
+	// maxPooledBuffer is the largest buffer given back to the pool.
+	maxPooledBuffer = 2 * writeChunk
+)
+
+// sendfileMin is the smallest section sent with sendfile; smaller ones are
+// copied, because a syscall of its own costs more than copying a few pages.
+// A variable so that benchmarks can force either path.
+var sendfileMin int64 = 16 << 10
+
+var writeBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+
+// splicedResponse is a response whose encoding carries byte ranges of files.
+type splicedResponse interface {
+	kmsg.Response
+	// appendFraming appends the response's encoding without its sections,
+	// which belong at their offsets of out; see fetchResponse.
+	appendFraming(dst, scratch []byte) (out []byte, secs []section, scratchOut []byte, ok bool)
+}
+
+// output is a connection's write side; it is used by the writer goroutine
+// only.
+type output struct {
+	nc      net.Conn
+	log     zerolog.Logger
+	sock    syscall.RawConn // nil when nc is not a TCP socket: no sendfile
+	pooled  *[]byte
+	buf     []byte // bytes waiting to be written
+	frame   []byte // a spliced response's framing
+	scratch []byte
+}
+
+func newOutput(nc net.Conn, log zerolog.Logger) *output {
+	o := &output{nc: nc, log: log}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		if raw, err := tc.SyscallConn(); err == nil {
+			o.sock = raw
+		}
+	}
+	return o
+}
+
+// release gives the buffer back to the pool; it must hold nothing unwritten.
+func (o *output) release() {
+	if o.pooled == nil {
+		return
+	}
+	if cap(o.buf) <= maxPooledBuffer {
+		*o.pooled = o.buf[:0]
+		writeBuffers.Put(o.pooled)
+	}
+	o.pooled, o.buf = nil, nil
+	if cap(o.frame) > maxPooledBuffer {
+		o.frame, o.scratch = nil, nil
+	}
+}
+
+func (o *output) take() {
+	if o.pooled == nil {
+		o.pooled = writeBuffers.Get().(*[]byte)
+		o.buf = (*o.pooled)[:0]
+	}
+}
+
+// header appends a response header with room for the size.
+func header(dst []byte, p *pending) []byte {
+	dst = binary.BigEndian.AppendUint32(dst, 0) // size, set when known
+	dst = binary.BigEndian.AppendUint32(dst, uint32(p.corr))
+	// The ApiVersions response header is always v0, even when the body is
+	// flexible, so that a client can parse it before it knows our
+	// versions.
+	if p.flexible && p.key != 18 {
+		dst = append(dst, 0) // no tagged fields
+	}
+	return dst
+}
+
+// response encodes resp for p and writes or buffers it.
+func (o *output) response(p *pending, resp kmsg.Response) error {
+	o.take()
+	if sr, ok := resp.(splicedResponse); ok {
+		frame, secs, scratch, ok := sr.appendFraming(header(o.frame[:0], p), o.scratch)
+		o.frame, o.scratch = frame, scratch
+		if ok {
+			return o.splice(secs)
+		}
+		// A bug, not bad input: the response still goes out, read into
+		// memory.
+		o.log.Error().Int16("key", p.key).Int16("version", resp.GetVersion()).
+			Msg("response framing could not be spliced; sending it inline")
+	}
+	start := len(o.buf)
+	o.buf = resp.AppendTo(header(o.buf, p))
+	binary.BigEndian.PutUint32(o.buf[start:], uint32(len(o.buf)-start-4))
+	return nil
+}
+
+// splice writes o.frame with secs in their places.
+func (o *output) splice(secs []section) error {
+	size := int64(len(o.frame) - 4)
+	for _, s := range secs {
+		size += s.Size
+	}
+	binary.BigEndian.PutUint32(o.frame, uint32(size))
+	prev := 0
+	for _, s := range secs {
+		o.buf = append(o.buf, o.frame[prev:s.at]...)
+		prev = s.at
+		var err error
+		if o.sock != nil && s.Size >= sendfileMin && hasFd(s.File) {
+			err = o.sendfile(s.Slice)
+		} else {
+			err = o.copy(s.Slice)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	o.buf = append(o.buf, o.frame[prev:]...)
+	return nil
+}
+
+// flush writes the buffered bytes.
+func (o *output) flush() error {
+	if len(o.buf) == 0 {
+		return nil
+	}
+	_, err := o.nc.Write(o.buf)
+	o.buf = o.buf[:0]
+	return err
+}
+
+// copy reads a section into the buffer, writing the buffer whenever it
+// holds writeChunk bytes.
+func (o *output) copy(sl store.Slice) error {
+	for done := int64(0); done < sl.Size; {
+		if len(o.buf) >= writeChunk {
+			if err := o.flush(); err != nil {
+				return err
+			}
+		}
+		n := int(min(sl.Size-done, writeChunk))
+		o.buf = slices.Grow(o.buf, n)
+		m, err := sl.File.ReadAt(o.buf[len(o.buf):len(o.buf)+n], sl.Pos+done)
+		if m < n {
+			if err == nil || errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return &fileError{err}
+		}
+		o.buf = o.buf[:len(o.buf)+n]
+		done += int64(n)
+	}
+	return nil
+}
+
+// sendfile writes the buffered bytes, then the section straight from its
+// file to the socket.
+//
+// NB: the file's descriptor is borrowed through its RawConn (when it has
+// one, as *os.File does) for each sendfile call only: a closed file then
+// fails the call instead of its descriptor number reaching a file opened
+// since, and the borrow never spans a wait for the socket, which would
+// stall other connections sending from the same segment.
+func (o *output) sendfile(sl store.Slice) error {
+	if err := o.flush(); err != nil {
+		return err
+	}
+	withFd := func(fn func(fd uintptr)) error { fn(sl.File.Fd()); return nil }
+	if sc, ok := sl.File.(syscall.Conn); ok {
+		raw, err := sc.SyscallConn()
+		if err != nil {
+			return &fileError{err}
+		}
+		withFd = func(fn func(fd uintptr)) error {
+			return raw.Read(func(fd uintptr) bool { fn(fd); return true })
+		}
+	}
+	var sent int64
+	var serr error
+	werr := o.sock.Write(func(sock uintptr) bool {
+		for sent < sl.Size {
+			var n int
+			var err error
+			if ferr := withFd(func(fd uintptr) {
+				off := sl.Pos + sent
+				n, err = unix.Sendfile(int(sock), int(fd), &off, int(min(sl.Size-sent, 1<<30)))
+			}); ferr != nil {
+				serr = &fileError{ferr}
+				return true
+			}
+			if n > 0 {
+				sent += int64(n)
+			}
+			switch {
+			case err == unix.EAGAIN:
+				return false // wait until the socket takes more
+			case err == unix.EINTR:
+			case err != nil:
+				serr = err
+				return true
+			case n == 0:
+				serr = &fileError{io.ErrUnexpectedEOF} // the file is shorter than the slice
+				return true
+			}
+		}
+		return true
+	})
+	if serr != nil {
+		return serr
+	}
+	return werr
+}
+
+// hasFd reports whether sendfile can read f. It does not call Fd on a file
+// that offers its descriptor through a RawConn: *os.File.Fd would give a
+// number that stays in use after the file is closed.
+func hasFd(f vfs.File) bool {
+	if _, ok := f.(syscall.Conn); ok {
+		return true
+	}
+	return f.Fd() != vfs.NoFd
+}
+
+// fileError marks a failure to read a segment file, as opposed to the
+// client's socket failing.
+type fileError struct{ err error }
+
+func (e *fileError) Error() string { return "reading records: " + e.err.Error() }
+func (e *fileError) Unwrap() error { return e.err }
+
+func (o *output) logFailure(c *conn, err error) {
+	var fe *fileError
+	if errors.As(err, &fe) {
+		c.s.log.Warn().Err(err).Str("remote", c.nc.RemoteAddr().String()).Str("client", c.client).
+			Msg("closing connection: a response's records could not be read")
+		return
+	}
+	c.s.log.Debug().Err(err).Str("remote", c.nc.RemoteAddr().String()).Msg("write failed")
 }
