@@ -15,6 +15,11 @@ var ErrTimeout = errors.New("actors: request timed out")
 // ErrDeadLetter is returned by Ask when the target does not exist.
 var ErrDeadLetter = errors.New("actors: no such actor")
 
+// ErrAbandoned is returned by Ask when the target failed while handling
+// the request (its supervisor answered Abandoned): the request may or may
+// not have taken effect.
+var ErrAbandoned = errors.New("actors: the actor failed handling the request")
+
 // Ask sends msg to pid as a request (the target answers with ctx.Respond)
 // and waits for the reply, from outside any actor: a connection goroutine
 // asking the controller, for example. It is protoactor's RequestFuture
@@ -37,8 +42,11 @@ func Ask(sys *actor.ActorSystem, pid *actor.PID, msg any, timeout time.Duration)
 	defer t.Stop()
 	select {
 	case res := <-p.ch:
-		if _, dead := res.(*actor.DeadLetterResponse); dead {
+		switch r := res.(type) {
+		case *actor.DeadLetterResponse:
 			return nil, fmt.Errorf("%w: %s", ErrDeadLetter, pid.Id)
+		case *Abandoned:
+			return nil, fmt.Errorf("%w: %s: %s", ErrAbandoned, r.Actor, r.Reason)
 		}
 		return res, nil
 	case <-t.C:

@@ -14,4 +14,27 @@
 // protoactor's OpenTelemetry metrics off. SlogHandler is the bridge itself,
 // for other slog users. See ../shared/protoactor.md §6.1 for the traps this
 // avoids.
+//
+// # Supervision
+//
+// NewBackoffStrategy is the one-for-one strategy Skein's supervisors use:
+// a failed child stays suspended for a delay that doubles with each
+// failure (10 ms to 10 s by default, with jitter) and resets after a quiet
+// minute; a decider may resume, stop or escalate instead. The sender of
+// the request a child failed on is answered Abandoned, which Ask returns
+// as ErrAbandoned, so nobody waits for a timeout on a lost message.
+//
+// # Observing and breaking actors
+//
+// A Tree spawns a node's root actor and, through a spawn middleware that
+// passes itself on, instruments every actor below it: mailbox length
+// (posted and received counters in the mailbox), restart count (from the
+// SupervisorEvents on the EventStream), kind, and the Faults middleware.
+// It is a prometheus.Collector and gives the live tree as a snapshot.
+//
+// Faults is the fault-injection registry: panic, stop, delay or drop the
+// messages of the actors whose name (exact, or a prefix ending in "*")
+// it selects. It is compiled in and off by default: with no fault set,
+// its middleware costs an atomic load per message. Lifecycle messages are
+// never touched.
 package actors
