@@ -44,6 +44,10 @@ func (v *View) Size() int64 {
 	return size
 }
 
+// Segments returns the number of the log's segments, the active one
+// included, for the admin API's per-partition metrics.
+func (v *View) Segments() int { return v.numSegments() }
+
 // find returns the index of the segment that holds offset: the last one
 // whose base is at most offset.
 func (v *View) find(offset int64) int {
