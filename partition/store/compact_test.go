@@ -584,6 +584,9 @@ func TestCompactConcurrent(t *testing.T) {
 	tl.SetHighWatermark(tl.LogEndOffset())
 
 	done := make(chan struct{})
+	// The writer waits for a pass every 20 appends, so that passes and
+	// appends interleave however fast either is.
+	passed := make(chan struct{}, 1)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	wr := rand.New(rand.NewPCG(3, 4))
@@ -595,7 +598,10 @@ func TestCompactConcurrent(t *testing.T) {
 	go func() { // the partition's writer
 		defer wg.Done()
 		defer close(done)
-		for _, b := range batches {
+		for i, b := range batches {
+			if i%20 == 19 {
+				<-passed
+			}
 			if _, err := tl.Append(b, 0); err != nil {
 				t.Error(err)
 				return
@@ -639,6 +645,10 @@ func TestCompactConcurrent(t *testing.T) {
 		if after := readRecords(t, old); !sameRecords(before, after) {
 			t.Fatal("a view taken before a swap reads differently after it")
 		}
+		select {
+		case passed <- struct{}{}:
+		default:
+		}
 	}
 	wg.Wait()
 	// Quiet now: one more pass, and the log is the model's.
@@ -653,19 +663,25 @@ func TestCompactConcurrent(t *testing.T) {
 		}
 		seen[rec.Key] = rec.Offset
 	}
-	t.Logf("%d passes alongside 300 appends", passes)
+	if passes < 15 {
+		t.Fatalf("%d passes alongside 300 appends", passes)
+	}
 }
 
-// swapFixture builds a log with many segments and duplicates, and returns
-// the options and the model; a log built with the same seed is the same.
+// swapFixture builds a log of small segments (rolled by segment.ms) full
+// of duplicates, so that a pass cleans several groups of several segments
+// each, and returns it with its model; the same seed builds the same log.
 func swapFixture(t *testing.T, fsys vfs.FS, seed uint64) (*testLog, *compactModel) {
 	t.Helper()
 	r := rand.New(rand.NewPCG(seed, 11))
 	o := compactOptions()
-	o.SegmentBytes = 3000
+	o.SegmentBytes, o.SegmentMs = 6000, 1000
 	tl := openTestLog(t, fsys, o)
 	m := &compactModel{}
-	m.appendRandom(t, tl, r, 50, 10)
+	for range 10 {
+		m.appendRandom(t, tl, r, 5, 10)
+		tl.clock.Advance(time.Second)
+	}
 	tl.SetHighWatermark(tl.LogEndOffset())
 	// A crash must find the high watermark and every record.
 	if err := tl.Sync(); err != nil {
@@ -729,12 +745,14 @@ func TestCompactCrashAtEachStep(t *testing.T) {
 	mu.Lock()
 	on = true
 	mu.Unlock()
+	nbefore, _ := tl.Segments()
 	st := mustCompact(t, tl)
 	mu.Lock()
 	on = false
 	mu.Unlock()
-	if st.SegmentsCleaned < 2 || !sameRecords(readRecords(t, tl.View()), want) {
-		t.Fatalf("the pass did %+v", st)
+	nafter, _ := tl.Segments()
+	if nafter > nbefore-3 || !sameRecords(readRecords(t, tl.View()), want) {
+		t.Fatalf("the pass did %+v: %d segments before, %d after: want several groups of several", st, nbefore, nafter)
 	}
 	crashes = append(crashes, mem.CrashClone(vfs.CrashOptions{}))
 	steps = append(steps, "after the pass")
@@ -862,4 +880,66 @@ func TestCompactSwapLosesToTruncation(t *testing.T) {
 		t.Fatalf("log end %d after truncation to 5", tl.LogEndOffset())
 	}
 	readRecords(t, tl.View())
+}
+
+// TestCompactAlongsideWriter runs the writer's work in the middle of a pass,
+// between the offset map and the swap: appends that roll a segment and a
+// high watermark move do not stop the swap (the pass cleans what it
+// planned, the new segments stay as written); retention that deletes a
+// segment the pass is cleaning makes the pass stop quietly.
+func TestCompactAlongsideWriter(t *testing.T) {
+	for _, retention := range []bool{false, true} {
+		t.Run(fmt.Sprintf("retention=%v", retention), func(t *testing.T) {
+			mem := vfs.NewCrashableMem()
+			var tl *testLog
+			var m *compactModel
+			r := rand.New(rand.NewPCG(5, 5))
+			fired := false
+			fsys := vfs.NewErrorFS(mem, vfs.InjectorFunc(func(op vfs.Op, path string) error {
+				if fired || op != vfs.OpCreate || !bytes.HasSuffix([]byte(path), []byte(logSuffix+cleanedSuffix)) {
+					return nil
+				}
+				fired = true // once: in the first group of the first pass
+				n, _ := tl.Segments()
+				for k, _ := tl.Segments(); k == n; k, _ = tl.Segments() {
+					m.appendRandom(t, tl, r, 1, 10)
+				}
+				tl.SetHighWatermark(tl.LogEndOffset())
+				if retention {
+					if err := tl.AdvanceLogStartOffset(tl.View().closed[1].base); err != nil {
+						t.Error(err)
+					}
+					if k, err := tl.ApplyRetention(); err != nil || k == 0 {
+						t.Errorf("retention deleted %d segments: %v", k, err)
+					}
+				}
+				return nil
+			}))
+			tl, m = swapFixture(t, fsys, 4)
+			end := cleanableEnd(tl.View())
+			st := mustCompact(t, tl)
+			if retention {
+				if st != (CompactStats{}) {
+					t.Fatalf("the pass went on after retention took its segments: %+v", st)
+				}
+				mustCompact(t, tl)
+				end = cleanableEnd(tl.View())
+				m.state = slices.DeleteFunc(m.state, func(r ckRecord) bool { return r.Offset < tl.LogStartOffset() })
+			} else if st.SegmentsCleaned == 0 {
+				t.Fatal("appends stopped the pass")
+			}
+			for tl.CleanableRatio() > 0 {
+				mustCompact(t, tl)
+			}
+			if got, want := readRecords(t, tl.View()), m.compact(max(end, cleanableEnd(tl.View()))); !sameRecords(got, want) {
+				t.Fatal(diffRecords(got, want))
+			}
+			names, _ := mem.List(tl.Dir())
+			for _, name := range names {
+				if bytes.HasSuffix([]byte(name), []byte(cleanedSuffix)) || bytes.HasSuffix([]byte(name), []byte(swapSuffix)) {
+					t.Fatalf("%s left behind", name)
+				}
+			}
+		})
+	}
 }
