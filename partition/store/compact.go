@@ -835,7 +835,7 @@ func (l *Log) swapCleaned(old []*segment, s *segment, gen uint64) (installed boo
 			if derr := discard(); derr != nil {
 				return false, l.fail("compact: remove swap files", derr)
 			}
-			return false, fmt.Errorf("store: compact %s: %w", l.dir, err)
+			return false, err
 		}
 	}
 	if err := syncDir(l.fs, l.dir); err != nil {
