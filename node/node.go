@@ -28,7 +28,7 @@ import (
 )
 
 // Node is one running Skein node: its actor system, the tree under its root
-// actor node/<id>, and its Kafka listener.
+// actor node/<id>, its Kafka listener and its admin HTTP listener.
 type Node struct {
 	cfg  configs.Node
 	log  zerolog.Logger
@@ -44,6 +44,13 @@ type Node struct {
 	ln         net.Listener
 	server     *transport.Server
 	metrics    *prometheus.Registry
+	// faults are the injected faults (none unless the admin API sets
+	// some); tree instruments every actor of the node with them and with
+	// mailbox and restart counters.
+	faults  *actors.Faults
+	tree    *actors.Tree
+	admin   *adminServer
+	serving atomic.Bool // the Kafka listener serves; cleared when Stop begins
 
 	stopOnce sync.Once
 	stopErr  error
@@ -71,18 +78,32 @@ func Start(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 		return nil, fmt.Errorf("node: listen: %w", err)
 	}
 	n := &Node{cfg: cfg, log: log, done: make(chan struct{}), firstImage: make(chan struct{}),
-		registry: partition.NewRegistry(), ln: ln, metrics: prometheus.NewRegistry()}
+		registry: partition.NewRegistry(), ln: ln, metrics: prometheus.NewRegistry(), faults: actors.NewFaults()}
 	n.image.Store(image.Empty())
 	n.sys = actors.NewSystem(log)
+	n.tree = actors.NewTree(n.sys, n.faults)
+	n.registerNodeMetrics()
+	// The admin listener comes up before the actor tree, so that /healthz
+	// answers and /readyz says why not while the metadata loads.
+	if n.admin, err = n.startAdmin(); err != nil {
+		ln.Close()
+		n.tree.Close()
+		n.sys.Shutdown()
+		return nil, err
+	}
 	props := actor.PropsFromProducer(
 		func() actor.Actor { return &rootActor{node: n} },
 		// NB: without a guardian, protoactor's default for a root-spawned
 		// actor stops it for good after its 11th failure in 10 s.
 		actor.WithGuardian(actor.NewOneForOneStrategy(10, time.Minute, rootDecider)),
+		// The controller, metadata and partitions actors restart with
+		// backoff, and never stop for failing often.
+		actor.WithSupervisor(actors.NewBackoffStrategy(actors.Backoff{})),
 	)
-	root, err := n.sys.Root.SpawnNamed(props, Name(cfg.NodeID))
+	root, err := n.tree.SpawnNamed(props, Name(cfg.NodeID))
 	if err != nil {
 		ln.Close()
+		n.closeAdmin()
 		n.sys.Shutdown()
 		return nil, fmt.Errorf("node: spawning %s: %w", Name(cfg.NodeID), err)
 	}
@@ -91,6 +112,7 @@ func Start(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 	case <-n.firstImage:
 	case <-n.done:
 		ln.Close()
+		n.closeAdmin()
 		return nil, errors.New("node: the actor tree failed to start (see the log)")
 	case <-time.After(startTimeout):
 		n.Stop(context.Background())
@@ -108,8 +130,9 @@ func Start(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 		Logger:     log,
 	}, transport.NewMetrics(n.metrics)))
 	n.server.Serve(ln)
+	n.serving.Store(true)
 	log.Info().Int32("node.id", cfg.NodeID).Str("data.dir", cfg.DataDir).Str("actor", root.Id).
-		Str("listen", ln.Addr().String()).Msg("node started")
+		Str("listen", ln.Addr().String()).Str("admin.listen", n.admin.ln.Addr().String()).Msg("node started")
 	return n, nil
 }
 
@@ -120,17 +143,57 @@ func Name(id int32) string { return fmt.Sprintf("node/%d", id) }
 // Addr returns the address the Kafka listener is bound to.
 func (n *Node) Addr() net.Addr { return n.ln.Addr() }
 
+// AdminAddr returns the address the admin HTTP listener is bound to.
+func (n *Node) AdminAddr() net.Addr { return n.admin.ln.Addr() }
+
+// Faults returns the node's fault-injection registry, which the admin API
+// drives.
+func (n *Node) Faults() *actors.Faults { return n.faults }
+
+// notReady says why the node is not ready to serve clients, or "" if it
+// is: the cluster metadata is loaded and the Kafka listener serves.
+func (n *Node) notReady() string {
+	select {
+	case <-n.firstImage:
+	default:
+		return "the cluster metadata is loading"
+	}
+	if !n.serving.Load() {
+		return "the Kafka listener is not serving"
+	}
+	return ""
+}
+
+// closeAdmin closes the admin listener at once (Start failed) and stops
+// the tree's subscription.
+func (n *Node) closeAdmin() {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	n.admin.close(ctx)
+	n.tree.Close()
+}
+
 // Done is closed when the node's root actor has stopped: after Stop, or
 // when its supervisor gave up on it after repeated failures, in which case
 // the process should exit.
 func (n *Node) Done() <-chan struct{} { return n.done }
 
-// Stop stops the node gracefully: the listener stops reading and answers
-// the requests it has read, then the actor tree stops (partition logs are
-// synced and closed cleanly, checkpoints written). Stop returns ctx.Err()
-// if ctx ends first. Calling it again returns the first result.
+// Stop stops the node gracefully: /readyz turns 503, the Kafka listener
+// stops reading and answers the requests it has read, then the actor tree
+// stops (partition logs are synced and closed cleanly, checkpoints
+// written), and last the admin listener closes. Stop returns ctx.Err() if
+// ctx ends first. Calling it again returns the first result.
 func (n *Node) Stop(ctx context.Context) error {
 	n.stopOnce.Do(func() {
+		n.serving.Store(false)
+		// The admin listener serves until the end, so that /metrics and
+		// /readyz can be watched during the stop.
+		defer func() {
+			if err := n.admin.close(ctx); err != nil {
+				n.log.Warn().Err(err).Msg("closing the admin listener")
+			}
+			n.tree.Close()
+		}()
 		if n.server != nil {
 			if err := n.server.Close(ctx); err != nil {
 				n.log.Warn().Err(err).Msg("closing the Kafka listener")
@@ -201,7 +264,10 @@ func removeDeletedDirs(dataDir string, log zerolog.Logger) {
 //
 // Supervised by a one-for-one guardian that restarts it up to 10 times a
 // minute and then stops it, which closes Node.Done. A restart stops its
-// children; Started spawns them again, and they recover from disk.
+// children; Started spawns them again, and they recover from disk. Its
+// children, and the partitions supervisor's, restart with exponential
+// backoff (actors.NewBackoffStrategy): 10 ms doubling to 10 s, reset after
+// a quiet minute.
 type rootActor struct {
 	node *Node
 }
@@ -219,9 +285,11 @@ func (a *rootActor) Receive(c actor.Context) {
 
 func (a *rootActor) spawnChildren(c actor.Context) error {
 	n := a.node
+	// The tree's spawn middleware instruments every actor spawned here
+	// and below (mailbox and restart counters, the fault middleware).
 	partitions, err := c.SpawnNamed(partition.SupervisorProps(partition.SupervisorConfig{
 		Registry: n.registry, FS: vfs.Default, Logger: n.log,
-	}, actor.NewOneForOneStrategy(10, 10*time.Second, actor.DefaultDecider)), "partitions")
+	}, actors.NewBackoffStrategy(actors.Backoff{})), "partitions")
 	if err != nil {
 		return err
 	}

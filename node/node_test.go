@@ -35,6 +35,7 @@ func TestStartStop(t *testing.T) {
 	cfg.NodeID = 3
 	cfg.DataDir = filepath.Join(t.TempDir(), "nested", "data")
 	cfg.Listen, cfg.Advertise = "127.0.0.1:0", "127.0.0.1:0"
+	cfg.AdminListen = "127.0.0.1:0"
 	var buf syncBuffer
 	n, err := Start(cfg, zerolog.New(&buf))
 	if err != nil {

@@ -28,6 +28,7 @@ func startBroker(t *testing.T, edit ...func(*configs.Node)) *broker {
 	cfg := configs.Default()
 	cfg.DataDir = filepath.Join(t.TempDir(), "data")
 	cfg.Listen, cfg.Advertise = "127.0.0.1:0", "127.0.0.1:0"
+	cfg.AdminListen = "127.0.0.1:0"
 	cfg.LogLevel = "warn"
 	for _, e := range edit {
 		e(&cfg)

@@ -104,6 +104,7 @@ func FuzzRequests(f *testing.F) {
 	cfg := configs.Default()
 	cfg.DataDir = filepath.Join(f.TempDir(), "data")
 	cfg.Listen, cfg.Advertise = "127.0.0.1:0", "127.0.0.1:0"
+	cfg.AdminListen = "127.0.0.1:0"
 	n, err := node.Start(cfg, zerolog.Nop())
 	if err != nil {
 		f.Fatal(err)

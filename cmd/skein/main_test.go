@@ -60,7 +60,7 @@ func TestNodeStopsOnSignal(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {
 			dataDir := filepath.Join(t.TempDir(), "data")
-			cmd := exec.Command(skein, "node", "--data-dir", dataDir, "--listen", "127.0.0.1:0")
+			cmd := exec.Command(skein, "node", "--data-dir", dataDir, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0")
 			cmd.Env = environ()
 			var stdout strings.Builder
 			cmd.Stdout = &stdout

@@ -1,0 +1,264 @@
+package node
+
+// The admin HTTP listener (admin.listen, default 127.0.0.1:9644):
+//
+//	GET    /metrics          Prometheus text: the node's registry (Kafka requests,
+//	                         errors, latencies, connections; actor restarts and
+//	                         mailbox lengths; log size and segments by partition;
+//	                         Go runtime and process)
+//	GET    /healthz          200 while the process is up
+//	GET    /readyz           200 once the metadata is loaded and the Kafka
+//	                         listener serves, until Stop begins; 503 otherwise
+//	GET    /v1/actors        the live actor tree: {"actors": [{"name", "kind",
+//	                         "mailbox_length", "restarts", "children": [...]}]}
+//	GET    /v1/faults        the injected faults
+//	POST   /v1/faults        inject one: {"actor": "node/1/partitions/orders-0",
+//	                         "kind": "panic"|"stop"|"delay"|"drop", "count": 3,
+//	                         "delay": "250ms", "message": "Append", "after": false};
+//	                         201 with the fault and its id, 400 if it is invalid
+//	DELETE /v1/faults        remove every fault
+//	DELETE /v1/faults/{id}   remove one; 404 if it is not set
+//
+// Errors are JSON, {"error": "..."}. The listener has no authentication:
+// bind it to loopback or a private network (its fault API breaks the
+// node on purpose). See actors.Faults for what each kind does.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/skeinlog/skein/actors"
+	"github.com/skeinlog/skein/partition"
+)
+
+// maxAdminBody bounds a request body of the admin API.
+const maxAdminBody = 64 << 10
+
+// adminServer is the admin HTTP listener of a node.
+type adminServer struct {
+	n   *Node
+	ln  net.Listener
+	srv *http.Server
+}
+
+// startAdmin binds admin.listen and serves the admin API until close.
+func (n *Node) startAdmin() (*adminServer, error) {
+	ln, err := net.Listen("tcp", n.cfg.AdminListen)
+	if err != nil {
+		return nil, fmt.Errorf("node: admin listen: %w", err)
+	}
+	a := &adminServer{n: n, ln: ln}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(n.metrics, promhttp.HandlerOpts{
+		ErrorLog: promLogger{n}, ErrorHandling: promhttp.ContinueOnError,
+	}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("GET /readyz", a.readyz)
+	mux.HandleFunc("GET /v1/actors", a.actors)
+	mux.HandleFunc("GET /v1/faults", a.listFaults)
+	mux.HandleFunc("POST /v1/faults", a.addFault)
+	mux.HandleFunc("DELETE /v1/faults", a.clearFaults)
+	mux.HandleFunc("DELETE /v1/faults/{id}", a.removeFault)
+	a.srv = &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+	}
+	go func() {
+		if err := a.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			n.log.Error().Err(err).Msg("admin listener failed")
+		}
+	}()
+	return a, nil
+}
+
+// close stops accepting and waits for the requests in progress, until ctx
+// ends; then it closes the rest.
+func (a *adminServer) close(ctx context.Context) error {
+	if err := a.srv.Shutdown(ctx); err != nil {
+		a.srv.Close()
+		return err
+	}
+	return nil
+}
+
+func (a *adminServer) readyz(w http.ResponseWriter, _ *http.Request) {
+	if reason := a.n.notReady(); reason != "" {
+		http.Error(w, reason, http.StatusServiceUnavailable)
+		return
+	}
+	fmt.Fprintln(w, "ready")
+}
+
+func (a *adminServer) actors(w http.ResponseWriter, _ *http.Request) {
+	roots := a.n.tree.Snapshot()
+	if roots == nil {
+		roots = []*actors.ActorInfo{}
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Actors []*actors.ActorInfo `json:"actors"`
+	}{roots})
+}
+
+// faultJSON is a fault as the admin API reads and writes it.
+type faultJSON struct {
+	ID      uint64 `json:"id,omitempty"`
+	Actor   string `json:"actor"`
+	Kind    string `json:"kind"`
+	Message string `json:"message,omitempty"`
+	Count   int    `json:"count,omitempty"`
+	// Delay is a Go duration ("250ms").
+	Delay string `json:"delay,omitempty"`
+	After bool   `json:"after,omitempty"`
+	Fired int    `json:"fired"`
+}
+
+func toJSON(f actors.Fault) faultJSON {
+	j := faultJSON{ID: f.ID, Actor: f.Actor, Kind: string(f.Kind), Message: f.Message, Count: f.Count, After: f.After, Fired: f.Fired}
+	if f.Delay > 0 {
+		j.Delay = f.Delay.String()
+	}
+	return j
+}
+
+func (a *adminServer) listFaults(w http.ResponseWriter, _ *http.Request) {
+	list := a.n.faults.List()
+	out := make([]faultJSON, len(list))
+	for i, f := range list {
+		out[i] = toJSON(f)
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Faults []faultJSON `json:"faults"`
+	}{out})
+}
+
+func (a *adminServer) addFault(w http.ResponseWriter, r *http.Request) {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxAdminBody))
+	dec.DisallowUnknownFields()
+	var j faultJSON
+	if err := dec.Decode(&j); err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("reading the fault: %v", err))
+		return
+	}
+	if dec.More() {
+		writeError(w, http.StatusBadRequest, "reading the fault: more than one JSON value")
+		return
+	}
+	f := actors.Fault{Actor: j.Actor, Kind: actors.FaultKind(j.Kind), Message: j.Message, Count: j.Count, After: j.After}
+	if j.Delay != "" {
+		d, err := time.ParseDuration(j.Delay)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("delay: %v", err))
+			return
+		}
+		f.Delay = d
+	}
+	added, err := a.n.faults.Add(f)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	a.n.log.Warn().Uint64("fault", added.ID).Str("actor", added.Actor).Str("kind", string(added.Kind)).
+		Int("count", added.Count).Str("message_type", added.Message).Dur("delay", added.Delay).Bool("after", added.After).
+		Msg("fault injected")
+	writeJSON(w, http.StatusCreated, toJSON(added))
+}
+
+func (a *adminServer) clearFaults(w http.ResponseWriter, _ *http.Request) {
+	n := a.n.faults.Clear()
+	if n > 0 {
+		a.n.log.Warn().Int("faults", n).Msg("faults cleared")
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Removed int `json:"removed"`
+	}{n})
+}
+
+func (a *adminServer) removeFault(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseUint(r.PathValue("id"), 10, 64)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("fault id %q: not a number", r.PathValue("id")))
+		return
+	}
+	if !a.n.faults.Remove(id) {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no fault %d", id))
+		return
+	}
+	a.n.log.Warn().Uint64("fault", id).Msg("fault removed")
+	writeJSON(w, http.StatusOK, struct {
+		Removed int `json:"removed"`
+	}{1})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(v) // the client may be gone; nothing to do about it
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, struct {
+		Error string `json:"error"`
+	}{msg})
+}
+
+// promLogger sends promhttp's errors to the node's log.
+type promLogger struct{ n *Node }
+
+func (l promLogger) Println(v ...any) { l.n.log.Error().Msg(fmt.Sprint(v...)) }
+
+// registerNodeMetrics adds the collectors the admin API exports beside
+// transport's: the actor tree, the partitions' logs, and the Go runtime
+// and process.
+func (n *Node) registerNodeMetrics() {
+	n.metrics.MustRegister(
+		n.tree,
+		partitionCollector{n.registry},
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+}
+
+// partitionCollector reads each hosted partition's log size and segment
+// count from its published view at scrape time: no message, no lock
+// beyond the registry's.
+type partitionCollector struct{ reg *partition.Registry }
+
+var (
+	logSizeDesc = prometheus.NewDesc("skein_partition_log_size_bytes",
+		"Bytes in a partition's segment files (batches, not indexes).", []string{"topic", "partition"}, nil)
+	logSegmentsDesc = prometheus.NewDesc("skein_partition_log_segments",
+		"Segments of a partition's log, the active one included.", []string{"topic", "partition"}, nil)
+)
+
+func (c partitionCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- logSizeDesc
+	ch <- logSegmentsDesc
+}
+
+func (c partitionCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, h := range c.reg.All() {
+		v := h.View()
+		if v == nil {
+			continue // still loading
+		}
+		p := strconv.Itoa(int(h.Partition))
+		ch <- prometheus.MustNewConstMetric(logSizeDesc, prometheus.GaugeValue, float64(v.Log.Size()), h.Topic, p)
+		ch <- prometheus.MustNewConstMetric(logSegmentsDesc, prometheus.GaugeValue, float64(v.Log.Segments()), h.Topic, p)
+	}
+}
