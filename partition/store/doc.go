@@ -17,6 +17,9 @@
 //	.clean-shutdown                 present only between a clean Close and the next Open
 //	*.deleted                       retired segment files, removed after file.delete.delay.ms
 //	*.tmp                           a checkpoint being written (garbage after a crash)
+//	*.cleaned                       a compacted segment being written (garbage after a crash)
+//	*.swap                          a compacted segment committed but not yet in place: Open finishes the swap
+//	<offset>.snapshot               producer state as of that log offset
 //
 // # Segment file (.log)
 //
