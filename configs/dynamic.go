@@ -300,6 +300,19 @@ func brokerDefault(key string, names []string) (Synonym, bool) {
 	return Synonym{}, false
 }
 
+// DefaultValue returns Kafka's default of a topic or broker config (its
+// DEFAULT_CONFIG value): IncrementalAlterConfigs' APPEND and SUBTRACT start
+// from it when the resource does not set the config, as Kafka's do.
+func DefaultValue(key string) (string, bool) {
+	if f, ok := topicByKey[key]; ok {
+		return f.format(DefaultTopic()), true
+	}
+	if f, ok := nodeByKey[key]; ok {
+		return f.format(Default()), true
+	}
+	return "", false
+}
+
 // ConfigType is a config's type as DescribeConfigs v3+ reports it, with
 // Kafka's ids.
 type ConfigType int8

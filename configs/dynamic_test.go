@@ -205,6 +205,15 @@ func TestTypeOfAndDoc(t *testing.T) {
 			t.Errorf("TypeOf(%s) = %d, want %d", key, got, want)
 		}
 	}
+	if v, ok := DefaultValue("cleanup.policy"); !ok || v != "delete" {
+		t.Errorf("DefaultValue(cleanup.policy) = %s, %v", v, ok)
+	}
+	if v, ok := DefaultValue("log.cleanup.policy"); !ok || v != "delete" {
+		t.Errorf("DefaultValue(log.cleanup.policy) = %s, %v", v, ok)
+	}
+	if _, ok := DefaultValue("nope"); ok {
+		t.Error("DefaultValue of an unknown key")
+	}
 	if !IsListConfig("cleanup.policy") || IsListConfig("retention.ms") {
 		t.Error("IsListConfig")
 	}

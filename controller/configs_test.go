@@ -36,7 +36,7 @@ func TestAlterBrokerConfigs(t *testing.T) {
 		}
 	}
 	im := h.latest.Load()
-	if im.BrokerConfigs["log.retention.ms"] != "60000" || im.BrokerConfigs["log.cleanup.policy"] != "compact" {
+	if im.BrokerConfigs["log.retention.ms"] != "60000" || im.BrokerConfigs["log.cleanup.policy"] != "delete,compact" {
 		t.Errorf("cluster-wide configs %v", im.BrokerConfigs)
 	}
 	if im.PerBrokerConfigs[1]["message.max.bytes"] != "2048" {

@@ -143,7 +143,7 @@ func TestAlterConfigsAndPartitions(t *testing.T) {
 		t.Fatalf("append to a non-list: %+v", res.Resources)
 	}
 	cfg := h.latest.Load().Topic("t").Configs
-	if cfg["retention.ms"] != "1000" || cfg["cleanup.policy"] != "compact" {
+	if cfg["retention.ms"] != "1000" || cfg["cleanup.policy"] != "delete,compact" {
 		t.Fatalf("configs %v", cfg)
 	}
 	// A non-incremental AlterConfigs replaces the set.

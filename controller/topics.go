@@ -361,7 +361,12 @@ func (c *Controller) planConfigs(rsc ConfigResource, incremental bool) (*image.S
 			if op.Value == nil {
 				return nil, kerr.InvalidRequest, fmt.Sprintf("Null value not supported for %s", op.Name)
 			}
-			next[op.Name] = editList(next[op.Name], *op.Value, op.Op == OpAppend)
+			cur, ok := next[op.Name]
+			if !ok {
+				// Kafka edits the default list when the resource has none.
+				cur, _ = configs.DefaultValue(op.Name)
+			}
+			next[op.Name] = editList(cur, *op.Value, op.Op == OpAppend)
 		default:
 			return nil, kerr.InvalidRequest, fmt.Sprintf("Unknown config operation %d", op.Op)
 		}
