@@ -1,4 +1,29 @@
 // Command skein is the one Skein binary: `skein node` runs a node; the other
 // subcommands are the command-line client (topic, group, produce, consume,
 // cluster, chaos, bench).
+//
+// # The client
+//
+// The client commands (topic, produce, consume, cluster) speak the Kafka
+// protocol through franz-go (kgo, and kadm for administration), so they work
+// against any Kafka broker; they import nothing of Skein's but what starting
+// a node needs. Their shape follows kcat and rpk:
+//
+//   - every one takes --brokers (default 127.0.0.1:9092, or SKEIN_BROKERS)
+//     and --timeout, which bounds the dial and each request: a command first
+//     asks each seed once for metadata, so an address where no broker
+//     answers fails at once with the dial error rather than in kgo's
+//     retries;
+//   - Kafka errors are printed with their code name, the broker's message
+//     and the topic or partition they concern, one line each, and exit 1;
+//     a mistake in the command line exits 2;
+//   - produce reads stdin to EOF, a record per line, and waits for every
+//     record's acknowledgement before exiting;
+//   - consume assigns partitions directly (no group, nothing committed),
+//     resolves --from to one offset per partition first (ListOffsets, by
+//     timestamp for a time), and with -e stops at the high watermarks it
+//     saw then.
+//
+// run is the entry point main and the tests share: it reads only the
+// arguments, environment and streams it is given.
 package main

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -18,7 +19,7 @@ import (
 // stopTimeout bounds the graceful stop after SIGTERM or SIGINT.
 const stopTimeout = 30 * time.Second
 
-func newNodeCommand(environ []string, stdout, stderr *os.File) *cobra.Command {
+func newNodeCommand(environ []string, stdout, stderr io.Writer) *cobra.Command {
 	var printConfig bool
 	cmd := &cobra.Command{
 		Use:   "node",
@@ -55,8 +56,9 @@ func newNodeCommand(environ []string, stdout, stderr *os.File) *cobra.Command {
 }
 
 // runNode runs a node with cfg until a signal arrives, logging to stderr.
-func runNode(cfg configs.Node, stderr *os.File, signals <-chan os.Signal) error {
-	log, err := logging.New(stderr, cfg.LogLevel, cfg.LogFormat, logging.IsTerminal(stderr))
+func runNode(cfg configs.Node, stderr io.Writer, signals <-chan os.Signal) error {
+	f, isFile := stderr.(*os.File)
+	log, err := logging.New(stderr, cfg.LogLevel, cfg.LogFormat, isFile && logging.IsTerminal(f))
 	if err != nil {
 		return exitError{code: 2, err: err}
 	}

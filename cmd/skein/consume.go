@@ -1,0 +1,308 @@
+package main
+
+// skein consume: records of a topic's partitions to stdout, on kgo with
+// direct partition assignment (no consumer group, nothing committed).
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func newConsumeCommand(environ []string, stdout, stderr io.Writer) *cobra.Command {
+	var (
+		flags     clientFlags
+		from      string
+		count     int
+		noFollow  bool
+		format    string
+		partition int32
+	)
+	cmd := &cobra.Command{
+		Use:   "consume TOPIC",
+		Short: "Print a topic's records",
+		Long: "Print the records of a topic's partitions (or of -p's), from --from:\n" +
+			"  beginning      the log start offset (the default)\n" +
+			"  end            the high watermark: only records produced from now on\n" +
+			"  N              offset N (an error if outside the partition's offsets)\n" +
+			"  -N             N records before the end\n" +
+			"  @MS            the first record with a timestamp at or after MS, unix\n" +
+			"                 milliseconds (ListOffsets by timestamp)\n" +
+			"  TIME, @TIME    the same for an RFC 3339 time, 2024-06-01T12:00:00Z\n" +
+			"It follows the partitions until interrupted, or until -n records are printed;\n" +
+			"-e (--no-follow) exits at the end the partitions had when it started, as kcat\n" +
+			"-e does.\n\n" + formatHelp,
+		Example: "  skein consume orders --from @1717243200000 -n 10 -f '%k %v (%p@%o)\\n'\n" +
+			"  skein consume orders --from -5 -e",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f, err := parseFormat(format)
+			if err != nil {
+				return usageError(err.Error())
+			}
+			start, err := parseFrom(from)
+			if err != nil {
+				return usageError(err.Error())
+			}
+			if count < 0 {
+				return usageError("-n must be positive (0: no limit)")
+			}
+			if partition < -1 {
+				return usageError(fmt.Sprintf("-p %d: want a partition number, or -1 for all", partition))
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			adm, err := flags.admin(ctx)
+			if err != nil {
+				return err
+			}
+			defer adm.Close()
+			c := &consumer{flags: &flags, topic: args[0], format: f, count: count, follow: !noFollow,
+				out: bufio.NewWriterSize(stdout, 64<<10), stderr: stderr}
+			err = c.run(ctx, adm, start, partition)
+			if ferr := c.out.Flush(); err == nil {
+				err = ferr
+			}
+			if err != nil {
+				return fmt.Errorf("consume %s: %w", c.topic, err)
+			}
+			return nil
+		},
+	}
+	flags.register(cmd, environ)
+	cmd.Flags().StringVarP(&from, "from", "o", "beginning", "where to start: beginning, end, OFFSET, -N, @UNIX_MS, RFC 3339 time")
+	cmd.Flags().IntVarP(&count, "count", "n", 0, "exit after printing this many records (0: no limit)")
+	cmd.Flags().BoolVarP(&noFollow, "no-follow", "e", false, "exit at the end of the partitions instead of waiting for more")
+	cmd.Flags().StringVarP(&format, "format", "f", `%v\n`, "record format (see above)")
+	cmd.Flags().Int32VarP(&partition, "partition", "p", -1, "consume only this partition (-1: all)")
+	return cmd
+}
+
+// startKind is where --from starts.
+type startKind int
+
+const (
+	startBeginning startKind = iota
+	startEnd
+	startOffset   // at offset
+	startRelative // offset records before the end
+	startTime     // the first record at or after ms
+)
+
+type startSpec struct {
+	kind   startKind
+	offset int64
+	ms     int64
+}
+
+// parseFrom parses --from. A bare integer is an offset, so a unix time needs
+// the @ that rpk uses for it.
+func parseFrom(s string) (startSpec, error) {
+	switch s {
+	case "beginning", "start", "oldest":
+		return startSpec{kind: startBeginning}, nil
+	case "end", "newest":
+		return startSpec{kind: startEnd}, nil
+	}
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if n < 0 {
+			return startSpec{kind: startRelative, offset: -n}, nil
+		}
+		return startSpec{kind: startOffset, offset: n}, nil
+	}
+	t := strings.TrimPrefix(s, "@")
+	if ms, err := strconv.ParseInt(t, 10, 64); err == nil && t != s {
+		if ms < 0 {
+			return startSpec{}, fmt.Errorf("--from %s: a negative time", s)
+		}
+		return startSpec{kind: startTime, ms: ms}, nil
+	}
+	if tm, err := time.Parse(time.RFC3339Nano, t); err == nil {
+		if tm.UnixMilli() < 0 {
+			return startSpec{}, fmt.Errorf("--from %s: before 1970", s)
+		}
+		return startSpec{kind: startTime, ms: tm.UnixMilli()}, nil
+	}
+	return startSpec{}, fmt.Errorf("--from %q: want beginning, end, an offset, -N, @UNIX_MS or an RFC 3339 time", s)
+}
+
+// consumer prints records until its count, the partitions' ends (without
+// follow), an error or an interrupt.
+type consumer struct {
+	flags  *clientFlags
+	topic  string
+	format recordFormat
+	count  int  // 0: no limit
+	follow bool // false: stop at ends
+	out    *bufio.Writer
+	stderr io.Writer
+
+	printed int
+	ends    map[int32]int64 // without follow, the partitions not yet read to their end
+	buf     []byte
+}
+
+func (c *consumer) run(ctx context.Context, adm *kadm.Client, start startSpec, partition int32) error {
+	offsets, ends, err := c.startOffsets(ctx, adm, start, partition)
+	if err != nil {
+		return err
+	}
+	if !c.follow {
+		c.ends = map[int32]int64{}
+		for p, end := range ends {
+			if offsets[p] < end {
+				c.ends[p] = end
+			}
+		}
+		if len(c.ends) == 0 {
+			return nil
+		}
+	}
+	assign := map[int32]kgo.Offset{}
+	for p, o := range offsets {
+		assign[p] = kgo.NewOffset().At(o)
+	}
+	seeds, _ := c.flags.seeds() // checked by admin
+	cl, err := kgo.NewClient(append(c.flags.baseOpts(seeds),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{c.topic: assign}),
+		// NB: without follow, the end is an offset; a transaction marker
+		// can be the last one, so keep control records to see it.
+		kgo.KeepControlRecords(),
+	)...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	for {
+		fetches := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return nil // interrupted: a normal end when following
+		}
+		for _, fe := range fetches.Errors() {
+			var loss *kgo.ErrDataLoss
+			if errors.As(fe.Err, &loss) {
+				// kgo has already moved on; say so, as kcat does.
+				fmt.Fprintf(c.stderr, "skein: %s[%d]: %v\n", fe.Topic, fe.Partition, fe.Err)
+				continue
+			}
+			return fmt.Errorf("partition %d: %w", fe.Partition, fe.Err)
+		}
+		for it := fetches.RecordIter(); !it.Done(); {
+			if c.record(it.Next()) {
+				return nil
+			}
+		}
+		if err := c.out.Flush(); err != nil {
+			return err
+		}
+	}
+}
+
+// record prints r unless it is a control record, and reports whether the
+// consumer is done.
+func (c *consumer) record(r *kgo.Record) bool {
+	if !r.Attrs.IsControl() {
+		c.buf = c.format.append(c.buf[:0], r)
+		c.out.Write(c.buf) // a failure shows at the next Flush
+		c.printed++
+		if c.count > 0 && c.printed >= c.count {
+			return true
+		}
+	}
+	if c.ends != nil {
+		if end, ok := c.ends[r.Partition]; ok && r.Offset+1 >= end {
+			delete(c.ends, r.Partition)
+		}
+		return len(c.ends) == 0
+	}
+	return false
+}
+
+// startOffsets resolves --from to an offset for each partition consumed, and
+// returns their high watermarks too.
+func (c *consumer) startOffsets(ctx context.Context, adm *kadm.Client, start startSpec, partition int32) (offsets, ends map[int32]int64, err error) {
+	ctx, cancel := c.flags.requestContext(ctx)
+	defer cancel()
+	topics, err := adm.ListTopics(ctx, c.topic)
+	if err != nil {
+		return nil, nil, err
+	}
+	td, ok := topics[c.topic]
+	switch {
+	case !ok:
+		return nil, nil, errors.New("not in the broker's metadata")
+	case td.Err != nil:
+		return nil, nil, td.Err
+	}
+	parts := td.Partitions.Numbers()
+	if partition >= 0 {
+		if !slices.Contains(parts, partition) {
+			return nil, nil, fmt.Errorf("no partition %d: the topic has %d", partition, len(parts))
+		}
+		parts = []int32{partition}
+	}
+	list := func(l kadm.ListedOffsets, err error) (map[int32]int64, error) {
+		if err != nil {
+			return nil, err
+		}
+		m := make(map[int32]int64, len(parts))
+		for _, p := range parts {
+			o, ok := l.Lookup(c.topic, p)
+			switch {
+			case !ok:
+				return nil, fmt.Errorf("partition %d: no offset in the ListOffsets response", p)
+			case o.Err != nil:
+				return nil, fmt.Errorf("partition %d: %w", p, o.Err)
+			}
+			m[p] = o.Offset
+		}
+		return m, nil
+	}
+	starts, err := list(adm.ListStartOffsets(ctx, c.topic))
+	if err != nil {
+		return nil, nil, err
+	}
+	if ends, err = list(adm.ListEndOffsets(ctx, c.topic)); err != nil {
+		return nil, nil, err
+	}
+	offsets = make(map[int32]int64, len(parts))
+	switch start.kind {
+	case startBeginning:
+		offsets = starts
+	case startEnd:
+		offsets = maps.Clone(ends)
+	case startRelative:
+		for _, p := range parts {
+			offsets[p] = max(starts[p], ends[p]-start.offset)
+		}
+	case startOffset:
+		for _, p := range parts {
+			if start.offset < starts[p] || start.offset > ends[p] {
+				return nil, nil, fmt.Errorf("partition %d: offset %d is out of range: the partition holds offsets %d up to its end %d",
+					p, start.offset, starts[p], ends[p])
+			}
+			offsets[p] = start.offset
+		}
+	case startTime:
+		// kadm answers the end offset for a partition with nothing at or
+		// after the time, so following it waits for new records.
+		if offsets, err = list(adm.ListOffsetsAfterMilli(ctx, start.ms, c.topic)); err != nil {
+			return nil, nil, err
+		}
+	}
+	return offsets, ends, nil
+}

@@ -1,0 +1,375 @@
+package main
+
+// skein topic create|list|describe|delete|alter-config, on kadm.
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
+)
+
+func newTopicCommand(environ []string, stdout io.Writer) *cobra.Command {
+	var flags clientFlags
+	cmd := &cobra.Command{
+		Use:   "topic",
+		Short: "Create, list, describe, alter and delete topics",
+		Args:  cobra.NoArgs,
+	}
+	flags.register(cmd, environ)
+	cmd.AddCommand(
+		newTopicCreateCommand(&flags, stdout),
+		newTopicListCommand(&flags, stdout),
+		newTopicDescribeCommand(&flags, stdout),
+		newTopicDeleteCommand(&flags, stdout),
+		newTopicAlterConfigCommand(&flags, stdout),
+	)
+	return cmd
+}
+
+func newTopicCreateCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
+	var (
+		partitions int32
+		replicas   int16
+		configs    []string
+	)
+	cmd := &cobra.Command{
+		Use:   "create NAME...",
+		Short: "Create topics",
+		Long: "Create topics. Partitions and replicas default to the broker's num.partitions\n" +
+			"and default.replication.factor; -c sets a topic config (Kafka's names:\n" +
+			"retention.ms, cleanup.policy, ...) and may be repeated.",
+		Example: "  skein topic create orders -p 6 -c retention.ms=86400000 -c cleanup.policy=compact",
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, names []string) error {
+			cfg, err := parseConfigs(configs)
+			if err != nil {
+				return err
+			}
+			adm, err := flags.admin(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer adm.Close()
+			ctx, cancel := flags.requestContext(cmd.Context())
+			defer cancel()
+			resps, err := adm.CreateTopics(ctx, partitions, replicas, cfg, names...)
+			if err != nil {
+				return err
+			}
+			var errs []error
+			for _, name := range names {
+				r, ok := resps[name]
+				switch {
+				case !ok:
+					errs = append(errs, fmt.Errorf("create topic %s: not in the broker's response", name))
+				case r.Err != nil:
+					errs = append(errs, fmt.Errorf("create topic %s: %w", name, kafkaError(r.Err, r.ErrMessage)))
+				default:
+					fmt.Fprintf(stdout, "created %s (%d partitions, replication factor %d)\n", name, r.NumPartitions, r.ReplicationFactor)
+				}
+			}
+			return errors.Join(errs...)
+		},
+	}
+	cmd.Flags().Int32VarP(&partitions, "partitions", "p", -1, "number of partitions (-1: the broker's num.partitions)")
+	cmd.Flags().Int16VarP(&replicas, "replicas", "r", -1, "replication factor (-1: the broker's default.replication.factor)")
+	cmd.Flags().StringArrayVarP(&configs, "config", "c", nil, "topic config key=value (repeatable)")
+	return cmd
+}
+
+// parseConfigs turns key=value flags into CreateTopics configs.
+func parseConfigs(kvs []string) (map[string]*string, error) {
+	if len(kvs) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]*string, len(kvs))
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, usageError(fmt.Sprintf("config %q: want key=value", kv))
+		}
+		out[k] = kadm.StringPtr(v)
+	}
+	return out, nil
+}
+
+func newTopicListCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
+	var internal bool
+	cmd := &cobra.Command{
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List topics with their partition counts and replication factors",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			adm, err := flags.admin(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer adm.Close()
+			ctx, cancel := flags.requestContext(cmd.Context())
+			defer cancel()
+			list := adm.ListTopics
+			if internal {
+				list = adm.ListTopicsWithInternal
+			}
+			topics, err := list(ctx)
+			if err != nil {
+				return err
+			}
+			rows := [][]string{{"NAME", "PARTITIONS", "REPLICAS"}}
+			for _, t := range topics.Sorted() {
+				if t.Err != nil {
+					rows = append(rows, []string{t.Topic, "-", t.Err.Error()})
+					continue
+				}
+				rows = append(rows, []string{t.Topic, strconv.Itoa(len(t.Partitions)), strconv.Itoa(t.Partitions.NumReplicas())})
+			}
+			return printTable(stdout, rows)
+		},
+	}
+	cmd.Flags().BoolVarP(&internal, "internal", "i", false, "include internal topics")
+	return cmd
+}
+
+func newTopicDescribeCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "describe NAME...",
+		Short: "Show topics' partitions (leader, replicas, ISR, offsets) and configs (values and sources)",
+		Long: "Show a topic: its id; each partition's leader, leader epoch, replicas, in-sync\n" +
+			"replicas, log start offset and high watermark (the end offset consumers\n" +
+			"read to); and every config with its value and source (DYNAMIC_TOPIC_CONFIG\n" +
+			"for the topic's own, STATIC_BROKER_CONFIG or DEFAULT_CONFIG otherwise).",
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, names []string) error {
+			adm, err := flags.admin(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer adm.Close()
+			var errs []error
+			for i, name := range names {
+				if i > 0 {
+					fmt.Fprintln(stdout)
+				}
+				if err := describeTopic(cmd.Context(), flags, adm, name, stdout); err != nil {
+					errs = append(errs, fmt.Errorf("describe topic %s: %w", name, err))
+				}
+			}
+			return errors.Join(errs...)
+		},
+	}
+}
+
+func describeTopic(ctx context.Context, flags *clientFlags, adm *kadm.Client, name string, w io.Writer) error {
+	ctx, cancel := flags.requestContext(ctx)
+	defer cancel()
+	topics, err := adm.ListTopics(ctx, name)
+	if err != nil {
+		return err
+	}
+	t, ok := topics[name]
+	if !ok {
+		return errors.New("not in the broker's response")
+	}
+	if t.Err != nil {
+		return t.Err
+	}
+	starts, err := adm.ListStartOffsets(ctx, name)
+	if err != nil {
+		return err
+	}
+	ends, err := adm.ListEndOffsets(ctx, name)
+	if err != nil {
+		return err
+	}
+	configs, err := adm.DescribeTopicConfigs(ctx, name)
+	if err != nil {
+		return err
+	}
+	rc, err := configs.On(name, nil)
+	if err != nil {
+		return err
+	}
+	if rc.Err != nil {
+		return kafkaError(rc.Err, rc.ErrMessage)
+	}
+
+	fmt.Fprintf(w, "NAME        %s\nID          %s\nPARTITIONS  %d\nREPLICAS    %d\n\n",
+		name, topicID(t.ID), len(t.Partitions), t.Partitions.NumReplicas())
+	rows := [][]string{{"PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR", "LOG-START-OFFSET", "HIGH-WATERMARK", "ERROR"}}
+	for _, p := range t.Partitions.Sorted() {
+		rows = append(rows, []string{
+			strconv.Itoa(int(p.Partition)), strconv.Itoa(int(p.Leader)), strconv.Itoa(int(p.LeaderEpoch)),
+			int32List(p.Replicas), int32List(p.ISR),
+			listedOffset(starts, name, p.Partition), listedOffset(ends, name, p.Partition),
+			errString(p.Err),
+		})
+	}
+	if err := printTable(w, dropEmptyLastColumn(rows)); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	rows = [][]string{{"CONFIG", "VALUE", "SOURCE"}}
+	slices.SortFunc(rc.Configs, func(a, b kadm.Config) int { return strings.Compare(a.Key, b.Key) })
+	for _, c := range rc.Configs {
+		value := c.MaybeValue()
+		switch {
+		case c.Sensitive:
+			value = "(sensitive)"
+		case c.Value == nil:
+			value = "(null)"
+		}
+		rows = append(rows, []string{c.Key, value, c.Source.String()})
+	}
+	return printTable(w, rows)
+}
+
+// topicID prints a topic id as Kafka's tools do (Uuid.toString): URL-safe
+// base64 without padding.
+func topicID(id kadm.TopicID) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
+
+// int32List prints node ids as Kafka's tools do: [1,2,3].
+func int32List(ids []int32) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = strconv.Itoa(int(id))
+	}
+	return "[" + strings.Join(s, ",") + "]"
+}
+
+// listedOffset is a partition's offset from a ListOffsets answer, or its
+// error.
+func listedOffset(l kadm.ListedOffsets, topic string, p int32) string {
+	o, ok := l.Lookup(topic, p)
+	switch {
+	case !ok:
+		return "-"
+	case o.Err != nil:
+		return o.Err.Error()
+	}
+	return strconv.FormatInt(o.Offset, 10)
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// dropEmptyLastColumn removes the last column when only its header is set,
+// so that a table of healthy partitions has no empty ERROR column.
+func dropEmptyLastColumn(rows [][]string) [][]string {
+	last := len(rows[0]) - 1
+	for _, r := range rows[1:] {
+		if r[last] != "" {
+			return rows
+		}
+	}
+	for i := range rows {
+		rows[i] = rows[i][:last]
+	}
+	return rows
+}
+
+func newTopicDeleteCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:     "delete NAME...",
+		Aliases: []string{"rm"},
+		Short:   "Delete topics",
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, names []string) error {
+			adm, err := flags.admin(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer adm.Close()
+			ctx, cancel := flags.requestContext(cmd.Context())
+			defer cancel()
+			resps, err := adm.DeleteTopics(ctx, names...)
+			if err != nil {
+				return err
+			}
+			var errs []error
+			for _, name := range names {
+				r, ok := resps[name]
+				switch {
+				case !ok:
+					errs = append(errs, fmt.Errorf("delete topic %s: not in the broker's response", name))
+				case r.Err != nil:
+					errs = append(errs, fmt.Errorf("delete topic %s: %w", name, kafkaError(r.Err, r.ErrMessage)))
+				default:
+					fmt.Fprintf(stdout, "deleted %s\n", name)
+				}
+			}
+			return errors.Join(errs...)
+		},
+	}
+}
+
+func newTopicAlterConfigCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
+	var set, del []string
+	cmd := &cobra.Command{
+		Use:   "alter-config NAME... --set key=value --delete key",
+		Short: "Set or delete topic configs (IncrementalAlterConfigs)",
+		Long: "Set or delete topic configs with IncrementalAlterConfigs: only the named keys\n" +
+			"change; a deleted key falls back to the broker's value. The change takes\n" +
+			"effect at once and survives restarts.",
+		Example: "  skein topic alter-config orders --set retention.ms=3600000 --delete cleanup.policy",
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, names []string) error {
+			var alters []kadm.AlterConfig
+			for _, kv := range set {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok || k == "" {
+					return usageError(fmt.Sprintf("--set %q: want key=value", kv))
+				}
+				alters = append(alters, kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: kadm.StringPtr(v)})
+			}
+			for _, k := range del {
+				if k == "" {
+					return usageError("--delete: empty key")
+				}
+				alters = append(alters, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
+			}
+			if len(alters) == 0 {
+				return usageError("nothing to alter: give --set key=value or --delete key")
+			}
+			adm, err := flags.admin(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer adm.Close()
+			ctx, cancel := flags.requestContext(cmd.Context())
+			defer cancel()
+			resps, err := adm.AlterTopicConfigs(ctx, alters, names...)
+			if err != nil {
+				return err
+			}
+			var errs []error
+			for _, name := range names {
+				r, err := resps.On(name, nil)
+				switch {
+				case err != nil:
+					errs = append(errs, fmt.Errorf("alter configs of %s: not in the broker's response", name))
+				case r.Err != nil:
+					errs = append(errs, fmt.Errorf("alter configs of %s: %w", name, kafkaError(r.Err, r.ErrMessage)))
+				default:
+					fmt.Fprintf(stdout, "altered %s\n", name)
+				}
+			}
+			return errors.Join(errs...)
+		},
+	}
+	cmd.Flags().StringArrayVar(&set, "set", nil, "set a config, key=value (repeatable)")
+	cmd.Flags().StringArrayVar(&del, "delete", nil, "delete a config override, key (repeatable)")
+	return cmd
+}
