@@ -3,8 +3,15 @@
 // graceful stop.
 //
 // A node's actors form one tree under its root actor, node/<id> (DESIGN.md
-// "The actor tree"). Today the root has no children: partitions, the
-// controller and the listeners come with later issues.
+// "The actor tree"): controller, metadata, and partitions with one child
+// per hosted partition. The root's children and the partitions restart
+// with exponential backoff (actors.NewBackoffStrategy). Every actor is
+// spawned through an actors.Tree, which counts its mailbox and restarts
+// and installs the fault-injection middleware (actors.Faults).
+//
+// Besides the Kafka listener, a node serves the admin HTTP API on
+// admin.listen (admin.go): Prometheus metrics, health and readiness, the
+// live actor tree, and fault injection.
 //
 // The caller's duties (cmd/skein's `skein node` does this):
 //
