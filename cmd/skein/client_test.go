@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -252,6 +255,77 @@ func TestProduceConsume(t *testing.T) {
 	}
 	fails(t, addr, 1, "consume lines: no partition 7: the topic has 2", "", "consume", "lines", "-p", "7", "-e")
 	fails(t, addr, 1, "consume nope: UNKNOWN_TOPIC_OR_PARTITION", "", "consume", "nope", "-e")
+}
+
+// TestConsumeFollows: without -n or -e, consume prints what there is, waits
+// for more, prints it as it comes, and exits 0 on SIGINT.
+func TestConsumeFollows(t *testing.T) {
+	addr := startNode(t)
+	ok(t, addr, "", "topic", "create", "follow", "-p", "1")
+	ok(t, addr, "a\nb\n", "produce", "follow")
+
+	out := newWatchedBuffer()
+	var stderr strings.Builder
+	done := make(chan int, 1)
+	go func() {
+		done <- run([]string{"consume", "follow"}, environ("SKEIN_BROKERS="+addr), strings.NewReader(""), out, &stderr)
+	}()
+	out.waitFor(t, "a\nb\n")
+	ok(t, addr, "c\n", "produce", "follow")
+	out.waitFor(t, "a\nb\nc\n")
+	// NB: the consumer caught SIGINT before it connected, so the signal
+	// cannot kill the test binary now that it has printed.
+	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-done:
+		if code != 0 || stderr.String() != "" {
+			t.Errorf("consume after SIGINT: exit %d, stderr %q", code, stderr.String())
+		}
+	case <-time.After(deadline):
+		t.Fatalf("consume did not exit within %v of SIGINT", deadline)
+	}
+}
+
+// watchedBuffer is a stdout that a test reads while the command writes it.
+type watchedBuffer struct {
+	mu      sync.Mutex
+	b       strings.Builder
+	changed chan struct{} // closed and replaced at each write
+}
+
+func newWatchedBuffer() *watchedBuffer { return &watchedBuffer{changed: make(chan struct{})} }
+
+func (w *watchedBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	close(w.changed)
+	w.changed = make(chan struct{})
+	return w.b.Write(p)
+}
+
+// waitFor waits until the buffer holds exactly want, failing on anything
+// else that is not a prefix of it.
+func (w *watchedBuffer) waitFor(t *testing.T, want string) {
+	t.Helper()
+	timeout := time.After(deadline)
+	for {
+		w.mu.Lock()
+		got, changed := w.b.String(), w.changed
+		w.mu.Unlock()
+		if got == want {
+			return
+		}
+		if !strings.HasPrefix(want, got) {
+			t.Fatalf("consume printed %q, want %q", got, want)
+		}
+		select {
+		case <-changed:
+		case <-timeout:
+			t.Fatalf("consume printed %q within %v, want %q", got, deadline, want)
+		}
+	}
 }
 
 // TestProduceCodecsAndAcks: every --compression and --acks setting gives
