@@ -25,9 +25,19 @@ type Handle struct {
 
 	view atomic.Pointer[View]
 
-	mu      sync.Mutex
-	waiters map[chan<- struct{}]struct{}
+	mu        sync.Mutex
+	waiters   map[chan<- struct{}]struct{}
+	readyOnce sync.Once
+	ready     chan struct{} // closed at the first view
 }
+
+func newHandle(topic string, p int32, id image.TopicID) *Handle {
+	return &Handle{Topic: topic, Partition: p, TopicID: id, ready: make(chan struct{})}
+}
+
+// Ready is closed once the partition has loaded its log and published its
+// first view.
+func (h *Handle) Ready() <-chan struct{} { return h.ready }
 
 // View is what readers see of a partition: the log's published view (its
 // offsets and segments) and the topic config in force. A View never changes.
@@ -61,6 +71,7 @@ func (h *Handle) Watch(ch chan<- struct{}) (cancel func()) {
 // publish stores a new view and wakes the watchers.
 func (h *Handle) publish(v *View) {
 	h.view.Store(v)
+	h.readyOnce.Do(func() { close(h.ready) })
 	h.mu.Lock()
 	waiters := h.waiters
 	h.waiters = nil

@@ -25,12 +25,46 @@ type Key struct {
 // Registry maps partitions to their handles, for transport's lookups.
 // The supervisor writes it; any goroutine reads it.
 type Registry struct {
-	mu sync.RWMutex
-	m  map[Key]*Handle
+	mu      sync.RWMutex
+	m       map[Key]*Handle
+	changed chan struct{} // closed and replaced at every change
 }
 
 // NewRegistry returns an empty registry.
-func NewRegistry() *Registry { return &Registry{m: map[Key]*Handle{}} }
+func NewRegistry() *Registry { return &Registry{m: map[Key]*Handle{}, changed: make(chan struct{})} }
+
+// WaitReady returns the handle of a partition once it is hosted and has
+// loaded its log, or nil when done closes first. CreateTopics waits with it
+// so that a client producing right after creating a topic is not told
+// NOT_LEADER_OR_FOLLOWER while the partition's actor starts.
+func (r *Registry) WaitReady(topic string, partition int32, done <-chan struct{}) *Handle {
+	for {
+		r.mu.RLock()
+		h, changed := r.m[Key{topic, partition}], r.changed
+		r.mu.RUnlock()
+		if h != nil {
+			select {
+			case <-h.Ready():
+				return h
+			case <-changed: // replaced or removed meanwhile: look again
+				continue
+			case <-done:
+				return nil
+			}
+		}
+		select {
+		case <-changed:
+		case <-done:
+			return nil
+		}
+	}
+}
+
+// notify wakes WaitReady callers; r.mu must be held for writing.
+func (r *Registry) notify() {
+	close(r.changed)
+	r.changed = make(chan struct{})
+}
 
 // Get returns the handle of a hosted partition, or nil.
 func (r *Registry) Get(topic string, partition int32) *Handle {
@@ -53,12 +87,14 @@ func (r *Registry) All() []*Handle {
 func (r *Registry) put(h *Handle) {
 	r.mu.Lock()
 	r.m[Key{h.Topic, h.Partition}] = h
+	r.notify()
 	r.mu.Unlock()
 }
 
 func (r *Registry) remove(k Key) {
 	r.mu.Lock()
 	delete(r.m, k)
+	r.notify()
 	r.mu.Unlock()
 }
 
@@ -123,7 +159,7 @@ func (s *supervisor) host(ctx actor.Context, cfg Config) {
 		cfg.Clock = clock.Real
 	}
 	cfg.Logger = s.cfg.Logger.With().Str("topic", cfg.Topic).Int32("partition", cfg.Partition).Logger()
-	h := &Handle{Topic: cfg.Topic, Partition: cfg.Partition, TopicID: cfg.TopicID}
+	h := newHandle(cfg.Topic, cfg.Partition, cfg.TopicID)
 	props := actor.PropsFromProducer(func() actor.Actor { return newPartition(cfg, h) },
 		actor.WithReceiverMiddleware(s.cfg.Middleware...))
 	pid, err := ctx.SpawnNamed(props, fmt.Sprintf("%s-%d", cfg.Topic, cfg.Partition))
