@@ -28,6 +28,12 @@ func (a *API) hosted(topic string, p int32) (*partition.Handle, *partition.View,
 	if h == nil {
 		return nil, nil, kerr.NotLeaderForPartition
 	}
+	// NB: a deleted topic's partition stays hosted until the metadata actor
+	// unhosts it; a topic created again under its name must not reach it
+	// (its records would go to the old log and be deleted with it).
+	if t := a.Image().Topic(topic); t == nil || t.ID != h.TopicID {
+		return nil, nil, kerr.NotLeaderForPartition
+	}
 	v := h.View()
 	if v == nil {
 		return nil, nil, kerr.NotLeaderForPartition

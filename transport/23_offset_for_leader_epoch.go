@@ -1,0 +1,74 @@
+package transport
+
+// OffsetForLeaderEpoch: v2-4
+//
+// Behaviour, per partition, from the published view without a message to
+// the partition's actor:
+//   - CurrentLeaderEpoch is checked as Fetch does (KIP-320): older than
+//     ours is FENCED_LEADER_EPOCH, newer is UNKNOWN_LEADER_EPOCH, -1 skips
+//     the check.
+//   - The answer is the largest epoch at most LeaderEpoch in the log's
+//     leader epoch history and the offset after its last record: the start
+//     offset of the next epoch, or the log end offset for the latest
+//     (KIP-101, KIP-279; store.View.EndOffsetForEpoch). Both are -1 when
+//     the log knows no epoch that old.
+//   - An unknown topic: UNKNOWN_TOPIC_OR_PARTITION; a partition this node
+//     does not lead: NOT_LEADER_OR_FOLLOWER.
+//   - ReplicaID (v3+) is not used: followers reach the leader over
+//     remoting, not through this API, so every caller is answered as a
+//     consumer is.
+//
+// Version notes: v1 the epoch in the answer (KIP-279); v2 current leader
+// epoch (KIP-320) and throttling; v3 replica id (KIP-392); v4 flexible.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	registrations = append(registrations, func(a *API) {
+		a.register(23, handler{min: 2, max: 4, handle: a.handleOffsetForLeaderEpoch})
+	})
+}
+
+func (a *API) handleOffsetForLeaderEpoch(_ *conn, kreq kmsg.Request) finish {
+	req := kreq.(*kmsg.OffsetForLeaderEpochRequest)
+	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+	im := a.Image()
+	for _, rt := range req.Topics {
+		t := kmsg.NewOffsetForLeaderEpochResponseTopic()
+		t.Topic = rt.Topic
+		_, topicErr := topicRef(im, false, rt.Topic, [16]byte{})
+		for _, rp := range rt.Partitions {
+			p := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
+			p.Partition = rp.Partition
+			if err := a.endOffsetForEpoch(rt.Topic, topicErr, rp, &p); err != nil {
+				p.ErrorCode = err.Code
+				a.metrics.errorCode(23, req.Version, err.Code)
+			}
+			t.Partitions = append(t.Partitions, p)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	return respond(resp)
+}
+
+func (a *API) endOffsetForEpoch(topic string, topicErr *kerr.Error, rp kmsg.OffsetForLeaderEpochRequestTopicPartition,
+	p *kmsg.OffsetForLeaderEpochResponseTopicPartition) *kerr.Error {
+	if topicErr != nil {
+		return topicErr
+	}
+	_, v, err := a.hosted(topic, rp.Partition)
+	if err != nil {
+		return err
+	}
+	if v.LeaderEpoch < 0 {
+		return kerr.NotLeaderForPartition
+	}
+	if err := checkLeaderEpoch(rp.CurrentLeaderEpoch, v.LeaderEpoch); err != nil {
+		return err
+	}
+	p.LeaderEpoch, p.EndOffset = v.Log.EndOffsetForEpoch(rp.LeaderEpoch)
+	return nil
+}

@@ -1,0 +1,63 @@
+package transport
+
+// CreatePartitions: v0-3
+//
+// Behaviour:
+//   - Delegated to the controller, which validates each topic (it exists;
+//     the new count is above the current one, else INVALID_PARTITIONS;
+//     assignments, when given, cover exactly the new partitions, name
+//     registered brokers once each and keep the topic's replication factor,
+//     else INVALID_REPLICA_ASSIGNMENT; a topic named twice is
+//     INVALID_REQUEST) and writes the new partitions to the metadata log;
+//     see controller/topics.go.
+//   - ValidateOnly checks everything and creates nothing.
+//   - The metadata actor then hosts the new partitions; until one has
+//     loaded, requests for it get NOT_LEADER_OR_FOLLOWER, which clients
+//     retry.
+//
+// Version notes: v1 throttling; v2 flexible; v3 as v2 (KIP-599 quotas,
+// which Skein does not enforce).
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skeinlog/skein/controller"
+)
+
+func init() {
+	registrations = append(registrations, func(a *API) {
+		a.register(37, handler{min: 0, max: 3, handle: a.handleCreatePartitions})
+	})
+}
+
+func (a *API) handleCreatePartitions(_ *conn, kreq kmsg.Request) finish {
+	req := kreq.(*kmsg.CreatePartitionsRequest)
+	cmd := &controller.CreatePartitions{ValidateOnly: req.ValidateOnly}
+	for _, rt := range req.Topics {
+		pc := controller.PartitionCount{Name: rt.Topic, Count: rt.Count}
+		for _, as := range rt.Assignment {
+			pc.Assignments = append(pc.Assignments, as.Replicas)
+		}
+		cmd.Topics = append(cmd.Topics, pc)
+	}
+	return func() kmsg.Response {
+		resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
+		res, err := a.askController(cmd)
+		for i, rt := range req.Topics {
+			t := kmsg.NewCreatePartitionsResponseTopic()
+			t.Topic = rt.Topic
+			switch {
+			case err != nil:
+				t.ErrorCode, t.ErrorMessage = kerr.RequestTimedOut.Code, kmsg.StringPtr(err.Error())
+			default:
+				if r := res.(*controller.CreatePartitionsResult).Topics[i]; r.Err != nil {
+					t.ErrorCode, t.ErrorMessage = r.Err.Code, kmsg.StringPtr(r.Message)
+				}
+			}
+			a.metrics.errorCode(37, req.Version, t.ErrorCode)
+			resp.Topics = append(resp.Topics, t)
+		}
+		return resp
+	}
+}

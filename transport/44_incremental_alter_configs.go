@@ -1,0 +1,54 @@
+package transport
+
+// IncrementalAlterConfigs: v0-1
+//
+// Behaviour:
+//   - Each resource's configs are changed one operation at a time: SET,
+//     DELETE (back to the default, or for a topic to the broker's), and
+//     APPEND and SUBTRACT for list configs (cleanup.policy,
+//     log.cleanup.policy; others are INVALID_CONFIG). A config named twice
+//     in one resource is INVALID_REQUEST.
+//   - Resources, validation, ValidateOnly and when changes take effect are
+//     as AlterConfigs's (33_alter_configs.go): topics, and brokers named ""
+//     (every broker) or by this node's id, with the dynamic broker
+//     configs only; delegated to the controller.
+//
+// Version notes: v1 flexible.
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skeinlog/skein/controller"
+)
+
+func init() {
+	registrations = append(registrations, func(a *API) {
+		a.register(44, handler{min: 0, max: 1, handle: a.handleIncrementalAlterConfigs})
+	})
+}
+
+func (a *API) handleIncrementalAlterConfigs(_ *conn, kreq kmsg.Request) finish {
+	req := kreq.(*kmsg.IncrementalAlterConfigsRequest)
+	resources := make([]alterResource, len(req.Resources))
+	for i, rr := range req.Resources {
+		rsc := controller.ConfigResource{Name: rr.ResourceName}
+		for _, c := range rr.Configs {
+			rsc.Ops = append(rsc.Ops, controller.ConfigOp{Name: c.Name, Op: controller.OpType(c.Op), Value: c.Value})
+		}
+		resources[i] = a.alterResource(rr.ResourceType, rsc)
+	}
+	return func() kmsg.Response {
+		a.alterConfigs(resources, req.ValidateOnly, true)
+		resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+		for i, rr := range req.Resources {
+			r := kmsg.NewIncrementalAlterConfigsResponseResource()
+			r.ResourceType, r.ResourceName = rr.ResourceType, rr.ResourceName
+			if e := resources[i]; e.err != nil {
+				r.ErrorCode, r.ErrorMessage = e.err.Code, kmsg.StringPtr(e.msg)
+				a.metrics.errorCode(44, req.Version, e.err.Code)
+			}
+			resp.Resources = append(resp.Resources, r)
+		}
+		return resp
+	}
+}

@@ -1,0 +1,64 @@
+package transport
+
+// DescribeCluster: v0-2
+//
+// Behaviour:
+//   - The cluster id, the controller and the registered brokers from the
+//     newest image, as Metadata reports them. The controller id is this
+//     node's, as in Metadata: clients cannot reach Skein's controller
+//     except through a broker.
+//   - EndpointType (v1+): brokers (1) are served; controllers (2) are
+//     MISMATCHED_ENDPOINT_TYPE, as a Kafka broker answers, since Skein
+//     has no separate controller listener; any other value is
+//     UNSUPPORTED_ENDPOINT_TYPE (KIP-919).
+//   - Authorized operations are not computed (no ACLs): -2147483648.
+//   - No broker is fenced yet (v2 IsFenced, IncludeFencedBrokers).
+//
+// Version notes: v1 endpoint type (KIP-919); v2 fenced brokers (KIP-1073).
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	registrations = append(registrations, func(a *API) {
+		a.register(60, handler{min: 0, max: 2, handle: a.handleDescribeCluster})
+	})
+}
+
+// The endpoint types of DescribeCluster v1+ (KIP-919).
+const (
+	endpointBrokers     = 1
+	endpointControllers = 2
+)
+
+func (a *API) handleDescribeCluster(_ *conn, kreq kmsg.Request) finish {
+	req := kreq.(*kmsg.DescribeClusterRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
+	resp.EndpointType = req.EndpointType
+	resp.ClusterAuthorizedOperations = authorizedOperationsUnset
+	resp.ControllerID = -1
+	if req.Version >= 1 && req.EndpointType != endpointBrokers {
+		err, msg := kerr.UnsupportedEndpointType, "Unsupported endpoint type."
+		if req.EndpointType == endpointControllers {
+			err, msg = kerr.MismatchedEndpointType, "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER"
+		}
+		resp.ErrorCode, resp.ErrorMessage = err.Code, kmsg.StringPtr(msg)
+		a.metrics.errorCode(60, req.Version, err.Code)
+		return respond(resp)
+	}
+	im := a.Image()
+	resp.ClusterID = im.ClusterID
+	resp.ControllerID = a.Node.NodeID
+	for _, id := range im.BrokerIDs() {
+		b := im.Brokers[id]
+		rb := kmsg.NewDescribeClusterResponseBroker()
+		rb.NodeID, rb.Host, rb.Port = b.ID, b.Host, b.Port
+		if b.Rack != "" {
+			rb.Rack = kmsg.StringPtr(b.Rack)
+		}
+		resp.Brokers = append(resp.Brokers, rb)
+	}
+	return respond(resp)
+}
