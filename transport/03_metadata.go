@@ -68,6 +68,13 @@ func (a *API) handleMetadata(_ *conn, kreq kmsg.Request) finish {
 				}
 			}
 		}
+		var ok []string
+		for _, name := range missing {
+			if created[name] == nil {
+				ok = append(ok, name)
+			}
+		}
+		a.awaitHosted(ok, a.RequestTimeout)
 		return a.metadataResponse(req, a.Image(), all, created)
 	}
 }

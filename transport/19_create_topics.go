@@ -13,6 +13,8 @@ package transport
 // Version notes: v5 configs in the response (KIP-525); v7 topic ids.
 
 import (
+	"time"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -67,6 +69,15 @@ func (a *API) handleCreateTopics(_ *conn, kreq kmsg.Request) finish {
 				t.Configs = a.createdConfigs(cmd.Topics[i].Configs)
 			}
 			resp.Topics = append(resp.Topics, t)
+		}
+		if !req.ValidateOnly {
+			var created []string
+			for _, t := range resp.Topics {
+				if t.ErrorCode == 0 {
+					created = append(created, t.Topic)
+				}
+			}
+			a.awaitHosted(created, time.Duration(max(req.TimeoutMillis, 0))*time.Millisecond)
 		}
 		return resp
 	}
