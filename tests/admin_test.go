@@ -92,10 +92,23 @@ func consumeFrom(t *testing.T, ctx context.Context, b *broker, topic string, p i
 	return out
 }
 
+// mustCreate creates a topic and waits until its partitions have loaded:
+// CreateTopics answers once the topic is committed, and a client whose
+// first produce meets a partition still loading waits for its next
+// metadata refresh (kgo: 5 s), which would only slow the tests down.
 func mustCreate(t *testing.T, ctx context.Context, adm *kadm.Client, topic string, partitions int32, cfg map[string]*string) {
 	t.Helper()
 	if _, err := adm.CreateTopic(ctx, partitions, 1, cfg, topic); err != nil {
 		t.Fatalf("create %s: %v", topic, err)
+	}
+	waitLoaded(t, ctx, adm, topic, partitions)
+}
+
+// waitLoaded waits until the first n partitions of topic answer ListOffsets.
+func waitLoaded(t *testing.T, ctx context.Context, adm *kadm.Client, topic string, n int32) {
+	t.Helper()
+	for p := range n {
+		eventually(t, fmt.Sprintf("%s/%d to load", topic, p), func() bool { return startOffset(ctx, adm, topic, p) >= 0 })
 	}
 }
 
@@ -116,7 +129,9 @@ func TestDeleteTopicsAndRecreate(t *testing.T) {
 	if err != nil || resp.Err != nil {
 		t.Fatalf("delete: %v %v", err, resp.Err)
 	}
-	if md, err := adm.Metadata(ctx, "life"); err != nil || md.Topics["life"].Err != kerr.UnknownTopicOrPartition {
+	// NB: metadata through fresh clients, since kgo answers a Metadata
+	// request from what it learnt lately.
+	if md, err := b.admin().Metadata(ctx, "life"); err != nil || md.Topics["life"].Err != kerr.UnknownTopicOrPartition {
 		t.Fatalf("metadata after delete: %v %+v", err, md.Topics["life"])
 	}
 	again, err := adm.DeleteTopics(ctx, "life")
@@ -143,7 +158,7 @@ func TestDeleteTopicsAndRecreate(t *testing.T) {
 	})
 
 	// By topic id (v6), with the errors of a bad request.
-	md, err := adm.Metadata(ctx, "life")
+	md, err := b.admin().Metadata(ctx, "life")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,8 +189,6 @@ func TestDeleteTopicsAndRecreate(t *testing.T) {
 	if dr.Topics[0].Topic == nil || *dr.Topics[0].Topic != "life" || dr.Topics[0].TopicID != id {
 		t.Errorf("delete by id answered %+v", dr.Topics[0])
 	}
-	// NB: a fresh client, since kgo answers a repeated Metadata request
-	// from its cache for a while.
 	if md, _ := b.admin().Metadata(ctx, "life"); md.Topics["life"].Err != kerr.UnknownTopicOrPartition {
 		t.Errorf("topic deleted by id still there: %+v; answered %+v", md.Topics["life"], dr.Topics)
 	}
@@ -196,7 +209,7 @@ func TestCreatePartitions(t *testing.T) {
 	if err != nil || r["grow"].Err != nil {
 		t.Fatalf("create partitions: %v %+v", err, r)
 	}
-	md, err := adm.Metadata(ctx, "grow")
+	md, err := b.admin().Metadata(ctx, "grow")
 	if err != nil || len(md.Topics["grow"].Partitions) != 3 {
 		t.Fatalf("after adding 2 (validate-only added none): %v %d partitions", err, len(md.Topics["grow"].Partitions))
 	}
@@ -220,6 +233,7 @@ func TestCreatePartitions(t *testing.T) {
 	}
 
 	// A fresh client sees three partitions; the new one takes records.
+	waitLoaded(t, ctx, adm, "grow", 3)
 	p := b.client(kgo.DefaultProduceTopic("grow"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	res := produce(t, ctx, p, &kgo.Record{Partition: 2, Value: []byte("in the new partition")})
 	if res[0].Record.Partition != 2 || res[0].Record.Offset != 0 {
@@ -305,7 +319,7 @@ func TestDeleteRecords(t *testing.T) {
 	}
 	b.restart()
 	adm = b.admin()
-	eventually(t, "trim to load after the restart", func() bool { return startOffset(ctx, adm, "trim", 0) >= 0 })
+	waitLoaded(t, ctx, adm, "trim", 1)
 	if got := startOffset(ctx, adm, "trim", 0); got != 10 {
 		t.Fatalf("log start offset after restart: %d, want 10", got)
 	}
@@ -473,6 +487,7 @@ func TestTopicConfigs(t *testing.T) {
 	// Still described and in force after a restart.
 	b.restart()
 	adm = b.admin()
+	waitLoaded(t, ctx, adm, "cfg", 1)
 	if v := describeValue(t, ctx, adm, "cfg", "max.message.bytes"); v != "300" {
 		t.Errorf("max.message.bytes after restart: %s", v)
 	}
@@ -654,6 +669,7 @@ func TestBrokerConfigs(t *testing.T) {
 	checkBroker()
 	b.restart()
 	adm = b.admin()
+	waitLoaded(t, ctx, adm, "plain", 1)
 	checkBroker()
 
 	// Read-only and refused settings; the config types and read-only flags
@@ -772,7 +788,7 @@ func TestRetentionChangedAtRunTime(t *testing.T) {
 	b.restart()
 	adm = b.admin()
 	for _, topic := range []string{"by-topic", "by-broker"} {
-		eventually(t, topic+" to load after the restart", func() bool { return startOffset(ctx, adm, topic, 0) >= 0 })
+		waitLoaded(t, ctx, adm, topic, 1)
 		if got := startOffset(ctx, adm, topic, 0); got != 4 {
 			t.Errorf("%s starts at %d after restart", topic, got)
 		}
@@ -813,7 +829,6 @@ func TestDescribeLogDirs(t *testing.T) {
 		}
 		return out
 	}
-	eventually(t, "both partitions to be described", func() bool { return len(sizes()) == 2 })
 	before := sizes()
 	p := b.client(kgo.DefaultProduceTopic("dirs"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	for range 20 {
