@@ -84,7 +84,7 @@ func (a *API) handleCreateTopics(_ *conn, kreq kmsg.Request) finish {
 }
 
 func (a *API) createdConfigs(overrides map[string]string) []kmsg.CreateTopicsResponseTopicConfig {
-	entries, err := configs.DescribeTopic(a.Node, overrides)
+	entries, err := configs.DescribeTopic(a.nodeConfig(a.Image()), overrides)
 	if err != nil {
 		return nil
 	}
