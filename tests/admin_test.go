@@ -741,6 +741,22 @@ func TestBrokerConfigs(t *testing.T) {
 	if v := describeValue(t, ctx, adm, "plain", "max.message.bytes"); v != "300" {
 		t.Errorf("max.message.bytes after deleting the per-broker value: %s", v)
 	}
+
+	// AlterConfigs (not incremental) replaces the cluster-wide set.
+	if r, err := adm.AlterBrokerConfigsState(ctx, []kadm.AlterConfig{{Name: "log.roll.ms", Value: kadm.StringPtr("3600000")}}); err != nil || r[0].Err != nil {
+		t.Fatalf("AlterConfigs on the cluster-wide configs: %v %+v", err, r)
+	}
+	rcs, err = adm.DescribeBrokerConfigs(ctx)
+	if err != nil || len(rcs) != 1 || len(rcs[0].Configs) != 1 || rcs[0].Configs[0].Key != "log.roll.ms" {
+		t.Fatalf("cluster-wide configs after AlterConfigs: %v %+v", err, rcs)
+	}
+	rcs, _ = adm.DescribeTopicConfigs(ctx, "plain")
+	checkConfig(t, configOf(t, rcs, "plain", "max.message.bytes"), "1048588", kmsg.ConfigSourceDefaultConfig,
+		synonym{"message.max.bytes", "1048588", kmsg.ConfigSourceDefaultConfig})
+	checkConfig(t, configOf(t, rcs, "plain", "segment.ms"), "3600000", kmsg.ConfigSourceDynamicDefaultBrokerConfig,
+		synonym{"log.roll.ms", "3600000", kmsg.ConfigSourceDynamicDefaultBrokerConfig},
+		synonym{"log.roll.hours", "168", kmsg.ConfigSourceDefaultConfig})
+	produce(t, ctx, b.client(), &kgo.Record{Topic: "plain", Value: noise(6000)})
 }
 
 // TestRetentionChangedAtRunTime: lowering retention.ms (on a topic, and

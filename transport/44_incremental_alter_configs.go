@@ -13,7 +13,7 @@ package transport
 //     (every broker) or by this node's id, with the dynamic broker
 //     configs only; delegated to the controller.
 //
-// Version notes: v1 flexible.
+// Version notes: v0 (KIP-339); v1 flexible.
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"

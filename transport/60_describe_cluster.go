@@ -14,7 +14,8 @@ package transport
 //   - Authorized operations are not computed (no ACLs): -2147483648.
 //   - No broker is fenced yet (v2 IsFenced, IncludeFencedBrokers).
 //
-// Version notes: v1 endpoint type (KIP-919); v2 fenced brokers (KIP-1073).
+// Version notes: v0 (KIP-700); v1 endpoint type (KIP-919); v2 fenced
+// brokers (KIP-1073).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
