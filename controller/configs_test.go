@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"math"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -109,6 +110,14 @@ func TestCreatePartitionsAssignments(t *testing.T) {
 	res := h.ask(&CreatePartitions{Topics: []PartitionCount{{Name: "t", Count: 3, Assignments: [][]int32{{1}}}}}).(*CreatePartitionsResult)
 	if res.Topics[0].Err != kerr.InvalidReplicaAssignment {
 		t.Errorf("too few assignments: %v", res.Topics[0].Err)
+	}
+	res = h.ask(&CreatePartitions{Topics: []PartitionCount{{Name: "t", Count: math.MaxInt32}}}).(*CreatePartitionsResult)
+	if res.Topics[0].Err != kerr.InvalidPartitions {
+		t.Errorf("2^31-1 partitions: %v", res.Topics[0].Err)
+	}
+	ct := h.ask(&CreateTopics{Topics: []NewTopic{{Name: "huge", NumPartitions: math.MaxInt32, ReplicationFactor: 1}}}).(*CreateTopicsResult)
+	if ct.Topics[0].Err != kerr.InvalidPartitions {
+		t.Errorf("a topic of 2^31-1 partitions: %v", ct.Topics[0].Err)
 	}
 	res = h.ask(&CreatePartitions{Topics: []PartitionCount{{Name: "t", Count: 2, Assignments: [][]int32{{7}}}}}).(*CreatePartitionsResult)
 	if res.Topics[0].Err != kerr.InvalidReplicaAssignment {

@@ -13,6 +13,12 @@ import (
 	"github.com/skeinlog/skein/controller/image"
 )
 
+// MaxPartitions bounds a topic's partition count. Kafka has no such limit,
+// but a count a client may send (up to 2^31-1) must not make the
+// controller allocate without bound; and a node hosting this many
+// partition actors of one topic is far past what it can serve.
+const MaxPartitions = 100_000
+
 // maxTopicNameLength is Kafka's limit (249: a partition directory name
 // adds a dash and up to 10 digits to the topic name, within 255).
 const maxTopicNameLength = 249
@@ -114,6 +120,9 @@ func (c *Controller) planTopic(t NewTopic, planned map[string]string) (*image.Cr
 		}
 		if n <= 0 {
 			return nil, kerr.InvalidPartitions, "Number of partitions must be larger than 0."
+		}
+		if n > MaxPartitions {
+			return nil, kerr.InvalidPartitions, fmt.Sprintf("Number of partitions must be at most %d.", MaxPartitions)
 		}
 		if rf <= 0 {
 			return nil, kerr.InvalidReplicationFactor, "Replication factor must be larger than 0."
@@ -230,6 +239,9 @@ func (c *Controller) createPartitions(m *CreatePartitions) *CreatePartitionsResu
 			continue
 		case int(pc.Count) <= len(t.Partitions):
 			r.Err, r.Message = kerr.InvalidPartitions, fmt.Sprintf("Topic currently has %d partitions, which is higher than the requested %d.", len(t.Partitions), pc.Count)
+			continue
+		case pc.Count > MaxPartitions:
+			r.Err, r.Message = kerr.InvalidPartitions, fmt.Sprintf("Number of partitions must be at most %d.", MaxPartitions)
 			continue
 		}
 		add := int(pc.Count) - len(t.Partitions)

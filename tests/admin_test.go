@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -220,13 +221,15 @@ func TestCreatePartitions(t *testing.T) {
 	// Unknown topics and a topic named twice: raw, since kadm checks
 	// metadata first.
 	req := kmsg.NewPtrCreatePartitionsRequest()
-	for _, name := range []string{"nope", "grow", "grow"} {
+	for _, name := range []string{"nope", "grow", "grow", "huge"} {
 		rt := kmsg.NewCreatePartitionsRequestTopic()
 		rt.Topic, rt.Count = name, 10
 		req.Topics = append(req.Topics, rt)
 	}
+	req.Topics[3].Count = math.MaxInt32
+	mustCreate(t, ctx, adm, "huge", 1, nil)
 	cr := request[*kmsg.CreatePartitionsResponse](t, ctx, b.client(), req)
-	for i, want := range []*kerr.Error{kerr.UnknownTopicOrPartition, kerr.InvalidRequest, kerr.InvalidRequest} {
+	for i, want := range []*kerr.Error{kerr.UnknownTopicOrPartition, kerr.InvalidRequest, kerr.InvalidRequest, kerr.InvalidPartitions} {
 		if cr.Topics[i].ErrorCode != want.Code {
 			t.Errorf("topic %d (%s): code %d, want %v", i, cr.Topics[i].Topic, cr.Topics[i].ErrorCode, want)
 		}
@@ -292,19 +295,20 @@ func TestDeleteRecords(t *testing.T) {
 	req.TimeoutMillis = 10000
 	rt := kmsg.NewDeleteRecordsRequestTopic()
 	rt.Topic = "trim"
-	for _, off := range []int64{11, -7} {
+	for _, off := range []int64{11, -7, 0} {
 		rp := kmsg.NewDeleteRecordsRequestTopicPartition()
 		rp.Offset = off
 		rt.Partitions = append(rt.Partitions, rp)
 	}
+	rt.Partitions[2].Partition = 5 // no such partition
 	unknown := kmsg.NewDeleteRecordsRequestTopic()
 	unknown.Topic = "nope"
 	unknown.Partitions = []kmsg.DeleteRecordsRequestTopicPartition{kmsg.NewDeleteRecordsRequestTopicPartition()}
 	req.Topics = []kmsg.DeleteRecordsRequestTopic{rt, unknown}
 	dr := request[*kmsg.DeleteRecordsResponse](t, ctx, b.client(), req)
-	for i, want := range []*kerr.Error{kerr.OffsetOutOfRange, kerr.OffsetOutOfRange} {
-		if got := dr.Topics[0].Partitions[i]; got.ErrorCode != want.Code {
-			t.Errorf("offset %d: code %d, want %v", rt.Partitions[i].Offset, got.ErrorCode, want)
+	for i, want := range []*kerr.Error{kerr.OffsetOutOfRange, kerr.OffsetOutOfRange, kerr.UnknownTopicOrPartition} {
+		if got := dr.Topics[0].Partitions[i]; got.ErrorCode != want.Code || got.LowWatermark != -1 {
+			t.Errorf("partition %d offset %d: code %d low watermark %d, want %v", rt.Partitions[i].Partition, rt.Partitions[i].Offset, got.ErrorCode, got.LowWatermark, want)
 		}
 	}
 	if got := dr.Topics[1].Partitions[0].ErrorCode; got != kerr.UnknownTopicOrPartition.Code {
@@ -350,11 +354,12 @@ func TestOffsetForLeaderEpoch(t *testing.T) {
 	raw.ReplicaID = -1
 	rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
 	rt.Topic = "epochs"
-	for _, current := range []int32{-1, 0, 5} {
+	for _, current := range []int32{-1, 0, 5, -1} {
 		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
 		rp.CurrentLeaderEpoch, rp.LeaderEpoch = current, 0
 		rt.Partitions = append(rt.Partitions, rp)
 	}
+	rt.Partitions[3].Partition = 9 // no such partition
 	unknown := kmsg.NewOffsetForLeaderEpochRequestTopic()
 	unknown.Topic = "nope"
 	unknown.Partitions = []kmsg.OffsetForLeaderEpochRequestTopicPartition{kmsg.NewOffsetForLeaderEpochRequestTopicPartition()}
@@ -366,6 +371,9 @@ func TestOffsetForLeaderEpoch(t *testing.T) {
 	}
 	if ps[2].ErrorCode != kerr.UnknownLeaderEpoch.Code {
 		t.Errorf("current epoch 5 (newer than ours): code %d", ps[2].ErrorCode)
+	}
+	if ps[3].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Errorf("partition 9 of a topic of one: code %d", ps[3].ErrorCode)
 	}
 	if got := resp.Topics[1].Partitions[0].ErrorCode; got != kerr.UnknownTopicOrPartition.Code {
 		t.Errorf("unknown topic: code %d", got)

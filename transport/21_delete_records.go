@@ -11,10 +11,11 @@ package transport
 //     already below it changes nothing and is answered with it, as Kafka
 //     does; an offset above the high watermark, or negative other than -1,
 //     is OFFSET_OUT_OF_RANGE.
-//   - An unknown topic: UNKNOWN_TOPIC_OR_PARTITION; a partition this node
-//     does not host: NOT_LEADER_OR_FOLLOWER.
-//   - Partitions not answered within TimeoutMillis (the request timeout
-//     when it is not positive) get REQUEST_TIMED_OUT, an indefinite error.
+//   - An unknown topic or partition: UNKNOWN_TOPIC_OR_PARTITION; a
+//     partition this node does not host: NOT_LEADER_OR_FOLLOWER.
+//   - Partitions not answered within TimeoutMillis (at most the request
+//     timeout, which also applies when it is not positive) get
+//     REQUEST_TIMED_OUT, an indefinite error.
 //
 // Version notes: v1 throttling; v2 flexible.
 
@@ -24,6 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/skeinlog/skein/controller/image"
 	"github.com/skeinlog/skein/partition"
 )
 
@@ -62,6 +64,9 @@ func (a *API) handleDeleteRecords(_ *conn, kreq kmsg.Request) finish {
 			err := topicErr
 			var h *partition.Handle
 			if err == nil {
+				err = partitionRef(im, rt.Topic, rp.Partition)
+			}
+			if err == nil {
 				h, _, err = a.hosted(rt.Topic, rp.Partition)
 			}
 			if err == nil && rp.Offset < -1 {
@@ -80,9 +85,11 @@ func (a *API) handleDeleteRecords(_ *conn, kreq kmsg.Request) finish {
 			waits = append(waits, waiting{slot: slot, ch: ch})
 		}
 	}
+	// NB: never longer than the request timeout, so that a stuck actor
+	// cannot hold the connection for as long as a client may ask.
 	timeout := a.RequestTimeout
-	if req.TimeoutMillis > 0 {
-		timeout = time.Duration(req.TimeoutMillis) * time.Millisecond
+	if ms := time.Duration(req.TimeoutMillis) * time.Millisecond; ms > 0 && ms < timeout {
+		timeout = ms
 	}
 	return func() kmsg.Response {
 		deadline := time.NewTimer(timeout)
@@ -116,4 +123,12 @@ func (a *API) handleDeleteRecords(_ *conn, kreq kmsg.Request) finish {
 		}
 		return resp
 	}
+}
+
+// partitionRef checks that an existing topic has partition p.
+func partitionRef(im *image.Image, topic string, p int32) *kerr.Error {
+	if t := im.Topic(topic); t == nil || p < 0 || int(p) >= len(t.Partitions) {
+		return kerr.UnknownTopicOrPartition
+	}
+	return nil
 }

@@ -12,8 +12,8 @@ package transport
 //     offset of the next epoch, or the log end offset for the latest
 //     (KIP-101, KIP-279; store.View.EndOffsetForEpoch). Both are -1 when
 //     the log knows no epoch that old.
-//   - An unknown topic: UNKNOWN_TOPIC_OR_PARTITION; a partition this node
-//     does not lead: NOT_LEADER_OR_FOLLOWER.
+//   - An unknown topic or partition: UNKNOWN_TOPIC_OR_PARTITION; a
+//     partition this node does not lead: NOT_LEADER_OR_FOLLOWER.
 //   - ReplicaID (v3+) is not used: followers reach the leader over
 //     remoting, not through this API, so every caller is answered as a
 //     consumer is.
@@ -58,6 +58,9 @@ func (a *API) endOffsetForEpoch(topic string, topicErr *kerr.Error, rp kmsg.Offs
 	p *kmsg.OffsetForLeaderEpochResponseTopicPartition) *kerr.Error {
 	if topicErr != nil {
 		return topicErr
+	}
+	if err := partitionRef(a.Image(), topic, rp.Partition); err != nil {
+		return err
 	}
 	_, v, err := a.hosted(topic, rp.Partition)
 	if err != nil {
