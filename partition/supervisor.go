@@ -160,8 +160,15 @@ func (s *supervisor) host(ctx actor.Context, cfg Config) {
 	}
 	cfg.Logger = s.cfg.Logger.With().Str("topic", cfg.Topic).Int32("partition", cfg.Partition).Logger()
 	h := newHandle(cfg.Topic, cfg.Partition, cfg.TopicID)
-	props := actor.PropsFromProducer(func() actor.Actor { return newPartition(cfg, h) },
-		actor.WithReceiverMiddleware(s.cfg.Middleware...))
+	props := actor.PropsFromProducer(func() actor.Actor {
+		// NB: a restart must keep the topic config in force (SetConfig may
+		// have changed it since the spawn): the handle's last view has it.
+		c := cfg
+		if v := h.View(); v != nil {
+			c.TopicConfig = v.Config
+		}
+		return newPartition(c, h)
+	}, actor.WithReceiverMiddleware(s.cfg.Middleware...))
 	pid, err := ctx.SpawnNamed(props, fmt.Sprintf("%s-%d", cfg.Topic, cfg.Partition))
 	if err != nil {
 		s.cfg.Logger.Error().Err(err).Str("topic", cfg.Topic).Int32("partition", cfg.Partition).Msg("spawning partition actor")

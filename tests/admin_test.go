@@ -901,3 +901,27 @@ func TestDescribeCluster(t *testing.T) {
 		t.Errorf("controllers from a broker: code %d", resp.ErrorCode)
 	}
 }
+
+// TestConfigSurvivesPartitionRestart: a partition actor that panics after a
+// config change restarts with the changed config, not the one it was
+// first hosted with.
+func TestConfigSurvivesPartitionRestart(t *testing.T) {
+	b := startBroker(t)
+	ctx := ctxFor(t)
+	adm := b.admin()
+	mustCreate(t, ctx, adm, "sticky", 1, nil)
+	if r, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "max.message.bytes", Value: kadm.StringPtr("200")}}, "sticky"); err != nil || r[0].Err != nil {
+		t.Fatalf("alter: %v %+v", err, r)
+	}
+	const name = "node/1/partitions/sticky-0"
+	b.injectFault(`{"actor": "` + name + `", "kind": "panic", "message": "tick"}`)
+	eventually(t, name+" to restart", func() bool {
+		a := b.actors()[name]
+		return a != nil && a.Restarts >= 1
+	})
+	waitLoaded(t, ctx, adm, "sticky", 1)
+	res := b.client().ProduceSync(ctx, &kgo.Record{Topic: "sticky", Value: noise(1000)})
+	if err := res.FirstErr(); !errors.Is(err, kerr.MessageTooLarge) {
+		t.Fatalf("1 KB after the restart under max.message.bytes=200: %v, want MESSAGE_TOO_LARGE", err)
+	}
+}
