@@ -1,6 +1,7 @@
 package transport_test
 
 import (
+	"context"
 	"encoding/binary"
 	"io"
 	"net"
@@ -109,7 +110,15 @@ func FuzzRequests(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	f.Cleanup(func() { n.Stop(f.Context()) })
+	f.Cleanup(func() {
+		// Not f.Context(): it is cancelled by the time cleanups run, and the
+		// node must be stopped before its data directory is removed.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := n.Stop(ctx); err != nil {
+			f.Error(err)
+		}
+	})
 	addr := n.Addr().String()
 
 	f.Fuzz(func(t *testing.T, data []byte) {
