@@ -64,6 +64,7 @@ func (m *metadataActor) Receive(c actor.Context) {
 				Dir:         partition.Dir(m.node.DataDir, t.Name, p.Index),
 				TopicConfig: cfg, Durability: m.node.Durability,
 				LeaderEpoch: p.LeaderEpoch, ISR: len(p.ISR),
+				ProducerIDExpirationMs: m.node.ProducerIDExpirationMs,
 			}})
 		}
 	}

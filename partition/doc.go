@@ -9,15 +9,28 @@
 // A partition actor handles:
 //
 //	message        from                   does                                                  reply
-//	Append         transport (Produce)    log.Append; waits for durability per acks              Reply callback
+//	Append         transport (Produce)    idempotence check, log.Append; waits for durability    Reply callback
+//	                                      per acks (a duplicate: for its original's)
 //	DeleteRecords  transport              moves the log start offset (≤ high watermark)          Reply callback
 //	SetConfig      supervisor             applies a changed topic config                         none
 //	synced         its syncer goroutine   raises the high watermark, answers waiting appends     none
-//	tick           its ticker goroutine   retention, compaction, checkpoints, flush.ms           none
+//	tick           its ticker goroutine   retention, compaction, checkpoints, flush.ms,          none
+//	                                      producer expiry, periodic producer snapshot
 //
 // It persists everything through partition/store: records before replying,
-// the high watermark and log start offset in checkpoints. Readers never
-// message it: they load the Handle's View.
+// the high watermark and log start offset in checkpoints, the idempotent
+// producers' state in snapshots. Readers never message it: they load the
+// Handle's View.
+//
+// # Idempotent producers
+//
+// producers (producers.go) is the KIP-98 state machine, no IO: per producer
+// id the epoch and the last five batches. The actor checks each idempotent
+// batch before appending it (a retry is answered with its original offsets,
+// a gap or an old epoch refused, nothing appended) and updates the state
+// after. It snapshots the state at segment rolls, every minute when the log
+// has grown, and at a clean stop; on start it loads the newest snapshot and
+// replays the batch headers after it.
 //
 // # Validation
 //
@@ -28,7 +41,9 @@
 //
 // A panic restarts the actor (the supervisor's strategy decides): the old
 // instance answers its waiting appends REQUEST_TIMED_OUT and closes the
-// log; the new one reopens and recovers it. Nothing acknowledged is lost,
-// because nothing is acknowledged before it is durable (durability fsync)
-// or in the log (durability replicated).
+// log, without a producer snapshot, since a panic may have left the state
+// half updated; the new one reopens and recovers the log and rebuilds the
+// producer state from the last snapshot and the log. Nothing acknowledged
+// is lost, because nothing is acknowledged before it is durable
+// (durability fsync) or in the log (durability replicated).
 package partition

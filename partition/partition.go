@@ -3,6 +3,8 @@ package partition
 import (
 	"errors"
 	"fmt"
+	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -31,9 +33,14 @@ type Config struct {
 	LeaderEpoch int32
 	// ISR is how many replicas are in sync (for min.insync.replicas).
 	ISR int
-	// TickInterval paces retention, compaction, checkpoints and flush.ms.
+	// TickInterval paces retention, compaction, checkpoints, flush.ms and
+	// producer expiry.
 	TickInterval time.Duration
-	Logger       zerolog.Logger
+	// ProducerIDExpirationMs is producer.id.expiration.ms: an idempotent
+	// producer idle this long is forgotten. 0 means Kafka's default,
+	// configs.DefaultProducerIDExpirationMs.
+	ProducerIDExpirationMs int64
+	Logger                 zerolog.Logger
 }
 
 // StoreOptions maps a topic's configs to the log's options.
@@ -60,9 +67,11 @@ func StoreOptions(t configs.Topic) store.Options {
 // their records are as durable as their acks ask, and publishes views that
 // fetches read without messages.
 //
-// Restart: the log is reopened (and recovered) from disk in Started; the
-// requests waiting on the old instance were answered REQUEST_TIMED_OUT, an
-// indefinite error, so producers retry (idempotent ones without duplicates).
+// Restart: the log is reopened (and recovered) from disk in Started, and
+// the idempotent producers' state rebuilt from its newest snapshot and the
+// batches after it; the requests waiting on the old instance were answered
+// REQUEST_TIMED_OUT, an indefinite error, so producers retry (idempotent
+// ones without duplicates).
 type partition struct {
 	cfg    Config
 	handle *Handle
@@ -71,6 +80,12 @@ type partition struct {
 	sys    *actor.ActorSystem
 
 	waiters []waiter // appends waiting for the high watermark, by offset
+
+	producers *producers
+	// lastSnapshot is the offset of the newest producer-state snapshot
+	// written or loaded (-1: none), lastSnapshotTime when it was written.
+	lastSnapshot     int64
+	lastSnapshotTime time.Time
 
 	syncReq        chan struct{}
 	stop           chan struct{}
@@ -94,8 +109,12 @@ func (p *partition) Receive(ctx actor.Context) {
 		if err := p.start(); err != nil {
 			panic(fmt.Errorf("partition %s-%d: start: %w", p.cfg.Topic, p.cfg.Partition, err))
 		}
-	case *actor.Stopping, *actor.Restarting:
-		p.shutdown()
+	case *actor.Stopping:
+		p.shutdown(true)
+	case *actor.Restarting:
+		// NB: no producer snapshot: after a panic the state in memory may
+		// be half updated; the next instance rebuilds it from the log.
+		p.shutdown(false)
 	case *Append:
 		p.append(m)
 	case *synced:
@@ -128,6 +147,11 @@ func (p *partition) start() error {
 	// high watermark is the log end. (Replication will make it the
 	// minimum over the ISR.)
 	l.SetHighWatermark(l.LogEndOffset())
+	if err := p.rebuildProducers(); err != nil {
+		l.Close()
+		p.log = nil
+		return err
+	}
 	p.lastCheckpoint = p.cfg.Clock.Now()
 	p.publish()
 	p.syncReq, p.stop = make(chan struct{}, 1), make(chan struct{})
@@ -137,8 +161,9 @@ func (p *partition) start() error {
 	return nil
 }
 
-// shutdown stops the goroutines, answers waiters, and closes the log.
-func (p *partition) shutdown() {
+// shutdown stops the goroutines, answers waiters, snapshots the producer
+// state when it can be trusted (clean), and closes the log.
+func (p *partition) shutdown(clean bool) {
 	if p.log == nil {
 		return
 	}
@@ -149,6 +174,9 @@ func (p *partition) shutdown() {
 		w.reply(w.res)
 	}
 	p.waiters = nil
+	if clean {
+		p.snapshotProducers()
+	}
 	if err := p.log.Close(); err != nil {
 		p.cfg.Logger.Error().Err(err).Msg("closing the log")
 	}
@@ -201,6 +229,22 @@ func (p *partition) append(m *Append) {
 			"The size of the current ISR %d is insufficient to satisfy the min.isr requirement of %d", p.cfg.ISR, p.cfg.TopicConfig.MinInsyncReplicas)})
 		return
 	}
+	h, idempotent, bad := idempotentBatch(m.Records)
+	if bad != nil {
+		m.Reply(*bad)
+		return
+	}
+	if idempotent {
+		c := p.producers.check(&h)
+		switch {
+		case c.Err != nil:
+			m.Reply(AppendResult{Err: c.Err, Message: c.Message})
+			return
+		case c.Duplicate != nil:
+			p.answerDuplicate(m, c.Duplicate)
+			return
+		}
+	}
 	res, err := p.log.Append(m.Records, p.cfg.LeaderEpoch)
 	if err != nil {
 		m.Reply(appendError(err))
@@ -208,6 +252,19 @@ func (p *partition) append(m *Append) {
 			panic(err) // the disk failed: restart and recover from what is on it
 		}
 		return
+	}
+	if idempotent {
+		h.BaseOffset = res.BaseOffset
+		if res.LogAppendTime >= 0 {
+			h.MaxTimestamp = res.LogAppendTime
+		}
+		p.producers.update(&h, p.cfg.Clock.Now().UnixMilli())
+	}
+	if p.log.View().ActiveSegmentBase() == res.BaseOffset {
+		// This append rolled the log (or was the first of an empty one):
+		// snapshot there, as Kafka does at a roll, so that a restart
+		// replays at most the active segment.
+		p.snapshotProducers()
 	}
 	out := AppendResult{BaseOffset: res.BaseOffset, LogAppendTime: res.LogAppendTime, LogStartOffset: res.LogStartOffset}
 	switch {
@@ -224,6 +281,59 @@ func (p *partition) append(m *Append) {
 	if p.cfg.Durability != configs.DurabilityReplicated || p.log.FlushDue() {
 		p.requestSync()
 	}
+}
+
+// idempotentBatch returns the header of records when they are one batch
+// of an idempotent producer. Produce v3+ sends exactly one batch per
+// partition (Validate checks it); a record set of several batches may not
+// hold an idempotent one, whose sequence check and duplicate answer are
+// per batch, so it is refused (INVALID_RECORD, nothing appended). Records
+// whose header does not parse are left to the log, which refuses them.
+func idempotentBatch(records []byte) (store.Header, bool, *AppendResult) {
+	h, err := store.ParseHeader(records)
+	if err != nil {
+		return h, false, nil
+	}
+	if h.Size() == int64(len(records)) {
+		return h, h.ProducerID >= 0, nil
+	}
+	err = store.ForEachBatch(records, func(_ []byte, bh store.Header) error {
+		if bh.ProducerID >= 0 {
+			return errIdempotentInSet
+		}
+		return nil
+	})
+	if errors.Is(err, errIdempotentInSet) {
+		return h, false, &AppendResult{Err: kerr.InvalidRecord, Message: err.Error()}
+	}
+	return h, false, nil
+}
+
+var errIdempotentInSet = errors.New("an idempotent producer's batch must be the only batch of its record set")
+
+// answerDuplicate answers a retried batch with the offsets the original got
+// (KIP-98). Like the original, it is answered only once those offsets are
+// as durable as its acks ask, so that a retry never hears of success before
+// the original could have.
+func (p *partition) answerDuplicate(m *Append, b *batchMetadata) {
+	out := AppendResult{BaseOffset: b.FirstOffset, LogAppendTime: -1, LogStartOffset: p.log.LogStartOffset()}
+	if p.cfg.TopicConfig.MessageTimestampType == configs.LogAppendTime {
+		out.LogAppendTime = b.Timestamp
+	}
+	next := b.LastOffset + 1
+	if m.Acks == 0 || next <= p.log.HighWatermark() {
+		m.Reply(out)
+		return
+	}
+	// Waiters are sorted by the high watermark they wait for; the original
+	// is among them, and so may be later appends.
+	i, _ := slices.BinarySearchFunc(p.waiters, next, func(w waiter, next int64) int {
+		if w.next <= next {
+			return -1
+		}
+		return 1
+	})
+	p.waiters = slices.Insert(p.waiters, i, waiter{next: next, res: out, reply: m.Reply})
 }
 
 func appendError(err error) AppendResult {
@@ -268,6 +378,12 @@ func (p *partition) onSynced(m *synced) {
 
 func (p *partition) onTick() {
 	now := p.cfg.Clock.Now()
+	if n := p.producers.expire(now.UnixMilli()); n > 0 {
+		p.cfg.Logger.Debug().Int("producers", n).Msg("expired idle producers")
+	}
+	if now.Sub(p.lastSnapshotTime) >= producerSnapshotInterval {
+		p.snapshotProducers()
+	}
 	if _, err := p.log.ApplyRetention(); err != nil {
 		p.cfg.Logger.Error().Err(err).Msg("retention failed")
 	} else if p.log.LogStartOffset() != p.handle.View().Log.LogStartOffset {
@@ -310,4 +426,110 @@ func (p *partition) deleteRecords(m *DeleteRecords) {
 	}
 	p.publish()
 	m.Reply(p.log.LogStartOffset(), nil)
+}
+
+// producerSnapshotInterval paces the periodic producer-state snapshot,
+// beside those at segment rolls and at a clean stop: it bounds what a
+// restart after a crash replays from the log when segments are large. A
+// snapshot costs two fsyncs, so it is taken only when the log has grown.
+const producerSnapshotInterval = time.Minute
+
+// snapshotProducers writes the producer state at the log end offset, if
+// the log has grown since the last snapshot (Kafka's takeSnapshot). The
+// state covers every batch below the log end, durable or not: a crash that
+// loses the tail also loses the snapshot (store.Open deletes snapshots above
+// the log end). A failure is logged; the older snapshot and the log still
+// rebuild the state.
+func (p *partition) snapshotProducers() {
+	leo := p.log.LogEndOffset()
+	if leo == p.lastSnapshot {
+		return
+	}
+	if err := p.log.WriteSnapshot(leo, p.producers.encode()); err != nil {
+		p.cfg.Logger.Error().Err(err).Int64("offset", leo).Msg("producer-state snapshot failed")
+		return
+	}
+	p.lastSnapshot, p.lastSnapshotTime = leo, p.cfg.Clock.Now()
+}
+
+// rebuildProducers restores the producer state from the newest snapshot
+// and replays the batch headers after it to the log end (Kafka's
+// loadProducerState). Without a usable snapshot it replays the whole log.
+// Producers whose batches retention removed before any snapshot kept them
+// stay unknown, and may go on at any sequence (KIP-360).
+func (p *partition) rebuildProducers() error {
+	expiration := p.cfg.ProducerIDExpirationMs
+	if expiration <= 0 {
+		expiration = configs.DefaultProducerIDExpirationMs
+	}
+	p.producers = newProducers(expiration)
+	p.lastSnapshot = -1
+	p.lastSnapshotTime = p.cfg.Clock.Now()
+	off, data, ok, err := p.log.ReadLatestSnapshot()
+	if err != nil {
+		return err
+	}
+	v := p.log.View()
+	from := v.LogStartOffset
+	if ok {
+		if err := p.producers.restore(data); err != nil {
+			p.cfg.Logger.Warn().Err(err).Int64("offset", off).Msg("ignoring producer-state snapshot; replaying the whole log")
+		} else {
+			from = max(from, off)
+			p.lastSnapshot = off
+		}
+	}
+	now := p.cfg.Clock.Now().UnixMilli()
+	if err := replayHeaders(v, from, func(h *store.Header) { p.producers.update(h, now) }); err != nil {
+		return fmt.Errorf("rebuilding producer state from offset %d: %w", from, err)
+	}
+	p.producers.expire(now)
+	return nil
+}
+
+// replayChunk is how much of a segment replayHeaders reads at once: small
+// batches cost one read per chunk, large ones one read each.
+const replayChunk = 64 << 10
+
+// replayHeaders calls fn with the header of every batch that ends at or
+// after from, up to the view's log end, in order. It reads headers only
+// (never decompresses), through the view's segment files.
+func replayHeaders(v *store.View, from int64, fn func(h *store.Header)) error {
+	buf := make([]byte, replayChunk)
+	for off := max(from, v.LogStartOffset); off < v.LogEndOffset; {
+		sl, err := v.Read(off, store.ReadOptions{MaxBytes: 1 << 40, MaxOffset: v.LogEndOffset, MinOneBatch: true})
+		if err != nil {
+			return err
+		}
+		if sl.Size == 0 {
+			return nil
+		}
+		var bufPos, bufEnd int64 // the file range buf holds
+		for pos, end := sl.Pos, sl.Pos+sl.Size; pos < end; {
+			if pos+store.HeaderSize > bufEnd {
+				n := min(int64(len(buf)), end-pos)
+				if n < store.HeaderSize {
+					return fmt.Errorf("%w: partial batch header at position %d", store.ErrCorrupt, pos)
+				}
+				got, err := sl.File.ReadAt(buf[:n], pos)
+				if int64(got) < n {
+					if err == nil || errors.Is(err, io.EOF) {
+						err = fmt.Errorf("%w: short read at position %d", store.ErrCorrupt, pos)
+					}
+					return err
+				}
+				bufPos, bufEnd = pos, pos+n
+			}
+			h, err := store.ParseHeader(buf[pos-bufPos:])
+			if err != nil {
+				return err
+			}
+			if h.LastOffset() >= from {
+				fn(&h)
+			}
+			pos += h.Size()
+		}
+		off = sl.NextOffset
+	}
+	return nil
 }
