@@ -199,10 +199,9 @@ func TestFetchFramingMatchesKmsg(t *testing.T) {
 				{"copy", tcpClient, tcpServer, math.MaxInt64},
 				{"pipe", pipeClient, pipeServer, 1},
 			} {
-				old := sendfileMin
-				sendfileMin = path.sendfileMin
+				old := sendfileMin.Swap(path.sendfileMin)
 				got := writeAndRead(t, path.srv, path.client, fr, p, len(want))
-				sendfileMin = old
+				sendfileMin.Store(old)
 				if !bytes.Equal(got, want) {
 					t.Fatalf("v%d #%d %s: the writer sent something else than kmsg's encoding", version, i, path.name)
 				}
@@ -292,11 +291,10 @@ func TestSendfileFromClosedFileFails(t *testing.T) {
 	f.Close()
 	_, srv := tcpPair(t)
 	for _, min := range []int64{1, math.MaxInt64} {
-		old := sendfileMin
-		sendfileMin = min
+		old := sendfileMin.Swap(min)
 		o := newOutput(srv, zerolog.Nop())
 		err := o.response(&pending{corr: 1, key: 1, flexible: true}, fr)
-		sendfileMin = old
+		sendfileMin.Store(old)
 		if err == nil {
 			t.Fatalf("sendfileMin %d: writing from a closed file succeeded", min)
 		}
