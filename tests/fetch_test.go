@@ -107,8 +107,8 @@ type sniffConn struct {
 	rbuf     []byte
 }
 
-// frames cuts complete size-prefixed frames off *buf.
-func frames(buf *[]byte, fn func(frame []byte)) {
+// cutFrames cuts complete size-prefixed frames off *buf.
+func cutFrames(buf *[]byte, fn func(frame []byte)) {
 	for len(*buf) >= 4 {
 		n := int(binary.BigEndian.Uint32(*buf))
 		if len(*buf) < 4+n {
@@ -124,7 +124,7 @@ func (c *sniffConn) Write(b []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.wbuf = append(c.wbuf, b[:n]...)
-	frames(&c.wbuf, func(frame []byte) {
+	cutFrames(&c.wbuf, func(frame []byte) {
 		rd := kbin.Reader{Src: frame}
 		key, version, corr := rd.Int16(), rd.Int16(), rd.Int32()
 		rd.NullableString()
@@ -151,7 +151,7 @@ func (c *sniffConn) Read(b []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.rbuf = append(c.rbuf, b[:n]...)
-	frames(&c.rbuf, func(frame []byte) {
+	cutFrames(&c.rbuf, func(frame []byte) {
 		rd := kbin.Reader{Src: frame}
 		corr := rd.Int32()
 		e := c.inflight[corr]
@@ -242,7 +242,7 @@ func consumeExactly(ctx context.Context, t *testing.T, c *kgo.Client, want map[s
 	}
 }
 
-func values(prefix string, n int) []string {
+func seqValues(prefix string, n int) []string {
 	vs := make([]string, n)
 	for i := range vs {
 		vs[i] = fmt.Sprintf("%s-%d", prefix, i)
@@ -272,7 +272,7 @@ func TestFetchSessionsWithFranzGo(t *testing.T) {
 	want := map[string][]string{}
 	for i := range int32(parts) {
 		produceTo(ctx, t, p, "many", i, fmt.Sprintf("a%d", i), 5)
-		want[fmt.Sprintf("many/%d", i)] = values(fmt.Sprintf("a%d", i), 5)
+		want[fmt.Sprintf("many/%d", i)] = seqValues(fmt.Sprintf("a%d", i), 5)
 	}
 
 	log := newFetchLog()
@@ -290,7 +290,7 @@ func TestFetchSessionsWithFranzGo(t *testing.T) {
 	want = map[string][]string{}
 	for i := range int32(3) {
 		produceTo(ctx, t, p, "many", i, fmt.Sprintf("b%d", i), 3)
-		want[fmt.Sprintf("many/%d", i)] = values(fmt.Sprintf("b%d", i), 3)
+		want[fmt.Sprintf("many/%d", i)] = seqValues(fmt.Sprintf("b%d", i), 3)
 	}
 	consumeExactly(ctx, t, c, want)
 	incremental := 0
@@ -316,7 +316,7 @@ func TestFetchSessionsWithFranzGo(t *testing.T) {
 	want = map[string][]string{}
 	for i := range int32(4) {
 		produceTo(ctx, t, p, "added", i, fmt.Sprintf("c%d", i), 4)
-		want[fmt.Sprintf("added/%d", i)] = values(fmt.Sprintf("c%d", i), 4)
+		want[fmt.Sprintf("added/%d", i)] = seqValues(fmt.Sprintf("c%d", i), 4)
 	}
 	c.AddConsumeTopics("added")
 	consumeExactly(ctx, t, c, want)
@@ -358,7 +358,7 @@ func TestFetchSessionsWithFranzGo(t *testing.T) {
 	})
 	produceTo(ctx, t, p, "added", 0, "d0", 2)
 	produceTo(ctx, t, p, "many", 5, "d5", 2)
-	consumeExactly(ctx, t, c, map[string][]string{"many/5": values("d5", 2)})
+	consumeExactly(ctx, t, c, map[string][]string{"many/5": seqValues("d5", 2)})
 	for _, e := range log.snapshot()[forgotten+1:] {
 		if e.resp == nil || e.req.SessionEpoch <= 0 {
 			continue
@@ -372,13 +372,13 @@ func TestFetchSessionsWithFranzGo(t *testing.T) {
 
 	// Resumed, it is added back and its records arrive.
 	c.ResumeFetchTopics("added")
-	consumeExactly(ctx, t, c, map[string][]string{"added/0": values("d0", 2)})
+	consumeExactly(ctx, t, c, map[string][]string{"added/0": seqValues("d0", 2)})
 
 	// Purging a topic makes franz-go replace its session (epoch 0 with its
 	// id): the broker closes the old one and opens another.
 	c.PurgeTopicsFromConsuming("added")
 	produceTo(ctx, t, p, "many", 6, "e6", 2)
-	consumeExactly(ctx, t, c, map[string][]string{"many/6": values("e6", 2)})
+	consumeExactly(ctx, t, c, map[string][]string{"many/6": seqValues("e6", 2)})
 	for _, e := range log.snapshot() {
 		if e.req.SessionEpoch == 0 && e.req.SessionID != 0 && e.resp != nil &&
 			(e.resp.ErrorCode != 0 || e.resp.SessionID == e.req.SessionID || e.resp.SessionID == 0) {
@@ -400,14 +400,14 @@ func TestFetchWithoutSessionsWithFranzGo(t *testing.T) {
 	want := map[string][]string{}
 	for i := range int32(8) {
 		produceTo(ctx, t, p, "nosession", i, fmt.Sprintf("v%d", i), 4)
-		want[fmt.Sprintf("nosession/%d", i)] = values(fmt.Sprintf("v%d", i), 4)
+		want[fmt.Sprintf("nosession/%d", i)] = seqValues(fmt.Sprintf("v%d", i), 4)
 	}
 	log := newFetchLog()
 	c := b.client(kgo.Dialer(log.dialer()), kgo.ConsumeTopics("nosession"), kgo.DisableFetchSessions(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
 	consumeExactly(ctx, t, c, want)
 	produceTo(ctx, t, p, "nosession", 3, "w3", 2)
-	consumeExactly(ctx, t, c, map[string][]string{"nosession/3": values("w3", 2)})
+	consumeExactly(ctx, t, c, map[string][]string{"nosession/3": seqValues("w3", 2)})
 	ex := log.snapshot()
 	if len(ex) == 0 {
 		t.Fatal("no fetch seen")
@@ -735,7 +735,7 @@ func TestFetchByteLimits(t *testing.T) {
 	// franz-go under limits smaller than a record still gets them all.
 	cl := b.client(kgo.ConsumeTopics("big"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxBytes(1000), kgo.FetchMaxPartitionBytes(1000))
-	want := map[string][]string{"big/0": append([]string{string(large), string(huge)}, values("small", 10)...), "big/1": values("small", 10)}
+	want := map[string][]string{"big/0": append([]string{string(large), string(huge)}, seqValues("small", 10)...), "big/1": seqValues("small", 10)}
 	consumeExactly(ctx, t, cl, want)
 }
 
