@@ -25,15 +25,32 @@ import (
 type metadataActor struct {
 	node       configs.Node
 	partitions *actor.PID
+	current    func() *image.Image // the newest published image
 	hosted     map[partition.Key]image.TopicID
 }
 
 func (m *metadataActor) Receive(c actor.Context) {
-	msg, ok := c.Message().(*controller.ImagePublished)
-	if !ok {
+	var im *image.Image
+	switch msg := c.Message().(type) {
+	case *controller.ImagePublished:
+		im = msg.Image
+	case *actor.Started, *resync:
+		// A restart of this actor or of the partitions supervisor loses
+		// what was hosted: tell the supervisor everything again.
+		m.hosted = map[partition.Key]image.TopicID{}
+		if im = m.current(); im.Offset < 0 {
+			return // no metadata yet: the first image will come
+		}
+	default:
 		return
 	}
-	im := msg.Image
+	m.apply(c, im)
+}
+
+// resync asks the metadata actor to host every partition again.
+type resync struct{}
+
+func (m *metadataActor) apply(c actor.Context, im *image.Image) {
 	// NB: an error means dynamic configs the controller validated under
 	// other rules (an older or newer binary wrote the metadata log);
 	// WithDynamic still applies every valid one, which is the best this

@@ -287,14 +287,18 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 	n := a.node
 	// The tree's spawn middleware instruments every actor spawned here
 	// and below (mailbox and restart counters, the fault middleware).
+	// A restarted partitions supervisor has lost its children: it asks the
+	// metadata actor to host them again.
+	var metadata *actor.PID
 	partitions, err := c.SpawnNamed(partition.SupervisorProps(partition.SupervisorConfig{
 		Registry: n.registry, FS: vfs.Default, Logger: n.log,
+		Restarted: func() { n.sys.Root.Send(metadata, &resync{}) },
 	}, actors.NewBackoffStrategy(actors.Backoff{})), "partitions")
 	if err != nil {
 		return err
 	}
-	metadata, err := c.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-		return &metadataActor{node: n.cfg, partitions: partitions, hosted: map[partition.Key]image.TopicID{}}
+	metadata, err = c.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
+		return &metadataActor{node: n.cfg, partitions: partitions, current: n.image.Load, hosted: map[partition.Key]image.TopicID{}}
 	}), "metadata")
 	if err != nil {
 		return err

@@ -79,7 +79,8 @@ type partition struct {
 	self   *actor.PID
 	sys    *actor.ActorSystem
 
-	waiters []waiter // appends waiting for the high watermark, by offset
+	waiters  []waiter // appends waiting for the high watermark, by offset
+	inflight *Append  // the Append being handled, answered if handling it panics
 
 	producers *producers
 	// lastSnapshot is the offset of the newest producer-state snapshot
@@ -116,7 +117,12 @@ func (p *partition) Receive(ctx actor.Context) {
 		// be half updated; the next instance rebuilds it from the log.
 		p.shutdown(false)
 	case *Append:
+		// Should handling it panic, the old instance's Restarting answers
+		// it (indefinitely: it may be in the log), not the client's timeout.
+		m.Reply = replyOnce(m.Reply)
+		p.inflight = m
 		p.append(m)
+		p.inflight = nil
 	case *synced:
 		p.onSynced(m)
 	case *tick:
@@ -169,6 +175,10 @@ func (p *partition) shutdown(clean bool) {
 	}
 	close(p.stop)
 	p.goroutines.Wait()
+	if p.inflight != nil {
+		p.inflight.Reply(AppendResult{Err: kerr.RequestTimedOut, Message: "partition restarting"})
+		p.inflight = nil
+	}
 	for _, w := range p.waiters {
 		w.res.Err, w.res.Message = kerr.RequestTimedOut, "partition restarting"
 		w.reply(w.res)
@@ -532,4 +542,10 @@ func replayHeaders(v *store.View, from int64, fn func(h *store.Header)) error {
 		off = sl.NextOffset
 	}
 	return nil
+}
+
+// replyOnce guards a reply callback so that a second call does nothing.
+func replyOnce(reply func(AppendResult)) func(AppendResult) {
+	var once sync.Once
+	return func(r AppendResult) { once.Do(func() { reply(r) }) }
 }

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -106,25 +107,33 @@ type SupervisorConfig struct {
 	// Middleware is applied to every partition actor (fault injection,
 	// metrics).
 	Middleware []actor.ReceiverMiddleware
+	// Restarted is called when the supervisor restarts after a failure:
+	// its children are gone, and whoever knows what to host must say it
+	// again.
+	Restarted func()
 }
 
 // SupervisorProps returns the props of the "partitions" supervisor: it
 // spawns one actor per hosted partition, named "<topic>-<partition>", and
 // restarts a failed one from disk (one-for-one).
 func SupervisorProps(cfg SupervisorConfig, strategy actor.SupervisorStrategy) *actor.Props {
+	var incarnations atomic.Int32
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &supervisor{cfg: cfg, children: map[Key]*child{}}
+		return &supervisor{cfg: cfg, children: map[Key]*child{}, restarted: incarnations.Add(1) > 1}
 	}, actor.WithSupervisor(strategy))
 }
 
 type supervisor struct {
-	cfg      SupervisorConfig
-	children map[Key]*child
+	cfg       SupervisorConfig
+	children  map[Key]*child
+	restarted bool // set on the instance that replaces a failed one
+	leaving   bool // stopping or restarting: children stop for good
 }
 
 type child struct {
 	handle *Handle
 	cfg    Config
+	props  *actor.Props
 }
 
 func (s *supervisor) Receive(ctx actor.Context) {
@@ -133,9 +142,18 @@ func (s *supervisor) Receive(ctx actor.Context) {
 		s.host(ctx, m.Config)
 	case *Unhost:
 		s.unhost(ctx, m)
-	case *actor.Stopping:
+	case *actor.Terminated:
+		s.respawn(ctx, m.Who)
+	case *actor.Restarting, *actor.Stopping:
+		// protoactor stops the children next, and their Terminated comes
+		// here: they must not be respawned.
+		s.leaving = true
 		for k := range s.children {
 			s.cfg.Registry.remove(k)
+		}
+	case *actor.Started:
+		if s.restarted && s.cfg.Restarted != nil {
+			s.cfg.Restarted()
 		}
 	}
 }
@@ -175,7 +193,7 @@ func (s *supervisor) host(ctx actor.Context, cfg Config) {
 		return
 	}
 	h.PID = pid
-	s.children[k] = &child{handle: h, cfg: cfg}
+	s.children[k] = &child{handle: h, cfg: cfg, props: props}
 	s.cfg.Registry.put(h)
 }
 
@@ -221,4 +239,25 @@ const DeletedDirSuffix = "-delete"
 // Dir returns a partition's directory under dataDir.
 func Dir(dataDir, topic string, partition int32) string {
 	return filepath.Join(dataDir, fmt.Sprintf("%s-%d", topic, partition))
+}
+
+// respawn brings back a partition actor that stopped while it was still to
+// be hosted (a stop fault, or a stop by hand): a node heals itself. A stop
+// the supervisor asked for (Unhost) removed the child first, and is ignored.
+func (s *supervisor) respawn(ctx actor.Context, who *actor.PID) {
+	if s.leaving {
+		return
+	}
+	for k, c := range s.children {
+		if !c.handle.PID.Equal(who) {
+			continue
+		}
+		s.cfg.Logger.Warn().Str("actor", who.Id).Msg("partition actor stopped while hosted: starting it again")
+		if _, err := ctx.SpawnNamed(c.props, fmt.Sprintf("%s-%d", k.Topic, k.Partition)); err != nil {
+			s.cfg.Logger.Error().Err(err).Str("actor", who.Id).Msg("respawning partition actor")
+			delete(s.children, k)
+			s.cfg.Registry.remove(k)
+		}
+		return
+	}
 }
