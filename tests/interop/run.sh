@@ -1,0 +1,370 @@
+#!/usr/bin/env bash
+# Interop: unmodified kcat (librdkafka) and kafkajs against a fresh
+# `skein node`, over TCP. .ci/run runs it after `make test`; it also runs
+# alone, from any directory: tests/interop/run.sh
+#
+# It installs what is missing (kcat from Debian's package, kafkajs with
+# `npm ci` from the committed package-lock.json), builds bin/skein, starts a
+# node on a fresh data directory with a port the kernel picks, and runs
+# named checks:
+#   - kcat -L: the broker, then each topic with its partitions;
+#   - kcat -P with keys (-K:) into a topic that the produce auto-creates
+#     (the node runs with num.partitions=3), kcat -C -e reading exactly
+#     those records back, and the -p, -o (absolute, relative, end,
+#     s@timestamp) and -c options;
+#   - librdkafka's idempotent producer (enable.idempotence) with each
+#     codec: none, gzip, snappy, lz4, zstd;
+#   - errors: an invalid topic name, a fetch past the end;
+#   - kafkajs.js: the admin client (createTopics, fetchTopicMetadata,
+#     fetchTopicOffsets, fetchTopicOffsetsByTimestamp) and an idempotent
+#     producer, whose records kcat then reads back;
+#   - the node stops cleanly on SIGTERM.
+#
+# NB: kafkajs's consumer is not run yet. It always joins a consumer group
+# (FindCoordinator, JoinGroup, SyncGroup, Heartbeat, OffsetFetch,
+# OffsetCommit), which Skein serves from issue 4 on. Whoever resolves
+# issue 4 adds the kafkajs consumer here and in kafkajs.js, reading back
+# what the kafkajs producer wrote (today kcat does that).
+#
+# Ends with "interop: N passed, M failed" and exits 1 if any check failed
+# or the setup did. Set INTEROP_KEEP=1 to keep the work directory (node log,
+# outputs); it is kept anyway when something fails.
+set -uo pipefail # no -e: a failed check is counted and the run goes on
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+HERE=$ROOT/tests/interop
+export PATH="$PATH:/usr/local/go/bin"
+# The kafkajs v2 partitioner warning is noise here: kafkajs.js picks the
+# partitioner explicitly.
+export KAFKAJS_NO_PARTITIONER_WARNING=1
+export LC_ALL=C # sort and compare bytes
+
+N=300 # records kcat produces with keys
+M=200 # records the kafkajs idempotent producer sends
+TOPIC_AUTO=interop-kcat-auto
+TOPIC_KJS=interop-kafkajs
+NODE_PID=
+WORK=$(mktemp -d -t skein-interop.XXXXXX)
+
+passed=0
+failures=()
+ok() {
+	passed=$((passed + 1))
+	echo "ok $1"
+}
+fail() {
+	failures+=("$1")
+	echo "FAIL $1"
+}
+
+summary() {
+	echo "interop: $passed passed, ${#failures[@]} failed"
+	local f
+	for f in "${failures[@]}"; do
+		echo "  failed: $f"
+	done
+}
+
+# die ends the run on a failure that leaves nothing to check.
+die() {
+	fail "$1"
+	exit 1
+}
+
+cleanup() {
+	local rc=$?
+	if [ -n "$NODE_PID" ] && kill -0 "$NODE_PID" 2>/dev/null; then
+		kill -KILL "$NODE_PID" 2>/dev/null
+		wait "$NODE_PID" 2>/dev/null
+	fi
+	if [ "${#failures[@]}" -gt 0 ] || [ "$rc" -ne 0 ]; then
+		if [ -f "$WORK/node.log" ]; then
+			echo "--- last lines of the node's log ($WORK/node.log)"
+			tail -n 30 "$WORK/node.log"
+		fi
+		echo "--- work directory kept: $WORK"
+	elif [ -z "${INTEROP_KEEP:-}" ]; then
+		rm -rf "$WORK"
+	fi
+	summary
+	if [ "${#failures[@]}" -gt 0 ]; then
+		exit 1
+	fi
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# --- install --------------------------------------------------------------
+
+as_root() {
+	if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+# Debian ships kcat as "kcat" (bookworm on) and as "kafkacat" before.
+KCAT=$(command -v kcat || command -v kafkacat || true)
+if [ -z "$KCAT" ]; then
+	echo "installing kcat"
+	export DEBIAN_FRONTEND=noninteractive
+	as_root apt-get update -qq || die "apt-get update"
+	as_root apt-get install -y -qq kcat >/dev/null || as_root apt-get install -y -qq kafkacat >/dev/null ||
+		die "apt-get install kcat"
+	KCAT=$(command -v kcat || command -v kafkacat) || die "kcat installed but not on PATH"
+fi
+echo "kcat: $("$KCAT" -V 2>&1 | grep -o 'librdkafka [0-9.]*' | head -n 1)"
+
+command -v node >/dev/null || die "node (Node.js) is not installed"
+want=$(cd "$HERE" && node -p 'require("./package-lock.json").packages["node_modules/kafkajs"].version')
+have=$(cd "$HERE" && node -p 'require("./node_modules/kafkajs/package.json").version' 2>/dev/null) || have=none
+if [ "$want" != "$have" ]; then
+	echo "installing kafkajs $want"
+	(cd "$HERE" && npm ci --no-audit --no-fund --loglevel=error) || die "npm ci"
+fi
+echo "kafkajs: $want"
+
+# --- the node -------------------------------------------------------------
+
+make -C "$ROOT" --no-print-directory build || die "make build"
+
+# Port 0: the kernel picks a free port, with no window for another process
+# to take it, and the node logs the address it bound.
+mkdir -p "$WORK/data"
+"$ROOT/bin/skein" node --data-dir "$WORK/data" --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 \
+	--log-format json --set num.partitions=3 >"$WORK/node.log" 2>&1 &
+NODE_PID=$!
+
+# A bounded poll of observable conditions: the "node started" line with the
+# bound address, then kcat getting metadata from it.
+BROKER=
+deadline=$((SECONDS + 30))
+while [ -z "$BROKER" ]; do
+	kill -0 "$NODE_PID" 2>/dev/null || die "the node exited during start"
+	[ "$SECONDS" -lt "$deadline" ] || die "the node did not log 'node started' within 30 s"
+	BROKER=$(grep '"message":"node started"' "$WORK/node.log" | grep -o '"listen":"[^"]*"' | cut -d'"' -f4)
+	[ -n "$BROKER" ] || sleep 0.1
+done
+until "$KCAT" -b "$BROKER" -L -m 1 >/dev/null 2>&1; do
+	kill -0 "$NODE_PID" 2>/dev/null || die "the node exited during start"
+	[ "$SECONDS" -lt "$deadline" ] || die "kcat -L got no metadata from $BROKER within 30 s"
+	sleep 0.1
+done
+echo "node $NODE_PID on $BROKER, data in $WORK/data"
+
+# kc runs kcat against the node, bounded so that a hang fails the check
+# instead of the run: each call here takes about a second.
+kc() {
+	timeout 30 "$KCAT" -b "$BROKER" "$@"
+}
+
+# consume OUT ARGS... runs kcat -C ARGS with the records in file OUT and
+# kcat's stderr in OUT.err, and returns kcat's exit status.
+consume() {
+	local out=$1
+	shift
+	kc -C "$@" >"$out" 2>"$out.err"
+}
+
+# same NAME STATUS GOT WANT is check NAME: kcat exited with STATUS 0 and
+# file GOT equals file WANT.
+same() {
+	local name=$1 status=$2 got=$3 want=$4 why
+	if [ "$status" -ne 0 ]; then
+		why="kcat exit status $status"
+		[ "$status" -ne 124 ] || why="kcat timed out (30 s)"
+		fail "$name: $why"
+		[ ! -f "$got.err" ] || tail -n 3 "$got.err"
+	elif diff -u "$want" "$got" >"$WORK/diff" 2>&1; then
+		ok "$name"
+	else
+		fail "$name"
+		head -n 20 "$WORK/diff"
+	fi
+}
+
+# metadata_check TOPIC PARTITIONS checks `kcat -L -J` output on stdin: the
+# broker, and TOPIC with its partitions (metadata.js says what exactly).
+metadata_check() {
+	node "$HERE/metadata.js" "$BROKER" "$1" "$2"
+}
+
+# --- kcat: metadata, produce with auto-create, consume --------------------
+
+if kc -L -J -m 10 | metadata_check "$TOPIC_AUTO" 0; then
+	ok "kcat -L: the broker and controller; $TOPIC_AUTO absent"
+else
+	fail "kcat -L: the broker and controller; $TOPIC_AUTO absent"
+fi
+
+for i in $(seq 1 "$N"); do echo "key-$i:value-$i"; done >"$WORK/kcat.want"
+if kc -P -t "$TOPIC_AUTO" -K: <"$WORK/kcat.want"; then
+	ok "kcat -P -K: $N records, auto-creating $TOPIC_AUTO"
+else
+	fail "kcat -P -K: $N records, auto-creating $TOPIC_AUTO"
+fi
+
+if kc -L -J -t "$TOPIC_AUTO" | metadata_check "$TOPIC_AUTO" 3; then
+	ok "kcat -L -t $TOPIC_AUTO: 3 partitions (num.partitions), leader, replicas, ISR"
+else
+	fail "kcat -L -t $TOPIC_AUTO: 3 partitions (num.partitions), leader, replicas, ISR"
+fi
+
+# Every record, as "partition offset timestamp key:value".
+consume "$WORK/kcat.all" -t "$TOPIC_AUTO" -o beginning -e -f '%p %o %T %k:%s\n'
+status=$?
+cut -d' ' -f4 "$WORK/kcat.all" | sort >"$WORK/kcat.got"
+sort "$WORK/kcat.want" >"$WORK/kcat.want.sorted"
+same "kcat -C -o beginning -e: exactly the $N records produced" "$status" "$WORK/kcat.got" "$WORK/kcat.want.sorted"
+
+# Offsets in each partition run 0, 1, 2, ... with no gap, and the keys
+# spread over all three partitions.
+if awk '!($1 in next_) { parts++ } { if ($2 != next_[$1] + 0) { bad = 1 } next_[$1] = $2 + 1 }
+	END { exit (bad || parts != 3) }' "$WORK/kcat.all"; then
+	ok "kcat -C: offsets contiguous from 0 in each of the 3 partitions"
+else
+	fail "kcat -C: offsets contiguous from 0 in each of the 3 partitions"
+fi
+
+# part P prints partition P's records from kcat.all as "offset key:value".
+part() {
+	awk -v p="$1" '$1 == p { print $2, $4 }' "$WORK/kcat.all"
+}
+
+for p in 0 1 2; do
+	consume "$WORK/p$p.got" -t "$TOPIC_AUTO" -p "$p" -o beginning -e -f '%o %k:%s\n'
+	status=$?
+	part "$p" >"$WORK/p$p.want"
+	same "kcat -C -p $p -o beginning: partition $p in offset order" "$status" "$WORK/p$p.got" "$WORK/p$p.want"
+done
+
+half=$(($(wc -l <"$WORK/p0.want") / 2))
+consume "$WORK/abs.got" -t "$TOPIC_AUTO" -p 0 -o "$half" -e -f '%o %k:%s\n'
+status=$?
+part 0 | awk -v o="$half" '$1 >= o' >"$WORK/abs.want"
+same "kcat -C -p 0 -o $half: from offset $half" "$status" "$WORK/abs.got" "$WORK/abs.want"
+
+consume "$WORK/rel.got" -t "$TOPIC_AUTO" -p 1 -o -3 -e -f '%o %k:%s\n'
+status=$?
+part 1 | tail -n 3 >"$WORK/rel.want"
+same "kcat -C -p 1 -o -3: the last 3 records" "$status" "$WORK/rel.got" "$WORK/rel.want"
+
+consume "$WORK/count.got" -t "$TOPIC_AUTO" -p 2 -o beginning -c 10 -f '%o %k:%s\n'
+status=$?
+part 2 | head -n 10 >"$WORK/count.want"
+same "kcat -C -p 2 -c 10: the first 10 records" "$status" "$WORK/count.got" "$WORK/count.want"
+
+consume "$WORK/end.got" -t "$TOPIC_AUTO" -o end -e -f '%o %k:%s\n'
+same "kcat -C -o end -e: nothing" $? "$WORK/end.got" /dev/null
+
+# -o s@T starts each partition at its first record with a timestamp >= T
+# (ListOffsets by timestamp). T is the median timestamp kcat saw, so the
+# answer differs from both the beginning and the end.
+ts=$(cut -d' ' -f3 "$WORK/kcat.all" | sort -n | awk '{ t[NR] = $1 } END { print t[int((NR + 1) / 2)] }')
+consume "$WORK/ts.got" -t "$TOPIC_AUTO" -o "s@$ts" -e -f '%p %o %k:%s\n'
+status=$?
+sort -o "$WORK/ts.got" "$WORK/ts.got"
+awk -v t="$ts" '$3 >= t { on[$1] = 1 } on[$1] { print $1, $2, $4 }' "$WORK/kcat.all" | sort >"$WORK/ts.want"
+same "kcat -C -o s@$ts: from the first record at or after the timestamp" "$status" "$WORK/ts.got" "$WORK/ts.want"
+
+# --- librdkafka's idempotent producer, every codec ------------------------
+
+for codec in none gzip snappy lz4 zstd; do
+	topic=interop-kcat-idempotent-$codec
+	for i in $(seq 1 100); do echo "$codec-$i:$codec value $i $(printf '%*s' $((i * 7)) '' | tr ' ' v)"; done >"$WORK/$codec.want"
+	name="kcat -P -X enable.idempotence=true -z $codec: 100 records read back"
+	if ! kc -P -t "$topic" -K: -z "$codec" -X enable.idempotence=true <"$WORK/$codec.want"; then
+		fail "$name (produce failed)"
+		continue
+	fi
+	consume "$WORK/$codec.got" -t "$topic" -o beginning -e -f '%k:%s\n'
+	status=$?
+	sort -o "$WORK/$codec.got" "$WORK/$codec.got"
+	sort -o "$WORK/$codec.want" "$WORK/$codec.want"
+	same "$name" "$status" "$WORK/$codec.got" "$WORK/$codec.want"
+done
+
+# --- errors ---------------------------------------------------------------
+
+# Auto-creating "bad topic!" must be refused with INVALID_TOPIC_EXCEPTION,
+# which librdkafka reports as "Broker: Invalid topic".
+if echo "x" | kc -P -t 'bad topic!' -X message.timeout.ms=10000 2>"$WORK/badtopic.err"; then
+	fail "kcat -P to an invalid topic name: succeeded"
+elif grep -q 'Invalid topic' "$WORK/badtopic.err"; then
+	ok "kcat -P to an invalid topic name: Broker: Invalid topic"
+else
+	fail "kcat -P to an invalid topic name: $(tail -n 1 "$WORK/badtopic.err")"
+fi
+
+# Fetching past the end gets OFFSET_OUT_OF_RANGE; librdkafka then resets to
+# the end and, with -e, exits without records.
+consume "$WORK/oor.got" -t "$TOPIC_AUTO" -p 0 -o 1000000 -e -f '%o\n'
+status=$?
+if [ "$status" -eq 0 ] && grep -q 'Offset out of range' "$WORK/oor.got.err" && [ ! -s "$WORK/oor.got" ]; then
+	ok "kcat -C -o past the end: Offset out of range, reset to the end"
+else
+	fail "kcat -C -o past the end: exit status $status"
+	tail -n 3 "$WORK/oor.got.err"
+fi
+
+# --- kafkajs --------------------------------------------------------------
+
+timeout 120 node "$HERE/kafkajs.js" "$BROKER" "$TOPIC_KJS" "$M" "$WORK/kafkajs.want" \
+	>"$WORK/kafkajs.out" 2>"$WORK/kafkajs.err"
+kjs=$?
+while IFS= read -r line; do
+	case $line in
+	"ok "*) ok "${line#ok }" ;;
+	"FAIL "*) fail "${line#FAIL }" ;;
+	*) echo "$line" ;;
+	esac
+done <"$WORK/kafkajs.out"
+if [ "$kjs" -ne 0 ] && ! grep -q '^FAIL ' "$WORK/kafkajs.out"; then
+	fail "kafkajs.js exited with status $kjs"
+fi
+if [ "$kjs" -ne 0 ]; then
+	echo "--- kafkajs stderr"
+	tail -n 20 "$WORK/kafkajs.err"
+fi
+
+if kc -L -J -t "$TOPIC_KJS" | metadata_check "$TOPIC_KJS" 3; then
+	ok "kcat -L -t $TOPIC_KJS: the topic kafkajs created, 3 partitions"
+else
+	fail "kcat -L -t $TOPIC_KJS: the topic kafkajs created, 3 partitions"
+fi
+
+if [ -f "$WORK/kafkajs.want" ]; then
+	consume "$WORK/kafkajs.got" -t "$TOPIC_KJS" -o beginning -e -f '%k:%s:%h\n'
+	status=$?
+	sort -o "$WORK/kafkajs.got" "$WORK/kafkajs.got"
+	sort -o "$WORK/kafkajs.want" "$WORK/kafkajs.want"
+	same "kcat -C reads back the $M kafkajs records, with headers" "$status" "$WORK/kafkajs.got" "$WORK/kafkajs.want"
+else
+	fail "kcat -C reads back the kafkajs records: kafkajs.js wrote none"
+fi
+
+# --- stop -----------------------------------------------------------------
+
+# SIGTERM stops the node gracefully; issue 3 allows 10 s, the poll 20.
+kill -TERM "$NODE_PID"
+deadline=$((SECONDS + 20))
+while kill -0 "$NODE_PID" 2>/dev/null && [ "$SECONDS" -lt "$deadline" ]; do
+	sleep 0.1
+done
+if kill -0 "$NODE_PID" 2>/dev/null; then
+	fail "the node stops on SIGTERM: still running after 20 s"
+else
+	wait "$NODE_PID"
+	status=$?
+	if [ "$status" -eq 0 ]; then
+		ok "the node stops on SIGTERM with status 0"
+	else
+		fail "the node stops on SIGTERM: exit status $status"
+	fi
+fi
+NODE_PID=
+
+if grep -q '"level":"\(error\|fatal\|panic\)"' "$WORK/node.log"; then
+	fail "the node logged no errors"
+	grep '"level":"\(error\|fatal\|panic\)"' "$WORK/node.log" | head -n 10
+else
+	ok "the node logged no errors"
+fi
