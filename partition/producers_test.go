@@ -167,3 +167,53 @@ func TestProducersSnapshotDecodeHostile(t *testing.T) {
 		t.Fatalf("good snapshot: %v\n%s", err, printProducers(s))
 	}
 }
+
+// nextBatch advances h to the producer's next batch of the same size.
+func nextBatch(h *store.Header) {
+	h.BaseSequence = incrementSequence(lastSequence(h), 1)
+	h.BaseOffset = h.NextOffset()
+}
+
+// TestProducersCheckUpdateAllocs guards the produce path: checking and
+// recording an in-sequence batch of a known producer allocates nothing.
+func TestProducersCheckUpdateAllocs(t *testing.T) {
+	s := newProducers(1)
+	h := store.Header{ProducerID: 9, LastOffsetDelta: 9, NumRecords: 10}
+	for range maxBatchesRetained { // the producer's entry is full from here on
+		s.update(&h, 0)
+		nextBatch(&h)
+	}
+	allocs := testing.AllocsPerRun(1000, func() {
+		if c := s.check(&h); c.Err != nil || c.Duplicate != nil {
+			t.Fatalf("check: %+v", c)
+		}
+		s.update(&h, 0)
+		nextBatch(&h)
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per check and update, want 0", allocs)
+	}
+}
+
+// BenchmarkProducersCheckUpdate is the idempotence cost of one append, with
+// 1000 producers known.
+func BenchmarkProducersCheckUpdate(b *testing.B) {
+	b.ReportAllocs()
+	s := newProducers(1)
+	hs := make([]store.Header, 1000)
+	for i := range hs {
+		hs[i] = store.Header{ProducerID: int64(i), LastOffsetDelta: 9, NumRecords: 10}
+		for range maxBatchesRetained {
+			s.update(&hs[i], 0)
+			nextBatch(&hs[i])
+		}
+	}
+	for i := 0; b.Loop(); i++ {
+		h := &hs[i%len(hs)]
+		if c := s.check(h); c.Err != nil || c.Duplicate != nil {
+			b.Fatalf("check: %+v", c)
+		}
+		s.update(h, 0)
+		nextBatch(h)
+	}
+}

@@ -121,11 +121,11 @@ func (p *lossyProxy) forward(client net.Conn) {
 		defer p.wg.Done()
 		defer server.Close()
 		for {
-			frame, err := readFrame(client)
+			frame, err := proxyReadFrame(client)
 			if err != nil {
 				return
 			}
-			key, corr, batches := parseRequest(frame)
+			key, corr, batches := proxyParseRequest(frame)
 			mu.Lock()
 			inFlight[corr] = request{key, batches}
 			mu.Unlock()
@@ -143,7 +143,7 @@ func (p *lossyProxy) forward(client net.Conn) {
 	}()
 	defer client.Close()
 	for { // broker → client
-		frame, err := readFrame(server)
+		frame, err := proxyReadFrame(server)
 		if err != nil || len(frame) < 8 {
 			return
 		}
@@ -163,8 +163,8 @@ func (p *lossyProxy) forward(client net.Conn) {
 	}
 }
 
-// readFrame reads one size-prefixed Kafka frame, prefix included.
-func readFrame(r io.Reader) ([]byte, error) {
+// proxyReadFrame reads one size-prefixed Kafka frame, prefix included.
+func proxyReadFrame(r io.Reader) ([]byte, error) {
 	var size [4]byte
 	if _, err := io.ReadFull(r, size[:]); err != nil {
 		return nil, err
@@ -179,9 +179,9 @@ func readFrame(r io.Reader) ([]byte, error) {
 	return frame, err
 }
 
-// parseRequest returns a request frame's key and correlation id and, for a
+// proxyParseRequest returns a request frame's key and correlation id and, for a
 // Produce request, the idempotent batches it carries.
-func parseRequest(frame []byte) (int16, int32, []batchID) {
+func proxyParseRequest(frame []byte) (int16, int32, []batchID) {
 	rd := kbin.Reader{Src: frame[4:]}
 	key, version, corr := rd.Int16(), rd.Int16(), rd.Int32()
 	rd.NullableString() // client id
@@ -342,9 +342,9 @@ func TestIdempotentProducerAcrossRestarts(t *testing.T) {
 	checkExactlyOnce(t, ctx, b, "resume", "r", 400)
 }
 
-// rawBatch is an uncompressed RecordBatch v2 of an idempotent producer,
+// seqBatch is an uncompressed RecordBatch v2 of an idempotent producer,
 // made by hand as a client makes it.
-func rawBatch(pid int64, epoch int16, seq int32, values ...string) []byte {
+func seqBatch(pid int64, epoch int16, seq int32, values ...string) []byte {
 	var recs []byte
 	for i, v := range values {
 		r := kmsg.Record{OffsetDelta: int32(i), Value: []byte(v)}
@@ -418,14 +418,14 @@ func TestIdempotentSequenceErrorsRaw(t *testing.T) {
 	}
 
 	pid := initPID()
-	ok("first batch", rawBatch(pid, 0, 0, "a", "b"), 0)
-	ok("its retry", rawBatch(pid, 0, 0, "a", "b"), 0)
-	refused("a gap", rawBatch(pid, 0, 3, "d"), kerr.OutOfOrderSequenceNumber)
-	ok("the next sequence", rawBatch(pid, 0, 2, "c"), 2)
-	ok("a new epoch from 0", rawBatch(pid, 1, 0, "e"), 3)
-	refused("the old epoch", rawBatch(pid, 0, 3, "d"), kerr.InvalidProducerEpoch)
-	refused("a new epoch not from 0", rawBatch(pid, 2, 5, "f"), kerr.OutOfOrderSequenceNumber)
-	ok("an unknown producer id at any sequence", rawBatch(initPID(), 0, 1000, "g"), 4)
+	ok("first batch", seqBatch(pid, 0, 0, "a", "b"), 0)
+	ok("its retry", seqBatch(pid, 0, 0, "a", "b"), 0)
+	refused("a gap", seqBatch(pid, 0, 3, "d"), kerr.OutOfOrderSequenceNumber)
+	ok("the next sequence", seqBatch(pid, 0, 2, "c"), 2)
+	ok("a new epoch from 0", seqBatch(pid, 1, 0, "e"), 3)
+	refused("the old epoch", seqBatch(pid, 0, 3, "d"), kerr.InvalidProducerEpoch)
+	refused("a new epoch not from 0", seqBatch(pid, 2, 5, "f"), kerr.OutOfOrderSequenceNumber)
+	ok("an unknown producer id at any sequence", seqBatch(initPID(), 0, 1000, "g"), 4)
 	checkExactlyOnceValues(t, ctx, b, "raw", []string{"a", "b", "c", "e", "g"})
 }
 
