@@ -9,6 +9,13 @@ package transport
 //     max.message.bytes, keys on compacted topics), then appended by the
 //     partition's actor, which answers when the records are as durable as
 //     acks asks (see package partition).
+//   - Idempotent producers (KIP-98, KIP-360), checked by the partition's
+//     actor: a retried batch is answered with the offsets it got the first
+//     time, once they are as durable as acks asks; a sequence gap or a new
+//     epoch not starting at 0 is OUT_OF_ORDER_SEQUENCE_NUMBER, an old epoch
+//     INVALID_PRODUCER_EPOCH, as Kafka 4.x answers at every version; a
+//     producer id the partition does not know goes on at any sequence
+//     (UNKNOWN_PRODUCER_ID is never returned). See partition/producers.go.
 //   - acks=0 gets no response; the records are still validated and
 //     appended.
 //   - A partition this node does not host: UNKNOWN_TOPIC_OR_PARTITION if
