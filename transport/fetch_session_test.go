@@ -250,3 +250,39 @@ func TestFetchSessionEviction(t *testing.T) {
 		t.Fatalf("%d sessions in a cache of 2", c.len())
 	}
 }
+
+// TestFetchSessionCacheConcurrent runs sessions from many goroutines at
+// once, as connections do, for the race detector.
+func TestFetchSessionCacheConcurrent(t *testing.T) {
+	c := newFetchSessionCache(8, time.Minute)
+	done := make(chan struct{})
+	for g := range 16 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for range 50 {
+				fc := c.begin(fetchReq(12, 0, 0, int32(g), int32(g+1)))
+				id := c.open(fc, results(fc, 1))
+				for epoch := int32(1); id != 0 && epoch <= 5; epoch++ {
+					fc := c.begin(fetchReq(12, id, epoch))
+					if fc.err == kerr.FetchSessionIDNotFound {
+						break // evicted by another goroutine's session
+					}
+					if fc.err != nil {
+						t.Errorf("session %d epoch %d: %v", id, epoch, fc.err)
+						return
+					}
+					if _, err := c.answer(fc, results(fc, int64(epoch), int32(g))); err != nil {
+						t.Errorf("session %d epoch %d: %v", id, epoch, err)
+						return
+					}
+				}
+			}
+		}()
+	}
+	for range 16 {
+		<-done
+	}
+	if c.len() > 8 {
+		t.Fatalf("%d sessions in a cache of 8", c.len())
+	}
+}
