@@ -93,6 +93,8 @@ func TestDefaultNode(t *testing.T) {
 		"num.partitions":             "1",
 		"default.replication.factor": "1",
 		"producer.id.expiration.ms":  "86400000",
+		"socket.request.max.bytes":   "104857600",
+		"connections.max.idle.ms":    "600000",
 		// Kafka's broker defaults for the topic configs.
 		"log.retention.ms":                  "604800000",
 		"log.retention.bytes":               "-1",

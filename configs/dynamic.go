@@ -410,6 +410,8 @@ var docs = map[string]string{
 	"num.partitions":             "The partition count of auto-created topics and of CreateTopics requests that leave it at -1.",
 	"default.replication.factor": "The replication factor of auto-created topics and of CreateTopics requests that leave it at -1.",
 	"producer.id.expiration.ms":  "A partition forgets an idempotent producer that has not written to it for this many milliseconds.",
+	"socket.request.max.bytes":   "The largest request a client may send; a bigger one closes its connection.",
+	"connections.max.idle.ms":    "A client connection that sent nothing for this long is closed.",
 	"log.retention.minutes":      "log.retention.ms in minutes, used when log.retention.ms is not set.",
 	"log.retention.hours":        "log.retention.ms in hours, used when log.retention.ms and log.retention.minutes are not set.",
 	"log.roll.hours":             "log.roll.ms in hours, used when log.roll.ms is not set.",

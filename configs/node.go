@@ -85,6 +85,17 @@ type Node struct {
 	// producer.id.expiration.ms (dynamic in Kafka; read at start here).
 	ProducerIDExpirationMs int64 `mapstructure:"producer.id.expiration.ms" yaml:"producer.id.expiration.ms"`
 
+	// SocketRequestMaxBytes caps the size of one request; a client that
+	// announces a bigger one is disconnected before anything is allocated
+	// for it. Default 104857600 (100 MiB), at least 1024. Kafka:
+	// socket.request.max.bytes.
+	SocketRequestMaxBytes int32 `mapstructure:"socket.request.max.bytes" yaml:"socket.request.max.bytes"`
+
+	// ConnectionsMaxIdleMs closes a client connection that sent nothing for
+	// this long. Default 600000 (10 minutes), at least 1. Kafka:
+	// connections.max.idle.ms.
+	ConnectionsMaxIdleMs int64 `mapstructure:"connections.max.idle.ms" yaml:"connections.max.idle.ms"`
+
 	// TopicDefaults are the broker-level defaults of the topic configs.
 	TopicDefaults `mapstructure:",squash" yaml:",inline"`
 
@@ -209,6 +220,8 @@ func Default() Node {
 		NumPartitions:            1,
 		DefaultReplicationFactor: 1,
 		ProducerIDExpirationMs:   DefaultProducerIDExpirationMs,
+		SocketRequestMaxBytes:    100 << 20,
+		ConnectionsMaxIdleMs:     600000,
 		TopicDefaults:            DefaultTopic().brokerDefaults(),
 	}
 }
@@ -235,6 +248,8 @@ func (n Node) Validate() error {
 	v.atLeast("num.partitions", int64(n.NumPartitions), 1)
 	v.atLeast("default.replication.factor", int64(n.DefaultReplicationFactor), 1)
 	v.atLeast("producer.id.expiration.ms", n.ProducerIDExpirationMs, 1)
+	v.atLeast("socket.request.max.bytes", int64(n.SocketRequestMaxBytes), 1024)
+	v.atLeast("connections.max.idle.ms", n.ConnectionsMaxIdleMs, 1)
 	d := n.TopicDefaults
 	d.Topic().validate(&v, brokerName)
 	// NB: Kafka's broker refuses log.retention.ms = 0 (every segment would

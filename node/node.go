@@ -121,6 +121,8 @@ func Start(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 	c := n.children.Load()
 	tcfg := transport.DefaultConfig()
 	tcfg.Logger = log
+	tcfg.MaxRequestBytes = cfg.SocketRequestMaxBytes
+	tcfg.IdleTimeout = time.Duration(cfg.ConnectionsMaxIdleMs) * time.Millisecond
 	n.server = transport.NewServer(tcfg, transport.NewAPI(transport.Deps{
 		System:     n.sys,
 		Controller: c.controller,

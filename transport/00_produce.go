@@ -65,6 +65,7 @@ func refuseProduce(kreq kmsg.Request) kmsg.Response {
 type produceWait struct {
 	mu       sync.Mutex
 	pending  int
+	armed    bool // every partition has been sent: pending can reach zero for good
 	closed   bool
 	answered map[*kmsg.ProduceResponseTopicPartition]bool
 	done     chan struct{}
@@ -79,7 +80,9 @@ func (w *produceWait) complete(slot *kmsg.ProduceResponseTopicPartition, r parti
 	setAppendResult(slot, r)
 	w.answered[slot] = true
 	w.pending--
-	if w.pending == 0 {
+	// NB: an actor may answer before the request's last partition is sent;
+	// done closes only once all are.
+	if w.pending == 0 && w.armed {
 		close(w.done)
 	}
 }
@@ -125,6 +128,7 @@ func (a *API) handleProduce(c *conn, kreq kmsg.Request) finish {
 		return func() kmsg.Response { return nil }
 	}
 	w.mu.Lock()
+	w.armed = true
 	if w.pending == 0 {
 		close(w.done)
 	}

@@ -17,7 +17,7 @@ import (
 )
 
 // stopTimeout bounds the graceful stop after SIGTERM or SIGINT.
-const stopTimeout = 30 * time.Second
+const stopTimeout = 10 * time.Second
 
 func newNodeCommand(environ []string, stdout, stderr io.Writer) *cobra.Command {
 	var printConfig bool
