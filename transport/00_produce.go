@@ -16,6 +16,9 @@ package transport
 //     INVALID_PRODUCER_EPOCH, as Kafka 4.x answers at every version; a
 //     producer id the partition does not know goes on at any sequence
 //     (UNKNOWN_PRODUCER_ID is never returned). See partition/producers.go.
+//   - A topic whose compression.type is a codec (not "producer") stores
+//     batches in that codec: others are recompressed here, before the
+//     append. zstd batches need v7+ (UNSUPPORTED_COMPRESSION_TYPE).
 //   - acks=0 gets no response; the records are still validated and
 //     appended.
 //   - A partition this node does not host: UNKNOWN_TOPIC_OR_PARTITION if
@@ -35,6 +38,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/skeinlog/skein/partition"
+	"github.com/skeinlog/skein/partition/store"
 )
 
 func init() {
@@ -170,8 +174,22 @@ func (a *API) startAppend(c *conn, req *kmsg.ProduceRequest, topic string, topic
 	if req.TransactionID != nil {
 		return kerr.TransactionalIDAuthorizationFailed, "transactions are not supported yet"
 	}
-	if _, err, msg := partition.Validate(rp.Records, v.Config, &c.dec); err != nil {
+	bh, err, msg := partition.Validate(rp.Records, v.Config, &c.dec)
+	if err != nil {
 		return err, msg
+	}
+	records := rp.Records
+	if bh.Codec() == store.CodecZstd && req.Version < 7 {
+		return kerr.UnsupportedCompressionType, "zstd needs Produce v7 or later"
+	}
+	if codec, ok := partition.TargetCodec(v.Config.CompressionType); ok && codec != bh.Codec() {
+		// compression.type asks for another codec than the producer's: the
+		// broker recompresses, as Kafka does.
+		b, rerr := partition.Recompress(records, bh, codec, &c.dec)
+		if rerr != nil {
+			return kerr.CorruptMessage, rerr.Error()
+		}
+		records = b
 	}
 	reply := func(partition.AppendResult) {}
 	if req.Acks != 0 {
@@ -180,6 +198,6 @@ func (a *API) startAppend(c *conn, req *kmsg.ProduceRequest, topic string, topic
 		w.mu.Unlock()
 		reply = func(r partition.AppendResult) { w.complete(slot, r) }
 	}
-	a.System.Root.Send(h.PID, &partition.Append{Records: rp.Records, Acks: req.Acks, Reply: reply})
+	a.System.Root.Send(h.PID, &partition.Append{Records: records, Acks: req.Acks, Reply: reply})
 	return nil, ""
 }
