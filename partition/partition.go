@@ -129,6 +129,9 @@ func (p *partition) Receive(ctx actor.Context) {
 		p.onTick()
 	case *compacted:
 		p.compacting = false
+		if p.log != nil {
+			p.publish() // readers move to the cleaned segments
+		}
 		if m.err != nil && !errors.Is(m.err, store.ErrClosed) {
 			p.cfg.Logger.Error().Err(m.err).Msg("compaction failed")
 		}
@@ -408,7 +411,9 @@ func (p *partition) onTick() {
 			p.cfg.Logger.Error().Err(err).Msg("checkpoint failed")
 		}
 	}
-	if p.cfg.TopicConfig.CleanupPolicy.Compact && !p.compacting {
+	// Kafka cleans a log once half of it is dirty (min.cleanable.dirty.ratio
+	// 0.5) or a kept tombstone's delete horizon passed.
+	if p.cfg.TopicConfig.CleanupPolicy.Compact && !p.compacting && p.log.CompactionDue(minCleanableDirtyRatio) {
 		p.compacting = true
 		l, self, root := p.log, p.self, p.sys.Root
 		p.goroutines.Add(1)
@@ -543,6 +548,9 @@ func replayHeaders(v *store.View, from int64, fn func(h *store.Header)) error {
 	}
 	return nil
 }
+
+// minCleanableDirtyRatio is Kafka's default min.cleanable.dirty.ratio.
+const minCleanableDirtyRatio = 0.5
 
 // replyOnce guards a reply callback so that a second call does nothing.
 func replyOnce(reply func(AppendResult)) func(AppendResult) {
