@@ -1,4 +1,42 @@
 // Package transport is the Kafka listener: framing and limits, ApiVersions,
-// SASL, kmsg decoding, dispatch to the actor that owns the data, in-order
-// responses per connection, and zero-copy fetch. One file per API key.
+// kmsg decoding, dispatch to the actor that owns the data, in-order
+// responses per connection, and the Fetch write path. One file per API key,
+// named as Kafka numbers them (00_produce.go, 01_fetch.go, ...), each opening
+// with the versions served, the behaviour, what is delegated to which actor,
+// and version notes.
+//
+// # Connections
+//
+// A connection has two goroutines and no more, whatever its traffic:
+//
+//   - the reader reads a size-prefixed frame (refusing sizes above
+//     socket.request.max.bytes before allocating, and growing its buffer
+//     only as bytes arrive), decodes it with kmsg, and starts the request:
+//     the handler validates, sends messages to the actors that own the data
+//     (a partition's actor for Produce, the controller for admin commands),
+//     or reads published views (Fetch, ListOffsets, Metadata) and returns a
+//     finish function at once;
+//   - the writer takes the pending requests in order, calls each finish
+//     (which waits for the actors' answers, or long-polls a Fetch on the
+//     partitions' view notifications) and writes the response.
+//
+// The queue between them holds MaxInflight requests: a client that pipelines
+// more waits in its socket. A request that cannot be parsed, or an unknown
+// API key or version, closes the connection with a log line (ApiVersions
+// excepted: KIP-511). A client that goes away stops its pending waits; a
+// node that stops answers what it has read.
+//
+// # Fetch
+//
+// Fetch responses carry record bytes from segment files: kmsg encodes only
+// the framing around them (fetch_session.go has KIP-227 sessions). The
+// bytes are copied from the page cache into the connection's pooled write
+// buffer; sendfile is implemented too but off by default, because on this
+// kind of machine it measured no faster and no cheaper in broker CPU (see
+// 01_fetch.go for the figures).
+//
+// # Errors
+//
+// Every Kafka-visible error is a kerr value chosen in the handler of its
+// API; internal errors are logged once there.
 package transport
