@@ -7,7 +7,7 @@ BENCH     ?= .
 BENCHTIME ?= 1x
 PKGS      ?= ./...
 
-.PHONY: build run test bench fuzz lint clean
+.PHONY: build run test bench bench-broker fuzz lint clean
 
 build:
 	$(GO) build -o bin/skein ./cmd/skein
@@ -21,6 +21,13 @@ test:
 # Benchmarks report MB/s and allocs/op; BENCH selects them, BENCHTIME sets -benchtime.
 bench:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) $(PKGS)
+
+# The broker benchmark (tests/bench/README.md): Skein with durability fsync and
+# replicated against franz-go's kfake, each broker its own process, driven by
+# kgo; BENCHFLAGS passes flags, e.g. BENCHFLAGS='-records 200000'.
+BENCHFLAGS ?=
+bench-broker:
+	$(GO) run ./tests/bench $(BENCHFLAGS)
 
 # Runs every fuzz target for FUZZTIME each.
 fuzz:

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -21,6 +22,7 @@ const stopTimeout = 10 * time.Second
 
 func newNodeCommand(environ []string, stdout, stderr io.Writer) *cobra.Command {
 	var printConfig bool
+	var cpuProfile string
 	cmd := &cobra.Command{
 		Use:   "node",
 		Short: "Run a Skein node until SIGTERM or SIGINT",
@@ -46,13 +48,43 @@ func newNodeCommand(environ []string, stdout, stderr io.Writer) *cobra.Command {
 				_, err := fmt.Fprint(stdout, cfg.YAML())
 				return err
 			}
+			if cpuProfile != "" {
+				stop, err := startCPUProfile(cpuProfile)
+				if err != nil {
+					return exitError{code: 2, err: err}
+				}
+				defer stop()
+			}
 			return runNode(cfg, stderr, signals)
 		},
 	}
 	configs.RegisterFlags(cmd.Flags())
 	cmd.Flags().BoolVar(&printConfig, "print-config", false, "print the effective configuration as YAML (the --config format) and exit")
+	// NB: hidden because it is a developer's tool, not a setting: the
+	// broker benchmark (tests/bench) profiles a node running as its own
+	// process with it, so that the profile holds only the broker's work.
+	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the node to FILE until it stops")
+	cmd.Flags().MarkHidden("cpuprofile")
 	cmd.Flags().SortFlags = false
 	return cmd
+}
+
+// startCPUProfile starts profiling this process's CPU into the file at path
+// and returns what stops it and closes the file, to be called after the node
+// has stopped.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 // runNode runs a node with cfg until a signal arrives, logging to stderr.

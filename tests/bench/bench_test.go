@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestSmoke runs every target through both phases with a few records, the
+// way the benchmark does, so that `make test` keeps the program working:
+// both brokers start as processes and announce their address, the consume
+// phase's checks pass, the CPU readings move, and a Skein run writes a CPU
+// profile through the hidden --cpuprofile flag.
+func TestSmoke(t *testing.T) {
+	dir := t.TempDir()
+	skeinBin, kfakeBin := filepath.Join(dir, "skein.bin"), filepath.Join(dir, "kfake.bin")
+	// The test runs in tests/bench; the packages are built from the module
+	// root, where `go run ./tests/bench` runs.
+	for bin, pkg := range map[string]string{skeinBin: "../../cmd/skein", kfakeBin: "./kfake"} {
+		if err := build(bin, pkg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := workload{partitions: 3, valueSize: 1024, records: 20000, linger: 5 * time.Millisecond}
+	targets := []target{skeinTarget(skeinBin, "fsync"), kfakeTarget(kfakeBin), skeinTarget(skeinBin, "replicated")}
+	results := make(map[string]*result)
+	var names []string
+	for _, tg := range targets {
+		profile := ""
+		if tg.name == "skein-fsync" {
+			profile = filepath.Join(dir, "fsync.pprof")
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		res, err := run(ctx, tg, w, filepath.Join(dir, tg.name), profile)
+		cancel()
+		if err != nil {
+			t.Fatalf("%s: %v", tg.name, err)
+		}
+		if res.produce.records != w.records || res.consume.records != w.records {
+			t.Errorf("%s: produced %d and consumed %d records, want %d", tg.name, res.produce.records, res.consume.records, w.records)
+		}
+		if res.recordLatency.n != w.records || res.requests == 0 || res.batches == 0 {
+			t.Errorf("%s: %d record latencies, %d requests, %d batches", tg.name, res.recordLatency.n, res.requests, res.batches)
+		}
+		if res.produce.brokerCPU <= 0 {
+			t.Errorf("%s: the broker used no CPU producing 20 MB", tg.name)
+		}
+		results[tg.name] = &res
+		names = append(names, tg.name)
+	}
+	if st, err := os.Stat(filepath.Join(dir, "fsync.pprof")); err != nil || st.Size() == 0 {
+		t.Errorf("no CPU profile from skein node --cpuprofile: %v", err)
+	}
+	var out bytes.Buffer
+	table(&out, w, names, results)
+	for _, want := range []string{"| produce records/s |", "fsync/kfake", "replicated/kfake"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestProcCPU(t *testing.T) {
+	// Burn some CPU so that a tick has passed, then compare /proc with
+	// getrusage for this very process: they count the same time.
+	deadline := time.Now().Add(50 * time.Millisecond)
+	for time.Now().Before(deadline) {
+	}
+	proc, err := procCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	self := selfCPU()
+	if proc <= 0 || proc > self+2*clockTick {
+		t.Errorf("/proc says %v, getrusage %v", proc, self)
+	}
+}
+
+func TestPercentiles(t *testing.T) {
+	var d []time.Duration
+	for i := 100; i >= 1; i-- {
+		d = append(d, time.Duration(i)*time.Millisecond)
+	}
+	p := percentilesOf(d)
+	if p.n != 100 || p.p50 != 50*time.Millisecond || p.p99 != 99*time.Millisecond {
+		t.Errorf("got %+v", p)
+	}
+	if p := percentilesOf(nil); p != (percentiles{}) {
+		t.Errorf("empty: %+v", p)
+	}
+}
+
+func TestAddressLines(t *testing.T) {
+	if a, ok := skeinAddr(`{"level":"info","listen":"127.0.0.1:4000","message":"node started"}`); !ok || a != "127.0.0.1:4000" {
+		t.Errorf("skein: %q %v", a, ok)
+	}
+	if _, ok := skeinAddr(`{"level":"info","message":"effective configuration","listen":"127.0.0.1:0"}`); ok {
+		t.Error("skein: took the configuration's listen address")
+	}
+	if a, ok := kfakeAddr("listening on 127.0.0.1:5000"); !ok || a != "127.0.0.1:5000" {
+		t.Errorf("kfake: %q %v", a, ok)
+	}
+}

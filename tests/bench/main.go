@@ -1,0 +1,228 @@
+// Command bench measures a Skein node against franz-go's kfake with franz-go
+// (kgo) as the client, each broker in a process of its own so that its CPU
+// time can be read from /proc/<pid>/stat around each phase.
+//
+//	go run ./tests/bench [flags]     (or: make bench-broker BENCHFLAGS=...)
+//
+// For every workload (partition count × value size) it runs each target in
+// turn, Skein and kfake alternating, each against a fresh broker:
+//
+//  1. start the broker (skein node on loopback ports with a fresh data
+//     directory, or tests/bench/kfake) and create topic "bench" with the
+//     workload's partitions, replication factor 1;
+//  2. produce: one kgo producer with acks=all, linger 5 ms, no compression
+//     and idempotence on (kgo's default), record i to partition
+//     i mod partitions, as fast as kgo's buffer allows;
+//  3. consume: one groupless kgo consumer reads every partition from the
+//     start until it has every record, checking offsets and sizes;
+//  4. stop the broker with SIGTERM.
+//
+// It prints a Markdown table per workload with the targets side by side and
+// Skein/kfake ratios. MB and GB are 10^6 and 10^9 bytes of record values
+// (keys, headers and framing not counted); CPU-s/GB is the broker's (or this
+// client's) user+system CPU seconds over the phase per GB of values. Produce
+// latency is given two ways: per record, from the Produce call (which blocks
+// while kgo's buffer of MaxBufferedRecords is full, so it includes queueing
+// in the client) to its promise; and per Produce request, from the start of
+// its write to the end of reading its response.
+//
+// The binaries are built into the work directory first (go build), so the
+// broker is never a `go run` wrapper whose CPU would be the wrong process's.
+// With -cpuprofile-dir, every Skein run writes a CPU profile of the whole
+// broker process through skein node's hidden --cpuprofile flag.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+)
+
+func main() {
+	if err := mainErr(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func mainErr() error {
+	var (
+		records    = flag.Int("records", 2_000_000, "records per workload (the reported table uses 2000000)")
+		partitions = flag.String("partitions", "1,6", "comma-separated partition counts")
+		values     = flag.String("values", "100,1024", "comma-separated value sizes in bytes")
+		targets    = flag.String("targets", "skein-fsync,kfake,skein-replicated", "comma-separated targets in run order: skein-fsync, skein-replicated, kfake")
+		linger     = flag.Duration("linger", 5*time.Millisecond, "producer linger (kgo.ProducerLinger)")
+		dir        = flag.String("dir", "", "work directory for binaries, data and logs (default: a new temporary directory, removed at the end)")
+		keep       = flag.Bool("keep", false, "keep each run's data directory and log")
+		skeinBin   = flag.String("skein-bin", "", "use this skein binary instead of building ./cmd/skein")
+		kfakeBin   = flag.String("kfake-bin", "", "use this kfake binary instead of building ./tests/bench/kfake")
+		profileDir = flag.String("cpuprofile-dir", "", "write a CPU profile of every Skein run to DIR/<target>-<workload>.pprof")
+		outFile    = flag.String("out", "", "also write the tables to this file")
+		runTimeout = flag.Duration("run-timeout", 15*time.Minute, "bound on one target's run of one workload")
+	)
+	flag.Parse()
+	if *records < 1 {
+		return errors.New("-records must be at least 1")
+	}
+	parts, err := ints(*partitions)
+	if err != nil {
+		return fmt.Errorf("-partitions: %w", err)
+	}
+	sizes, err := ints(*values)
+	if err != nil {
+		return fmt.Errorf("-values: %w", err)
+	}
+
+	work := *dir
+	if work == "" {
+		if work, err = os.MkdirTemp("", "skein-bench-"); err != nil {
+			return err
+		}
+		if !*keep {
+			defer os.RemoveAll(work)
+		}
+	} else if err := os.MkdirAll(work, 0o755); err != nil {
+		return err
+	}
+	if *profileDir != "" {
+		if err := os.MkdirAll(*profileDir, 0o755); err != nil {
+			return err
+		}
+	}
+
+	var ts []target
+	for _, name := range strings.Split(*targets, ",") {
+		switch name = strings.TrimSpace(name); name {
+		case "skein-fsync", "skein-replicated":
+			if *skeinBin == "" {
+				*skeinBin = filepath.Join(work, "skein")
+				if err := build(*skeinBin, "./cmd/skein"); err != nil {
+					return err
+				}
+			}
+			ts = append(ts, skeinTarget(*skeinBin, strings.TrimPrefix(name, "skein-")))
+		case "kfake":
+			if *kfakeBin == "" {
+				*kfakeBin = filepath.Join(work, "kfake")
+				if err := build(*kfakeBin, "./tests/bench/kfake"); err != nil {
+					return err
+				}
+			}
+			ts = append(ts, kfakeTarget(*kfakeBin))
+		default:
+			return fmt.Errorf("-targets: unknown target %q", name)
+		}
+	}
+	names := make([]string, len(ts))
+	for i, t := range ts {
+		names[i] = t.name
+	}
+
+	out := io.Writer(os.Stdout)
+	if *outFile != "" {
+		f, err := os.Create(*outFile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		out = io.MultiWriter(os.Stdout, f)
+	}
+	fmt.Fprintf(out, "## Broker benchmark\n\n")
+	fmt.Fprintf(out, "- command: `go run ./tests/bench %s`\n", strings.Join(os.Args[1:], " "))
+	fmt.Fprintf(out, "- %s, %d CPUs, %s; commit %s\n", runtime.Version(), runtime.NumCPU(), cpuModel(), commit())
+	fmt.Fprintf(out, "- load average at start: %s\n\n", loadAverage())
+
+	var failed []error
+	for _, p := range parts {
+		for _, s := range sizes {
+			w := workload{partitions: p, valueSize: s, records: *records, linger: *linger}
+			results := make(map[string]*result, len(ts))
+			for _, t := range ts {
+				runDir := filepath.Join(work, w.slug(), t.name)
+				profile := ""
+				if *profileDir != "" && strings.HasPrefix(t.name, "skein") {
+					profile = filepath.Join(*profileDir, t.name+"-"+w.slug()+".pprof")
+				}
+				fmt.Fprintf(os.Stderr, "%s: %s ... ", w, t.name)
+				ctx, cancel := context.WithTimeout(context.Background(), *runTimeout)
+				res, err := run(ctx, t, w, runDir, profile)
+				cancel()
+				if err != nil {
+					fmt.Fprintf(os.Stderr, "failed: %v\n", err)
+					failed = append(failed, fmt.Errorf("%s, %s: %w", w, t.name, err))
+					continue // keep the directory: it holds the broker's log
+				}
+				fmt.Fprintf(os.Stderr, "produce %.0f rec/s %.1f MB/s, consume %.0f rec/s (load %s)\n",
+					res.produce.recordsPerSec(), res.produce.mbPerSec(), res.consume.recordsPerSec(), loadAverage())
+				results[t.name] = &res
+				if !*keep {
+					os.RemoveAll(runDir)
+				}
+			}
+			table(out, w, names, results)
+		}
+	}
+	fmt.Fprintf(out, "- load average at end: %s\n", loadAverage())
+	return errors.Join(failed...)
+}
+
+// build compiles the package pkg of this module into bin.
+func build(bin, pkg string) error {
+	cmd := exec.Command("go", "build", "-o", bin, pkg)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("go build %s: %w", pkg, err)
+	}
+	return nil
+}
+
+func ints(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return nil, err
+		}
+		if n < 1 {
+			return nil, fmt.Errorf("%d: must be at least 1", n)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// commit names the source tree benchmarked: HEAD, marked when the tree has
+// changes.
+func commit() string {
+	out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return "unknown"
+	}
+	c := strings.TrimSpace(string(out))
+	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(st) > 0 {
+		c += " (with uncommitted changes)"
+	}
+	return c
+}
+
+func cpuModel() string {
+	raw, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "unknown CPU"
+	}
+	for _, l := range strings.Split(string(raw), "\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown CPU"
+}

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+)
+
+// percentiles summarises a set of latencies.
+type percentiles struct {
+	n        int
+	p50, p99 time.Duration
+}
+
+// percentilesOf sorts d in place and takes its nearest-rank percentiles.
+func percentilesOf(d []time.Duration) percentiles {
+	if len(d) == 0 {
+		return percentiles{}
+	}
+	slices.Sort(d)
+	rank := func(q float64) time.Duration {
+		i := int(q*float64(len(d))+0.5) - 1
+		return d[max(0, min(i, len(d)-1))]
+	}
+	return percentiles{n: len(d), p50: rank(0.50), p99: rank(0.99)}
+}
+
+// row is one line of a workload's table: a label and how to read its value
+// from a result, and whether a Skein/kfake ratio makes sense for it.
+type row struct {
+	label string
+	value func(result) float64
+	unit  string // printf verb for the value
+	ratio bool
+}
+
+var rows = []row{
+	{"produce records/s", func(r result) float64 { return r.produce.recordsPerSec() }, "%.0f", true},
+	{"produce MB/s (values)", func(r result) float64 { return r.produce.mbPerSec() }, "%.1f", true},
+	{"produce p50 ms, per record", func(r result) float64 { return ms(r.recordLatency.p50) }, "%.2f", false},
+	{"produce p99 ms, per record", func(r result) float64 { return ms(r.recordLatency.p99) }, "%.2f", false},
+	{"produce p50 ms, per request", func(r result) float64 { return ms(r.requestLatency.p50) }, "%.2f", false},
+	{"produce p99 ms, per request", func(r result) float64 { return ms(r.requestLatency.p99) }, "%.2f", false},
+	{"records per batch", func(r result) float64 { return float64(r.produce.records) / float64(max(1, r.batches)) }, "%.0f", false},
+	{"produce broker CPU-s/GB", func(r result) float64 { return r.produce.brokerCPUPerGB() }, "%.2f", true},
+	{"produce client CPU-s/GB", func(r result) float64 { return r.produce.clientCPUPerGB() }, "%.2f", false},
+	{"consume records/s", func(r result) float64 { return r.consume.recordsPerSec() }, "%.0f", true},
+	{"consume MB/s (values)", func(r result) float64 { return r.consume.mbPerSec() }, "%.1f", true},
+	{"consume broker CPU-s/GB", func(r result) float64 { return r.consume.brokerCPUPerGB() }, "%.2f", true},
+	{"consume client CPU-s/GB", func(r result) float64 { return r.consume.clientCPUPerGB() }, "%.2f", false},
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// table writes w's results as a Markdown table: one column per target in
+// run order, then one Skein/kfake ratio column per Skein target when kfake
+// ran. A target that failed shows "failed".
+func table(out io.Writer, w workload, names []string, results map[string]*result) {
+	var ratios []string
+	if results["kfake"] != nil {
+		for _, n := range names {
+			if n != "kfake" && results[n] != nil {
+				ratios = append(ratios, n)
+			}
+		}
+	}
+	fmt.Fprintf(out, "### %s (%d records, acks=all, linger %v)\n\n", w, w.records, w.linger)
+	head := append([]string{""}, names...)
+	for _, n := range ratios {
+		head = append(head, strings.TrimPrefix(n, "skein-")+"/kfake")
+	}
+	fmt.Fprintf(out, "| %s |\n", strings.Join(head, " | "))
+	fmt.Fprintf(out, "|%s\n", strings.Repeat(" --- |", len(head)))
+	for _, r := range rows {
+		cells := []string{r.label}
+		for _, n := range names {
+			if res := results[n]; res != nil {
+				cells = append(cells, fmt.Sprintf(r.unit, r.value(*res)))
+			} else {
+				cells = append(cells, "failed")
+			}
+		}
+		for _, n := range ratios {
+			if r.ratio {
+				cells = append(cells, fmt.Sprintf("%.2f", r.value(*results[n])/r.value(*results["kfake"])))
+			} else {
+				cells = append(cells, "")
+			}
+		}
+		fmt.Fprintf(out, "| %s |\n", strings.Join(cells, " | "))
+	}
+	fmt.Fprintln(out)
+}
+
+// loadAverage returns the first three fields of /proc/loadavg.
+func loadAverage() string {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(raw))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
