@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -30,6 +31,10 @@ func saramaConfig() *sarama.Config {
 	cfg.Version = saramaVersion
 	cfg.ClientID = "skein-tests"
 	cfg.Consumer.Return.Errors = true
+	// Closing a partition consumer waits for its fetch in flight, which
+	// the broker holds up to this long once the consumer is caught up
+	// (sarama's default: 500 ms).
+	cfg.Consumer.MaxWaitTime = 50 * time.Millisecond
 	return cfg
 }
 
