@@ -270,6 +270,9 @@ func newStreamProducer(t *testing.T, ctx context.Context, addr, topic string, pa
 	}
 	t.Cleanup(cl.Close)
 	p := &streamProducer{cl: cl, notify: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan int, 1)}
+	// A test that fails before finish must still stop the goroutine
+	// (before cl.Close, registered earlier, unblocks its last Produce).
+	t.Cleanup(func() { p.stopOnce.Do(func() { close(p.stop) }) })
 	go func() {
 		seq := 0
 		defer func() { p.done <- seq }()
