@@ -642,8 +642,13 @@ func TestKeylessRecordsOnCompactedTopic(t *testing.T) {
 		kmsg.Record{Key: []byte("k"), Value: []byte("keyed")},
 		kmsg.Record{Value: []byte("keyless")},
 	)
-	if code := rawProduce(t, raw, "compacted", batch); code != kerr.InvalidRecord.Code {
-		t.Errorf("raw batch with a keyless record: %v, want INVALID_RECORD", kerr.ErrorForCode(code))
+	resp := rawProducePartition(t, raw, "compacted", batch)
+	if resp.ErrorCode != kerr.InvalidRecord.Code {
+		t.Errorf("raw batch with a keyless record: %v, want INVALID_RECORD", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	// Produce v8+ says which record: the second (relative offset 1).
+	if len(resp.ErrorRecords) != 1 || resp.ErrorRecords[0].RelativeOffset != 1 {
+		t.Errorf("per-record errors %+v, want one for relative offset 1", resp.ErrorRecords)
 	}
 	if end := endOffset(t, ctx, b, "compacted"); end != next {
 		t.Errorf("log end offset %d after the refused batch, want %d", end, next)

@@ -174,9 +174,14 @@ func (a *API) startAppend(c *conn, req *kmsg.ProduceRequest, topic string, topic
 	if req.TransactionID != nil {
 		return kerr.TransactionalIDAuthorizationFailed, "transactions are not supported yet"
 	}
-	bh, err, msg := partition.Validate(rp.Records, v.Config, &c.dec)
-	if err != nil {
-		return err, msg
+	bh, rej := partition.Validate(rp.Records, v.Config, &c.dec)
+	if rej != nil {
+		if rej.Record >= 0 && req.Version >= 8 {
+			er := kmsg.NewProduceResponseTopicPartitionErrorRecord()
+			er.RelativeOffset, er.ErrorMessage = rej.Record, kmsg.StringPtr(rej.Message)
+			slot.ErrorRecords = append(slot.ErrorRecords, er)
+		}
+		return rej.Err, rej.Message
 	}
 	records := rp.Records
 	if bh.Codec() == store.CodecZstd && req.Version < 7 {

@@ -40,3 +40,14 @@ func corruptf(format string, args ...any) error {
 func invalidf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalidRecord, fmt.Sprintf(format, args...))
 }
+
+// RecordError is an error about one record of a batch: Kafka answers it in
+// Produce's per-record errors (ErrorRecords), with the record's index. It
+// unwraps to the error class (ErrInvalidRecord).
+type RecordError struct {
+	Index int32 // the record's position in its batch
+	Err   error
+}
+
+func (e *RecordError) Error() string { return e.Err.Error() }
+func (e *RecordError) Unwrap() error { return e.Err }

@@ -121,10 +121,10 @@ func validateRecords(data []byte, numRecords int32, requireKeys bool) error {
 		}
 		data = data[n:]
 		if r.OffsetDelta != i {
-			return invalidf("record %d has offset delta %d", i, r.OffsetDelta)
+			return &RecordError{Index: i, Err: invalidf("record %d has offset delta %d", i, r.OffsetDelta)}
 		}
 		if requireKeys && r.Key == nil {
-			return invalidf("record %d has no key, which a compacted topic requires", i)
+			return &RecordError{Index: i, Err: invalidf("record %d has no key, which a compacted topic requires", i)}
 		}
 	}
 	if len(data) != 0 {
