@@ -71,13 +71,9 @@ func (c *Controller) createTopics(m *CreateTopics) *CreateTopicsResult {
 	if m.ValidateOnly || len(records) == 0 {
 		return res
 	}
-	if err := c.commit(records); err != nil {
-		for i := range res.Topics {
-			if res.Topics[i].Err == nil {
-				res.Topics[i].Err, res.Topics[i].Message = kerr.KafkaStorageError, err.Error()
-			}
-		}
-	}
+	c.commitOrFail(records, len(res.Topics), func(i int) (**kerr.Error, *string) {
+		return &res.Topics[i].Err, &res.Topics[i].Message
+	})
 	return res
 }
 
@@ -212,13 +208,9 @@ func (c *Controller) deleteTopics(m *DeleteTopics) *DeleteTopicsResult {
 	if len(records) == 0 {
 		return res
 	}
-	if err := c.commit(records); err != nil {
-		for i := range res.Topics {
-			if res.Topics[i].Err == nil {
-				res.Topics[i].Err, res.Topics[i].Message = kerr.KafkaStorageError, err.Error()
-			}
-		}
-	}
+	c.commitOrFail(records, len(res.Topics), func(i int) (**kerr.Error, *string) {
+		return &res.Topics[i].Err, &res.Topics[i].Message
+	})
 	return res
 }
 
@@ -271,13 +263,9 @@ func (c *Controller) createPartitions(m *CreatePartitions) *CreatePartitionsResu
 	if m.ValidateOnly || len(records) == 0 {
 		return res
 	}
-	if err := c.commit(records); err != nil {
-		for i := range res.Topics {
-			if res.Topics[i].Err == nil {
-				res.Topics[i].Err, res.Topics[i].Message = kerr.KafkaStorageError, err.Error()
-			}
-		}
-	}
+	c.commitOrFail(records, len(res.Topics), func(i int) (**kerr.Error, *string) {
+		return &res.Topics[i].Err, &res.Topics[i].Message
+	})
 	return res
 }
 
@@ -302,13 +290,9 @@ func (c *Controller) alterConfigs(m *AlterConfigs) *AlterConfigsResult {
 	if m.ValidateOnly || len(records) == 0 {
 		return res
 	}
-	if err := c.commit(records); err != nil {
-		for i := range res.Resources {
-			if res.Resources[i].Err == nil {
-				res.Resources[i].Err, res.Resources[i].Message = kerr.KafkaStorageError, err.Error()
-			}
-		}
-	}
+	c.commitOrFail(records, len(res.Resources), func(i int) (**kerr.Error, *string) {
+		return &res.Resources[i].Err, &res.Resources[i].Message
+	})
 	return res
 }
 
@@ -447,4 +431,20 @@ func duplicates(n int, key func(int) string) map[string]bool {
 		}
 	}
 	return dup
+}
+
+// commitOrFail commits a command's records; if that fails, every one of its
+// n results that had no error of its own gets KAFKA_STORAGE_ERROR, since
+// nothing of the command was written. result returns the i-th result's
+// error and message fields.
+func (c *Controller) commitOrFail(records []image.Record, n int, result func(i int) (**kerr.Error, *string)) {
+	err := c.commit(records)
+	if err == nil {
+		return
+	}
+	for i := range n {
+		if e, msg := result(i); *e == nil {
+			*e, *msg = kerr.KafkaStorageError, err.Error()
+		}
+	}
 }
