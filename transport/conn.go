@@ -127,9 +127,10 @@ func (c *conn) read() {
 // NB: the body's buffer is not pooled: decoded requests alias it (produced
 // batches go to partition actors as sub-slices), so it lives as long as they
 // do. Growing one buffer by doubling instead (bytes.Buffer did) made every
-// large request touch about 2.3 times its size of fresh memory; the page
-// faults and clearing were a quarter of the broker's CPU under a produce load
-// of 6 MB requests (tests/bench/README.md).
+// large request touch two to three times its size of fresh memory, cleared
+// before each read; the page faults, clearing and copying were a third of
+// the broker's CPU under a produce load of 6 MB requests
+// (tests/bench/README.md).
 const (
 	minChunk = 64 << 10
 	// maxChunks bounds the chunks of one body: after k chunks 2^(15+k)
