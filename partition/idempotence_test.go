@@ -31,26 +31,36 @@ const testDir = "/data/t-0"
 // keeper is the test's parent of one partition actor: it restarts the
 // partition when it panics (one-for-one, as the partitions supervisor) and
 // reports when it has stopped, without protoactor futures.
+//
+// Stopping the keeper stops the partition: protoactor stops a stopping
+// actor's children and delivers its Stopped only once every child has
+// terminated (finalizeStop), and a partition closes its log in Stopping,
+// before it terminates. So done closes after the log is closed.
+//
+// NB: the keeper must not Watch its child, nor panic. A parent already gets
+// its child's Terminated; a watching parent gets a second one, and a keeper
+// that closed done on each panicked on the second. The root supervisor then
+// restarted the keeper, whose Started spawned another partition on the same
+// directory after stop had returned. That instance's Open raced the next
+// test instance's Open, and its Close synced the next instance's unsynced
+// appends through the shared in-memory files.
 type keeper struct {
-	props *actor.Props
-	child chan *actor.PID
-	done  chan struct{}
+	props  *actor.Props
+	child  chan *actor.PID
+	done   chan struct{}
+	starts atomic.Int32 // more than one: the keeper was restarted
 }
 
-type stopChild struct{ pid *actor.PID }
-
 func (k *keeper) Receive(ctx actor.Context) {
-	switch m := ctx.Message().(type) {
+	switch ctx.Message().(type) {
 	case *actor.Started:
+		k.starts.Add(1)
 		pid, err := ctx.SpawnNamed(k.props, "t-0")
 		if err != nil {
 			panic(err)
 		}
-		ctx.Watch(pid)
 		k.child <- pid
-	case *stopChild:
-		ctx.Stop(m.pid)
-	case *actor.Terminated:
+	case *actor.Stopped:
 		close(k.done)
 	}
 }
@@ -76,7 +86,7 @@ type testPartition struct {
 	keeper *actor.PID
 	pid    *actor.PID
 	handle *Handle
-	done   chan struct{}
+	k      *keeper
 }
 
 func testConfig(fs vfs.FS, clk clock.Clock) Config {
@@ -103,22 +113,25 @@ func startTestPartition(t *testing.T, cfg Config, mw ...actor.ReceiverMiddleware
 	if err != nil {
 		t.Fatal(err)
 	}
-	tp := &testPartition{t: t, sys: sys, keeper: kpid, pid: <-k.child, handle: h, done: k.done}
+	tp := &testPartition{t: t, sys: sys, keeper: kpid, pid: <-k.child, handle: h, k: k}
 	h.PID = tp.pid
 	t.Cleanup(tp.stop)
 	return tp
 }
 
-// stop stops the partition gracefully and waits until its log is closed.
+// stop stops the partition gracefully, with its keeper, and waits until its
+// log is closed.
 func (tp *testPartition) stop() {
 	if tp.sys == nil {
 		return
 	}
-	tp.sys.Root.Send(tp.keeper, &stopChild{pid: tp.pid})
-	<-tp.done
 	tp.sys.Root.Stop(tp.keeper)
+	<-tp.k.done
 	tp.sys.Shutdown()
 	tp.sys = nil
+	if n := tp.k.starts.Load(); n != 1 {
+		tp.t.Errorf("keeper started %d times: a restart spawned another partition on the directory", n)
+	}
 }
 
 // batch is an idempotent producer's batch of n records.
