@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -145,17 +146,28 @@ func TestPartitionPanicsWhileProducing(t *testing.T) {
 // by offset.
 func readAll(t *testing.T, b *broker, topic string, partitions int32) map[int32][]int {
 	t.Helper()
-	ctx := ctxFor(t)
-	ends, err := b.admin().ListEndOffsets(ctx, topic)
+	return readSequences(t, ctxFor(t), b.addr(), topic, partitions)
+}
+
+// readSequences is readAll for a broker at addr (in this process or not):
+// every record's value must be its sequence number, and offsets must run
+// from 0 without a gap.
+func readSequences(t *testing.T, ctx context.Context, addr, topic string, partitions int32) map[int32][]int {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[int32]int64{}
 	ends.Each(func(o kadm.ListedOffset) { want[o.Partition] = o.Offset })
 	if len(want) != int(partitions) {
-		t.Fatalf("end offsets of %d partitions, want %d", len(want), partitions)
+		t.Fatalf("end offsets of %d partitions, want %d: %v", len(want), partitions, ends)
 	}
-	c := b.client(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	logs := map[int32][]int{}
 	done := func() bool {
 		for p, end := range want {
@@ -166,9 +178,9 @@ func readAll(t *testing.T, b *broker, topic string, partitions int32) map[int32]
 		return true
 	}
 	for !done() {
-		fs := c.PollFetches(ctx)
+		fs := cl.PollFetches(ctx)
 		if err := fs.Err0(); err != nil {
-			t.Fatal(err)
+			t.Fatalf("consume: %v", err)
 		}
 		fs.EachRecord(func(r *kgo.Record) {
 			if r.Offset != int64(len(logs[r.Partition])) {

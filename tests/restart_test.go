@@ -350,45 +350,7 @@ func checkLog(t *testing.T, ctx context.Context, addr, topic string, partitions 
 		// only on a fatal error, and no outage here should cause one.
 		t.Errorf("produce failed: %v", err)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[int32]int64{}
-	ends.Each(func(o kadm.ListedOffset) { want[o.Partition] = o.Offset })
-	if len(want) != int(partitions) {
-		t.Fatalf("end offsets of %d partitions, want %d: %v", len(want), partitions, ends)
-	}
-	logs := map[int32][]int{}
-	complete := func() bool {
-		for p, end := range want {
-			if int64(len(logs[p])) < end {
-				return false
-			}
-		}
-		return true
-	}
-	for !complete() {
-		fs := cl.PollFetches(ctx)
-		if err := fs.Err0(); err != nil {
-			t.Fatalf("consume: %v", err)
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			if r.Offset != int64(len(logs[r.Partition])) {
-				t.Fatalf("partition %d: offset %d after %d records", r.Partition, r.Offset, len(logs[r.Partition]))
-			}
-			seq, err := strconv.Atoi(string(r.Value))
-			if err != nil {
-				t.Fatalf("partition %d offset %d: value %q", r.Partition, r.Offset, r.Value)
-			}
-			logs[r.Partition] = append(logs[r.Partition], seq)
-		})
-	}
+	logs := readSequences(t, ctx, addr, topic, partitions)
 
 	seen := map[int]bool{}
 	total := 0
