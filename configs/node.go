@@ -96,6 +96,24 @@ type Node struct {
 	// connections.max.idle.ms.
 	ConnectionsMaxIdleMs int64 `mapstructure:"connections.max.idle.ms" yaml:"connections.max.idle.ms"`
 
+	// OffsetsTopicNumPartitions is the partition count of the internal
+	// topic __consumer_offsets, created on the first FindCoordinator. It
+	// decides which partition, and so which coordinator, holds a group:
+	// changing it after the topic exists has no effect. Default 50, at
+	// least 1. Kafka: offsets.topic.num.partitions.
+	OffsetsTopicNumPartitions int32 `mapstructure:"offsets.topic.num.partitions" yaml:"offsets.topic.num.partitions"`
+
+	// GroupMinSessionTimeoutMs is the shortest session timeout a group
+	// member may ask for in JoinGroup; a shorter one is refused with
+	// INVALID_SESSION_TIMEOUT. Default 6000, at least 1. Kafka:
+	// group.min.session.timeout.ms.
+	GroupMinSessionTimeoutMs int32 `mapstructure:"group.min.session.timeout.ms" yaml:"group.min.session.timeout.ms"`
+
+	// GroupMaxSessionTimeoutMs is the longest session timeout a group
+	// member may ask for. Default 1800000 (30 minutes), at least
+	// group.min.session.timeout.ms. Kafka: group.max.session.timeout.ms.
+	GroupMaxSessionTimeoutMs int32 `mapstructure:"group.max.session.timeout.ms" yaml:"group.max.session.timeout.ms"`
+
 	// TopicDefaults are the broker-level defaults of the topic configs.
 	TopicDefaults `mapstructure:",squash" yaml:",inline"`
 
@@ -208,21 +226,24 @@ const DefaultProducerIDExpirationMs = 24 * 3600 * 1000
 // and Kafka's defaults for everything Kafka has.
 func Default() Node {
 	return Node{
-		NodeID:                   1,
-		DataDir:                  "./data",
-		Listen:                   "127.0.0.1:9092",
-		Advertise:                "127.0.0.1:9092",
-		AdminListen:              "127.0.0.1:9644",
-		LogLevel:                 "info",
-		LogFormat:                logging.FormatAuto,
-		Durability:               DurabilityFsync,
-		AutoCreateTopicsEnable:   true,
-		NumPartitions:            1,
-		DefaultReplicationFactor: 1,
-		ProducerIDExpirationMs:   DefaultProducerIDExpirationMs,
-		SocketRequestMaxBytes:    100 << 20,
-		ConnectionsMaxIdleMs:     600000,
-		TopicDefaults:            DefaultTopic().brokerDefaults(),
+		NodeID:                    1,
+		DataDir:                   "./data",
+		Listen:                    "127.0.0.1:9092",
+		Advertise:                 "127.0.0.1:9092",
+		AdminListen:               "127.0.0.1:9644",
+		LogLevel:                  "info",
+		LogFormat:                 logging.FormatAuto,
+		Durability:                DurabilityFsync,
+		AutoCreateTopicsEnable:    true,
+		NumPartitions:             1,
+		DefaultReplicationFactor:  1,
+		ProducerIDExpirationMs:    DefaultProducerIDExpirationMs,
+		SocketRequestMaxBytes:     100 << 20,
+		ConnectionsMaxIdleMs:      600000,
+		OffsetsTopicNumPartitions: 50,
+		GroupMinSessionTimeoutMs:  6000,
+		GroupMaxSessionTimeoutMs:  1800000,
+		TopicDefaults:             DefaultTopic().brokerDefaults(),
 	}
 }
 
@@ -250,6 +271,9 @@ func (n Node) Validate() error {
 	v.atLeast("producer.id.expiration.ms", n.ProducerIDExpirationMs, 1)
 	v.atLeast("socket.request.max.bytes", int64(n.SocketRequestMaxBytes), 1024)
 	v.atLeast("connections.max.idle.ms", n.ConnectionsMaxIdleMs, 1)
+	v.atLeast("offsets.topic.num.partitions", int64(n.OffsetsTopicNumPartitions), 1)
+	v.atLeast("group.min.session.timeout.ms", int64(n.GroupMinSessionTimeoutMs), 1)
+	v.atLeast("group.max.session.timeout.ms", int64(n.GroupMaxSessionTimeoutMs), int64(n.GroupMinSessionTimeoutMs))
 	d := n.TopicDefaults
 	d.Topic().validate(&v, brokerName)
 	// NB: Kafka's broker refuses log.retention.ms = 0 (every segment would

@@ -30,6 +30,9 @@ type NewTopic struct {
 	// ReplicationFactor must then be -1.
 	Assignments [][]int32
 	Configs     map[string]string
+	// Internal marks one of Kafka's internal topics (__consumer_offsets),
+	// which Metadata reports with IsInternal. Only the node creates them.
+	Internal bool
 }
 
 // CreateTopicsResult answers CreateTopics.

@@ -128,7 +128,7 @@ func (c *Controller) planTopic(t NewTopic, planned map[string]string) (*image.Cr
 		}
 		assign = c.place(0, int(n), int(rf), len(c.im.Topics))
 	}
-	rec := &image.CreateTopic{Name: t.Name, ID: newTopicID(), Configs: maps.Clone(t.Configs)}
+	rec := &image.CreateTopic{Name: t.Name, ID: newTopicID(), Configs: maps.Clone(t.Configs), Internal: t.Internal}
 	for i, replicas := range assign {
 		rec.Partitions = append(rec.Partitions, newPartition(int32(i), replicas))
 	}
