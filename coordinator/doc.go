@@ -1,5 +1,60 @@
-// Package coordinator holds the group coordinator (classic protocol and
-// KIP-848) and the transaction coordinator actors. Their state lives in the
-// internal topics __consumer_offsets and __transaction_state and is rebuilt
-// from them when an actor starts.
+// Package coordinator holds the group coordinator (classic protocol; KIP-848
+// and the transaction coordinator are to come). Its state lives in the
+// internal topic __consumer_offsets and is rebuilt from it when an actor
+// starts.
+//
+// # Actors
+//
+//	groups                  supervisor, one-for-one with backoff; spawns a group's actor on first use
+//	└── <escaped group id>  one per group (url.PathEscape: a group id may hold '/')
+//
+// The groups supervisor handles:
+//
+//	message      from        does                                              reply
+//	Open         transport   spawns the group's actor if it has none            OpenResult (Respond)
+//	Terminated   protoactor  forgets the group's actor (Directory too)          none
+//
+// A group actor handles:
+//
+//	message      from                  does                                                reply
+//	Request      transport             one group request, given to the Group state         Reply callback, when the
+//	                                   machine; commits append records first               answer is ready
+//	timerFired   time.AfterFunc        a Timer the state machine asked for                 none
+//	appended     the partition actor   an append's outcome: apply the commit, answer       none
+//
+// # The state machine
+//
+// Group is the classic protocol as Kafka's ClassicGroup runs it: states
+// Empty, PreparingRebalance, CompletingRebalance, Stable and Dead; JoinGroup
+// (KIP-394 member ids, protocol selection by vote, rebalance and session
+// timeouts), SyncGroup, Heartbeat, LeaveGroup (batched), generation fencing,
+// static membership (KIP-345) and the offset commit checks. It does no I/O
+// and reads no clock: each step leaves, in Ready, the answers to send, the
+// timers to schedule and whether the group's metadata record must be
+// written. Its caller, the group actor, must:
+//
+//  1. call one step (Join, Sync, Heartbeat, Leave, Fire, Commit, ...);
+//  2. take Ready, call each Reply's responder, schedule each Timer as a
+//     message back to itself (never cancelled: a stale one does nothing),
+//     and append the group's MetadataRecord when asked;
+//  3. for OffsetCommit, append the records first and call Commit for each
+//     offset only once the append is durable, then answer.
+//
+// # Persistence
+//
+// Records use Kafka's own formats (kmsg.OffsetCommitKey v1 with
+// OffsetCommitValue v3, GroupMetadataKey v2 with GroupMetadataValue v3; a
+// null value is a tombstone), appended with acks=-1 to the group's partition
+// abs(javaStringHashCode(group)) % offsets.topic.num.partitions. Commits are
+// answered once durable. The group metadata record is written without
+// waiting: a member whose record is lost to a crash rejoins, as after any
+// coordinator move. On start, a group actor reads its partition from the log
+// start offset to the high watermark, applies its group's records in order
+// (Restore), and starts the restored members' session timers (Loaded).
+//
+// # Concurrency
+//
+// A Group is owned by its actor. Directory is written by the supervisor and
+// read by any goroutine. Requests lost to a failing actor are never
+// answered: transport bounds every wait.
 package coordinator

@@ -21,6 +21,7 @@ import (
 	"github.com/skeinlog/skein/configs"
 	"github.com/skeinlog/skein/controller"
 	"github.com/skeinlog/skein/controller/image"
+	"github.com/skeinlog/skein/coordinator"
 	"github.com/skeinlog/skein/internal/clock"
 	"github.com/skeinlog/skein/internal/vfs"
 	"github.com/skeinlog/skein/partition"
@@ -40,6 +41,7 @@ type Node struct {
 	firstImage chan struct{} // closed at the first published image
 	imageOnce  sync.Once
 	registry   *partition.Registry
+	groups     *coordinator.Directory
 	children   atomic.Pointer[children]
 	ln         net.Listener
 	server     *transport.Server
@@ -58,7 +60,7 @@ type Node struct {
 
 // children are the root actor's children, published for the listener.
 type children struct {
-	controller, metadata, partitions *actor.PID
+	controller, metadata, partitions, groups *actor.PID
 }
 
 // startTimeout bounds how long Start waits for the metadata to load.
@@ -78,7 +80,7 @@ func Start(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 		return nil, fmt.Errorf("node: listen: %w", err)
 	}
 	n := &Node{cfg: cfg, log: log, done: make(chan struct{}), firstImage: make(chan struct{}),
-		registry: partition.NewRegistry(), ln: ln, metrics: prometheus.NewRegistry(), faults: actors.NewFaults()}
+		registry: partition.NewRegistry(), groups: &coordinator.Directory{}, ln: ln, metrics: prometheus.NewRegistry(), faults: actors.NewFaults()}
 	n.image.Store(image.Empty())
 	n.sys = actors.NewSystem(log)
 	n.tree = actors.NewTree(n.sys, n.faults)
@@ -128,6 +130,8 @@ func Start(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 		Controller: c.controller,
 		Image:      n.image.Load,
 		Partitions: n.registry,
+		Groups:     n.groups,
+		GroupsPID:  c.groups,
 		Node:       cfg,
 		Logger:     log,
 	}, transport.NewMetrics(n.metrics)))
@@ -262,6 +266,7 @@ func removeDeletedDirs(dataDir string, log zerolog.Logger) {
 //	node/<id>
 //	├── metadata     this node's image of the cluster; tells partitions their role
 //	├── partitions   supervisor of the partition actors
+//	├── groups       supervisor of the group coordinators, one per group
 //	└── controller   the metadata log's single writer
 //
 // Supervised by a one-for-one guardian that restarts it up to 10 times a
@@ -305,10 +310,21 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 	if err != nil {
 		return err
 	}
+	// One actor per consumer group, each rebuilding its group from its
+	// __consumer_offsets partition when it (re)starts.
+	groups, err := c.SpawnNamed(coordinator.SupervisorProps(coordinator.SupervisorConfig{
+		Directory:         n.groups,
+		MinSessionTimeout: time.Duration(n.cfg.GroupMinSessionTimeoutMs) * time.Millisecond,
+		MaxSessionTimeout: time.Duration(n.cfg.GroupMaxSessionTimeoutMs) * time.Millisecond,
+		Logger:            n.log,
+	}, actors.NewBackoffStrategy(actors.Backoff{})), "groups")
+	if err != nil {
+		return err
+	}
 	host, port := n.advertised()
 	// The controller publishes its image at start: its siblings must be
 	// known first.
-	n.children.Store(&children{metadata: metadata, partitions: partitions})
+	n.children.Store(&children{metadata: metadata, partitions: partitions, groups: groups})
 	ctrl, err := c.SpawnNamed(controller.Props(controller.Config{
 		NodeID: n.cfg.NodeID, Host: host, Port: port,
 		Dir: filepath.Join(n.cfg.DataDir, "__cluster_metadata-0"), FS: vfs.Default, Clock: clock.Real,
@@ -317,7 +333,7 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 	if err != nil {
 		return err
 	}
-	n.children.Store(&children{controller: ctrl, metadata: metadata, partitions: partitions})
+	n.children.Store(&children{controller: ctrl, metadata: metadata, partitions: partitions, groups: groups})
 	return nil
 }
 

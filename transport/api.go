@@ -10,6 +10,7 @@ import (
 	"github.com/skeinlog/skein/actors"
 	"github.com/skeinlog/skein/configs"
 	"github.com/skeinlog/skein/controller/image"
+	"github.com/skeinlog/skein/coordinator"
 	"github.com/skeinlog/skein/partition"
 )
 
@@ -39,6 +40,10 @@ type Deps struct {
 	Image func() *image.Image
 	// Partitions holds the handles of the partitions this node hosts.
 	Partitions *partition.Registry
+	// Groups maps consumer groups to their coordinator actors; GroupsPID
+	// is the groups supervisor, which spawns one on first use.
+	Groups    *coordinator.Directory
+	GroupsPID *actor.PID
 	// Node is this node's configuration.
 	Node configs.Node
 	// RequestTimeout bounds how long a handler waits for an actor.

@@ -1,0 +1,356 @@
+package coordinator
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skeinlog/skein/partition"
+	"github.com/skeinlog/skein/partition/store"
+)
+
+// Open asks the groups supervisor for a group's actor, spawning it if
+// needed. Sent by transport with actors.Ask; answered with *OpenResult.
+// Partition is the group's __consumer_offsets partition, hosted and
+// loaded here (transport checked).
+type Open struct {
+	Group     string
+	Partition *partition.Handle
+}
+
+// OpenResult answers Open.
+type OpenResult struct {
+	PID *actor.PID
+}
+
+// Request carries one request of one group to its actor: JoinGroup,
+// SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch (one group),
+// OffsetDelete, DescribeGroups (one group) or DeleteGroups (one group).
+// Sent by transport; the actor calls Reply once, from its goroutine, when
+// the answer is ready (JoinGroup waits for the rebalance, OffsetCommit for
+// the records to be durable). Reply must not block. A request lost to a
+// failing actor is never answered: the sender bounds its wait.
+type Request struct {
+	Req                  kmsg.Request
+	ClientID, ClientHost string
+	// TopicError says why a topic partition cannot take a commit
+	// (UNKNOWN_TOPIC_OR_PARTITION), nil if it can; transport reads its
+	// image. Used by OffsetCommit.
+	TopicError func(topic string, partition int32) *kerr.Error
+	Reply      func(kmsg.Response)
+}
+
+// Directory maps group ids to their actors, for transport's lookups
+// without a message. The groups supervisor writes it; any goroutine reads
+// it.
+type Directory struct {
+	m sync.Map // group id → *actor.PID
+}
+
+// Get returns a group's actor, or nil if it has none yet.
+func (d *Directory) Get(group string) *actor.PID {
+	if v, ok := d.m.Load(group); ok {
+		return v.(*actor.PID)
+	}
+	return nil
+}
+
+// Groups returns the ids of the groups that have an actor.
+func (d *Directory) Groups() []string {
+	var out []string
+	d.m.Range(func(k, _ any) bool {
+		out = append(out, k.(string))
+		return true
+	})
+	return out
+}
+
+// SupervisorConfig configures the groups supervisor.
+type SupervisorConfig struct {
+	Directory *Directory
+	// MinSessionTimeout and MaxSessionTimeout: see Config.
+	MinSessionTimeout, MaxSessionTimeout time.Duration
+	// OffsetMetadataMaxBytes caps a commit's metadata
+	// (offset.metadata.max.bytes, 4096).
+	OffsetMetadataMaxBytes int
+	Logger                 zerolog.Logger
+}
+
+// SupervisorProps returns the props of the "groups" supervisor: it spawns
+// one actor per group, named by the group id path-escaped (a group id may
+// hold '/'), and restarts a failed one, which rebuilds its state from the
+// group's __consumer_offsets partition.
+func SupervisorProps(cfg SupervisorConfig, strategy actor.SupervisorStrategy) *actor.Props {
+	if cfg.OffsetMetadataMaxBytes <= 0 {
+		cfg.OffsetMetadataMaxBytes = 4096
+	}
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &supervisor{cfg: cfg, groups: map[string]*actor.PID{}}
+	}, actor.WithSupervisor(strategy))
+}
+
+type supervisor struct {
+	cfg    SupervisorConfig
+	groups map[string]*actor.PID
+}
+
+func (s *supervisor) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *Open:
+		pid := s.groups[m.Group]
+		if pid == nil {
+			var err error
+			pid, err = c.SpawnNamed(s.groupProps(c.ActorSystem(), m), url.PathEscape(m.Group))
+			if err != nil {
+				c.Respond(&OpenResult{})
+				return
+			}
+			s.groups[m.Group] = pid
+			s.cfg.Directory.m.Store(m.Group, pid)
+		}
+		c.Respond(&OpenResult{PID: pid})
+	case *actor.Terminated:
+		for g, pid := range s.groups {
+			if pid.Equal(m.Who) {
+				delete(s.groups, g)
+				s.cfg.Directory.m.Delete(g)
+			}
+		}
+	case *actor.Restarting, *actor.Stopping:
+		for g := range s.groups {
+			s.cfg.Directory.m.Delete(g)
+		}
+	}
+}
+
+func (s *supervisor) groupProps(sys *actor.ActorSystem, m *Open) *actor.Props {
+	cfg := s.cfg
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &groupActor{id: m.Group, handle: m.Partition, cfg: cfg, sys: sys}
+	})
+}
+
+// incarnations numbers group actor instances, so that a timer set by a
+// failed instance does nothing in its successor.
+var incarnations atomic.Uint64
+
+// groupActor is groups/<group id>: the single owner of one group's state.
+// It drives the Group state machine, schedules its timers as messages to
+// itself, and appends its records to the group's __consumer_offsets
+// partition through the partition actor. On (re)start it rebuilds the
+// group from that partition, up to its high watermark.
+type groupActor struct {
+	id     string
+	handle *partition.Handle
+	cfg    SupervisorConfig
+	sys    *actor.ActorSystem
+	self   *actor.PID
+	inc    uint64
+	g      *Group
+	err    *kerr.Error // set when the group could not be loaded
+}
+
+// timerFired is a Timer coming due, sent by time.AfterFunc.
+type timerFired struct {
+	inc   uint64
+	timer Timer
+}
+
+// appended is the outcome of an append, sent by the partition actor's
+// Reply; then runs on the group actor.
+type appended struct {
+	inc  uint64
+	err  *kerr.Error
+	then func(err *kerr.Error)
+}
+
+func (a *groupActor) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *actor.Started:
+		a.self, a.inc = c.Self(), incarnations.Add(1)
+		a.load()
+	case *Request:
+		a.handle0(m)
+	case *timerFired:
+		if m.inc == a.inc && a.g != nil {
+			a.g.Fire(m.timer)
+		}
+	case *appended:
+		if m.inc == a.inc {
+			m.then(m.err)
+		}
+	case *actor.Restarting, *actor.Stopping:
+		// The state may be half-updated by a panic: answer only the
+		// requests waiting on it, so that their clients rejoin at once
+		// instead of waiting for their timeouts.
+		if a.g != nil {
+			a.g.Abort(kerr.NotCoordinator)
+			for _, rep := range a.g.Ready().Replies {
+				rep.To(rep.Resp)
+			}
+		}
+		return
+	}
+	a.flush()
+}
+
+func (a *groupActor) newMemberID(clientID string) string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return clientID + "-" + hex.EncodeToString(b[:])
+}
+
+// load rebuilds the group from its partition.
+func (a *groupActor) load() {
+	g := NewGroup(a.id, Config{MinSessionTimeout: a.cfg.MinSessionTimeout, MaxSessionTimeout: a.cfg.MaxSessionTimeout,
+		NewMemberID: a.newMemberID, Now: time.Now})
+	v := a.handle.View()
+	if v == nil {
+		a.err = kerr.CoordinatorLoadInProgress
+		return
+	}
+	lv := v.Log
+	dec := store.NewDecompressor()
+	for off := lv.LogStartOffset; off < lv.HighWatermark; {
+		b, err := lv.ReadBytes(off, store.ReadOptions{MaxBytes: 1 << 20, MaxOffset: lv.HighWatermark, MinOneBatch: true})
+		if err != nil {
+			a.cfg.Logger.Error().Err(err).Str("group", a.id).Msg("reading the group's offsets partition")
+			a.err = kerr.CoordinatorNotAvailable
+			return
+		}
+		if len(b) == 0 {
+			break
+		}
+		err = store.ForEachBatch(b, func(batch []byte, h store.Header) error {
+			off = h.NextOffset()
+			if h.Control() {
+				return nil
+			}
+			return store.ForEachRecord(batch, dec, func(r *store.Record) error {
+				var val []byte
+				if r.Value != nil {
+					val = bytes.Clone(r.Value)
+				}
+				if err := g.Restore(Record{Key: bytes.Clone(r.Key), Value: val}); err != nil {
+					a.cfg.Logger.Warn().Err(err).Str("group", a.id).Msg("skipping a record")
+				}
+				return nil
+			})
+		})
+		if err != nil {
+			a.cfg.Logger.Error().Err(err).Str("group", a.id).Msg("reading the group's offsets partition")
+			a.err = kerr.CoordinatorNotAvailable
+			return
+		}
+	}
+	g.Loaded()
+	a.g = g
+}
+
+// flush performs what the state machine's last steps asked for.
+func (a *groupActor) flush() {
+	if a.g == nil {
+		return
+	}
+	r := a.g.Ready()
+	for _, rep := range r.Replies {
+		rep.To(rep.Resp)
+	}
+	for _, t := range r.Timers {
+		msg := &timerFired{inc: a.inc, timer: t}
+		time.AfterFunc(t.After, func() { a.sys.Root.Send(a.self, msg) })
+	}
+	if r.GroupMetadata {
+		// NB: the membership record is written without waiting: a
+		// member that loses it to a crash rejoins, as after any
+		// coordinator move.
+		a.append([]Record{a.g.MetadataRecord()}, func(err *kerr.Error) {
+			if err != nil {
+				a.cfg.Logger.Warn().Str("group", a.id).Str("err", err.Message).Msg("writing group metadata")
+			}
+		})
+	}
+}
+
+// append writes records to the group's partition (acks=-1: the reply
+// comes once they are durable) and runs then on the actor with the outcome.
+func (a *groupActor) append(recs []Record, then func(err *kerr.Error)) {
+	now := time.Now().UnixMilli()
+	srs := make([]store.Record, len(recs))
+	for i, r := range recs {
+		srs[i] = store.Record{OffsetDelta: int32(i), Key: r.Key, Value: r.Value}
+	}
+	h := store.Header{LastOffsetDelta: int32(len(recs) - 1), BaseTimestamp: now, MaxTimestamp: now,
+		ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}
+	batch, err := store.AppendBatch(nil, h, srs, store.CodecNone)
+	if err != nil {
+		then(kerr.UnknownServerError)
+		return
+	}
+	self, inc, sys := a.self, a.inc, a.sys
+	sys.Root.Send(a.handle.PID, &partition.Append{Records: batch, Acks: -1, Reply: func(res partition.AppendResult) {
+		sys.Root.Send(self, &appended{inc: inc, err: commitError(res.Err), then: then})
+	}})
+}
+
+// commitError maps an append's error to what a committer is told, as
+// Kafka's GroupMetadataManager does.
+func commitError(err *kerr.Error) *kerr.Error {
+	switch err {
+	case nil:
+		return nil
+	case kerr.UnknownTopicOrPartition, kerr.NotEnoughReplicas, kerr.NotEnoughReplicasAfterAppend, kerr.RequestTimedOut:
+		return kerr.CoordinatorNotAvailable
+	case kerr.NotLeaderForPartition, kerr.KafkaStorageError:
+		return kerr.NotCoordinator
+	case kerr.MessageTooLarge, kerr.RecordListTooLarge, kerr.InvalidFetchSize:
+		return kerr.InvalidCommitOffsetSize
+	default:
+		return kerr.UnknownServerError
+	}
+}
+
+func (a *groupActor) handle0(m *Request) {
+	if a.g == nil {
+		a.load()
+	}
+	if a.g == nil {
+		m.Reply(errorResponse(m.Req, a.err))
+		return
+	}
+	reply := Responder(m.Reply)
+	switch req := m.Req.(type) {
+	case *kmsg.JoinGroupRequest:
+		a.g.Join(req, m.ClientID, m.ClientHost, reply)
+	case *kmsg.SyncGroupRequest:
+		a.g.Sync(req, reply)
+	case *kmsg.HeartbeatRequest:
+		a.g.Heartbeat(req, reply)
+	case *kmsg.LeaveGroupRequest:
+		a.g.Leave(req, reply)
+	case *kmsg.OffsetCommitRequest:
+		a.commit(req, m)
+	case *kmsg.OffsetFetchRequest:
+		m.Reply(a.fetch(req))
+	case *kmsg.OffsetDeleteRequest:
+		a.deleteOffsets(req, m)
+	case *kmsg.DescribeGroupsRequest:
+		m.Reply(a.describe(req))
+	case *kmsg.DeleteGroupsRequest:
+		a.deleteGroup(req, m)
+	case *kmsg.ListGroupsRequest:
+		m.Reply(a.list(req))
+	default:
+		panic(fmt.Sprintf("coordinator: unexpected request %T", m.Req))
+	}
+}

@@ -1,0 +1,127 @@
+package coordinator
+
+import (
+	"slices"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+type topicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+// Offset is a committed offset with what the client stored beside it.
+type Offset struct {
+	Offset          int64
+	LeaderEpoch     int32
+	Metadata        string
+	CommitTimestamp int64
+}
+
+// CheckCommit decides whether a member (or a standalone consumer) may
+// commit, as Kafka's ClassicGroup.validateOffsetCommit does: members are
+// checked for their id, instance id and generation; a commit with
+// generation -1 and no member id is a simple commit, allowed only while
+// the group has no members. nil means the commit may go ahead.
+func (g *Group) CheckCommit(generation int32, memberID string, instanceID *string) *kerr.Error {
+	instance := ""
+	if instanceID != nil {
+		instance = *instanceID
+	}
+	switch {
+	case g.state == Dead:
+		return kerr.CoordinatorNotAvailable
+	case generation < 0 && memberID == "" && instance == "":
+		if g.state != Empty {
+			return kerr.UnknownMemberID
+		}
+		return nil
+	case g.checkInstance(memberID, instance) != nil:
+		return kerr.FencedInstanceID
+	}
+	m := g.members[memberID]
+	switch {
+	case m == nil:
+		return kerr.UnknownMemberID
+	case generation != g.generation:
+		return kerr.IllegalGeneration
+	case g.state == CompletingRebalance:
+		// The member's assignment of this generation is not known yet.
+		return kerr.RebalanceInProgress
+	}
+	// A commit is as good as a heartbeat.
+	g.touch(m)
+	return nil
+}
+
+// Commit records a committed offset once it is durable.
+func (g *Group) Commit(topic string, partition int32, o Offset) {
+	g.offsets[topicPartition{topic, partition}] = o
+}
+
+// DeleteOffset forgets a committed offset (its tombstone is durable).
+func (g *Group) DeleteOffset(topic string, partition int32) {
+	delete(g.offsets, topicPartition{topic, partition})
+}
+
+// Committed returns a committed offset.
+func (g *Group) Committed(topic string, partition int32) (Offset, bool) {
+	o, ok := g.offsets[topicPartition{topic, partition}]
+	return o, ok
+}
+
+// CommittedTopics returns the topics with committed offsets, sorted, and
+// each one's partitions, sorted.
+func (g *Group) CommittedTopics() map[string][]int32 {
+	out := map[string][]int32{}
+	for tp := range g.offsets {
+		out[tp.Topic] = append(out[tp.Topic], tp.Partition)
+	}
+	for _, ps := range out {
+		slices.Sort(ps)
+	}
+	return out
+}
+
+// SortedTopics returns the keys of CommittedTopics, sorted.
+func SortedTopics(m map[string][]int32) []string {
+	ts := make([]string, 0, len(m))
+	for t := range m {
+		ts = append(ts, t)
+	}
+	sort.Strings(ts)
+	return ts
+}
+
+// Exists reports whether the group is known: it has members, a
+// generation, or committed offsets.
+func (g *Group) Exists() bool {
+	return g.state != Dead && (len(g.members) > 0 || g.generation > 0 || len(g.offsets) > 0)
+}
+
+// CheckOffsetDelete decides whether a committed offset of topic may be
+// deleted (OffsetDelete): always in an Empty group; in a consumer group
+// with members only when no member subscribes to the topic.
+func (g *Group) CheckOffsetDelete(topic string) *kerr.Error {
+	switch {
+	case g.state == Dead || !g.Exists():
+		return kerr.GroupIDNotFound
+	case g.state == Empty:
+		return nil
+	case g.protocolType != "consumer":
+		return kerr.NonEmptyGroup
+	}
+	for _, m := range g.members {
+		var meta kmsg.ConsumerMemberMetadata
+		if err := meta.ReadFrom(m.metadata(g.protocol)); err != nil {
+			continue
+		}
+		if slices.Contains(meta.Topics, topic) {
+			return kerr.GroupSubscribedToTopic
+		}
+	}
+	return nil
+}

@@ -1,0 +1,188 @@
+package coordinator
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// OffsetsTopic is the internal compacted topic holding committed offsets
+// and group metadata.
+const OffsetsTopic = "__consumer_offsets"
+
+// PartitionFor returns the __consumer_offsets partition of a group, as
+// Kafka computes it: abs(groupId.hashCode()) % partitions, with Java's
+// String.hashCode over UTF-16 code units and Kafka's Utils.abs (which maps
+// MinInt32 to 0).
+func PartitionFor(groupID string, partitions int32) int32 {
+	var h int32
+	for _, u := range utf16Units(groupID) {
+		h = 31*h + int32(u)
+	}
+	if h == -1<<31 {
+		h = 0
+	} else if h < 0 {
+		h = -h
+	}
+	return h % partitions
+}
+
+func utf16Units(s string) []uint16 {
+	out := make([]uint16, 0, len(s))
+	for _, r := range s {
+		if r >= 0x10000 {
+			r -= 0x10000
+			out = append(out, uint16(0xD800+(r>>10)), uint16(0xDC00+(r&0x3FF)))
+			continue
+		}
+		out = append(out, uint16(r))
+	}
+	return out
+}
+
+// Record is a key and value (nil for a tombstone) of __consumer_offsets.
+type Record struct {
+	Key, Value []byte
+}
+
+// OffsetRecord encodes a committed offset as Kafka does: an
+// OffsetCommitKey v1 and an OffsetCommitValue v3.
+func OffsetRecord(group, topic string, partition int32, o Offset) Record {
+	k := kmsg.NewOffsetCommitKey()
+	k.Version, k.Group, k.Topic, k.Partition = 1, group, topic, partition
+	v := kmsg.NewOffsetCommitValue()
+	v.Version, v.Offset, v.LeaderEpoch, v.Metadata, v.CommitTimestamp = 3, o.Offset, o.LeaderEpoch, o.Metadata, o.CommitTimestamp
+	return Record{Key: k.AppendTo(nil), Value: v.AppendTo(nil)}
+}
+
+// OffsetTombstone deletes a committed offset.
+func OffsetTombstone(group, topic string, partition int32) Record {
+	k := kmsg.NewOffsetCommitKey()
+	k.Version, k.Group, k.Topic, k.Partition = 1, group, topic, partition
+	return Record{Key: k.AppendTo(nil)}
+}
+
+// MetadataRecord encodes the group's membership as Kafka does: a
+// GroupMetadataKey v2 and a GroupMetadataValue v3.
+func (g *Group) MetadataRecord() Record {
+	k := kmsg.NewGroupMetadataKey()
+	k.Version, k.Group = 2, g.ID
+	if g.state == Dead {
+		return Record{Key: k.AppendTo(nil)}
+	}
+	v := kmsg.NewGroupMetadataValue()
+	v.Version, v.ProtocolType, v.Generation = 3, g.protocolType, g.generation
+	if g.protocol != "" {
+		v.Protocol = kmsg.StringPtr(g.protocol)
+	}
+	if g.leader != "" {
+		v.Leader = kmsg.StringPtr(g.leader)
+	}
+	v.CurrentStateTimestamp = g.cfg.Now().UnixMilli()
+	for _, id := range g.joinOrder {
+		m := g.members[id]
+		vm := kmsg.NewGroupMetadataValueMember()
+		vm.MemberID, vm.ClientID, vm.ClientHost = m.id, m.clientID, m.host
+		if m.instanceID != "" {
+			vm.InstanceID = kmsg.StringPtr(m.instanceID)
+		}
+		vm.RebalanceTimeoutMillis = int32(m.rebalanceTimeout / time.Millisecond)
+		vm.SessionTimeoutMillis = int32(m.sessionTimeout / time.Millisecond)
+		vm.Subscription, vm.Assignment = m.metadata(g.protocol), m.assignment
+		v.Members = append(v.Members, vm)
+	}
+	return Record{Key: k.AppendTo(nil), Value: v.AppendTo(nil)}
+}
+
+// ErrBadRecord marks a __consumer_offsets record that does not decode.
+var ErrBadRecord = errors.New("coordinator: undecodable __consumer_offsets record")
+
+// Restore applies one record of the group's partition, read at start; it
+// skips records of other groups. The records come in log order; the last
+// one for a key wins, as compaction will leave it.
+func (g *Group) Restore(r Record) error {
+	if len(r.Key) < 2 {
+		return fmt.Errorf("%w: key of %d bytes", ErrBadRecord, len(r.Key))
+	}
+	switch version := int16(binary.BigEndian.Uint16(r.Key)); version {
+	case 0, 1:
+		var k kmsg.OffsetCommitKey
+		if err := k.ReadFrom(r.Key); err != nil {
+			return fmt.Errorf("%w: %v", ErrBadRecord, err)
+		}
+		if k.Group != g.ID {
+			return nil
+		}
+		if r.Value == nil {
+			g.DeleteOffset(k.Topic, k.Partition)
+			return nil
+		}
+		var v kmsg.OffsetCommitValue
+		if err := v.ReadFrom(r.Value); err != nil {
+			return fmt.Errorf("%w: %v", ErrBadRecord, err)
+		}
+		epoch := v.LeaderEpoch
+		if v.Version < 3 {
+			epoch = -1
+		}
+		g.Commit(k.Topic, k.Partition, Offset{Offset: v.Offset, LeaderEpoch: epoch, Metadata: v.Metadata, CommitTimestamp: v.CommitTimestamp})
+	case 2:
+		var k kmsg.GroupMetadataKey
+		if err := k.ReadFrom(r.Key); err != nil {
+			return fmt.Errorf("%w: %v", ErrBadRecord, err)
+		}
+		if k.Group != g.ID {
+			return nil
+		}
+		g.members, g.joinOrder, g.static = map[string]*member{}, nil, map[string]string{}
+		if r.Value == nil {
+			g.state, g.generation, g.protocol, g.protocolType, g.leader = Empty, 0, "", "", ""
+			g.offsets = map[topicPartition]Offset{}
+			return nil
+		}
+		var v kmsg.GroupMetadataValue
+		if err := v.ReadFrom(r.Value); err != nil {
+			return fmt.Errorf("%w: %v", ErrBadRecord, err)
+		}
+		g.protocolType, g.generation = v.ProtocolType, v.Generation
+		g.protocol, g.leader = deref(v.Protocol), deref(v.Leader)
+		for _, vm := range v.Members {
+			m := &member{id: vm.MemberID, instanceID: deref(vm.InstanceID), clientID: vm.ClientID, host: vm.ClientHost,
+				protocolType: v.ProtocolType, assignment: vm.Assignment,
+				sessionTimeout:   time.Duration(vm.SessionTimeoutMillis) * time.Millisecond,
+				rebalanceTimeout: time.Duration(vm.RebalanceTimeoutMillis) * time.Millisecond,
+				protocols:        []kmsg.JoinGroupRequestProtocol{{Name: g.protocol, Metadata: vm.Subscription}}}
+			if m.rebalanceTimeout <= 0 {
+				m.rebalanceTimeout = m.sessionTimeout
+			}
+			g.members[m.id] = m
+			g.joinOrder = append(g.joinOrder, m.id)
+			if m.instanceID != "" {
+				g.static[m.instanceID] = m.id
+			}
+		}
+		g.state = Empty
+		if len(g.members) > 0 {
+			g.state = Stable
+		}
+	}
+	return nil
+}
+
+// Loaded ends Restore: the restored members' sessions start now, so a
+// member that does not come back expires and the rest rebalance.
+func (g *Group) Loaded() {
+	for _, id := range g.joinOrder {
+		g.touch(g.members[id])
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

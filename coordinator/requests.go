@@ -1,0 +1,308 @@
+package coordinator
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// errorResponse answers a request of one group with err everywhere.
+func errorResponse(req kmsg.Request, err *kerr.Error) kmsg.Response {
+	resp := req.ResponseKind()
+	switch r := resp.(type) {
+	case *kmsg.JoinGroupResponse:
+		r.ErrorCode, r.Generation = err.Code, -1
+		r.MemberID = req.(*kmsg.JoinGroupRequest).MemberID
+	case *kmsg.SyncGroupResponse:
+		r.ErrorCode = err.Code
+	case *kmsg.HeartbeatResponse:
+		r.ErrorCode = err.Code
+	case *kmsg.LeaveGroupResponse:
+		r.ErrorCode = err.Code
+	case *kmsg.OffsetCommitResponse:
+		for _, t := range req.(*kmsg.OffsetCommitRequest).Topics {
+			rt := kmsg.NewOffsetCommitResponseTopic()
+			rt.Topic, rt.TopicID = t.Topic, t.TopicID
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetCommitResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, err.Code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			r.Topics = append(r.Topics, rt)
+		}
+	case *kmsg.OffsetFetchResponse:
+		rg := kmsg.NewOffsetFetchResponseGroup()
+		rg.Group, rg.ErrorCode = req.(*kmsg.OffsetFetchRequest).Groups[0].Group, err.Code
+		r.Groups = append(r.Groups, rg)
+	case *kmsg.OffsetDeleteResponse:
+		r.ErrorCode = err.Code
+	case *kmsg.DescribeGroupsResponse:
+		rg := kmsg.NewDescribeGroupsResponseGroup()
+		rg.Group, rg.ErrorCode = req.(*kmsg.DescribeGroupsRequest).Groups[0], err.Code
+		r.Groups = append(r.Groups, rg)
+	case *kmsg.DeleteGroupsResponse:
+		rg := kmsg.NewDeleteGroupsResponseGroup()
+		rg.Group, rg.ErrorCode = req.(*kmsg.DeleteGroupsRequest).Groups[0], err.Code
+		r.Groups = append(r.Groups, rg)
+	}
+	return resp
+}
+
+// commit handles OffsetCommit: checks the member, then appends one record
+// per partition and answers once they are durable.
+func (a *groupActor) commit(req *kmsg.OffsetCommitRequest, m *Request) {
+	if err := a.g.CheckCommit(req.Generation, req.MemberID, req.InstanceID); err != nil {
+		m.Reply(errorResponse(req, err))
+		return
+	}
+	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	type pending struct {
+		topic string
+		p     *kmsg.OffsetCommitResponseTopicPartition
+		o     Offset
+	}
+	var recs []Record
+	var todo []pending
+	now := time.Now().UnixMilli()
+	for _, t := range req.Topics {
+		rt := kmsg.NewOffsetCommitResponseTopic()
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		rt.Partitions = make([]kmsg.OffsetCommitResponseTopicPartition, len(t.Partitions))
+		resp.Topics = append(resp.Topics, rt)
+		for i, p := range t.Partitions {
+			rp := &resp.Topics[len(resp.Topics)-1].Partitions[i]
+			rp.Default()
+			rp.Partition = p.Partition
+			meta := deref(p.Metadata)
+			switch {
+			case m.TopicError != nil && m.TopicError(t.Topic, p.Partition) != nil:
+				rp.ErrorCode = m.TopicError(t.Topic, p.Partition).Code
+				continue
+			case len(meta) > a.cfg.OffsetMetadataMaxBytes:
+				rp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
+				continue
+			}
+			epoch := int32(-1)
+			if req.Version >= 6 {
+				epoch = p.LeaderEpoch
+			}
+			o := Offset{Offset: p.Offset, LeaderEpoch: epoch, Metadata: meta, CommitTimestamp: now}
+			recs = append(recs, OffsetRecord(a.id, t.Topic, p.Partition, o))
+			todo = append(todo, pending{t.Topic, rp, o})
+		}
+	}
+	if len(recs) == 0 {
+		m.Reply(resp)
+		return
+	}
+	a.append(recs, func(err *kerr.Error) {
+		for _, p := range todo {
+			if err != nil {
+				p.p.ErrorCode = err.Code
+				continue
+			}
+			a.g.Commit(p.topic, p.p.Partition, p.o)
+		}
+		m.Reply(resp)
+	})
+}
+
+// fetch handles OffsetFetch for one group, in the v8+ shape (Groups[0]);
+// transport converts for older versions. Topics nil means every
+// committed offset.
+func (a *groupActor) fetch(req *kmsg.OffsetFetchRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+	rq := req.Groups[0]
+	rg := kmsg.NewOffsetFetchResponseGroup()
+	rg.Group = rq.Group
+	partition := func(topic string, p int32) kmsg.OffsetFetchResponseGroupTopicPartition {
+		rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+		rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = p, -1, -1, kmsg.StringPtr("")
+		if o, ok := a.g.Committed(topic, p); ok {
+			rp.Offset, rp.LeaderEpoch, rp.Metadata = o.Offset, o.LeaderEpoch, kmsg.StringPtr(o.Metadata)
+		}
+		return rp
+	}
+	if rq.Topics == nil {
+		all := a.g.CommittedTopics()
+		for _, t := range SortedTopics(all) {
+			rt := kmsg.NewOffsetFetchResponseGroupTopic()
+			rt.Topic = t
+			for _, p := range all[t] {
+				rt.Partitions = append(rt.Partitions, partition(t, p))
+			}
+			rg.Topics = append(rg.Topics, rt)
+		}
+	}
+	for _, t := range rq.Topics {
+		rt := kmsg.NewOffsetFetchResponseGroupTopic()
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		for _, p := range t.Partitions {
+			rt.Partitions = append(rt.Partitions, partition(t.Topic, p))
+		}
+		rg.Topics = append(rg.Topics, rt)
+	}
+	resp.Groups = append(resp.Groups, rg)
+	return resp
+}
+
+// deleteOffsets handles OffsetDelete: tombstones for the partitions whose
+// topic no member subscribes to.
+func (a *groupActor) deleteOffsets(req *kmsg.OffsetDeleteRequest, m *Request) {
+	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
+	if !a.g.Exists() {
+		resp.ErrorCode = kerr.GroupIDNotFound.Code
+		m.Reply(resp)
+		return
+	}
+	if err := a.g.CheckOffsetDelete(""); err == kerr.NonEmptyGroup || err == kerr.GroupIDNotFound {
+		resp.ErrorCode = err.Code
+		m.Reply(resp)
+		return
+	}
+	var recs []Record
+	type del struct {
+		topic string
+		p     int32
+	}
+	var dels []del
+	for _, t := range req.Topics {
+		rt := kmsg.NewOffsetDeleteResponseTopic()
+		rt.Topic = t.Topic
+		err := a.g.CheckOffsetDelete(t.Topic)
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetDeleteResponseTopicPartition()
+			rp.Partition = p.Partition
+			switch {
+			case err != nil:
+				rp.ErrorCode = err.Code
+			case m.TopicError != nil && m.TopicError(t.Topic, p.Partition) != nil:
+				rp.ErrorCode = m.TopicError(t.Topic, p.Partition).Code
+			default:
+				if _, ok := a.g.Committed(t.Topic, p.Partition); ok {
+					recs = append(recs, OffsetTombstone(a.id, t.Topic, p.Partition))
+					dels = append(dels, del{t.Topic, p.Partition})
+				}
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	if len(recs) == 0 {
+		m.Reply(resp)
+		return
+	}
+	a.append(recs, func(err *kerr.Error) {
+		if err != nil {
+			m.Reply(errorResponse(req, err))
+			return
+		}
+		for _, d := range dels {
+			a.g.DeleteOffset(d.topic, d.p)
+		}
+		m.Reply(resp)
+	})
+}
+
+// describe answers DescribeGroups for this group.
+func (a *groupActor) describe(req *kmsg.DescribeGroupsRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
+	resp.Groups = append(resp.Groups, a.g.Describe(req.Version))
+	return resp
+}
+
+// Describe returns the group as DescribeGroups shows it; a group that does
+// not exist is Dead (v6+: GROUP_ID_NOT_FOUND).
+func (g *Group) Describe(version int16) kmsg.DescribeGroupsResponseGroup {
+	rg := kmsg.NewDescribeGroupsResponseGroup()
+	rg.Group = g.ID
+	if !g.Exists() {
+		rg.State = Dead.String()
+		if version >= 6 {
+			rg.ErrorCode = kerr.GroupIDNotFound.Code
+			rg.ErrorMessage = kmsg.StringPtr("Group " + g.ID + " not found.")
+		}
+		return rg
+	}
+	rg.State, rg.ProtocolType = g.state.String(), g.protocolType
+	if g.state == Stable {
+		rg.Protocol = g.protocol
+	}
+	for _, id := range g.joinOrder {
+		m := g.members[id]
+		rm := kmsg.NewDescribeGroupsResponseGroupMember()
+		rm.MemberID, rm.ClientID, rm.ClientHost = m.id, m.clientID, m.host
+		if m.instanceID != "" {
+			rm.InstanceID = kmsg.StringPtr(m.instanceID)
+		}
+		if g.state == Stable {
+			rm.ProtocolMetadata, rm.MemberAssignment = m.metadata(g.protocol), m.assignment
+		}
+		rg.Members = append(rg.Members, rm)
+	}
+	return rg
+}
+
+// deleteGroup handles DeleteGroups for this group: only an Empty group is
+// deleted; its offsets and metadata get tombstones, and the group starts
+// afresh.
+func (a *groupActor) deleteGroup(req *kmsg.DeleteGroupsRequest, m *Request) {
+	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
+	rg := kmsg.NewDeleteGroupsResponseGroup()
+	rg.Group = a.id
+	switch {
+	case !a.g.Exists():
+		rg.ErrorCode = kerr.GroupIDNotFound.Code
+	case a.g.state != Empty:
+		rg.ErrorCode = kerr.NonEmptyGroup.Code
+	}
+	if rg.ErrorCode != 0 {
+		resp.Groups = append(resp.Groups, rg)
+		m.Reply(resp)
+		return
+	}
+	var recs []Record
+	all := a.g.CommittedTopics()
+	for _, t := range SortedTopics(all) {
+		for _, p := range all[t] {
+			recs = append(recs, OffsetTombstone(a.id, t, p))
+		}
+	}
+	k := kmsg.NewGroupMetadataKey()
+	k.Version, k.Group = 2, a.id
+	recs = append(recs, Record{Key: k.AppendTo(nil)})
+	a.append(recs, func(err *kerr.Error) {
+		if err != nil {
+			rg.ErrorCode = err.Code
+		} else {
+			fresh := NewGroup(a.id, a.g.cfg)
+			fresh.seq = a.g.seq // the old group's timers stay stale
+			a.g = fresh
+		}
+		resp.Groups = append(resp.Groups, rg)
+		m.Reply(resp)
+	})
+}
+
+// list answers ListGroups for this group: one entry if it exists and
+// passes the request's state (v4+) and type (v5+) filters.
+func (a *groupActor) list(req *kmsg.ListGroupsRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
+	g := a.g
+	if !g.Exists() {
+		return resp
+	}
+	if len(req.StatesFilter) > 0 && !slices.ContainsFunc(req.StatesFilter, func(s string) bool { return strings.EqualFold(s, g.state.String()) }) {
+		return resp
+	}
+	if len(req.TypesFilter) > 0 && !slices.ContainsFunc(req.TypesFilter, func(s string) bool { return strings.EqualFold(s, "classic") }) {
+		return resp
+	}
+	rg := kmsg.NewListGroupsResponseGroup()
+	rg.Group, rg.ProtocolType, rg.GroupState, rg.GroupType = g.ID, g.protocolType, g.state.String(), "classic"
+	resp.Groups = append(resp.Groups, rg)
+	return resp
+}

@@ -1,0 +1,140 @@
+package transport
+
+// OffsetFetch: v1-10
+//
+// Behaviour:
+//   - Each group goes to its coordinator actor, which answers from the
+//     committed offsets it holds (rebuilt from __consumer_offsets when it
+//     starts): offset -1 and empty metadata for a partition with none;
+//     null topics (v2+) means every committed offset of the group.
+//   - v8+ batches groups: each is asked in parallel and answered with its
+//     own error code.
+//   - RequireStable (v7+) never waits: without transactions no offset is
+//     pending.
+//
+// Version notes: v2 group error code, null topics; v5 leader epoch; v6
+// flexible; v7 RequireStable (KIP-447); v8 batched groups (KIP-709); v9
+// member id and epoch (KIP-848, not checked for classic groups); v10
+// topic ids.
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skeinlog/skein/controller/image"
+)
+
+func init() {
+	registrations = append(registrations, func(a *API) {
+		a.register(9, handler{min: 1, max: 10, handle: a.handleOffsetFetch})
+	})
+}
+
+func (a *API) handleOffsetFetch(c *conn, kreq kmsg.Request) finish {
+	req := kreq.(*kmsg.OffsetFetchRequest)
+	groups := req.Groups
+	if req.Version < 8 {
+		g := kmsg.NewOffsetFetchRequestGroup()
+		g.Group = req.Group
+		if req.Topics != nil {
+			g.Topics = []kmsg.OffsetFetchRequestGroupTopic{}
+		}
+		for _, t := range req.Topics {
+			gt := kmsg.NewOffsetFetchRequestGroupTopic()
+			gt.Topic, gt.Partitions = t.Topic, t.Partitions
+			g.Topics = append(g.Topics, gt)
+		}
+		groups = []kmsg.OffsetFetchRequestGroup{g}
+	}
+	im := a.Image()
+	if req.Version >= 10 {
+		for i := range groups {
+			for j := range groups[i].Topics {
+				t := &groups[i].Topics[j]
+				if tt := im.TopicsByID[image.TopicID(t.TopicID)]; tt != nil {
+					t.Topic = tt.Name
+				}
+			}
+		}
+	}
+	type ask struct {
+		ch  <-chan kmsg.Response
+		err *kerr.Error
+	}
+	asks := make([]ask, len(groups))
+	for i, g := range groups {
+		one := kmsg.NewPtrOffsetFetchRequest()
+		one.Version, one.Groups = 8, []kmsg.OffsetFetchRequestGroup{g}
+		asks[i].ch, asks[i].err = a.startGroupRequest(c, g.Group, one)
+	}
+	return func() kmsg.Response {
+		resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+		for i, g := range groups {
+			rg := kmsg.NewOffsetFetchResponseGroup()
+			rg.Group = g.Group
+			err := asks[i].err
+			if err == nil {
+				if r := waitGroup(asks[i].ch, a.RequestTimeout); r != nil {
+					rg = r.(*kmsg.OffsetFetchResponse).Groups[0]
+				} else {
+					err = kerr.CoordinatorNotAvailable
+				}
+			}
+			if err != nil {
+				rg.ErrorCode = err.Code
+			}
+			if req.Version >= 10 {
+				for j := range rg.Topics {
+					if t := im.Topic(rg.Topics[j].Topic); t != nil {
+						rg.Topics[j].TopicID = t.ID
+					}
+				}
+			}
+			resp.Groups = append(resp.Groups, rg)
+		}
+		if req.Version >= 8 {
+			return resp
+		}
+		rg := resp.Groups[0]
+		resp.Groups = nil
+		resp.ErrorCode = rg.ErrorCode
+		for _, gt := range rg.Topics {
+			rt := kmsg.NewOffsetFetchResponseTopic()
+			rt.Topic = gt.Topic
+			for _, gp := range gt.Partitions {
+				rp := kmsg.NewOffsetFetchResponseTopicPartition()
+				rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata, rp.ErrorCode = gp.Partition, gp.Offset, gp.LeaderEpoch, gp.Metadata, gp.ErrorCode
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		if req.Version < 2 && rg.ErrorCode != 0 {
+			// v1 has no group error code: every partition carries it.
+			for _, t := range req.Topics {
+				rt := kmsg.NewOffsetFetchResponseTopic()
+				rt.Topic = t.Topic
+				for _, p := range t.Partitions {
+					rp := kmsg.NewOffsetFetchResponseTopicPartition()
+					rp.Partition, rp.Offset, rp.ErrorCode = p, -1, rg.ErrorCode
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				resp.Topics = append(resp.Topics, rt)
+			}
+		}
+		return resp
+	}
+}
+
+// waitGroup waits for a group actor's answer, nil if none came in time.
+func waitGroup(ch <-chan kmsg.Response, wait time.Duration) kmsg.Response {
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case r := <-ch:
+		return r
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,195 @@
+package transport
+
+// FindCoordinator: v0-6
+//
+// Behaviour:
+//   - A group's coordinator is the leader of its partition of the
+//     internal compacted topic __consumer_offsets, partition
+//     abs(javaStringHashCode(group)) % offsets.topic.num.partitions, as in
+//     Kafka. The topic is created through the controller (internal, so
+//     Metadata reports IsInternal) by the first FindCoordinator for a
+//     group, which waits for its partitions to load here.
+//   - Key type 1 (transactions) answers COORDINATOR_NOT_AVAILABLE until
+//     transactions exist; any other type is INVALID_REQUEST.
+//   - This file also holds what every group API shares: finding a group's
+//     coordinator actor (groups/<escaped id>, spawned by the groups
+//     supervisor on first use) and sending it the request.
+//
+// Version notes: v1 key type; v3 flexible; v4 batched CoordinatorKeys
+// (KIP-699).
+
+import (
+	"net"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skeinlog/skein/actors"
+	"github.com/skeinlog/skein/controller"
+	"github.com/skeinlog/skein/coordinator"
+)
+
+func init() {
+	registrations = append(registrations, func(a *API) {
+		a.register(10, handler{min: 0, max: 6, handle: a.handleFindCoordinator})
+	})
+}
+
+func (a *API) handleFindCoordinator(_ *conn, kreq kmsg.Request) finish {
+	req := kreq.(*kmsg.FindCoordinatorRequest)
+	keys := req.CoordinatorKeys
+	if req.Version < 4 {
+		keys = []string{req.CoordinatorKey}
+	}
+	return func() kmsg.Response {
+		resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+		for _, key := range keys {
+			c := a.findCoordinator(req.CoordinatorType, key)
+			if req.Version < 4 {
+				resp.ErrorCode, resp.ErrorMessage = c.ErrorCode, c.ErrorMessage
+				resp.NodeID, resp.Host, resp.Port = c.NodeID, c.Host, c.Port
+				break
+			}
+			resp.Coordinators = append(resp.Coordinators, c)
+		}
+		return resp
+	}
+}
+
+func (a *API) findCoordinator(keyType int8, key string) kmsg.FindCoordinatorResponseCoordinator {
+	c := kmsg.NewFindCoordinatorResponseCoordinator()
+	c.Key, c.NodeID, c.Port = key, -1, -1
+	fail := func(err *kerr.Error) kmsg.FindCoordinatorResponseCoordinator {
+		c.ErrorCode, c.ErrorMessage = err.Code, kmsg.StringPtr(err.Message)
+		return c
+	}
+	switch keyType {
+	case 0:
+	case 1:
+		return fail(kerr.CoordinatorNotAvailable)
+	default:
+		return fail(kerr.InvalidRequest)
+	}
+	if err := a.ensureOffsetsTopic(); err != nil {
+		return fail(err)
+	}
+	im := a.Image()
+	t := im.Topic(coordinator.OffsetsTopic)
+	p := t.Partitions[coordinator.PartitionFor(key, int32(len(t.Partitions)))]
+	b, ok := im.Brokers[p.Leader]
+	if !ok {
+		return fail(kerr.CoordinatorNotAvailable)
+	}
+	c.NodeID, c.Host, c.Port = b.ID, b.Host, b.Port
+	return c
+}
+
+// ensureOffsetsTopic creates __consumer_offsets if it does not exist and
+// waits for its partitions to load here.
+func (a *API) ensureOffsetsTopic() *kerr.Error {
+	if a.Image().Topic(coordinator.OffsetsTopic) != nil {
+		return nil
+	}
+	res, err := a.askController(&controller.CreateTopics{Topics: []controller.NewTopic{{
+		Name: coordinator.OffsetsTopic, NumPartitions: a.Node.OffsetsTopicNumPartitions, ReplicationFactor: -1,
+		Configs:  map[string]string{"cleanup.policy": "compact", "compression.type": "producer"},
+		Internal: true,
+	}}})
+	if err != nil {
+		return kerr.CoordinatorNotAvailable
+	}
+	if r := res.(*controller.CreateTopicsResult).Topics[0]; r.Err != nil && r.Err != kerr.TopicAlreadyExists {
+		a.Logger.Warn().Str("err", r.Message).Msg("creating __consumer_offsets")
+		return kerr.CoordinatorNotAvailable
+	}
+	a.awaitHosted([]string{coordinator.OffsetsTopic}, a.RequestTimeout)
+	if a.Image().Topic(coordinator.OffsetsTopic) == nil {
+		return kerr.CoordinatorNotAvailable
+	}
+	return nil
+}
+
+// askGroup sends one group's request to its coordinator actor and returns
+// a finish that waits for the answer, at most wait (JoinGroup waits for a
+// rebalance); failed answers errResp's error instead.
+func (a *API) askGroup(c *conn, group string, req kmsg.Request, wait time.Duration, errResp func(*kerr.Error) kmsg.Response) finish {
+	ch, err := a.startGroupRequest(c, group, req)
+	if err != nil {
+		return respond(errResp(err))
+	}
+	return func() kmsg.Response {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case resp := <-ch:
+			return resp
+		case <-c.stop:
+			// The node is stopping: the group moves, as Kafka answers
+			// when its coordinator resigns.
+			return errResp(kerr.NotCoordinator)
+		case <-c.gone:
+			return errResp(kerr.NotCoordinator) // nobody reads it
+		case <-t.C:
+			// The actor failed (a restart drops what it was asked) or is
+			// stuck: the client retries, finding the coordinator again.
+			return errResp(kerr.CoordinatorNotAvailable)
+		}
+	}
+}
+
+// startGroupRequest sends req to the coordinator actor of a group this
+// node coordinates, spawning it on first use; the answer comes on the
+// returned channel. NOT_COORDINATOR when another node leads the group's
+// partition (or the topic does not exist yet), and
+// COORDINATOR_LOAD_IN_PROGRESS while the partition loads.
+func (a *API) startGroupRequest(c *conn, group string, req kmsg.Request) (<-chan kmsg.Response, *kerr.Error) {
+	im := a.Image()
+	t := im.Topic(coordinator.OffsetsTopic)
+	if t == nil {
+		return nil, kerr.NotCoordinator
+	}
+	p := coordinator.PartitionFor(group, int32(len(t.Partitions)))
+	if t.Partitions[p].Leader != a.Node.NodeID {
+		return nil, kerr.NotCoordinator
+	}
+	h, _, herr := a.hosted(coordinator.OffsetsTopic, p)
+	if herr != nil {
+		return nil, kerr.CoordinatorLoadInProgress
+	}
+	pid := a.Groups.Get(group)
+	if pid == nil {
+		res, err := actors.Ask(a.System, a.GroupsPID, &coordinator.Open{Group: group, Partition: h}, a.RequestTimeout)
+		if err != nil || res.(*coordinator.OpenResult).PID == nil {
+			return nil, kerr.CoordinatorNotAvailable
+		}
+		pid = res.(*coordinator.OpenResult).PID
+	}
+	ch := make(chan kmsg.Response, 1)
+	m := &coordinator.Request{Req: req, TopicError: a.topicError, Reply: func(r kmsg.Response) {
+		select {
+		case ch <- r:
+		default:
+		}
+	}}
+	if c != nil {
+		m.ClientID = c.client
+		if host, _, err := net.SplitHostPort(c.nc.RemoteAddr().String()); err == nil {
+			m.ClientHost = "/" + host
+		}
+	}
+	a.System.Root.Send(pid, m)
+	return ch, nil
+}
+
+// topicError says why a partition cannot take a committed offset.
+func (a *API) topicError(topic string, p int32) *kerr.Error {
+	if topic == "" {
+		return kerr.UnknownTopicID // v10 named a topic id we do not know
+	}
+	t := a.Image().Topic(topic)
+	if t == nil || p < 0 || int(p) >= len(t.Partitions) {
+		return kerr.UnknownTopicOrPartition
+	}
+	return nil
+}

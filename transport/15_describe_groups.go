@@ -1,0 +1,60 @@
+package transport
+
+// DescribeGroups: v0-6
+//
+// Behaviour:
+//   - Each group is asked of its coordinator actor in parallel: state,
+//     protocol type, protocol (when Stable) and members with their
+//     metadata and assignment (when Stable). A group that does not exist
+//     is Dead, and v6+ says GROUP_ID_NOT_FOUND.
+//   - NOT_COORDINATOR for a group another node coordinates.
+//
+// Version notes: v1 throttle; v3 authorized operations (not computed:
+// Skein has no ACLs, and answers the unset value); v4 group.instance.id;
+// v5 flexible; v6 error message.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	registrations = append(registrations, func(a *API) {
+		a.register(15, handler{min: 0, max: 6, handle: a.handleDescribeGroups})
+	})
+}
+
+func (a *API) handleDescribeGroups(c *conn, kreq kmsg.Request) finish {
+	req := kreq.(*kmsg.DescribeGroupsRequest)
+	type ask struct {
+		ch  <-chan kmsg.Response
+		err *kerr.Error
+	}
+	asks := make([]ask, len(req.Groups))
+	for i, g := range req.Groups {
+		one := kmsg.NewPtrDescribeGroupsRequest()
+		one.Version, one.Groups = req.Version, []string{g}
+		asks[i].ch, asks[i].err = a.startGroupRequest(c, g, one)
+	}
+	return func() kmsg.Response {
+		resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
+		for i, g := range req.Groups {
+			rg := kmsg.NewDescribeGroupsResponseGroup()
+			rg.Group = g
+			err := asks[i].err
+			if err == nil {
+				if r := waitGroup(asks[i].ch, a.RequestTimeout); r != nil {
+					rg = r.(*kmsg.DescribeGroupsResponse).Groups[0]
+				} else {
+					err = kerr.CoordinatorNotAvailable
+				}
+			}
+			if err != nil {
+				rg.ErrorCode = err.Code
+			}
+			rg.AuthorizedOperations = authorizedOperationsUnset
+			resp.Groups = append(resp.Groups, rg)
+		}
+		return resp
+	}
+}

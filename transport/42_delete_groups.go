@@ -1,0 +1,56 @@
+package transport
+
+// DeleteGroups: v0-2
+//
+// Behaviour:
+//   - Each group is asked of its coordinator actor in parallel: only an
+//     Empty group is deleted (NON_EMPTY_GROUP otherwise, GROUP_ID_NOT_FOUND
+//     for one that does not exist); tombstones for its offsets and its
+//     metadata are written (acks=-1) before the answer.
+//
+// Version notes: v1 throttle; v2 flexible.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	registrations = append(registrations, func(a *API) {
+		a.register(42, handler{min: 0, max: 2, handle: a.handleDeleteGroups})
+	})
+}
+
+func (a *API) handleDeleteGroups(c *conn, kreq kmsg.Request) finish {
+	req := kreq.(*kmsg.DeleteGroupsRequest)
+	type ask struct {
+		ch  <-chan kmsg.Response
+		err *kerr.Error
+	}
+	asks := make([]ask, len(req.Groups))
+	for i, g := range req.Groups {
+		one := kmsg.NewPtrDeleteGroupsRequest()
+		one.Version, one.Groups = req.Version, []string{g}
+		asks[i].ch, asks[i].err = a.startGroupRequest(c, g, one)
+	}
+	return func() kmsg.Response {
+		resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
+		for i, g := range req.Groups {
+			rg := kmsg.NewDeleteGroupsResponseGroup()
+			rg.Group = g
+			err := asks[i].err
+			if err == nil {
+				if r := waitGroup(asks[i].ch, a.RequestTimeout); r != nil {
+					rg = r.(*kmsg.DeleteGroupsResponse).Groups[0]
+				} else {
+					err = kerr.CoordinatorNotAvailable
+				}
+			}
+			if err != nil {
+				rg.ErrorCode = err.Code
+			}
+			resp.Groups = append(resp.Groups, rg)
+		}
+		return resp
+	}
+}
