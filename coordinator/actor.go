@@ -55,7 +55,20 @@ type Request struct {
 // it.
 type Directory struct {
 	m sync.Map // group id → *actor.PID
+	// scanned holds the __consumer_offsets partitions whose groups all
+	// have actors (ListGroups loaded them); cleared with the actors.
+	scanned sync.Map // partition → struct{}
 }
+
+// Scanned reports whether every group of a __consumer_offsets partition
+// has been given an actor since the groups supervisor started.
+func (d *Directory) Scanned(partition int32) bool {
+	_, ok := d.scanned.Load(partition)
+	return ok
+}
+
+// MarkScanned records that every group of partition has an actor.
+func (d *Directory) MarkScanned(partition int32) { d.scanned.Store(partition, struct{}{}) }
 
 // Get returns a group's actor, or nil if it has none yet.
 func (d *Directory) Get(group string) *actor.PID {
@@ -130,6 +143,7 @@ func (s *supervisor) Receive(c actor.Context) {
 		for g := range s.groups {
 			s.cfg.Directory.m.Delete(g)
 		}
+		s.cfg.Directory.scanned.Clear()
 	}
 }
 
@@ -214,26 +228,45 @@ func (a *groupActor) newMemberID(clientID string) string {
 func (a *groupActor) load() {
 	g := NewGroup(a.id, Config{MinSessionTimeout: a.cfg.MinSessionTimeout, MaxSessionTimeout: a.cfg.MaxSessionTimeout,
 		NewMemberID: a.newMemberID, Now: time.Now})
-	v := a.handle.View()
-	if v == nil {
+	if a.handle.View() == nil {
 		a.err = kerr.CoordinatorLoadInProgress
 		return
+	}
+	err := readPartition(a.handle, func(r Record) {
+		if err := g.Restore(r); err != nil {
+			a.cfg.Logger.Warn().Err(err).Str("group", a.id).Msg("skipping a record")
+		}
+	})
+	if err != nil {
+		a.cfg.Logger.Error().Err(err).Str("group", a.id).Msg("reading the group's offsets partition")
+		a.err = kerr.CoordinatorNotAvailable
+		return
+	}
+	g.Loaded()
+	a.g = g
+}
+
+// readPartition calls fn with every record of a __consumer_offsets
+// partition, in order, from its log start offset to its high watermark.
+// The Record is fn's to keep.
+func readPartition(h *partition.Handle, fn func(Record)) error {
+	v := h.View()
+	if v == nil {
+		return nil
 	}
 	lv := v.Log
 	dec := store.NewDecompressor()
 	for off := lv.LogStartOffset; off < lv.HighWatermark; {
 		b, err := lv.ReadBytes(off, store.ReadOptions{MaxBytes: 1 << 20, MaxOffset: lv.HighWatermark, MinOneBatch: true})
 		if err != nil {
-			a.cfg.Logger.Error().Err(err).Str("group", a.id).Msg("reading the group's offsets partition")
-			a.err = kerr.CoordinatorNotAvailable
-			return
+			return err
 		}
 		if len(b) == 0 {
-			break
+			return nil
 		}
-		err = store.ForEachBatch(b, func(batch []byte, h store.Header) error {
-			off = h.NextOffset()
-			if h.Control() {
+		err = store.ForEachBatch(b, func(batch []byte, bh store.Header) error {
+			off = bh.NextOffset()
+			if bh.Control() {
 				return nil
 			}
 			return store.ForEachRecord(batch, dec, func(r *store.Record) error {
@@ -241,20 +274,31 @@ func (a *groupActor) load() {
 				if r.Value != nil {
 					val = bytes.Clone(r.Value)
 				}
-				if err := g.Restore(Record{Key: bytes.Clone(r.Key), Value: val}); err != nil {
-					a.cfg.Logger.Warn().Err(err).Str("group", a.id).Msg("skipping a record")
-				}
+				fn(Record{Key: bytes.Clone(r.Key), Value: val})
 				return nil
 			})
 		})
 		if err != nil {
-			a.cfg.Logger.Error().Err(err).Str("group", a.id).Msg("reading the group's offsets partition")
-			a.err = kerr.CoordinatorNotAvailable
-			return
+			return err
 		}
 	}
-	g.Loaded()
-	a.g = g
+	return nil
+}
+
+// GroupsIn returns the ids of the groups with records in a
+// __consumer_offsets partition (some may since have been deleted), so
+// that ListGroups can load the groups no client has used since the node
+// started. It reads the whole partition.
+func GroupsIn(h *partition.Handle) ([]string, error) {
+	seen := map[string]bool{}
+	var out []string
+	err := readPartition(h, func(r Record) {
+		if g := recordGroup(r.Key); g != "" && !seen[g] {
+			seen[g] = true
+			out = append(out, g)
+		}
+	})
+	return out, err
 }
 
 // flush performs what the state machine's last steps asked for.

@@ -463,7 +463,9 @@ func (g *Group) completeJoin() {
 	g.pending = map[string]uint64{}
 	g.generation++
 	if len(g.members) == 0 {
-		g.state, g.protocol, g.leader, g.protocolType = Empty, "", "", ""
+		// The protocol type stays: an empty consumer group is still one
+		// (ListGroups shows it), until a member of another type joins.
+		g.state, g.protocol, g.leader = Empty, "", ""
 		g.out.GroupMetadata = true
 		return
 	}

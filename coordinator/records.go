@@ -172,6 +172,27 @@ func (g *Group) Restore(r Record) error {
 	return nil
 }
 
+// recordGroup returns the group a record key belongs to, "" if it does
+// not decode.
+func recordGroup(key []byte) string {
+	if len(key) < 2 {
+		return ""
+	}
+	switch int16(binary.BigEndian.Uint16(key)) {
+	case 0, 1:
+		var k kmsg.OffsetCommitKey
+		if k.ReadFrom(key) == nil {
+			return k.Group
+		}
+	case 2:
+		var k kmsg.GroupMetadataKey
+		if k.ReadFrom(key) == nil {
+			return k.Group
+		}
+	}
+	return ""
+}
+
 // Loaded ends Restore: the restored members' sessions start now, so a
 // member that does not come back expires and the rest rebalance.
 func (g *Group) Loaded() {

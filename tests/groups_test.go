@@ -330,6 +330,17 @@ func TestGroupOffsetsSurviveRestart(t *testing.T) {
 
 	b.restart()
 	adm2 := kadm.NewClient(b.client())
+	// ListGroups first: the groups are known only from __consumer_offsets.
+	listed, err := adm2.ListGroups(ctxFor(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lg, ok := listed[group]; !ok || lg.State != "Empty" || lg.ProtocolType != "consumer" {
+		t.Errorf("ListGroups after the restart: %+v", listed)
+	}
+	if _, ok := listed["g-simple"]; !ok {
+		t.Errorf("ListGroups after the restart: no g-simple in %+v", listed)
+	}
 	after, err := adm2.FetchOffsets(ctxFor(t), group)
 	if err != nil {
 		t.Fatal(err)

@@ -22,6 +22,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -153,17 +154,9 @@ func (a *API) startGroupRequest(c *conn, group string, req kmsg.Request) (<-chan
 	if t.Partitions[p].Leader != a.Node.NodeID {
 		return nil, kerr.NotCoordinator
 	}
-	h, _, herr := a.hosted(coordinator.OffsetsTopic, p)
-	if herr != nil {
-		return nil, kerr.CoordinatorLoadInProgress
-	}
-	pid := a.Groups.Get(group)
-	if pid == nil {
-		res, err := actors.Ask(a.System, a.GroupsPID, &coordinator.Open{Group: group, Partition: h}, a.RequestTimeout)
-		if err != nil || res.(*coordinator.OpenResult).PID == nil {
-			return nil, kerr.CoordinatorNotAvailable
-		}
-		pid = res.(*coordinator.OpenResult).PID
+	pid, err := a.openGroup(group)
+	if err != nil {
+		return nil, err
 	}
 	ch := make(chan kmsg.Response, 1)
 	m := &coordinator.Request{Req: req, TopicError: a.topicError, Reply: func(r kmsg.Response) {
@@ -180,6 +173,27 @@ func (a *API) startGroupRequest(c *conn, group string, req kmsg.Request) (<-chan
 	}
 	a.System.Root.Send(pid, m)
 	return ch, nil
+}
+
+// openGroup returns the actor of a group this node coordinates (its
+// partition hosted and loaded here), spawning it on first use.
+func (a *API) openGroup(group string) (*actor.PID, *kerr.Error) {
+	if pid := a.Groups.Get(group); pid != nil {
+		return pid, nil
+	}
+	t := a.Image().Topic(coordinator.OffsetsTopic)
+	if t == nil {
+		return nil, kerr.NotCoordinator
+	}
+	h, _, herr := a.hosted(coordinator.OffsetsTopic, coordinator.PartitionFor(group, int32(len(t.Partitions))))
+	if herr != nil {
+		return nil, kerr.CoordinatorLoadInProgress
+	}
+	res, err := actors.Ask(a.System, a.GroupsPID, &coordinator.Open{Group: group, Partition: h}, a.RequestTimeout)
+	if err != nil || res.(*coordinator.OpenResult).PID == nil {
+		return nil, kerr.CoordinatorNotAvailable
+	}
+	return res.(*coordinator.OpenResult).PID, nil
 }
 
 // topicError says why a partition cannot take a committed offset.
