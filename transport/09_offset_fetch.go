@@ -18,8 +18,6 @@ package transport
 // topic ids.
 
 import (
-	"time"
-
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -60,14 +58,14 @@ func (a *API) handleOffsetFetch(c *conn, kreq kmsg.Request) finish {
 		}
 	}
 	type ask struct {
-		ch  <-chan kmsg.Response
-		err *kerr.Error
+		call *groupCall
+		err  *kerr.Error
 	}
 	asks := make([]ask, len(groups))
 	for i, g := range groups {
 		one := kmsg.NewPtrOffsetFetchRequest()
 		one.Version, one.Groups = 8, []kmsg.OffsetFetchRequestGroup{g}
-		asks[i].ch, asks[i].err = a.startGroupRequest(c, g.Group, one)
+		asks[i].call, asks[i].err = a.startGroupRequest(c, g.Group, one)
 	}
 	return func() kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
@@ -76,10 +74,9 @@ func (a *API) handleOffsetFetch(c *conn, kreq kmsg.Request) finish {
 			rg.Group = g.Group
 			err := asks[i].err
 			if err == nil {
-				if r := waitGroup(asks[i].ch, a.RequestTimeout); r != nil {
+				var r kmsg.Response
+				if r, err = asks[i].call.wait(c, a.RequestTimeout); err == nil {
 					rg = r.(*kmsg.OffsetFetchResponse).Groups[0]
-				} else {
-					err = kerr.CoordinatorNotAvailable
 				}
 			}
 			if err != nil {
@@ -124,17 +121,5 @@ func (a *API) handleOffsetFetch(c *conn, kreq kmsg.Request) finish {
 			}
 		}
 		return resp
-	}
-}
-
-// waitGroup waits for a group actor's answer, nil if none came in time.
-func waitGroup(ch <-chan kmsg.Response, wait time.Duration) kmsg.Response {
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case r := <-ch:
-		return r
-	case <-t.C:
-		return nil
 	}
 }

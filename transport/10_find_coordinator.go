@@ -19,7 +19,9 @@ package transport
 // (KIP-699).
 
 import (
+	"fmt"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -115,36 +117,82 @@ func (a *API) ensureOffsetsTopic() *kerr.Error {
 // a finish that waits for the answer, at most wait (JoinGroup waits for a
 // rebalance); failed answers errResp's error instead.
 func (a *API) askGroup(c *conn, group string, req kmsg.Request, wait time.Duration, errResp func(*kerr.Error) kmsg.Response) finish {
-	ch, err := a.startGroupRequest(c, group, req)
+	call, err := a.startGroupRequest(c, group, req)
 	if err != nil {
 		return respond(errResp(err))
 	}
 	return func() kmsg.Response {
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		select {
-		case resp := <-ch:
-			return resp
-		case <-c.stop:
-			// The node is stopping: the group moves, as Kafka answers
-			// when its coordinator resigns.
-			return errResp(kerr.NotCoordinator)
-		case <-c.gone:
-			return errResp(kerr.NotCoordinator) // nobody reads it
-		case <-t.C:
-			// The actor failed (a restart drops what it was asked) or is
-			// stuck: the client retries, finding the coordinator again.
-			return errResp(kerr.CoordinatorNotAvailable)
+		resp, err := call.wait(c, wait)
+		if err != nil {
+			return errResp(err)
 		}
+		return resp
+	}
+}
+
+// groupCall is a request sent to a group actor, waiting for its answer.
+// Its reply process takes the Abandoned a failing actor's supervisor sends
+// (actors.Backoff), so that a request lost to a panic is answered at once.
+type groupCall struct {
+	a    *API
+	ch   chan kmsg.Response // the answer; nil when the actor abandoned it
+	self *actor.PID
+}
+
+func (g *groupCall) SendUserMessage(_ *actor.PID, message any) {
+	_, msg, _ := actor.UnwrapEnvelope(message)
+	if _, ok := msg.(*actors.Abandoned); ok {
+		g.put(nil)
+	}
+}
+
+func (g *groupCall) SendSystemMessage(*actor.PID, any) {}
+func (g *groupCall) Stop(*actor.PID)                   {}
+
+func (g *groupCall) put(r kmsg.Response) {
+	select {
+	case g.ch <- r:
+	default: // the first answer wins
+	}
+}
+
+var groupCallSeq atomic.Uint64
+
+// wait returns the answer, or the error to answer with instead: the actor
+// failed or the node stops (NOT_COORDINATOR: the client finds the
+// coordinator again), or nothing came within d
+// (COORDINATOR_NOT_AVAILABLE).
+func (g *groupCall) wait(c *conn, d time.Duration) (kmsg.Response, *kerr.Error) {
+	defer g.a.System.ProcessRegistry.Remove(g.self)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	var stop, gone <-chan struct{}
+	if c != nil {
+		stop, gone = c.stop, c.gone
+	}
+	select {
+	case resp := <-g.ch:
+		if resp == nil {
+			return nil, kerr.NotCoordinator
+		}
+		return resp, nil
+	case <-stop:
+		// The node is stopping: the group moves, as Kafka answers when
+		// its coordinator resigns.
+		return nil, kerr.NotCoordinator
+	case <-gone:
+		return nil, kerr.NotCoordinator // nobody reads it
+	case <-t.C:
+		return nil, kerr.CoordinatorNotAvailable
 	}
 }
 
 // startGroupRequest sends req to the coordinator actor of a group this
-// node coordinates, spawning it on first use; the answer comes on the
-// returned channel. NOT_COORDINATOR when another node leads the group's
+// node coordinates, spawning it on first use; wait on the returned call
+// for the answer. NOT_COORDINATOR when another node leads the group's
 // partition (or the topic does not exist yet), and
 // COORDINATOR_LOAD_IN_PROGRESS while the partition loads.
-func (a *API) startGroupRequest(c *conn, group string, req kmsg.Request) (<-chan kmsg.Response, *kerr.Error) {
+func (a *API) startGroupRequest(c *conn, group string, req kmsg.Request) (*groupCall, *kerr.Error) {
 	im := a.Image()
 	t := im.Topic(coordinator.OffsetsTopic)
 	if t == nil {
@@ -158,21 +206,21 @@ func (a *API) startGroupRequest(c *conn, group string, req kmsg.Request) (<-chan
 	if err != nil {
 		return nil, err
 	}
-	ch := make(chan kmsg.Response, 1)
-	m := &coordinator.Request{Req: req, TopicError: a.topicError, Reply: func(r kmsg.Response) {
-		select {
-		case ch <- r:
-		default:
-		}
-	}}
+	call := &groupCall{a: a, ch: make(chan kmsg.Response, 1)}
+	self, ok := a.System.ProcessRegistry.Add(call, fmt.Sprintf("group$%d", groupCallSeq.Add(1)))
+	if !ok {
+		return nil, kerr.CoordinatorNotAvailable
+	}
+	call.self = self
+	m := &coordinator.Request{Req: req, TopicError: a.topicError, Reply: call.put}
 	if c != nil {
 		m.ClientID = c.client
 		if host, _, err := net.SplitHostPort(c.nc.RemoteAddr().String()); err == nil {
 			m.ClientHost = "/" + host
 		}
 	}
-	a.System.Root.Send(pid, m)
-	return ch, nil
+	a.System.Root.RequestWithCustomSender(pid, m, self)
+	return call, nil
 }
 
 // openGroup returns the actor of a group this node coordinates (its

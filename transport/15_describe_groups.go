@@ -27,14 +27,14 @@ func init() {
 func (a *API) handleDescribeGroups(c *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.DescribeGroupsRequest)
 	type ask struct {
-		ch  <-chan kmsg.Response
-		err *kerr.Error
+		call *groupCall
+		err  *kerr.Error
 	}
 	asks := make([]ask, len(req.Groups))
 	for i, g := range req.Groups {
 		one := kmsg.NewPtrDescribeGroupsRequest()
 		one.Version, one.Groups = req.Version, []string{g}
-		asks[i].ch, asks[i].err = a.startGroupRequest(c, g, one)
+		asks[i].call, asks[i].err = a.startGroupRequest(c, g, one)
 	}
 	return func() kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
@@ -43,10 +43,9 @@ func (a *API) handleDescribeGroups(c *conn, kreq kmsg.Request) finish {
 			rg.Group = g
 			err := asks[i].err
 			if err == nil {
-				if r := waitGroup(asks[i].ch, a.RequestTimeout); r != nil {
+				var r kmsg.Response
+				if r, err = asks[i].call.wait(c, a.RequestTimeout); err == nil {
 					rg = r.(*kmsg.DescribeGroupsResponse).Groups[0]
-				} else {
-					err = kerr.CoordinatorNotAvailable
 				}
 			}
 			if err != nil {

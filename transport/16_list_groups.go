@@ -32,16 +32,16 @@ func (a *API) handleListGroups(c *conn, kreq kmsg.Request) finish {
 	a.loadAllGroups(c)
 	groups := a.Groups.Groups()
 	sort.Strings(groups)
-	var chans []<-chan kmsg.Response
+	var calls []*groupCall
 	for _, g := range groups {
-		if ch, err := a.startGroupRequest(c, g, req); err == nil {
-			chans = append(chans, ch)
+		if call, err := a.startGroupRequest(c, g, req); err == nil {
+			calls = append(calls, call)
 		}
 	}
 	return func() kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
-		for _, ch := range chans {
-			if r := waitGroup(ch, a.RequestTimeout); r != nil {
+		for _, call := range calls {
+			if r, err := call.wait(c, a.RequestTimeout); err == nil {
 				resp.Groups = append(resp.Groups, r.(*kmsg.ListGroupsResponse).Groups...)
 			}
 		}
