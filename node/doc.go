@@ -3,9 +3,11 @@
 // graceful stop.
 //
 // A node's actors form one tree under its root actor, node/<id> (DESIGN.md
-// "The actor tree"): controller, metadata, and partitions with one child
-// per hosted partition. The root's children and the partitions restart
-// with exponential backoff (actors.NewBackoffStrategy). Every actor is
+// "The actor tree"): controller, metadata, partitions with one child per
+// hosted partition, and groups with one child per consumer group this node
+// coordinates (package coordinator). The root's children, the partitions
+// and the groups restart with exponential backoff
+// (actors.NewBackoffStrategy). Every actor is
 // spawned through an actors.Tree, which counts its mailbox and restarts
 // and installs the fault-injection middleware (actors.Faults).
 //
