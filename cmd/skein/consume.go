@@ -111,7 +111,11 @@ type startSpec struct {
 
 // parseFrom parses --from. A bare integer is an offset, so a unix time needs
 // the @ that rpk uses for it.
-func parseFrom(s string) (startSpec, error) {
+func parseFrom(s string) (startSpec, error) { return parseStart("--from", s) }
+
+// parseStart parses a start position, the value of flag (consume --from,
+// group seek --to), which its errors name.
+func parseStart(flag, s string) (startSpec, error) {
 	switch s {
 	case "beginning", "start", "oldest":
 		return startSpec{kind: startBeginning}, nil
@@ -127,17 +131,17 @@ func parseFrom(s string) (startSpec, error) {
 	t := strings.TrimPrefix(s, "@")
 	if ms, err := strconv.ParseInt(t, 10, 64); err == nil && t != s {
 		if ms < 0 {
-			return startSpec{}, fmt.Errorf("--from %s: a negative time", s)
+			return startSpec{}, fmt.Errorf("%s %s: a negative time", flag, s)
 		}
 		return startSpec{kind: startTime, ms: ms}, nil
 	}
 	if tm, err := time.Parse(time.RFC3339Nano, t); err == nil {
 		if tm.UnixMilli() < 0 {
-			return startSpec{}, fmt.Errorf("--from %s: before 1970", s)
+			return startSpec{}, fmt.Errorf("%s %s: before 1970", flag, s)
 		}
 		return startSpec{kind: startTime, ms: tm.UnixMilli()}, nil
 	}
-	return startSpec{}, fmt.Errorf("--from %q: want beginning, end, an offset, -N, @UNIX_MS or an RFC 3339 time", s)
+	return startSpec{}, fmt.Errorf("%s %q: want beginning, end, an offset, -N, @UNIX_MS or an RFC 3339 time", flag, s)
 }
 
 // consumer prints records until its count, the partitions' ends (without

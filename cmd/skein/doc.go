@@ -4,7 +4,7 @@
 //
 // # The client
 //
-// The client commands (topic, produce, consume, cluster) speak the Kafka
+// The client commands (topic, group, produce, consume, cluster) speak the Kafka
 // protocol through franz-go (kgo, and kadm for administration), so they work
 // against any Kafka broker; they import nothing of Skein's but what starting
 // a node needs. Their shape follows kcat and rpk:
@@ -22,7 +22,10 @@
 //   - consume assigns partitions directly (no group, nothing committed),
 //     resolves --from to one offset per partition first (ListOffsets, by
 //     timestamp for a time), and with -e stops at the high watermarks it
-//     saw then.
+//     saw then;
+//   - group describe shows kadm's Lag (DescribeGroups, OffsetFetch and
+//     ListOffsets), as rpk does; group seek commits offsets only for a
+//     group with no members, resolving --to as consume resolves --from.
 //
 // run is the entry point main and the tests share: it reads only the
 // arguments, environment and streams it is given.

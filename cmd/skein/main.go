@@ -61,8 +61,8 @@ func newRootCommand(environ []string, stdin io.Reader, stdout, stderr io.Writer)
 		Short: "Skein, a Kafka-compatible log broker",
 		Long: "Skein is a Kafka-compatible log broker. `skein node` runs a node; with no\n" +
 			"arguments it is a single node with its data in ./data and Kafka on 127.0.0.1:9092.\n" +
-			"The other commands are a Kafka client for any broker: topic, produce, consume,\n" +
-			"cluster (--brokers, or SKEIN_BROKERS, names the brokers to ask).",
+			"The other commands are a Kafka client for any broker: topic, group, produce,\n" +
+			"consume, cluster (--brokers, or SKEIN_BROKERS, names the brokers to ask).",
 		SilenceErrors:     true, // run prints them
 		SilenceUsage:      true,
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
@@ -72,6 +72,7 @@ func newRootCommand(environ []string, stdin io.Reader, stdout, stderr io.Writer)
 	root.SetErr(stderr)
 	root.AddCommand(newNodeCommand(environ, stdout, stderr))
 	root.AddCommand(newTopicCommand(environ, stdout))
+	root.AddCommand(newGroupCommand(environ, stdout))
 	root.AddCommand(newProduceCommand(environ, stdin, stdout))
 	root.AddCommand(newConsumeCommand(environ, stdout, stderr))
 	root.AddCommand(newClusterCommand(environ, stdout))
