@@ -1,20 +1,16 @@
 'use strict'
 // kafkajs against a Skein node: admin (describeCluster, createTopics,
 // fetchTopicMetadata, listTopics, fetchTopicOffsets,
-// fetchTopicOffsetsByTimestamp) and an idempotent producer. run.sh starts
-// the node, runs this, then reads TOPIC back with kcat and compares it with
-// the records written to EXPECT_FILE.
+// fetchTopicOffsetsByTimestamp, fetchOffsets), an idempotent producer, and
+// two consumers in one group (kafkajs's roundrobin assignor) reading TOPIC
+// back and committing. run.sh starts the node, runs this, then reads TOPIC
+// back with kcat and compares it with the records written to EXPECT_FILE.
 //
 // Usage: node kafkajs.js BROKER TOPIC MESSAGES EXPECT_FILE
 //
 // Output: one line per check, "ok <name>" or "FAIL <name>: <why>", which
 // run.sh counts; then "kafkajs requests: ..." naming every API and version
 // kafkajs sent. Exits 1 if any check failed.
-//
-// NB: no kafkajs consumer here. kafkajs's consumer always joins a consumer
-// group (FindCoordinator, JoinGroup, SyncGroup, Heartbeat, OffsetFetch,
-// OffsetCommit), which Skein serves from issue 4 on; whoever resolves
-// issue 4 adds a consumer check that reads TOPIC back with a group.
 
 const fs = require('fs')
 const { Kafka, logLevel, Partitioners, CompressionTypes } = require('kafkajs')
@@ -230,6 +226,106 @@ async function main () {
     if (!err) throw new Error('send succeeded')
     const names = await admin.listTopics()
     if (names.includes(missing)) throw new Error(`${missing} was created`)
+  })
+
+  // Two consumers in one group read TOPIC from the beginning, committing
+  // what eachMessage returned after each batch (kafkajs's autoCommit).
+  // Once both hold partitions in one generation, more records are
+  // produced, so that the records are shared between members too. At the
+  // end every record was consumed and the committed offsets (OffsetFetch)
+  // equal the end offsets.
+  const groupId = `${topic}-group`
+  const extra = 30
+  const consumed = new Map() // "key:value:headers" → times consumed
+  const latest = {} // member → its newest GROUP_JOIN
+  const partitionsOf = {} // member → partitions it consumed from
+  const crashes = []
+  const consumers = ['c1', 'c2'].map(name => {
+    const c = kafka.consumer({
+      groupId,
+      sessionTimeout: 6000, // group.min.session.timeout.ms
+      rebalanceTimeout: 10000,
+      // kafkajs heartbeats between fetches only: short waits let a member
+      // learn of a rebalance quickly.
+      heartbeatInterval: 500,
+      maxWaitTimeInMs: 200
+    })
+    instrument(c)
+    c.on(c.events.GROUP_JOIN, e => {
+      latest[name] = {
+        memberId: e.payload.memberId,
+        leaderId: e.payload.leaderId,
+        protocol: e.payload.groupProtocol,
+        partitions: (e.payload.memberAssignment[topic] || []).slice().sort()
+      }
+    })
+    c.on(c.events.CRASH, e => crashes.push(`${name}: ${e.payload.error}`))
+    return { name, c }
+  })
+  const eachMessage = name => async ({ partition, message }) => {
+    const h = Object.entries(message.headers || {}).map(([k, v]) => `${k}=${v}`).join(',')
+    const rec = `${message.key}:${message.value}:${h}`
+    consumed.set(rec, (consumed.get(rec) || 0) + 1)
+    ;(partitionsOf[name] = partitionsOf[name] || new Set()).add(partition)
+  }
+  // waitUntil polls cond every 50 ms for at most ms.
+  const waitUntil = async (what, cond, ms) => {
+    const deadline = Date.now() + ms
+    while (!(await cond())) {
+      if (crashes.length) throw new Error(`consumer crashed: ${crashes.join('; ')}`)
+      if (Date.now() > deadline) throw new Error(`${what}: not within ${ms / 1000} s`)
+      await new Promise(resolve => setTimeout(resolve, 50))
+    }
+  }
+  const distinctWanted = () => expected.filter(r => consumed.has(r)).length
+
+  let shared // the two members' partitions in a generation with both
+  await check(`kafkajs group consumers: two members in ${groupId} consume all ${total} records`, async () => {
+    for (const { name, c } of consumers) {
+      await c.connect()
+      await c.subscribe({ topics: [topic], fromBeginning: true })
+      await c.run({ eachMessage: eachMessage(name) })
+    }
+    await waitUntil('all records consumed', () => distinctWanted() === total, 30000)
+  })
+
+  await check('kafkajs group consumers: both members hold partitions in one generation, disjoint', async () => {
+    await waitUntil('a generation with both members', () => {
+      const [a, b] = [latest.c1, latest.c2]
+      if (!a || !b || a.leaderId !== b.leaderId || a.memberId === b.memberId) return false
+      const all = [...a.partitions, ...b.partitions].sort()
+      return a.partitions.length > 0 && b.partitions.length > 0 && JSON.stringify(all) === '[0,1,2]'
+    }, 30000)
+    shared = { c1: latest.c1.partitions, c2: latest.c2.partitions }
+  })
+
+  await check(`kafkajs group consumers: ${extra} records produced while both are members, all consumed`, async () => {
+    if (!shared) throw new Error('the group never had both members')
+    const p = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner })
+    instrument(p)
+    await p.connect()
+    try {
+      const messages = []
+      for (let i = total; i < total + extra; i++) messages.push(message(i, Date.now()))
+      await p.send({ topic, messages, acks: -1 })
+    } finally {
+      await p.disconnect()
+    }
+    await waitUntil('all records consumed', () => distinctWanted() === total + extra, 30000)
+  })
+
+  for (const { c } of consumers) await c.disconnect()
+  const dups = [...consumed.values()].filter(n => n > 1).length
+  console.log(`kafkajs group ${groupId}: protocol ${latest.c1 && latest.c1.protocol}; ` +
+    `assigned with both members c1 ${JSON.stringify(shared && shared.c1)}, c2 ${JSON.stringify(shared && shared.c2)}; ` +
+    `consumed from partitions c1 ${JSON.stringify([...(partitionsOf.c1 || [])].sort())}, c2 ${JSON.stringify([...(partitionsOf.c2 || [])].sort())}; ` +
+    `${dups} records consumed more than once`)
+
+  await check(`kafkajs admin fetchOffsets: ${groupId}'s committed offsets equal the end offsets`, async () => {
+    const highs = byPartition(await admin.fetchTopicOffsets(topic))
+    const want = Object.fromEntries(Object.keys(highs).map(p => [p, highs[p][1]]))
+    const [got] = await admin.fetchOffsets({ groupId, topics: [topic] })
+    assertEqual('committed', Object.fromEntries(got.partitions.map(p => [p.partition, Number(p.offset)])), want)
   })
 
   await admin.disconnect()

@@ -15,16 +15,20 @@
 #   - librdkafka's idempotent producer (enable.idempotence) with each
 #     codec: none, gzip, snappy, lz4, zstd;
 #   - errors: an invalid topic name, a fetch past the end;
+#   - kcat's balanced consumer (-G): two kcat -G processes in one group
+#     read the topic kcat produced, once with librdkafka's default eager
+#     assignors (range,roundrobin) and once with cooperative-sticky
+#     (KIP-429); together they consume every record, and the group's
+#     committed offsets (groupoffsets.js) equal the end offsets;
 #   - kafkajs.js: the admin client (createTopics, fetchTopicMetadata,
-#     fetchTopicOffsets, fetchTopicOffsetsByTimestamp) and an idempotent
-#     producer, whose records kcat then reads back;
+#     fetchTopicOffsets, fetchTopicOffsetsByTimestamp, fetchOffsets), an
+#     idempotent producer, whose records kcat then reads back, and two
+#     kafkajs consumers in one group (roundrobin assignor) consuming
+#     every record and committing up to the end offsets;
 #   - the node stops cleanly on SIGTERM.
 #
-# NB: kafkajs's consumer is not run yet. It always joins a consumer group
-# (FindCoordinator, JoinGroup, SyncGroup, Heartbeat, OffsetFetch,
-# OffsetCommit), which Skein serves from issue 4 on. Whoever resolves
-# issue 4 adds the kafkajs consumer here and in kafkajs.js, reading back
-# what the kafkajs producer wrote (today kcat does that).
+# For kcat's groups and for kafkajs it prints the API versions the client
+# sent, from the node's skein_requests_total on its admin listener.
 #
 # Ends with "interop: N passed, M failed" and exits 1 if any check failed
 # or the setup did. Set INTEROP_KEEP=1 to keep the work directory (node log,
@@ -136,11 +140,14 @@ NODE_PID=$!
 # A bounded poll of observable conditions: the "node started" line with the
 # bound address, then kcat getting metadata from it.
 BROKER=
+ADMIN=
 deadline=$((SECONDS + 30))
 while [ -z "$BROKER" ]; do
 	kill -0 "$NODE_PID" 2>/dev/null || die "the node exited during start"
 	[ "$SECONDS" -lt "$deadline" ] || die "the node did not log 'node started' within 30 s"
-	BROKER=$(grep '"message":"node started"' "$WORK/node.log" | grep -o '"listen":"[^"]*"' | cut -d'"' -f4)
+	started=$(grep '"message":"node started"' "$WORK/node.log")
+	BROKER=$(echo "$started" | grep -o '"listen":"[^"]*"' | cut -d'"' -f4)
+	ADMIN=$(echo "$started" | grep -o '"admin.listen":"[^"]*"' | cut -d'"' -f4)
 	[ -n "$BROKER" ] || sleep 0.1
 done
 until "$KCAT" -b "$BROKER" -L -m 1 >/dev/null 2>&1; do
@@ -162,6 +169,29 @@ consume() {
 	local out=$1
 	shift
 	kc -C "$@" >"$out" 2>"$out.err"
+}
+
+# requests_total prints the node's skein_requests_total counters from its
+# admin listener's /metrics, one "API vVERSION COUNT" a line.
+requests_total() {
+	timeout 10 node -e '
+		require("http").get(`http://${process.argv[1]}/metrics`, res => {
+			let body = ""
+			res.on("data", d => { body += d })
+			res.on("end", () => {
+				for (const l of body.split("\n")) {
+					const m = l.match(/^skein_requests_total\{api="([^"]+)",version="(\d+)"\} (\S+)$/)
+					if (m) console.log(`${m[1]} v${m[2]} ${m[3]}`)
+				}
+			})
+		}).on("error", e => { console.error(e.message); process.exit(1) })' "$ADMIN"
+}
+
+# requests_since BEFORE prints, on one line, every "API vVERSION" whose
+# counter grew since the requests_total output in file BEFORE.
+requests_since() {
+	requests_total | awk 'NR == FNR { n[$1 " " $2] = $3; next } $3 > n[$1 " " $2] + 0 { print $1 " " $2 }' "$1" - |
+		sort | paste -sd, - | sed 's/,/, /g'
 }
 
 # same NAME STATUS GOT WANT is check NAME: kcat exited with STATUS 0 and
@@ -305,8 +335,91 @@ else
 	tail -n 3 "$WORK/oor.got.err"
 fi
 
+# --- kcat: balanced consumer groups ---------------------------------------
+
+# owned FILE reads one kcat -G member's stderr, with librdkafka's cgrp
+# debug lines, and prints "GENERATION PARTITION" for every partition the
+# member owned in each generation: what it was assigned after the
+# generation's JoinGroup response, and what it kept into it (cooperative).
+owned() {
+	awk '
+		/JoinGroup response: GenerationId -?[0-9]+/ {
+			match($0, /GenerationId -?[0-9]+/)
+			g = substr($0, RSTART + 13, RLENGTH - 13) + 0
+			if (g > 0) {
+				gen = g
+				for (p in cur) print gen, p
+			}
+			next
+		}
+		/^% Group .* rebalanced/ {
+			add = $0 ~ /assigned:|incremental assignment/
+			s = $0
+			while (match(s, /\[[0-9]+\]/)) {
+				p = substr(s, RSTART + 1, RLENGTH - 2)
+				s = substr(s, RSTART + RLENGTH)
+				if (add) {
+					cur[p] = 1
+					print gen, p
+				} else {
+					delete cur[p]
+				}
+			}
+		}' "$1" | sort -u
+}
+
+# kcat_group NAME GROUP ARGS... runs two `kcat -G GROUP` processes at once,
+# each reading $TOPIC_AUTO from the committed offsets (the beginning when
+# there are none) until the end of the partitions it was assigned (-e),
+# with ARGS added. NB: not -o beginning, which kcat applies to every
+# assignment, overriding the committed offsets. Together they must
+# consume every record kcat produced, no partition may be owned by both in
+# one generation, and the group's committed offsets must then equal the end
+# offsets. Prints what each owned and the API versions they sent.
+kcat_group() {
+	local name=$1 group=$2 i status=0 pids=()
+	shift 2
+	requests_total >"$WORK/$group.before"
+	for i in 1 2; do
+		timeout 60 "$KCAT" -b "$BROKER" -G "$group" -X auto.offset.reset=earliest -e -d cgrp -f '%p %o %k:%s\n' "$@" "$TOPIC_AUTO" \
+			>"$WORK/$group.$i" 2>"$WORK/$group.$i.err" &
+		pids+=($!)
+	done
+	for i in 0 1; do
+		wait "${pids[$i]}" || status=$?
+	done
+	for i in 1 2; do
+		owned "$WORK/$group.$i.err" >"$WORK/$group.$i.owned"
+		echo "  kcat -G $group member $i: $(grep -c . "$WORK/$group.$i") records; owned (generation partition):" \
+			"$(paste -sd, - <"$WORK/$group.$i.owned" | sed 's/,/, /g')"
+	done
+	echo "  kcat -G $group requests: $(requests_since "$WORK/$group.before")"
+	cat "$WORK/$group.1" "$WORK/$group.2" | cut -d' ' -f3 | sort -u >"$WORK/$group.got"
+	same "$name: every record consumed" "$status" "$WORK/$group.got" "$WORK/kcat.want.sorted"
+	if [ ! -s "$WORK/$group.1.owned" ] || [ ! -s "$WORK/$group.2.owned" ]; then
+		echo "  (one member was never assigned a partition: the other had finished first)"
+	fi
+	cat "$WORK/$group.1.owned" "$WORK/$group.2.owned" | sort | uniq -d >"$WORK/$group.twice"
+	if [ -s "$WORK/$group.twice" ]; then
+		fail "$name: no partition owned by both members in one generation: $(paste -sd, - <"$WORK/$group.twice")"
+	else
+		ok "$name: no partition owned by both members in one generation"
+	fi
+	if node "$HERE/groupoffsets.js" "$BROKER" "$group" "$TOPIC_AUTO" >"$WORK/$group.offsets" 2>&1; then
+		ok "$name: committed offsets equal the end offsets"
+	else
+		fail "$name: committed offsets equal the end offsets"
+		cat "$WORK/$group.offsets"
+	fi
+}
+
+kcat_group "kcat -G, two members, eager range,roundrobin" interop-kcat-eager
+kcat_group "kcat -G, two members, cooperative-sticky" interop-kcat-cooperative \
+	-X partition.assignment.strategy=cooperative-sticky
+
 # --- kafkajs --------------------------------------------------------------
 
+requests_total >"$WORK/kafkajs.before"
 timeout 120 node "$HERE/kafkajs.js" "$BROKER" "$TOPIC_KJS" "$M" "$WORK/kafkajs.want" \
 	>"$WORK/kafkajs.out" 2>"$WORK/kafkajs.err"
 kjs=$?
@@ -324,6 +437,7 @@ if [ "$kjs" -ne 0 ]; then
 	echo "--- kafkajs stderr"
 	tail -n 20 "$WORK/kafkajs.err"
 fi
+echo "kafkajs requests, as the node counted them: $(requests_since "$WORK/kafkajs.before")"
 
 if kc -L -J -t "$TOPIC_KJS" | metadata_check "$TOPIC_KJS" 3; then
 	ok "kcat -L -t $TOPIC_KJS: the topic kafkajs created, 3 partitions"
@@ -336,7 +450,7 @@ if [ -f "$WORK/kafkajs.want" ]; then
 	status=$?
 	sort -o "$WORK/kafkajs.got" "$WORK/kafkajs.got"
 	sort -o "$WORK/kafkajs.want" "$WORK/kafkajs.want"
-	same "kcat -C reads back the $M kafkajs records, with headers" "$status" "$WORK/kafkajs.got" "$WORK/kafkajs.want"
+	same "kcat -C reads back the kafkajs records, with headers" "$status" "$WORK/kafkajs.got" "$WORK/kafkajs.want"
 else
 	fail "kcat -C reads back the kafkajs records: kafkajs.js wrote none"
 fi
