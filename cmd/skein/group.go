@@ -155,11 +155,11 @@ func newGroupDescribeCommand(flags *clientFlags, stdout io.Writer) *cobra.Comman
 			if err != nil {
 				return err
 			}
-			var errs []error
-			for i, g := range groups {
-				if i > 0 {
-					fmt.Fprintln(stdout)
-				}
+			var (
+				errs    []error
+				printed bool
+			)
+			for _, g := range groups {
 				l, ok := lags[g]
 				switch {
 				case !ok:
@@ -167,6 +167,10 @@ func newGroupDescribeCommand(flags *clientFlags, stdout io.Writer) *cobra.Comman
 				case l.Error() != nil:
 					errs = append(errs, fmt.Errorf("describe group %s: %w", g, l.Error()))
 				default:
+					if printed {
+						fmt.Fprintln(stdout)
+					}
+					printed = true
 					if err := printGroup(stdout, l); err != nil {
 						return err
 					}
@@ -418,7 +422,11 @@ func seekGroup(ctx context.Context, flags *clientFlags, adm *kadm.Client, group 
 			before = strconv.FormatInt(p.At, 10)
 		}
 		rows = append(rows, []string{o.Topic, strconv.Itoa(int(o.Partition)), before, strconv.FormatInt(o.At, 10), errString(o.Err)})
-		if o.Err != nil {
+		switch {
+		case errors.Is(o.Err, kerr.UnknownMemberID), errors.Is(o.Err, kerr.IllegalGeneration), errors.Is(o.Err, kerr.RebalanceInProgress):
+			// The check above passed, so a member joined since.
+			errs = append(errs, fmt.Errorf("%s[%d]: %w (a member joined the group: stop its consumers first)", o.Topic, o.Partition, o.Err))
+		case o.Err != nil:
 			errs = append(errs, fmt.Errorf("%s[%d]: %w", o.Topic, o.Partition, o.Err))
 		}
 	}

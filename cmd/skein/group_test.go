@@ -202,4 +202,21 @@ func TestGroupCommands(t *testing.T) {
 	}
 	fails(t, addr, 1, "skein: delete group billing: GROUP_ID_NOT_FOUND", "", "group", "delete", "billing")
 	fails(t, addr, 1, "skein: describe group billing: GROUP_ID_NOT_FOUND", "", "group", "describe", "billing")
+
+	// Several groups: each described in turn, the missing one an error.
+	ok(t, addr, "", "group", "seek", "one", "--to", "start", "--topics", "orders")
+	ok(t, addr, "", "group", "seek", "two", "--to", "end", "--topics", "orders")
+	r := skeinCmd(t, addr, "", "group", "describe", "one", "nope", "two")
+	if r.code != 1 || r.stderr != "skein: describe group nope: GROUP_ID_NOT_FOUND: The group id does not exist.\n" {
+		t.Errorf("describe one nope two: %v", r)
+	}
+	var described []string
+	for _, row := range table(r.stdout) {
+		if len(row) == 2 && row[0] == "GROUP" {
+			described = append(described, row[1])
+		}
+	}
+	if !slices.Equal(described, []string{"one", "two"}) || strings.Contains(r.stdout, "\n\n\n") {
+		t.Errorf("describe one nope two described %v:\n%s", described, r.stdout)
+	}
 }
