@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/skeinlog/skein/configs"
 )
@@ -714,5 +715,35 @@ func TestGroupCommitsSurviveSIGKILL(t *testing.T) {
 		// three partitions' records: they survive together).
 		o, _ := got.Lookup(topic, 0)
 		acked, sent = o.At, o.At
+	}
+}
+
+// TestGroupOlderProtocolVersions: franz-go group consumers pinned to the
+// versions of older Kafka releases (0.11: JoinGroup v2, SyncGroup v1,
+// OffsetCommit v3, OffsetFetch v3, FindCoordinator v1; 2.3: JoinGroup v5
+// with KIP-394, SyncGroup v3, OffsetCommit v7) consume every record and
+// commit the end offsets.
+func TestGroupOlderProtocolVersions(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		versions *kversion.Versions
+	}{{"0.11", kversion.V0_11_0()}, {"2.3", kversion.V2_3_0()}} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := groupBroker(t)
+			ctx := ctxFor(t)
+			adm := b.admin()
+			topic, group := "old-versions", "g-old"
+			mustCreate(t, ctx, adm, topic, 4, nil)
+			produceN(t, b.client(kgo.RecordPartitioner(kgo.RoundRobinPartitioner())), topic, 0, 400)
+			l := newGroupLedger()
+			opt := kgo.MaxVersions(tc.versions)
+			m1 := startMember(t, b, l, "m1", group, topic, opt)
+			m2 := startMember(t, b, l, "m2", group, topic, opt)
+			waitFor(t, "400 records", func() bool { return l.distinct() >= 400 })
+			m1.close()
+			m2.close()
+			l.check(t)
+			checkCommittedAtEnd(t, adm, group, topic)
+		})
 	}
 }
