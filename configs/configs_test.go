@@ -98,6 +98,7 @@ func TestDefaultNode(t *testing.T) {
 		"offsets.topic.num.partitions": "50",
 		"group.min.session.timeout.ms": "6000",
 		"group.max.session.timeout.ms": "1800000",
+		"offsets.retention.minutes":    "10080",
 		// Kafka's broker defaults for the topic configs.
 		"log.retention.ms":                  "604800000",
 		"log.retention.bytes":               "-1",

@@ -415,6 +415,7 @@ var docs = map[string]string{
 	"offsets.topic.num.partitions": "The partition count of __consumer_offsets, created on the first FindCoordinator.",
 	"group.min.session.timeout.ms": "The shortest session timeout a group member may ask for.",
 	"group.max.session.timeout.ms": "The longest session timeout a group member may ask for.",
+	"offsets.retention.minutes":    "The committed offsets of a group with no members are deleted this long after it became empty.",
 	"log.retention.minutes":        "log.retention.ms in minutes, used when log.retention.ms is not set.",
 	"log.retention.hours":          "log.retention.ms in hours, used when log.retention.ms and log.retention.minutes are not set.",
 	"log.roll.hours":               "log.roll.ms in hours, used when log.roll.ms is not set.",

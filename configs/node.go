@@ -114,6 +114,13 @@ type Node struct {
 	// group.min.session.timeout.ms. Kafka: group.max.session.timeout.ms.
 	GroupMaxSessionTimeoutMs int32 `mapstructure:"group.max.session.timeout.ms" yaml:"group.max.session.timeout.ms"`
 
+	// OffsetsRetentionMinutes is how long the committed offsets of a group
+	// with no members are kept after it became empty (or, for offsets
+	// committed by standalone consumers, after the last commit); then they
+	// are deleted (KIP-211). Default 10080 (7 days), at least 1. Kafka:
+	// offsets.retention.minutes.
+	OffsetsRetentionMinutes int32 `mapstructure:"offsets.retention.minutes" yaml:"offsets.retention.minutes"`
+
 	// TopicDefaults are the broker-level defaults of the topic configs.
 	TopicDefaults `mapstructure:",squash" yaml:",inline"`
 
@@ -243,6 +250,7 @@ func Default() Node {
 		OffsetsTopicNumPartitions: 50,
 		GroupMinSessionTimeoutMs:  6000,
 		GroupMaxSessionTimeoutMs:  1800000,
+		OffsetsRetentionMinutes:   10080,
 		TopicDefaults:             DefaultTopic().brokerDefaults(),
 	}
 }
@@ -274,6 +282,7 @@ func (n Node) Validate() error {
 	v.atLeast("offsets.topic.num.partitions", int64(n.OffsetsTopicNumPartitions), 1)
 	v.atLeast("group.min.session.timeout.ms", int64(n.GroupMinSessionTimeoutMs), 1)
 	v.atLeast("group.max.session.timeout.ms", int64(n.GroupMaxSessionTimeoutMs), int64(n.GroupMinSessionTimeoutMs))
+	v.atLeast("offsets.retention.minutes", int64(n.OffsetsRetentionMinutes), 1)
 	d := n.TopicDefaults
 	d.Topic().validate(&v, brokerName)
 	// NB: Kafka's broker refuses log.retention.ms = 0 (every segment would

@@ -93,6 +93,8 @@ type SupervisorConfig struct {
 	Directory *Directory
 	// MinSessionTimeout and MaxSessionTimeout: see Config.
 	MinSessionTimeout, MaxSessionTimeout time.Duration
+	// OffsetsRetention: see Config.
+	OffsetsRetention time.Duration
 	// OffsetMetadataMaxBytes caps a commit's metadata
 	// (offset.metadata.max.bytes, 4096).
 	OffsetMetadataMaxBytes int
@@ -172,6 +174,12 @@ type groupActor struct {
 	inc    uint64
 	g      *Group
 	err    *kerr.Error // set when the group could not be loaded
+	// writes counts the offset writes (commits, deletions) not yet
+	// durable: expiry waits for none, so that its tombstones and the
+	// offsets in memory cannot disagree on the order of writes.
+	writes int
+	// expiryDue is set when the expiry timer fired during such a write.
+	expiryDue bool
 }
 
 // timerFired is a Timer coming due, sent by time.AfterFunc.
@@ -227,7 +235,7 @@ func (a *groupActor) newMemberID(clientID string) string {
 // load rebuilds the group from its partition.
 func (a *groupActor) load() {
 	g := NewGroup(a.id, Config{MinSessionTimeout: a.cfg.MinSessionTimeout, MaxSessionTimeout: a.cfg.MaxSessionTimeout,
-		NewMemberID: a.newMemberID, Now: time.Now})
+		OffsetsRetention: a.cfg.OffsetsRetention, NewMemberID: a.newMemberID, Now: time.Now})
 	if a.handle.View() == nil {
 		a.err = kerr.CoordinatorLoadInProgress
 		return
@@ -314,6 +322,10 @@ func (a *groupActor) flush() {
 		msg := &timerFired{inc: a.inc, timer: t}
 		time.AfterFunc(t.After, func() { a.sys.Root.Send(a.self, msg) })
 	}
+	if r.ExpireOffsets {
+		a.expiryDue = true
+		a.maybeExpire()
+	}
 	if r.GroupMetadata {
 		// NB: the membership record is written without waiting: a
 		// member that loses it to a crash rejoins, as after any
@@ -324,6 +336,53 @@ func (a *groupActor) flush() {
 			}
 		})
 	}
+}
+
+// maybeExpire expires the offsets when expiry is due and no offset write
+// is in flight; the group must still be empty.
+func (a *groupActor) maybeExpire() {
+	if !a.expiryDue || a.writes > 0 {
+		return
+	}
+	a.expiryDue = false
+	if a.g.State() == Empty && len(a.g.offsets) > 0 {
+		a.expireOffsets()
+	}
+}
+
+// expireOffsets deletes the offsets of a group that stayed empty for
+// their retention: tombstones for them and for the group, then the offsets
+// unchanged since are forgotten.
+func (a *groupActor) expireOffsets() {
+	expired := a.g.Offsets()
+	var recs []Record
+	for tp := range expired {
+		recs = append(recs, OffsetTombstone(a.id, tp.Topic, tp.Partition))
+	}
+	k := kmsg.NewGroupMetadataKey()
+	k.Version, k.Group = 2, a.id
+	recs = append(recs, Record{Key: k.AppendTo(nil)})
+	a.writes++
+	a.append(recs, func(err *kerr.Error) {
+		a.writes--
+		defer a.maybeExpire()
+		if err != nil {
+			a.cfg.Logger.Warn().Str("group", a.id).Str("err", err.Message).Msg("expiring offsets")
+			return
+		}
+		for tp, o := range expired {
+			if cur, ok := a.g.Committed(tp.Topic, tp.Partition); ok && cur == o {
+				a.g.DeleteOffset(tp.Topic, tp.Partition)
+			}
+		}
+		if a.g.State() == Empty && len(a.g.offsets) == 0 {
+			// Gone, as the group tombstone says after a restart.
+			fresh := NewGroup(a.id, a.g.cfg)
+			fresh.seq = a.g.seq
+			a.g = fresh
+		}
+		a.cfg.Logger.Info().Str("group", a.id).Int("offsets", len(expired)).Msg("expired the offsets of an empty group")
+	})
 }
 
 // append writes records to the group's partition (acks=-1: the reply

@@ -53,6 +53,9 @@ const (
 	// TimerPendingMember forgets a member id handed out with
 	// MEMBER_ID_REQUIRED (KIP-394) that never joined with it.
 	TimerPendingMember
+	// TimerOffsetsExpiry deletes the offsets of a group that stayed
+	// empty for offsets.retention.minutes (KIP-211).
+	TimerOffsetsExpiry
 )
 
 // Timer asks the actor to call Group.Fire with it after After. Timers are
@@ -69,6 +72,9 @@ type Config struct {
 	// MinSessionTimeout and MaxSessionTimeout bound a member's session
 	// timeout (group.min.session.timeout.ms, group.max.session.timeout.ms).
 	MinSessionTimeout, MaxSessionTimeout time.Duration
+	// OffsetsRetention is how long an empty group keeps its offsets
+	// (offsets.retention.minutes); 0 keeps them for ever.
+	OffsetsRetention time.Duration
 	// NewMemberID returns a fresh member id for a client; the actor makes
 	// them unique across restarts, tests make them predictable.
 	NewMemberID func(clientID string) string
@@ -103,7 +109,10 @@ type Group struct {
 	pending map[string]uint64
 
 	rebalanceSeq uint64
+	expirySeq    uint64
 	seq          uint64 // the source of timer sequences
+	// emptySince is when the group last became empty (ms), for expiry.
+	emptySince int64
 
 	offsets map[topicPartition]Offset
 
@@ -141,6 +150,10 @@ type Ready struct {
 	// GroupMetadata is set when the group's membership record must be
 	// written (after a rebalance completes or the group empties).
 	GroupMetadata bool
+	// ExpireOffsets is set when the group stayed empty for the offsets'
+	// retention: its offsets (Offsets) are to be deleted, then
+	// DeleteOffset called for each whose tombstone is durable.
+	ExpireOffsets bool
 }
 
 // NewGroup returns an Empty group with no offsets.
@@ -195,6 +208,10 @@ func (g *Group) Fire(t Timer) {
 	case TimerRebalance:
 		if g.state == PreparingRebalance && t.Seq == g.rebalanceSeq {
 			g.completeJoin()
+		}
+	case TimerOffsetsExpiry:
+		if t.Seq == g.expirySeq && g.state == Empty && len(g.offsets) > 0 {
+			g.out.ExpireOffsets = true
 		}
 	case TimerPendingMember:
 		if seq, ok := g.pending[t.Member]; ok && seq == t.Seq {
@@ -467,6 +484,8 @@ func (g *Group) completeJoin() {
 		// (ListGroups shows it), until a member of another type joins.
 		g.state, g.protocol, g.leader = Empty, "", ""
 		g.out.GroupMetadata = true
+		g.emptySince = g.cfg.Now().UnixMilli()
+		g.scheduleExpiry(g.emptySince)
 		return
 	}
 	g.protocol = g.selectProtocol()
@@ -695,6 +714,17 @@ func (g *Group) Abort(err *kerr.Error) {
 			g.syncError(m, err)
 		}
 	}
+}
+
+// scheduleExpiry sets the offsets' expiry timer to fire the retention
+// after ref (ms), replacing any earlier one.
+func (g *Group) scheduleExpiry(ref int64) {
+	if g.cfg.OffsetsRetention <= 0 {
+		return
+	}
+	g.expirySeq = g.nextSeq()
+	after := time.UnixMilli(ref).Add(g.cfg.OffsetsRetention).Sub(g.cfg.Now())
+	g.out.Timers = append(g.out.Timers, Timer{After: max(after, 0), Kind: TimerOffsetsExpiry, Seq: g.expirySeq})
 }
 
 // Heartbeat handles a Heartbeat request.

@@ -324,3 +324,45 @@ func TestPartitionFor(t *testing.T) {
 		}
 	}
 }
+
+// TestKIP211OffsetsExpiry: the offsets of a group that became empty expire
+// offsets.retention after that; a standalone consumer's commit in an empty
+// group starts the retention again, and a stale timer does nothing.
+func TestKIP211OffsetsExpiry(t *testing.T) {
+	h := newHarness(t)
+	h.g.cfg.OffsetsRetention = time.Hour
+	a := h.stableOne("a")
+	h.g.Commit("t", 0, Offset{Offset: 5, CommitTimestamp: 1000})
+	h.step()
+	req := kmsg.NewPtrLeaveGroupRequest()
+	req.Version, req.Group = 5, "g"
+	req.Members = []kmsg.LeaveGroupRequestMember{{MemberID: a}}
+	h.g.Leave(req, h.to("leave"))
+	h.step()
+	if h.g.State() != Empty {
+		t.Fatalf("state %v", h.g.State())
+	}
+	var expiry []Timer
+	for _, tm := range h.timers {
+		if tm.Kind == TimerOffsetsExpiry {
+			expiry = append(expiry, tm)
+		}
+	}
+	if len(expiry) != 1 || expiry[0].After != time.Hour {
+		t.Fatalf("expiry timers %+v", expiry)
+	}
+	// A simple commit (now is 1000 ms) restarts the retention: the
+	// first timer is stale.
+	h.g.Commit("t", 1, Offset{Offset: 7, CommitTimestamp: 1000})
+	h.g.Fire(expiry[0])
+	if r := h.g.Ready(); r.ExpireOffsets || len(r.Timers) != 1 {
+		t.Fatalf("stale timer: %+v", r)
+	}
+	h.g.Fire(Timer{Kind: TimerOffsetsExpiry, Seq: h.g.expirySeq})
+	if !h.g.Ready().ExpireOffsets {
+		t.Fatal("the current expiry timer expired nothing")
+	}
+	if n := len(h.g.Offsets()); n != 2 {
+		t.Fatalf("%d offsets to expire", n)
+	}
+}

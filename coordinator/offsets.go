@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"maps"
 	"slices"
 	"sort"
 
@@ -57,10 +58,17 @@ func (g *Group) CheckCommit(generation int32, memberID string, instanceID *strin
 	return nil
 }
 
-// Commit records a committed offset once it is durable.
+// Commit records a committed offset once it is durable. In an empty
+// group (standalone consumers) the offsets' retention starts again.
 func (g *Group) Commit(topic string, partition int32, o Offset) {
 	g.offsets[topicPartition{topic, partition}] = o
+	if g.state == Empty {
+		g.scheduleExpiry(o.CommitTimestamp)
+	}
 }
+
+// Offsets returns every committed offset, for expiry.
+func (g *Group) Offsets() map[topicPartition]Offset { return maps.Clone(g.offsets) }
 
 // DeleteOffset forgets a committed offset (its tombstone is durable).
 func (g *Group) DeleteOffset(topic string, partition int32) {

@@ -128,7 +128,8 @@ func (g *Group) Restore(r Record) error {
 		if v.Version < 3 {
 			epoch = -1
 		}
-		g.Commit(k.Topic, k.Partition, Offset{Offset: v.Offset, LeaderEpoch: epoch, Metadata: v.Metadata, CommitTimestamp: v.CommitTimestamp})
+		// NB: not Commit, which would set an expiry timer per record.
+		g.offsets[topicPartition{k.Topic, k.Partition}] = Offset{Offset: v.Offset, LeaderEpoch: epoch, Metadata: v.Metadata, CommitTimestamp: v.CommitTimestamp}
 	case 2:
 		var k kmsg.GroupMetadataKey
 		if err := k.ReadFrom(r.Key); err != nil {
@@ -168,6 +169,7 @@ func (g *Group) Restore(r Record) error {
 		if len(g.members) > 0 {
 			g.state = Stable
 		}
+		g.emptySince = v.CurrentStateTimestamp
 	}
 	return nil
 }
@@ -198,6 +200,15 @@ func recordGroup(key []byte) string {
 func (g *Group) Loaded() {
 	for _, id := range g.joinOrder {
 		g.touch(g.members[id])
+	}
+	if g.state == Empty && len(g.offsets) > 0 {
+		// The retention runs from when the group became empty or from the
+		// last commit, whichever is later, as before the restart.
+		ref := g.emptySince
+		for _, o := range g.offsets {
+			ref = max(ref, o.CommitTimestamp)
+		}
+		g.scheduleExpiry(ref)
 	}
 }
 

@@ -98,7 +98,10 @@ func (a *groupActor) commit(req *kmsg.OffsetCommitRequest, m *Request) {
 		m.Reply(resp)
 		return
 	}
+	a.writes++
 	a.append(recs, func(err *kerr.Error) {
+		a.writes--
+		defer a.maybeExpire()
 		for _, p := range todo {
 			if err != nil {
 				p.p.ErrorCode = err.Code
@@ -195,7 +198,10 @@ func (a *groupActor) deleteOffsets(req *kmsg.OffsetDeleteRequest, m *Request) {
 		m.Reply(resp)
 		return
 	}
+	a.writes++
 	a.append(recs, func(err *kerr.Error) {
+		a.writes--
+		defer a.maybeExpire()
 		if err != nil {
 			m.Reply(errorResponse(req, err))
 			return

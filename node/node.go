@@ -316,6 +316,7 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 		Directory:         n.groups,
 		MinSessionTimeout: time.Duration(n.cfg.GroupMinSessionTimeoutMs) * time.Millisecond,
 		MaxSessionTimeout: time.Duration(n.cfg.GroupMaxSessionTimeoutMs) * time.Millisecond,
+		OffsetsRetention:  time.Duration(n.cfg.OffsetsRetentionMinutes) * time.Minute,
 		Logger:            n.log,
 	}, actors.NewBackoffStrategy(actors.Backoff{})), "groups")
 	if err != nil {
