@@ -159,6 +159,11 @@ func (s *supervisor) Receive(ctx actor.Context) {
 }
 
 func (s *supervisor) host(ctx actor.Context, cfg Config) {
+	if s.leaving {
+		// A Host queued behind the stop: a child spawned now would never be
+		// stopped, and the node's stop would wait for it for ever.
+		return
+	}
 	k := Key{cfg.Topic, cfg.Partition}
 	if c, ok := s.children[k]; ok {
 		if c.cfg.TopicConfig != cfg.TopicConfig {
