@@ -15,11 +15,13 @@
 #   - librdkafka's idempotent producer (enable.idempotence) with each
 #     codec: none, gzip, snappy, lz4, zstd;
 #   - errors: an invalid topic name, a fetch past the end;
-#   - kcat's balanced consumer (-G): two kcat -G processes in one group
-#     read the topic kcat produced, once with librdkafka's default eager
-#     assignors (range,roundrobin) and once with cooperative-sticky
-#     (KIP-429); together they consume every record, and the group's
-#     committed offsets (groupoffsets.js) equal the end offsets;
+#   - kcat's balanced consumer (-G): two kcat -G processes in one group,
+#     once with librdkafka's default eager assignors (range,roundrobin) and
+#     once with cooperative-sticky (KIP-429); once both own partitions in
+#     one generation, records are produced; together the members consume
+#     every record, no partition is owned by both in one generation (from
+#     librdkafka's cgrp debug log), and after SIGTERM the group's committed
+#     offsets (groupoffsets.js) equal the end offsets;
 #   - kafkajs.js: the admin client (createTopics, fetchTopicMetadata,
 #     fetchTopicOffsets, fetchTopicOffsetsByTimestamp, fetchOffsets), an
 #     idempotent producer, whose records kcat then reads back, and two
@@ -174,6 +176,7 @@ consume() {
 # requests_total prints the node's skein_requests_total counters from its
 # admin listener's /metrics, one "API vVERSION COUNT" a line.
 requests_total() {
+	# shellcheck disable=SC2016 # JavaScript, not the shell, expands ${...}
 	timeout 10 node -e '
 		require("http").get(`http://${process.argv[1]}/metrics`, res => {
 			let body = ""
@@ -368,23 +371,61 @@ owned() {
 		}' "$1" | sort -u
 }
 
-# kcat_group NAME GROUP ARGS... runs two `kcat -G GROUP` processes at once,
-# each reading $TOPIC_AUTO from the committed offsets (the beginning when
-# there are none) until the end of the partitions it was assigned (-e),
-# with ARGS added. NB: not -o beginning, which kcat applies to every
-# assignment, overriding the committed offsets. Together they must
-# consume every record kcat produced, no partition may be owned by both in
-# one generation, and the group's committed offsets must then equal the end
-# offsets. Prints what each owned and the API versions they sent.
+# both_own GROUP succeeds when the two kcat -G members of GROUP each owned a
+# partition in the same generation, by what they logged so far.
+both_own() {
+	{
+		owned "$WORK/$1.1.err" | sed 's/^/1 /'
+		owned "$WORK/$1.2.err" | sed 's/^/2 /'
+	} | awk '!(($2, $1) in seen) { seen[$2, $1] = 1; n[$2]++ } END { for (g in n) if (n[g] == 2) found = 1; exit !found }'
+}
+
+# poll SECONDS CMD... runs CMD every 0.1 s until it succeeds, for at most
+# SECONDS; it fails if CMD never did.
+poll() {
+	local deadline=$((SECONDS + $1))
+	shift
+	until "$@"; do
+		[ "$SECONDS" -lt "$deadline" ] || return 1
+		sleep 0.1
+	done
+}
+
+# consumed_all GROUP succeeds when GROUP's two members together printed
+# every record of $WORK/GROUP.want.
+consumed_all() {
+	cat "$WORK/$1.1" "$WORK/$1.2" | cut -d' ' -f3 | sort -u >"$WORK/$1.got"
+	cmp -s "$WORK/$1.got" "$WORK/$1.want"
+}
+
+# kcat_group NAME GROUP ARGS... runs two `kcat -G GROUP` processes, with
+# ARGS added, on a new topic GROUP holding one record; once both own
+# partitions in one generation, kcat produces $N more. Together the members
+# must consume every record, no partition may be owned by both in one
+# generation, and after SIGTERM (kcat closes its consumer, committing) the
+# group's committed offsets must equal the end offsets. Prints what each
+# member owned and the API versions they sent.
 kcat_group() {
 	local name=$1 group=$2 i status=0 pids=()
 	shift 2
+	echo "seed:0" >"$WORK/$group.seed"
+	kc -P -t "$group" -K: <"$WORK/$group.seed" || fail "$name: kcat -P creating topic $group"
+	sort "$WORK/$group.seed" "$WORK/kcat.want" >"$WORK/$group.want"
 	requests_total >"$WORK/$group.before"
+	# -u: unbuffered, so that what a member consumed is in its file at once.
 	for i in 1 2; do
-		timeout 60 "$KCAT" -b "$BROKER" -G "$group" -X auto.offset.reset=earliest -e -d cgrp -f '%p %o %k:%s\n' "$@" "$TOPIC_AUTO" \
+		timeout 60 "$KCAT" -b "$BROKER" -G "$group" -X auto.offset.reset=earliest -u -d cgrp -f '%p %o %k:%s\n' "$@" "$group" \
 			>"$WORK/$group.$i" 2>"$WORK/$group.$i.err" &
 		pids+=($!)
 	done
+	if poll 30 both_own "$group"; then
+		ok "$name: both members own partitions in one generation"
+	else
+		fail "$name: both members own partitions in one generation: not within 30 s"
+	fi
+	kc -P -t "$group" -K: <"$WORK/kcat.want" || fail "$name: kcat -P $N records"
+	poll 30 consumed_all "$group"
+	kill -TERM "${pids[@]}" 2>/dev/null
 	for i in 0 1; do
 		wait "${pids[$i]}" || status=$?
 	done
@@ -393,19 +434,16 @@ kcat_group() {
 		echo "  kcat -G $group member $i: $(grep -c . "$WORK/$group.$i") records; owned (generation partition):" \
 			"$(paste -sd, - <"$WORK/$group.$i.owned" | sed 's/,/, /g')"
 	done
-	echo "  kcat -G $group requests: $(requests_since "$WORK/$group.before")"
-	cat "$WORK/$group.1" "$WORK/$group.2" | cut -d' ' -f3 | sort -u >"$WORK/$group.got"
-	same "$name: every record consumed" "$status" "$WORK/$group.got" "$WORK/kcat.want.sorted"
-	if [ ! -s "$WORK/$group.1.owned" ] || [ ! -s "$WORK/$group.2.owned" ]; then
-		echo "  (one member was never assigned a partition: the other had finished first)"
-	fi
+	echo "  kcat requests (both members and kcat -P): $(requests_since "$WORK/$group.before")"
+	consumed_all "$group"
+	same "$name: every record consumed, kcat exiting 0 on SIGTERM" "$status" "$WORK/$group.got" "$WORK/$group.want"
 	cat "$WORK/$group.1.owned" "$WORK/$group.2.owned" | sort | uniq -d >"$WORK/$group.twice"
 	if [ -s "$WORK/$group.twice" ]; then
 		fail "$name: no partition owned by both members in one generation: $(paste -sd, - <"$WORK/$group.twice")"
 	else
 		ok "$name: no partition owned by both members in one generation"
 	fi
-	if node "$HERE/groupoffsets.js" "$BROKER" "$group" "$TOPIC_AUTO" >"$WORK/$group.offsets" 2>&1; then
+	if node "$HERE/groupoffsets.js" "$BROKER" "$group" "$group" >"$WORK/$group.offsets" 2>&1; then
 		ok "$name: committed offsets equal the end offsets"
 	else
 		fail "$name: committed offsets equal the end offsets"
@@ -413,8 +451,8 @@ kcat_group() {
 	fi
 }
 
-kcat_group "kcat -G, two members, eager range,roundrobin" interop-kcat-eager
-kcat_group "kcat -G, two members, cooperative-sticky" interop-kcat-cooperative \
+kcat_group "kcat -G, two members, eager range,roundrobin" interop-kcat-group-eager
+kcat_group "kcat -G, two members, cooperative-sticky" interop-kcat-group-cooperative \
 	-X partition.assignment.strategy=cooperative-sticky
 
 # --- kafkajs --------------------------------------------------------------
