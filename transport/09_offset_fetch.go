@@ -83,11 +83,17 @@ func (a *API) handleOffsetFetch(c *conn, kreq kmsg.Request) finish {
 				rg.ErrorCode = err.Code
 			}
 			if req.Version >= 10 {
-				for j := range rg.Topics {
-					if t := im.Topic(rg.Topics[j].Topic); t != nil {
-						rg.Topics[j].TopicID = t.ID
+				// v10 names topics by id only: commits on a topic that no
+				// longer exists have no id to be named by, and are left
+				// out (Kafka deletes them with the topic).
+				kept := rg.Topics[:0]
+				for _, gt := range rg.Topics {
+					if t := im.Topic(gt.Topic); t != nil {
+						gt.TopicID = t.ID
+						kept = append(kept, gt)
 					}
 				}
+				rg.Topics = kept
 			}
 			resp.Groups = append(resp.Groups, rg)
 		}
