@@ -25,6 +25,18 @@ const (
 
 // clientFlags are the flags of every client command: where the brokers are
 // and how long to wait for them.
+// clientCommand makes a family of client commands (skein topic, group,
+// cluster) whose subcommands share the client flags.
+func clientCommand(use, short string, environ []string, stdout io.Writer, subs ...func(*clientFlags, io.Writer) *cobra.Command) *cobra.Command {
+	flags := &clientFlags{}
+	cmd := &cobra.Command{Use: use, Short: short, Args: cobra.NoArgs}
+	flags.register(cmd, environ)
+	for _, sub := range subs {
+		cmd.AddCommand(sub(flags, stdout))
+	}
+	return cmd
+}
+
 type clientFlags struct {
 	brokers string
 	timeout time.Duration

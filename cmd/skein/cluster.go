@@ -11,14 +11,11 @@ import (
 )
 
 func newClusterCommand(environ []string, stdout io.Writer) *cobra.Command {
-	var flags clientFlags
-	cmd := &cobra.Command{
-		Use:   "cluster",
-		Short: "Show the cluster",
-		Args:  cobra.NoArgs,
-	}
-	flags.register(cmd, environ)
-	cmd.AddCommand(&cobra.Command{
+	return clientCommand("cluster", "Show the cluster", environ, stdout, newClusterInfoCommand)
+}
+
+func newClusterInfoCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
 		Use:   "info",
 		Short: "Show the cluster id, the controller, the brokers and the number of topics",
 		Args:  cobra.NoArgs,
@@ -57,6 +54,5 @@ func newClusterCommand(environ []string, stdout io.Writer) *cobra.Command {
 			}
 			return printTable(stdout, rows)
 		},
-	})
-	return cmd
+	}
 }

@@ -20,20 +20,8 @@ import (
 )
 
 func newGroupCommand(environ []string, stdout io.Writer) *cobra.Command {
-	var flags clientFlags
-	cmd := &cobra.Command{
-		Use:   "group",
-		Short: "List, describe, delete consumer groups and set their offsets",
-		Args:  cobra.NoArgs,
-	}
-	flags.register(cmd, environ)
-	cmd.AddCommand(
-		newGroupListCommand(&flags, stdout),
-		newGroupDescribeCommand(&flags, stdout),
-		newGroupDeleteCommand(&flags, stdout),
-		newGroupSeekCommand(&flags, stdout),
-	)
-	return cmd
+	return clientCommand("group", "List, describe, delete consumer groups and set their offsets", environ, stdout,
+		newGroupListCommand, newGroupDescribeCommand, newGroupDeleteCommand, newGroupSeekCommand)
 }
 
 // groupStates are the group states of Kafka's ListGroups filter (KIP-518),

@@ -17,21 +17,9 @@ import (
 )
 
 func newTopicCommand(environ []string, stdout io.Writer) *cobra.Command {
-	var flags clientFlags
-	cmd := &cobra.Command{
-		Use:   "topic",
-		Short: "Create, list, describe, alter and delete topics",
-		Args:  cobra.NoArgs,
-	}
-	flags.register(cmd, environ)
-	cmd.AddCommand(
-		newTopicCreateCommand(&flags, stdout),
-		newTopicListCommand(&flags, stdout),
-		newTopicDescribeCommand(&flags, stdout),
-		newTopicDeleteCommand(&flags, stdout),
-		newTopicAlterConfigCommand(&flags, stdout),
-	)
-	return cmd
+	return clientCommand("topic", "Create, list, describe, alter and delete topics", environ, stdout,
+		newTopicCreateCommand, newTopicListCommand, newTopicDescribeCommand,
+		newTopicDeleteCommand, newTopicAlterConfigCommand)
 }
 
 func newTopicCreateCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
