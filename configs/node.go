@@ -114,6 +114,17 @@ type Node struct {
 	// group.min.session.timeout.ms. Kafka: group.max.session.timeout.ms.
 	GroupMaxSessionTimeoutMs int32 `mapstructure:"group.max.session.timeout.ms" yaml:"group.max.session.timeout.ms"`
 
+	// GroupConsumerSessionTimeoutMs is how long a member of a
+	// consumer-protocol group (KIP-848) may go without heartbeating before
+	// it is removed and its partitions reassigned. Default 45000, at least
+	// 1. Kafka: group.consumer.session.timeout.ms.
+	GroupConsumerSessionTimeoutMs int32 `mapstructure:"group.consumer.session.timeout.ms" yaml:"group.consumer.session.timeout.ms"`
+
+	// GroupConsumerHeartbeatIntervalMs is the heartbeat interval a
+	// consumer-protocol group (KIP-848) tells its members. Default 5000, at
+	// least 1. Kafka: group.consumer.heartbeat.interval.ms.
+	GroupConsumerHeartbeatIntervalMs int32 `mapstructure:"group.consumer.heartbeat.interval.ms" yaml:"group.consumer.heartbeat.interval.ms"`
+
 	// OffsetsRetentionMinutes is how long the committed offsets of a group
 	// with no members are kept after it became empty (or, for offsets
 	// committed by standalone consumers, after the last commit); then they
@@ -233,25 +244,27 @@ const DefaultProducerIDExpirationMs = 24 * 3600 * 1000
 // and Kafka's defaults for everything Kafka has.
 func Default() Node {
 	return Node{
-		NodeID:                    1,
-		DataDir:                   "./data",
-		Listen:                    "127.0.0.1:9092",
-		Advertise:                 "127.0.0.1:9092",
-		AdminListen:               "127.0.0.1:9644",
-		LogLevel:                  "info",
-		LogFormat:                 logging.FormatAuto,
-		Durability:                DurabilityFsync,
-		AutoCreateTopicsEnable:    true,
-		NumPartitions:             1,
-		DefaultReplicationFactor:  1,
-		ProducerIDExpirationMs:    DefaultProducerIDExpirationMs,
-		SocketRequestMaxBytes:     100 << 20,
-		ConnectionsMaxIdleMs:      600000,
-		OffsetsTopicNumPartitions: 50,
-		GroupMinSessionTimeoutMs:  6000,
-		GroupMaxSessionTimeoutMs:  1800000,
-		OffsetsRetentionMinutes:   10080,
-		TopicDefaults:             DefaultTopic().brokerDefaults(),
+		NodeID:                           1,
+		DataDir:                          "./data",
+		Listen:                           "127.0.0.1:9092",
+		Advertise:                        "127.0.0.1:9092",
+		AdminListen:                      "127.0.0.1:9644",
+		LogLevel:                         "info",
+		LogFormat:                        logging.FormatAuto,
+		Durability:                       DurabilityFsync,
+		AutoCreateTopicsEnable:           true,
+		NumPartitions:                    1,
+		DefaultReplicationFactor:         1,
+		ProducerIDExpirationMs:           DefaultProducerIDExpirationMs,
+		SocketRequestMaxBytes:            100 << 20,
+		ConnectionsMaxIdleMs:             600000,
+		OffsetsTopicNumPartitions:        50,
+		GroupMinSessionTimeoutMs:         6000,
+		GroupMaxSessionTimeoutMs:         1800000,
+		GroupConsumerSessionTimeoutMs:    45000,
+		GroupConsumerHeartbeatIntervalMs: 5000,
+		OffsetsRetentionMinutes:          10080,
+		TopicDefaults:                    DefaultTopic().brokerDefaults(),
 	}
 }
 
@@ -282,6 +295,8 @@ func (n Node) Validate() error {
 	v.atLeast("offsets.topic.num.partitions", int64(n.OffsetsTopicNumPartitions), 1)
 	v.atLeast("group.min.session.timeout.ms", int64(n.GroupMinSessionTimeoutMs), 1)
 	v.atLeast("group.max.session.timeout.ms", int64(n.GroupMaxSessionTimeoutMs), int64(n.GroupMinSessionTimeoutMs))
+	v.atLeast("group.consumer.session.timeout.ms", int64(n.GroupConsumerSessionTimeoutMs), 1)
+	v.atLeast("group.consumer.heartbeat.interval.ms", int64(n.GroupConsumerHeartbeatIntervalMs), 1)
 	v.atLeast("offsets.retention.minutes", int64(n.OffsetsRetentionMinutes), 1)
 	d := n.TopicDefaults
 	d.Topic().validate(&v, brokerName)

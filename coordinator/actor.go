@@ -47,7 +47,10 @@ type Request struct {
 	// (UNKNOWN_TOPIC_OR_PARTITION), nil if it can; transport reads its
 	// image. Used by OffsetCommit.
 	TopicError func(topic string, partition int32) *kerr.Error
-	Reply      func(kmsg.Response)
+	// Topics looks up a topic's id and partition count in transport's
+	// image. Used by ConsumerGroupHeartbeat.
+	Topics TopicLookup
+	Reply  func(kmsg.Response)
 }
 
 // Directory maps group ids to their actors, for transport's lookups
@@ -98,7 +101,9 @@ type SupervisorConfig struct {
 	// OffsetMetadataMaxBytes caps a commit's metadata
 	// (offset.metadata.max.bytes, 4096).
 	OffsetMetadataMaxBytes int
-	Logger                 zerolog.Logger
+	// ConsumerSessionTimeout and ConsumerHeartbeatInterval: see Config.
+	ConsumerSessionTimeout, ConsumerHeartbeatInterval time.Duration
+	Logger                                            zerolog.Logger
 }
 
 // SupervisorProps returns the props of the "groups" supervisor: it spawns
@@ -235,7 +240,8 @@ func (a *groupActor) newMemberID(clientID string) string {
 // load rebuilds the group from its partition.
 func (a *groupActor) load() {
 	g := NewGroup(a.id, Config{MinSessionTimeout: a.cfg.MinSessionTimeout, MaxSessionTimeout: a.cfg.MaxSessionTimeout,
-		OffsetsRetention: a.cfg.OffsetsRetention, NewMemberID: a.newMemberID, Now: time.Now})
+		OffsetsRetention: a.cfg.OffsetsRetention, NewMemberID: a.newMemberID, Now: time.Now,
+		ConsumerSessionTimeout: a.cfg.ConsumerSessionTimeout, ConsumerHeartbeatInterval: a.cfg.ConsumerHeartbeatInterval})
 	if a.handle.View() == nil {
 		a.err = kerr.CoordinatorLoadInProgress
 		return
@@ -345,7 +351,7 @@ func (a *groupActor) maybeExpire() {
 		return
 	}
 	a.expiryDue = false
-	if a.g.State() == Empty && len(a.g.offsets) > 0 {
+	if a.g.State() == Empty && !a.g.IsConsumer() && len(a.g.offsets) > 0 {
 		a.expireOffsets()
 	}
 }
@@ -375,7 +381,7 @@ func (a *groupActor) expireOffsets() {
 				a.g.DeleteOffset(tp.Topic, tp.Partition)
 			}
 		}
-		if a.g.State() == Empty && len(a.g.offsets) == 0 {
+		if a.g.State() == Empty && !a.g.IsConsumer() && len(a.g.offsets) == 0 {
 			// Gone, as the group tombstone says after a restart.
 			fresh := NewGroup(a.id, a.g.cfg)
 			fresh.seq = a.g.seq
@@ -437,6 +443,8 @@ func (a *groupActor) handle0(m *Request) {
 		a.g.Join(req, m.ClientID, m.ClientHost, reply)
 	case *kmsg.SyncGroupRequest:
 		a.g.Sync(req, reply)
+	case *kmsg.ConsumerGroupHeartbeatRequest:
+		a.g.ConsumerHeartbeat(req, m.ClientID, m.ClientHost, m.Topics, reply)
 	case *kmsg.HeartbeatRequest:
 		a.g.Heartbeat(req, reply)
 	case *kmsg.LeaveGroupRequest:

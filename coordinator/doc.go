@@ -1,5 +1,6 @@
-// Package coordinator holds the group coordinator (classic protocol; KIP-848
-// and the transaction coordinator are to come). Its state lives in the
+// Package coordinator holds the group coordinator (the classic protocol and
+// a first slice of KIP-848's consumer protocol; the transaction coordinator
+// is to come). Its state lives in the
 // internal topic __consumer_offsets and is rebuilt from it when an actor
 // starts.
 //
@@ -39,6 +40,27 @@
 //     and append the group's MetadataRecord when asked;
 //  3. for OffsetCommit, append the records first and call Commit for each
 //     offset only once the append is durable, then answer.
+//
+// # The consumer protocol (KIP-848)
+//
+// The same Group also runs a consumer-protocol group (consumer.go): a
+// group id has classic members or consumer members, never both
+// (ConsumerGroupHeartbeat to a classic group with members:
+// GROUP_ID_NOT_FOUND; JoinGroup to a consumer group with members:
+// INCONSISTENT_GROUP_PROTOCOL). ConsumerHeartbeat keeps a group epoch,
+// moved by membership, subscription and partition-count changes; a target
+// assignment (uniform, or range when every member asks for it) computed
+// at that epoch; and per member an epoch, its assigned partitions and
+// those it is revoking. A partition has at most one owner: it moves only
+// once its old owner's heartbeat lists its owned partitions without it.
+// Members expire on TimerConsumerSession (group.consumer.session.timeout.ms)
+// and leave with epoch -1/-2. OffsetCommit by a member carries its member
+// epoch (or the previous one): STALE_MEMBER_EPOCH otherwise,
+// UNKNOWN_MEMBER_ID for an unknown member.
+//
+// NB: a consumer group's membership is kept in memory only (no
+// ConsumerGroup* records yet): after a coordinator restart its members get
+// UNKNOWN_MEMBER_ID and join again. Its offsets are persisted as below.
 //
 // # Persistence
 //

@@ -56,6 +56,9 @@ const (
 	// TimerOffsetsExpiry deletes the offsets of a group that stayed
 	// empty for offsets.retention.minutes (KIP-211).
 	TimerOffsetsExpiry
+	// TimerConsumerSession expires a consumer-protocol member (KIP-848)
+	// that stopped heartbeating (group.consumer.session.timeout.ms).
+	TimerConsumerSession
 )
 
 // Timer asks the actor to call Group.Fire with it after After. Timers are
@@ -80,6 +83,12 @@ type Config struct {
 	NewMemberID func(clientID string) string
 	// Now is the time of the current step, for commit timestamps.
 	Now func() time.Time
+	// ConsumerSessionTimeout and ConsumerHeartbeatInterval are a
+	// consumer-protocol member's (KIP-848) session timeout and heartbeat
+	// interval (group.consumer.session.timeout.ms, default 45000;
+	// group.consumer.heartbeat.interval.ms, default 5000); 0 means the
+	// default.
+	ConsumerSessionTimeout, ConsumerHeartbeatInterval time.Duration
 }
 
 // Group is one classic consumer group's state machine: JoinGroup,
@@ -115,6 +124,10 @@ type Group struct {
 	emptySince int64
 
 	offsets map[topicPartition]Offset
+
+	// consumer is the group's KIP-848 consumer-protocol state; a group
+	// has classic members or consumer members, never both.
+	consumer *consumerGroup
 
 	out Ready
 }
@@ -159,7 +172,7 @@ type Ready struct {
 // NewGroup returns an Empty group with no offsets.
 func NewGroup(id string, cfg Config) *Group {
 	return &Group{ID: id, cfg: cfg, members: map[string]*member{}, static: map[string]string{},
-		pending: map[string]uint64{}, offsets: map[topicPartition]Offset{}}
+		pending: map[string]uint64{}, offsets: map[topicPartition]Offset{}, consumer: newConsumerGroup()}
 }
 
 // Ready returns and clears what the steps since the last call produced.
@@ -210,9 +223,11 @@ func (g *Group) Fire(t Timer) {
 			g.completeJoin()
 		}
 	case TimerOffsetsExpiry:
-		if t.Seq == g.expirySeq && g.state == Empty && len(g.offsets) > 0 {
+		if t.Seq == g.expirySeq && g.state == Empty && !g.IsConsumer() && len(g.offsets) > 0 {
 			g.out.ExpireOffsets = true
 		}
+	case TimerConsumerSession:
+		g.fireConsumerSession(t)
 	case TimerPendingMember:
 		if seq, ok := g.pending[t.Member]; ok && seq == t.Seq {
 			delete(g.pending, t.Member)
@@ -249,7 +264,7 @@ func (g *Group) Join(req *kmsg.JoinGroupRequest, clientID, host string, reply Re
 	case session < g.cfg.MinSessionTimeout || session > g.cfg.MaxSessionTimeout:
 		fail(kerr.InvalidSessionTimeout, req.MemberID)
 		return
-	case req.ProtocolType == "" || len(req.Protocols) == 0:
+	case req.ProtocolType == "" || len(req.Protocols) == 0, g.IsConsumer():
 		fail(kerr.InconsistentGroupProtocol, req.MemberID)
 		return
 	case len(g.members) > 0 && (req.ProtocolType != g.protocolType || !g.supportsAny(req.Protocols)):

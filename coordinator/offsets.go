@@ -35,6 +35,8 @@ func (g *Group) CheckCommit(generation int32, memberID string, instanceID *strin
 	switch {
 	case g.state == Dead:
 		return kerr.CoordinatorNotAvailable
+	case g.state == Empty && (g.IsConsumer() || g.consumer.epoch > 0 && memberID != ""):
+		return g.checkConsumerCommit(generation, memberID)
 	case generation < 0 && memberID == "" && instance == "":
 		if g.state != Empty {
 			return kerr.UnknownMemberID
@@ -107,7 +109,7 @@ func SortedTopics(m map[string][]int32) []string {
 // Exists reports whether the group is known: it has members, a
 // generation, or committed offsets.
 func (g *Group) Exists() bool {
-	return g.state != Dead && (len(g.members) > 0 || g.generation > 0 || len(g.offsets) > 0)
+	return g.state != Dead && (len(g.members) > 0 || g.generation > 0 || len(g.offsets) > 0 || g.consumer.epoch > 0)
 }
 
 // CheckOffsetDelete decides whether a committed offset of topic may be

@@ -20,6 +20,8 @@ func errorResponse(req kmsg.Request, err *kerr.Error) kmsg.Response {
 		r.ErrorCode = err.Code
 	case *kmsg.HeartbeatResponse:
 		r.ErrorCode = err.Code
+	case *kmsg.ConsumerGroupHeartbeatResponse:
+		r.ErrorCode, r.MemberEpoch = err.Code, -1
 	case *kmsg.LeaveGroupResponse:
 		r.ErrorCode = err.Code
 	case *kmsg.OffsetCommitResponse:
@@ -262,7 +264,7 @@ func (a *groupActor) deleteGroup(req *kmsg.DeleteGroupsRequest, m *Request) {
 	switch {
 	case !a.g.Exists():
 		rg.ErrorCode = kerr.GroupIDNotFound.Code
-	case a.g.state != Empty:
+	case a.g.state != Empty || a.g.IsConsumer():
 		rg.ErrorCode = kerr.NonEmptyGroup.Code
 	}
 	if rg.ErrorCode != 0 {
@@ -301,14 +303,22 @@ func (a *groupActor) list(req *kmsg.ListGroupsRequest) kmsg.Response {
 	if !g.Exists() {
 		return resp
 	}
-	if len(req.StatesFilter) > 0 && !slices.ContainsFunc(req.StatesFilter, func(s string) bool { return strings.EqualFold(s, g.state.String()) }) {
+	state, typ, protocolType := g.state.String(), "classic", g.protocolType
+	if len(g.members) == 0 && g.consumer.epoch > 0 {
+		// A consumer-protocol group (KIP-848), Stable or Empty here.
+		typ, protocolType = "consumer", "consumer"
+		if g.IsConsumer() {
+			state = Stable.String()
+		}
+	}
+	if len(req.StatesFilter) > 0 && !slices.ContainsFunc(req.StatesFilter, func(s string) bool { return strings.EqualFold(s, state) }) {
 		return resp
 	}
-	if len(req.TypesFilter) > 0 && !slices.ContainsFunc(req.TypesFilter, func(s string) bool { return strings.EqualFold(s, "classic") }) {
+	if len(req.TypesFilter) > 0 && !slices.ContainsFunc(req.TypesFilter, func(s string) bool { return strings.EqualFold(s, typ) }) {
 		return resp
 	}
 	rg := kmsg.NewListGroupsResponseGroup()
-	rg.Group, rg.ProtocolType, rg.GroupState, rg.GroupType = g.ID, g.protocolType, g.state.String(), "classic"
+	rg.Group, rg.ProtocolType, rg.GroupState, rg.GroupType = g.ID, protocolType, state, typ
 	resp.Groups = append(resp.Groups, rg)
 	return resp
 }

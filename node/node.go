@@ -313,11 +313,13 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 	// One actor per consumer group, each rebuilding its group from its
 	// __consumer_offsets partition when it (re)starts.
 	groups, err := c.SpawnNamed(coordinator.SupervisorProps(coordinator.SupervisorConfig{
-		Directory:         n.groups,
-		MinSessionTimeout: time.Duration(n.cfg.GroupMinSessionTimeoutMs) * time.Millisecond,
-		MaxSessionTimeout: time.Duration(n.cfg.GroupMaxSessionTimeoutMs) * time.Millisecond,
-		OffsetsRetention:  time.Duration(n.cfg.OffsetsRetentionMinutes) * time.Minute,
-		Logger:            n.log,
+		Directory:                 n.groups,
+		MinSessionTimeout:         time.Duration(n.cfg.GroupMinSessionTimeoutMs) * time.Millisecond,
+		MaxSessionTimeout:         time.Duration(n.cfg.GroupMaxSessionTimeoutMs) * time.Millisecond,
+		OffsetsRetention:          time.Duration(n.cfg.OffsetsRetentionMinutes) * time.Minute,
+		ConsumerSessionTimeout:    time.Duration(n.cfg.GroupConsumerSessionTimeoutMs) * time.Millisecond,
+		ConsumerHeartbeatInterval: time.Duration(n.cfg.GroupConsumerHeartbeatIntervalMs) * time.Millisecond,
+		Logger:                    n.log,
 	}, actors.NewBackoffStrategy(actors.Backoff{})), "groups")
 	if err != nil {
 		return err

@@ -1,0 +1,523 @@
+package coordinator
+
+// The KIP-848 consumer protocol: ConsumerGroupHeartbeat with server-side
+// assignment, as Kafka's GroupMetadataManager and ConsumerGroup run it,
+// in a first slice:
+//
+//   - A group is classic or consumer: a heartbeat to a classic group with
+//     members is answered GROUP_ID_NOT_FOUND, a JoinGroup to a consumer
+//     group with members INCONSISTENT_GROUP_PROTOCOL.
+//   - The group epoch is bumped by every change of membership, of a
+//     subscription or of a subscribed topic's partition count; the target
+//     assignment is then computed again (uniform or range) at that epoch.
+//   - A member reconciles towards its target one heartbeat at a time: it
+//     is first told to give up the partitions no longer in its target
+//     (its epoch stays); once a heartbeat lists its owned partitions
+//     without them, they are released and it moves to the target epoch,
+//     taking the partitions of its target that no other member still
+//     owns. A partition therefore never has two owners.
+//   - Session timeouts (group.consumer.session.timeout.ms) and leaves
+//     (epoch -1 or -2) remove a member and release its partitions.
+//
+// NB: the consumer group lives in memory only: after a coordinator
+// restart its members are unknown (UNKNOWN_MEMBER_ID) and rejoin; its
+// committed offsets are persisted as any group's. Static membership,
+// regex subscriptions, the rebalance timeout of a revocation and
+// ConsumerGroupDescribe are not done yet.
+//  TODO(848): ConsumerGroupMetadata/TargetAssignment/CurrentMemberAssignment records (#4).
+
+import (
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Kafka's defaults for consumer-protocol groups.
+const (
+	// DefaultConsumerSessionTimeout is group.consumer.session.timeout.ms.
+	DefaultConsumerSessionTimeout = 45 * time.Second
+	// DefaultConsumerHeartbeatInterval is
+	// group.consumer.heartbeat.interval.ms.
+	DefaultConsumerHeartbeatInterval = 5 * time.Second
+)
+
+// TopicLookup returns a topic's id and partition count, ok false if the
+// topic does not exist. Transport reads it from its image.
+type TopicLookup func(topic string) (id [16]byte, partitions int32, ok bool)
+
+type tpSet map[topicPartition]bool
+
+// consumerGroup is the consumer-protocol part of a Group.
+type consumerGroup struct {
+	epoch       int32 // the group epoch
+	targetEpoch int32 // the epoch of target
+	members     map[string]*consumerMember
+	target      map[string]tpSet
+	// owner maps each partition to the member that owns it: assigned, or
+	// given up but not yet acknowledged as revoked.
+	owner map[topicPartition]string
+	// subscribed is the partition count of each subscribed topic when
+	// the target was computed (0: the topic does not exist).
+	subscribed map[string]int32
+	topicIDs   map[string][16]byte
+}
+
+type consumerMember struct {
+	id                 string
+	epoch, prevEpoch   int32
+	clientID, host     string
+	subscribed         []string // sorted
+	assignor           string
+	rebalanceTimeout   time.Duration
+	assigned, revoking tpSet
+	sessionSeq         uint64
+	// sent is false when assigned changed since the member was told.
+	sent bool
+}
+
+func newConsumerGroup() *consumerGroup {
+	return &consumerGroup{members: map[string]*consumerMember{}, target: map[string]tpSet{},
+		owner: map[topicPartition]string{}, subscribed: map[string]int32{}, topicIDs: map[string][16]byte{}}
+}
+
+// IsConsumer reports whether the group is a consumer-protocol group with
+// members.
+func (g *Group) IsConsumer() bool { return len(g.consumer.members) > 0 }
+
+func (g *Group) consumerSessionTimeout() time.Duration {
+	if g.cfg.ConsumerSessionTimeout > 0 {
+		return g.cfg.ConsumerSessionTimeout
+	}
+	return DefaultConsumerSessionTimeout
+}
+
+func (g *Group) consumerHeartbeatInterval() time.Duration {
+	if g.cfg.ConsumerHeartbeatInterval > 0 {
+		return g.cfg.ConsumerHeartbeatInterval
+	}
+	return DefaultConsumerHeartbeatInterval
+}
+
+// ConsumerHeartbeat handles a ConsumerGroupHeartbeat request (v0-1).
+func (g *Group) ConsumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, clientID, host string, topics TopicLookup, reply Responder) {
+	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+	fail := func(err *kerr.Error, msg string) {
+		resp.ErrorCode = err.Code
+		if msg != "" {
+			resp.ErrorMessage = kmsg.StringPtr(msg)
+		}
+		resp.MemberEpoch = -1
+		g.reply(reply, resp)
+	}
+	c := g.consumer
+	switch {
+	case g.state == Dead:
+		fail(kerr.CoordinatorNotAvailable, "")
+		return
+	case len(g.members) > 0 || len(g.pending) > 0:
+		fail(kerr.GroupIDNotFound, "Group "+g.ID+" is not a consumer group.")
+		return
+	case req.MemberEpoch < -2:
+		fail(kerr.InvalidRequest, "MemberEpoch is invalid.")
+		return
+	case req.MemberID == "" && (req.Version >= 1 || req.MemberEpoch != 0):
+		fail(kerr.InvalidRequest, "MemberId can't be empty.")
+		return
+	case req.SubscribedTopicRegex != nil:
+		fail(kerr.InvalidRequest, "SubscribedTopicRegex is not supported yet.")
+		return
+	case req.ServerAssignor != nil && *req.ServerAssignor != "uniform" && *req.ServerAssignor != "range":
+		fail(kerr.UnsupportedAssignor, "ServerAssignor "+*req.ServerAssignor+" is not supported.")
+		return
+	}
+	if req.MemberEpoch < 0 {
+		m := c.members[req.MemberID]
+		if m == nil {
+			fail(kerr.UnknownMemberID, "")
+			return
+		}
+		g.removeConsumer(m)
+		resp.MemberID, resp.MemberEpoch = kmsg.StringPtr(m.id), req.MemberEpoch
+		g.reply(reply, resp)
+		return
+	}
+	m := c.members[req.MemberID]
+	// bump is set by a change that moves the group epoch: one step by
+	// heartbeat, however many changes it brings.
+	bump := false
+	if req.MemberEpoch == 0 {
+		if req.SubscribedTopicNames == nil {
+			fail(kerr.InvalidRequest, "SubscribedTopicNames must be set in first request.")
+			return
+		}
+		if m != nil {
+			// A member that lost its epoch joins again: it owns nothing.
+			g.removeConsumer(m)
+		}
+		id := req.MemberID
+		if id == "" {
+			id = g.cfg.NewMemberID(clientID)
+		}
+		m = &consumerMember{id: id, clientID: clientID, host: host, assigned: tpSet{}, revoking: tpSet{},
+			rebalanceTimeout: time.Duration(req.RebalanceTimeoutMillis) * time.Millisecond}
+		c.members[id] = m
+		bump = true
+	} else {
+		switch {
+		case m == nil:
+			fail(kerr.UnknownMemberID, "")
+			return
+		case req.MemberEpoch > m.epoch,
+			req.MemberEpoch < m.epoch && (req.MemberEpoch != m.prevEpoch || !ownedWithin(req.Topics, c, m)):
+			fail(kerr.FencedMemberEpoch, "The consumer group member has a smaller member epoch than expected.")
+			return
+		}
+	}
+	g.touchConsumer(m)
+	if req.SubscribedTopicNames != nil {
+		subs := slices.Clone(req.SubscribedTopicNames)
+		slices.Sort(subs)
+		subs = slices.Compact(subs)
+		if !slices.Equal(subs, m.subscribed) {
+			m.subscribed = subs
+			bump = true
+		}
+	}
+	if req.ServerAssignor != nil {
+		m.assignor = *req.ServerAssignor
+	}
+	if req.RebalanceTimeoutMillis >= 0 {
+		m.rebalanceTimeout = time.Duration(req.RebalanceTimeoutMillis) * time.Millisecond
+	}
+	if g.refreshSubscribed(topics) || bump {
+		c.epoch++
+	}
+	if c.epoch > c.targetEpoch {
+		g.computeTarget()
+	}
+	var owned tpSet
+	if req.Topics != nil {
+		owned = tpSet{}
+		for _, t := range req.Topics {
+			name := c.topicName(t.TopicID)
+			for _, p := range t.Partitions {
+				owned[topicPartition{name, p}] = true
+			}
+		}
+	}
+	g.reconcile(m, owned)
+	resp.MemberID = kmsg.StringPtr(m.id)
+	resp.MemberEpoch = m.epoch
+	resp.HeartbeatIntervalMillis = int32(g.consumerHeartbeatInterval() / time.Millisecond)
+	if !m.sent || (owned != nil && !sameSet(owned, m.assigned)) {
+		m.sent = true
+		a := kmsg.NewConsumerGroupHeartbeatResponseAssignment()
+		byTopic := map[string][]int32{}
+		for tp := range m.assigned {
+			byTopic[tp.Topic] = append(byTopic[tp.Topic], tp.Partition)
+		}
+		for _, t := range SortedTopics(byTopic) {
+			rt := kmsg.NewConsumerGroupHeartbeatResponseAssignmentTopic()
+			rt.TopicID, rt.Partitions = c.topicIDs[t], byTopic[t]
+			slices.Sort(rt.Partitions)
+			a.Topics = append(a.Topics, rt)
+		}
+		resp.Assignment = &a
+	}
+	g.reply(reply, resp)
+}
+
+func (c *consumerGroup) topicName(id [16]byte) string {
+	for name, tid := range c.topicIDs {
+		if tid == id {
+			return name
+		}
+	}
+	return ""
+}
+
+// ownedWithin reports whether the partitions a member says it owns are
+// within what it was assigned: a member whose last answer was lost may
+// heartbeat with its previous epoch.
+func ownedWithin(ts []kmsg.ConsumerGroupHeartbeatRequestTopic, c *consumerGroup, m *consumerMember) bool {
+	for _, t := range ts {
+		name := c.topicName(t.TopicID)
+		for _, p := range t.Partitions {
+			tp := topicPartition{name, p}
+			if !m.assigned[tp] && !m.revoking[tp] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func sameSet(a, b tpSet) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for tp := range a {
+		if !b[tp] {
+			return false
+		}
+	}
+	return true
+}
+
+// refreshSubscribed reads the partition counts of the subscribed topics;
+// it reports whether any changed since the target was computed.
+func (g *Group) refreshSubscribed(topics TopicLookup) bool {
+	c := g.consumer
+	now := map[string]int32{}
+	for _, m := range c.members {
+		for _, t := range m.subscribed {
+			if _, ok := now[t]; ok || topics == nil {
+				continue
+			}
+			id, n, ok := topics(t)
+			if ok {
+				now[t] = n
+				c.topicIDs[t] = id
+			} else {
+				now[t] = 0
+			}
+		}
+	}
+	changed := len(now) != len(c.subscribed)
+	for t, n := range now {
+		if o, ok := c.subscribed[t]; !ok || o != n {
+			changed = true
+		}
+	}
+	c.subscribed = now
+	return changed
+}
+
+// computeTarget computes the target assignment at the group epoch with
+// the assignor the members ask for (uniform unless they all ask range).
+func (g *Group) computeTarget() {
+	c := g.consumer
+	ids := make([]string, 0, len(c.members))
+	assignor := "range"
+	for id, m := range c.members {
+		ids = append(ids, id)
+		if m.assignor != "range" {
+			assignor = "uniform"
+		}
+	}
+	sort.Strings(ids)
+	if assignor == "range" {
+		c.target = rangeAssign(ids, c.members, c.subscribed)
+	} else {
+		c.target = uniformAssign(ids, c.members, c.subscribed, c.target)
+	}
+	c.targetEpoch = c.epoch
+}
+
+// uniformAssign spreads the subscribed partitions evenly, keeping each
+// member's previous target where the balance allows.
+func uniformAssign(ids []string, members map[string]*consumerMember, counts map[string]int32, prev map[string]tpSet) map[string]tpSet {
+	out := make(map[string]tpSet, len(ids))
+	for _, id := range ids {
+		out[id] = tpSet{}
+	}
+	var all []topicPartition
+	for _, t := range SortedTopics(topicsOf(counts)) {
+		for p := range counts[t] {
+			all = append(all, topicPartition{t, p})
+		}
+	}
+	if len(ids) == 0 {
+		return out
+	}
+	eligible := func(id string, tp topicPartition) bool {
+		_, ok := slices.BinarySearch(members[id].subscribed, tp.Topic)
+		return ok
+	}
+	quota, extra := len(all)/len(ids), len(all)%len(ids)
+	taken := map[topicPartition]bool{}
+	for _, id := range ids {
+		limit := quota
+		kept := 0
+		for _, tp := range all {
+			if !prev[id][tp] || !eligible(id, tp) {
+				continue
+			}
+			if kept == limit {
+				if extra == 0 || limit > quota {
+					break
+				}
+				extra--
+				limit++
+			}
+			out[id][tp], taken[tp] = true, true
+			kept++
+		}
+	}
+	for _, tp := range all {
+		if taken[tp] {
+			continue
+		}
+		best := ""
+		for _, id := range ids {
+			if eligible(id, tp) && (best == "" || len(out[id]) < len(out[best])) {
+				best = id
+			}
+		}
+		if best != "" {
+			out[best][tp] = true
+		}
+	}
+	return out
+}
+
+// rangeAssign gives each member of a topic's subscribers a contiguous
+// range of its partitions, the first members one more when they do not
+// divide evenly, as Kafka's RangeAssignor does.
+func rangeAssign(ids []string, members map[string]*consumerMember, counts map[string]int32) map[string]tpSet {
+	out := make(map[string]tpSet, len(ids))
+	for _, id := range ids {
+		out[id] = tpSet{}
+	}
+	for _, t := range SortedTopics(topicsOf(counts)) {
+		var subs []string
+		for _, id := range ids {
+			if _, ok := slices.BinarySearch(members[id].subscribed, t); ok {
+				subs = append(subs, id)
+			}
+		}
+		if len(subs) == 0 {
+			continue
+		}
+		n := int(counts[t])
+		quota, extra := n/len(subs), n%len(subs)
+		p := 0
+		for i, id := range subs {
+			k := quota
+			if i < extra {
+				k++
+			}
+			for range k {
+				out[id][topicPartition{t, int32(p)}] = true
+				p++
+			}
+		}
+	}
+	return out
+}
+
+func topicsOf(counts map[string]int32) map[string][]int32 {
+	out := make(map[string][]int32, len(counts))
+	for t, n := range counts {
+		if n > 0 {
+			out[t] = nil
+		}
+	}
+	return out
+}
+
+// reconcile moves a member towards its target: first the partitions to
+// give up (its epoch stays until a heartbeat shows them revoked), then the
+// target epoch with every partition of its target no one else owns.
+func (g *Group) reconcile(m *consumerMember, owned tpSet) {
+	c := g.consumer
+	if len(m.revoking) > 0 {
+		if owned == nil {
+			return
+		}
+		for tp := range owned {
+			if m.revoking[tp] {
+				return // not revoked yet
+			}
+		}
+		for tp := range m.revoking {
+			if c.owner[tp] == m.id {
+				delete(c.owner, tp)
+			}
+		}
+		m.revoking = tpSet{}
+	}
+	target := c.target[m.id]
+	for tp := range m.assigned {
+		if !target[tp] {
+			delete(m.assigned, tp)
+			m.revoking[tp] = true
+			m.sent = false
+		}
+	}
+	if len(m.revoking) > 0 {
+		return
+	}
+	for tp := range target {
+		if m.assigned[tp] {
+			continue
+		}
+		if o, ok := c.owner[tp]; ok && o != m.id {
+			continue // unreleased: the next heartbeat tries again
+		}
+		c.owner[tp] = m.id
+		m.assigned[tp] = true
+		m.sent = false
+	}
+	if m.epoch != c.targetEpoch {
+		m.prevEpoch, m.epoch = m.epoch, c.targetEpoch
+		m.sent = false
+	}
+}
+
+// removeConsumer removes a member that left or expired: its partitions are
+// free at once, and the group epoch moves.
+func (g *Group) removeConsumer(m *consumerMember) {
+	c := g.consumer
+	delete(c.members, m.id)
+	delete(c.target, m.id)
+	for tp, o := range c.owner {
+		if o == m.id {
+			delete(c.owner, tp)
+		}
+	}
+	c.epoch++
+	if len(c.members) == 0 {
+		g.emptySince = g.cfg.Now().UnixMilli()
+		if len(g.offsets) > 0 {
+			g.scheduleExpiry(g.emptySince)
+		}
+	}
+}
+
+func (g *Group) touchConsumer(m *consumerMember) {
+	m.sessionSeq = g.nextSeq()
+	g.out.Timers = append(g.out.Timers, Timer{After: g.consumerSessionTimeout(), Kind: TimerConsumerSession, Member: m.id, Seq: m.sessionSeq})
+}
+
+func (g *Group) fireConsumerSession(t Timer) {
+	if m := g.consumer.members[t.Member]; m != nil && m.sessionSeq == t.Seq {
+		g.removeConsumer(m)
+	}
+}
+
+// checkConsumerCommit validates an OffsetCommit to a consumer group, as
+// Kafka's ConsumerGroup.validateOffsetCommit: epoch -1 without a member is
+// allowed only while the group has no members; a member must exist
+// (UNKNOWN_MEMBER_ID) and commit with its epoch or, while its newer epoch
+// may not have reached it, the previous one (STALE_MEMBER_EPOCH).
+func (g *Group) checkConsumerCommit(epoch int32, memberID string) *kerr.Error {
+	c := g.consumer
+	if epoch < 0 && memberID == "" {
+		if len(c.members) > 0 {
+			return kerr.UnknownMemberID
+		}
+		return nil
+	}
+	m := c.members[memberID]
+	switch {
+	case m == nil:
+		return kerr.UnknownMemberID
+	case epoch != m.epoch && epoch != m.prevEpoch:
+		return kerr.StaleMemberEpoch
+	}
+	return nil
+}

@@ -1,0 +1,195 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skeinlog/skein/configs"
+)
+
+// consumerGroupBroker starts a broker whose consumer-protocol groups
+// (KIP-848) heartbeat often and expire quickly.
+func consumerGroupBroker(t *testing.T) *broker {
+	return startBroker(t, func(c *configs.Node) {
+		c.OffsetsTopicNumPartitions = 3
+		c.GroupConsumerSessionTimeoutMs = 2000
+		c.GroupConsumerHeartbeatIntervalMs = 200
+	})
+}
+
+// ownership records, from the clients' assigned, revoked and lost
+// callbacks, which member owns each partition now. KIP-848 members have
+// epochs of their own, so the check is not per generation but at every
+// moment: a partition assigned to a member while another still holds it
+// (its revoke callback not yet run) is a failure.
+type ownership struct {
+	mu       sync.Mutex
+	owner    map[int32]string
+	failures []string
+}
+
+func (o *ownership) assigned(name string, ps []int32) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, p := range ps {
+		if cur, ok := o.owner[p]; ok && cur != name {
+			o.failures = append(o.failures, fmt.Sprintf("partition %d assigned to %s while %s owns it", p, name, cur))
+		}
+		o.owner[p] = name
+	}
+}
+
+func (o *ownership) revoked(name string, ps []int32) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, p := range ps {
+		if o.owner[p] == name {
+			delete(o.owner, p)
+		}
+	}
+}
+
+func (o *ownership) owns(name string) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := 0
+	for _, m := range o.owner {
+		if m == name {
+			n++
+		}
+	}
+	return n
+}
+
+// start848Member starts a franz-go group consumer speaking the KIP-848
+// protocol (kgo.ServerSideBalancer with the sticky balancer, which asks the
+// broker for the uniform assignor).
+func start848Member(t *testing.T, b *broker, l *groupLedger, o *ownership, name, group, topic string) *groupMember {
+	return startMember(t, b, l, name, group, topic,
+		kgo.ServerSideBalancer(), kgo.Balancers(kgo.StickyBalancer()),
+		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, a map[string][]int32) { o.assigned(name, a[topic]) }),
+		kgo.OnPartitionsRevoked(func(ctx context.Context, cl *kgo.Client, r map[string][]int32) {
+			if err := cl.CommitUncommittedOffsets(ctx); err != nil {
+				t.Logf("%s: commit before revoking: %v", name, err)
+			}
+			o.revoked(name, r[topic])
+		}),
+		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, r map[string][]int32) { o.revoked(name, r[topic]) }),
+	)
+}
+
+// TestConsumerGroup848: franz-go consumers with the server-side balancer
+// (KIP-848, ConsumerGroupHeartbeat v1, uniform assignor) consume every
+// record of a six-partition topic while a second and third member join, a
+// member that stops heartbeating is expired by its session timeout, and a
+// member leaves (epoch -1). KIP-848: "a partition is assigned to a new
+// owner only once the previous owner has acknowledged its revocation" — so
+// no partition is held by two members at once, as the clients' callbacks
+// saw it; at the end the committed offsets equal the end offsets.
+func TestConsumerGroup848(t *testing.T) {
+	b := consumerGroupBroker(t)
+	adm := b.admin()
+	ctx := ctxFor(t)
+	topic, group := "orders848", "g848"
+	mustCreate(t, ctx, adm, topic, 6, nil)
+	prod := b.client(kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	l := newGroupLedger()
+	o := &ownership{owner: map[int32]string{}}
+
+	produceN(t, prod, topic, 0, 600)
+	m1 := start848Member(t, b, l, o, "m1", group, topic)
+	m2 := start848Member(t, b, l, o, "m2", group, topic)
+	waitFor(t, "the first 600 records", func() bool { return l.distinct() >= 600 })
+	waitFor(t, "m1 and m2 share the partitions", func() bool { return o.owns("m1") == 3 && o.owns("m2") == 3 })
+
+	// The group speaks the consumer protocol: a classic JoinGroup is
+	// refused.
+	raw := b.client()
+	join := joinReq("", "")
+	join.Group = group
+	wantErr(t, "classic join to a consumer group", rawReq[*kmsg.JoinGroupResponse](t, raw, join).ErrorCode, kerr.InconsistentGroupProtocol)
+
+	m3 := start848Member(t, b, l, o, "m3", group, topic)
+	produceN(t, prod, topic, 600, 1200)
+	waitFor(t, "1200 records", func() bool { return l.distinct() >= 1200 })
+	waitFor(t, "two partitions each", func() bool { return o.owns("m1") == 2 && o.owns("m2") == 2 && o.owns("m3") == 2 })
+
+	// A member that joins and never heartbeats again is expired by its
+	// session timeout; its target partitions go back to the others.
+	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	hb.Group, hb.MemberID, hb.MemberEpoch = group, "silent-member", 0
+	hb.RebalanceTimeoutMillis, hb.SubscribedTopicNames = 10000, []string{topic}
+	hb.ServerAssignor, hb.Topics = kmsg.StringPtr("uniform"), []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	hr := rawReq[*kmsg.ConsumerGroupHeartbeatResponse](t, raw, hb)
+	wantErr(t, "raw member joins", hr.ErrorCode, nil)
+	if hr.MemberEpoch <= 0 {
+		t.Fatalf("raw member epoch %d", hr.MemberEpoch)
+	}
+	// OffsetCommit with member epochs: a wrong epoch is stale, an unknown
+	// member unknown.
+	commit := func(member string, epoch int32) int16 {
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.Version = 9
+		req.Group, req.MemberID, req.Generation = group, member, epoch
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset = 0, 0
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		return rawReq[*kmsg.OffsetCommitResponse](t, raw, req).Topics[0].Partitions[0].ErrorCode
+	}
+	wantErr(t, "commit with a future epoch", commit("silent-member", hr.MemberEpoch+5), kerr.StaleMemberEpoch)
+	wantErr(t, "commit by an unknown member", commit("nobody", hr.MemberEpoch), kerr.UnknownMemberID)
+	produceN(t, prod, topic, 1200, 1800)
+	waitFor(t, "1800 records", func() bool { return l.distinct() >= 1800 })
+	total := func() int { return o.owns("m1") + o.owns("m2") + o.owns("m3") }
+	waitFor(t, "partitions revoked for the silent member", func() bool { return total() < 6 })
+	waitFor(t, "the silent member's partitions back with the others", func() bool {
+		return o.owns("m1") == 2 && o.owns("m2") == 2 && o.owns("m3") == 2
+	})
+	hb.MemberEpoch = hr.MemberEpoch
+	wantErr(t, "heartbeat of the expired member", rawReq[*kmsg.ConsumerGroupHeartbeatResponse](t, raw, hb).ErrorCode, kerr.UnknownMemberID)
+
+	// m1 leaves (member epoch -1): m2 and m3 take its partitions.
+	m1.close()
+	produceN(t, prod, topic, 1800, 2400)
+	waitFor(t, "2400 records", func() bool { return l.distinct() >= 2400 })
+	waitFor(t, "m2 and m3 share the partitions", func() bool { return o.owns("m2") == 3 && o.owns("m3") == 3 })
+
+	m2.close()
+	m3.close()
+	o.mu.Lock()
+	for _, f := range o.failures {
+		t.Error(f)
+	}
+	o.mu.Unlock()
+	checkCommittedAtEnd(t, adm, group, topic)
+}
+
+// TestConsumerGroup848ClassicGroupRefused: a heartbeat of the consumer
+// protocol to a group id held by a classic group with members is answered
+// GROUP_ID_NOT_FOUND, as Kafka does ("Group … is not a consumer group").
+func TestConsumerGroup848ClassicGroupRefused(t *testing.T) {
+	b := consumerGroupBroker(t)
+	raw := b.client()
+	// A classic member joins (v4+ asks for a member id first).
+	join := joinReq("", "")
+	join.SessionTimeoutMillis = 30000
+	jr := rawReq[*kmsg.JoinGroupResponse](t, raw, join)
+	join.MemberID = jr.MemberID
+	jr = rawReq[*kmsg.JoinGroupResponse](t, raw, join)
+	wantErr(t, "classic join", jr.ErrorCode, nil)
+
+	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	hb.Group, hb.MemberID, hb.MemberEpoch = "raw", "m", 0
+	hb.RebalanceTimeoutMillis, hb.SubscribedTopicNames = 10000, []string{"t"}
+	hb.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	wantErr(t, "consumer heartbeat to a classic group", rawReq[*kmsg.ConsumerGroupHeartbeatResponse](t, raw, hb).ErrorCode, kerr.GroupIDNotFound)
+}

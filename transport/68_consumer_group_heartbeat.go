@@ -1,0 +1,45 @@
+package transport
+
+// ConsumerGroupHeartbeat: v0-1
+//
+// Behaviour:
+//   - Delegated to the group's coordinator actor
+//     (coordinator.Group.ConsumerHeartbeat): the KIP-848 consumer protocol
+//     with server-side assignment (uniform and range assignors), member
+//     epochs, incremental revocation before a partition moves to another
+//     member, session timeouts (group.consumer.session.timeout.ms) and
+//     leaves (member epoch -1 or -2). The group is kept in memory only.
+//   - A group id used by a classic group with members: GROUP_ID_NOT_FOUND.
+//   - Regex subscriptions (SubscribedTopicRegex) are refused with
+//     INVALID_REQUEST; static membership is not implemented (the instance
+//     id is ignored).
+//   - NOT_COORDINATOR when this node does not lead the group's
+//     __consumer_offsets partition.
+//
+// Version notes: v0 server-generated member ids (KIP-848 early access);
+// v1 client-generated member ids and SubscribedTopicRegex. franz-go and
+// librdkafka pin v1.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	registrations = append(registrations, func(a *API) {
+		a.register(68, handler{min: 0, max: 1, handle: a.handleConsumerGroupHeartbeat})
+	})
+}
+
+func (a *API) handleConsumerGroupHeartbeat(c *conn, kreq kmsg.Request) finish {
+	req := kreq.(*kmsg.ConsumerGroupHeartbeatRequest)
+	errResp := func(err *kerr.Error) kmsg.Response {
+		resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+		resp.ErrorCode, resp.MemberEpoch = err.Code, -1
+		return resp
+	}
+	if req.Group == "" {
+		return respond(errResp(kerr.InvalidGroupID))
+	}
+	return a.askGroup(c, req.Group, req, a.RequestTimeout, errResp)
+}
