@@ -173,3 +173,23 @@ func printTable(w io.Writer, rows [][]string) error {
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// eachAnswered reports a broker's per-name answers in the order the names
+// were given: a "<what> NAME: ..." error for each name that failed or is
+// missing from the answer, and done(name, answer) for each success. fail
+// returns an answer's error, nil on success.
+func eachAnswered[R any](what string, names []string, answers map[string]R, fail func(R) error, done func(string, R)) error {
+	var errs []error
+	for _, name := range names {
+		r, ok := answers[name]
+		switch {
+		case !ok:
+			errs = append(errs, fmt.Errorf("%s %s: not in the broker's response", what, name))
+		case fail(r) != nil:
+			errs = append(errs, fmt.Errorf("%s %s: %w", what, name, fail(r)))
+		default:
+			done(name, r)
+		}
+	}
+	return errors.Join(errs...)
+}

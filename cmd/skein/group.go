@@ -266,19 +266,9 @@ func newGroupDeleteCommand(flags *clientFlags, stdout io.Writer) *cobra.Command 
 			if err != nil && resps == nil {
 				return err
 			}
-			var errs []error
-			for _, g := range groups {
-				r, ok := resps[g]
-				switch {
-				case !ok:
-					errs = append(errs, fmt.Errorf("delete group %s: not in the broker's response", g))
-				case r.Err != nil:
-					errs = append(errs, fmt.Errorf("delete group %s: %w", g, kafkaError(r.Err, r.ErrMessage)))
-				default:
-					fmt.Fprintf(stdout, "deleted %s\n", g)
-				}
-			}
-			return errors.Join(errs...)
+			return eachAnswered("delete group", groups, resps,
+				func(r kadm.DeleteGroupResponse) error { return kafkaError(r.Err, r.ErrMessage) },
+				func(g string, _ kadm.DeleteGroupResponse) { fmt.Fprintf(stdout, "deleted %s\n", g) })
 		},
 	}
 }

@@ -52,19 +52,11 @@ func newTopicCreateCommand(flags *clientFlags, stdout io.Writer) *cobra.Command 
 			if err != nil {
 				return err
 			}
-			var errs []error
-			for _, name := range names {
-				r, ok := resps[name]
-				switch {
-				case !ok:
-					errs = append(errs, fmt.Errorf("create topic %s: not in the broker's response", name))
-				case r.Err != nil:
-					errs = append(errs, fmt.Errorf("create topic %s: %w", name, kafkaError(r.Err, r.ErrMessage)))
-				default:
+			return eachAnswered("create topic", names, resps,
+				func(r kadm.CreateTopicResponse) error { return kafkaError(r.Err, r.ErrMessage) },
+				func(name string, r kadm.CreateTopicResponse) {
 					fmt.Fprintf(stdout, "created %s (%d partitions, replication factor %d)\n", name, r.NumPartitions, r.ReplicationFactor)
-				}
-			}
-			return errors.Join(errs...)
+				})
 		},
 	}
 	cmd.Flags().Int32VarP(&partitions, "partitions", "p", -1, "number of partitions (-1: the broker's num.partitions)")
@@ -286,19 +278,9 @@ func newTopicDeleteCommand(flags *clientFlags, stdout io.Writer) *cobra.Command 
 			if err != nil {
 				return err
 			}
-			var errs []error
-			for _, name := range names {
-				r, ok := resps[name]
-				switch {
-				case !ok:
-					errs = append(errs, fmt.Errorf("delete topic %s: not in the broker's response", name))
-				case r.Err != nil:
-					errs = append(errs, fmt.Errorf("delete topic %s: %w", name, kafkaError(r.Err, r.ErrMessage)))
-				default:
-					fmt.Fprintf(stdout, "deleted %s\n", name)
-				}
-			}
-			return errors.Join(errs...)
+			return eachAnswered("delete topic", names, resps,
+				func(r kadm.DeleteTopicResponse) error { return kafkaError(r.Err, r.ErrMessage) },
+				func(name string, _ kadm.DeleteTopicResponse) { fmt.Fprintf(stdout, "deleted %s\n", name) })
 		},
 	}
 }
