@@ -15,16 +15,20 @@ package coordinator
 //     (its epoch stays); once a heartbeat lists its owned partitions
 //     without them, they are released and it moves to the target epoch,
 //     taking the partitions of its target that no other member still
-//     owns. A partition therefore never has two owners.
+//     owns. A partition therefore never has two owners. A member that
+//     has not given its partitions up within its rebalance timeout is
+//     removed.
 //   - Session timeouts (group.consumer.session.timeout.ms) and leaves
 //     (epoch -1 or -2) remove a member and release its partitions.
 //
 // NB: the consumer group lives in memory only: after a coordinator
 // restart its members are unknown (UNKNOWN_MEMBER_ID) and rejoin; its
 // committed offsets are persisted as any group's. Static membership,
-// regex subscriptions, the rebalance timeout of a revocation and
-// ConsumerGroupDescribe are not done yet.
-//  TODO(848): ConsumerGroupMetadata/TargetAssignment/CurrentMemberAssignment records (#4).
+// regex subscriptions and ConsumerGroupDescribe are not done yet;
+// OffsetFetch does not check member epochs.
+//
+// TODO(848): write ConsumerGroupMetadata, TargetAssignment and
+// CurrentMemberAssignment records and restore from them (#4).
 
 import (
 	"slices"
@@ -74,6 +78,9 @@ type consumerMember struct {
 	rebalanceTimeout   time.Duration
 	assigned, revoking tpSet
 	sessionSeq         uint64
+	// revokeSeq is the sequence of the rebalance timer bounding the
+	// current revocation, 0 when none runs.
+	revokeSeq uint64
 	// sent is false when assigned changed since the member was told.
 	sent bool
 }
@@ -439,6 +446,7 @@ func (g *Group) reconcile(m *consumerMember, owned tpSet) {
 			}
 		}
 		m.revoking = tpSet{}
+		m.revokeSeq = 0
 	}
 	target := c.target[m.id]
 	for tp := range m.assigned {
@@ -449,6 +457,16 @@ func (g *Group) reconcile(m *consumerMember, owned tpSet) {
 		}
 	}
 	if len(m.revoking) > 0 {
+		if m.revokeSeq == 0 {
+			// A member that does not give up its partitions within its
+			// rebalance timeout is removed, as Kafka fences it.
+			m.revokeSeq = g.nextSeq()
+			after := m.rebalanceTimeout
+			if after <= 0 {
+				after = g.consumerSessionTimeout()
+			}
+			g.out.Timers = append(g.out.Timers, Timer{After: after, Kind: TimerConsumerRevocation, Member: m.id, Seq: m.revokeSeq})
+		}
 		return
 	}
 	for tp := range target {
@@ -495,6 +513,12 @@ func (g *Group) touchConsumer(m *consumerMember) {
 
 func (g *Group) fireConsumerSession(t Timer) {
 	if m := g.consumer.members[t.Member]; m != nil && m.sessionSeq == t.Seq {
+		g.removeConsumer(m)
+	}
+}
+
+func (g *Group) fireConsumerRevocation(t Timer) {
+	if m := g.consumer.members[t.Member]; m != nil && m.revokeSeq == t.Seq && len(m.revoking) > 0 {
 		g.removeConsumer(m)
 	}
 }

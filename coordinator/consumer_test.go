@@ -114,3 +114,25 @@ func TestKIP848RevocationBeforeReassignment(t *testing.T) {
 		t.Errorf("simple commit to an empty group: %v", err)
 	}
 }
+
+// TestKIP848RevocationTimeout: a member that keeps heartbeating but never
+// gives up a revoked partition is removed when its rebalance timeout
+// fires, and the partition goes to the member waiting for it.
+func TestKIP848RevocationTimeout(t *testing.T) {
+	h := newHarness(t)
+	h.cgh("a0", "a", 0, []int32{})
+	h.cgh("b0", "b", 0, []int32{})
+	if r := h.cgh("a1", "a", 1, []int32{0, 1, 2, 3}); len(assignedOf(r)) != 2 {
+		t.Fatalf("a revokes: assigned %v", assignedOf(r))
+	}
+	// a still lists everything: nothing is released.
+	h.cgh("a2", "a", 1, []int32{0, 1, 2, 3})
+	if r := h.cgh("b1", "b", 2, []int32{}); len(assignedOf(r)) != 0 {
+		t.Fatalf("b while a holds on: %v", assignedOf(r))
+	}
+	h.fire(TimerConsumerRevocation, "a")
+	wantCode(t, "a after its rebalance timeout", h.cgh("a3", "a", 1, nil).ErrorCode, kerr.UnknownMemberID)
+	if r := h.cgh("b2", "b", 2, []int32{}); !slices.Equal(assignedOf(r), []int32{0, 1, 2, 3}) {
+		t.Fatalf("b after a was removed: epoch %d assigned %v", r.MemberEpoch, assignedOf(r))
+	}
+}

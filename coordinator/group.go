@@ -59,6 +59,9 @@ const (
 	// TimerConsumerSession expires a consumer-protocol member (KIP-848)
 	// that stopped heartbeating (group.consumer.session.timeout.ms).
 	TimerConsumerSession
+	// TimerConsumerRevocation removes a consumer-protocol member that did
+	// not give up its revoked partitions within its rebalance timeout.
+	TimerConsumerRevocation
 )
 
 // Timer asks the actor to call Group.Fire with it after After. Timers are
@@ -228,6 +231,8 @@ func (g *Group) Fire(t Timer) {
 		}
 	case TimerConsumerSession:
 		g.fireConsumerSession(t)
+	case TimerConsumerRevocation:
+		g.fireConsumerRevocation(t)
 	case TimerPendingMember:
 		if seq, ok := g.pending[t.Member]; ok && seq == t.Seq {
 			delete(g.pending, t.Member)
