@@ -116,6 +116,19 @@ func (f *clientFlags) baseOpts(seeds []string) []kgo.Opt {
 
 // admin connects and returns a kadm client over it; closing it closes the
 // connection.
+// withAdmin runs fn with an admin client for the command and a context that
+// bounds its requests by --timeout; both are released when fn returns.
+func (f *clientFlags) withAdmin(cmd *cobra.Command, fn func(ctx context.Context, adm *kadm.Client) error) error {
+	adm, err := f.admin(cmd.Context())
+	if err != nil {
+		return err
+	}
+	defer adm.Close()
+	ctx, cancel := f.requestContext(cmd.Context())
+	defer cancel()
+	return fn(ctx, adm)
+}
+
 func (f *clientFlags) admin(ctx context.Context) (*kadm.Client, error) {
 	cl, err := f.connect(ctx)
 	if err != nil {

@@ -3,11 +3,13 @@ package main
 // skein cluster info: what a Metadata request tells of the cluster.
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strconv"
 
 	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 func newClusterCommand(environ []string, stdout io.Writer) *cobra.Command {
@@ -20,39 +22,34 @@ func newClusterInfoCommand(flags *clientFlags, stdout io.Writer) *cobra.Command 
 		Short: "Show the cluster id, the controller, the brokers and the number of topics",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			adm, err := flags.admin(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer adm.Close()
-			ctx, cancel := flags.requestContext(cmd.Context())
-			defer cancel()
-			// One Metadata request for every topic answers it all.
-			m, err := adm.Metadata(ctx)
-			if err != nil {
-				return err
-			}
-			internal := 0
-			for _, t := range m.Topics {
-				if t.IsInternal {
-					internal++
+			return flags.withAdmin(cmd, func(ctx context.Context, adm *kadm.Client) error {
+				// One Metadata request for every topic answers it all.
+				m, err := adm.Metadata(ctx)
+				if err != nil {
+					return err
 				}
-			}
-			fmt.Fprintf(stdout, "CLUSTER     %s\nCONTROLLER  %d\nTOPICS      %d (%d internal)\n\n",
-				m.Cluster, m.Controller, len(m.Topics), internal)
-			rows := [][]string{{"BROKER", "HOST", "PORT", "RACK"}}
-			for _, b := range m.Brokers {
-				rack := ""
-				if b.Rack != nil {
-					rack = *b.Rack
+				internal := 0
+				for _, t := range m.Topics {
+					if t.IsInternal {
+						internal++
+					}
 				}
-				id := strconv.Itoa(int(b.NodeID))
-				if b.NodeID == m.Controller {
-					id += "*"
+				fmt.Fprintf(stdout, "CLUSTER     %s\nCONTROLLER  %d\nTOPICS      %d (%d internal)\n\n",
+					m.Cluster, m.Controller, len(m.Topics), internal)
+				rows := [][]string{{"BROKER", "HOST", "PORT", "RACK"}}
+				for _, b := range m.Brokers {
+					rack := ""
+					if b.Rack != nil {
+						rack = *b.Rack
+					}
+					id := strconv.Itoa(int(b.NodeID))
+					if b.NodeID == m.Controller {
+						id += "*"
+					}
+					rows = append(rows, []string{id, b.Host, strconv.Itoa(int(b.Port)), rack})
 				}
-				rows = append(rows, []string{id, b.Host, strconv.Itoa(int(b.Port)), rack})
-			}
-			return printTable(stdout, rows)
+				return printTable(stdout, rows)
+			})
 		},
 	}
 }

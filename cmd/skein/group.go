@@ -69,42 +69,37 @@ func newGroupListCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
 					return usageError(fmt.Sprintf("--type %q: want classic or consumer", t))
 				}
 			}
-			adm, err := flags.admin(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer adm.Close()
-			ctx, cancel := flags.requestContext(cmd.Context())
-			defer cancel()
-			listed, err := adm.ListGroupsByType(ctx, typeFilter, filter...)
-			if err != nil {
-				return err
-			}
-			// The member counts of the classic groups; a consumer group
-			// (KIP-848) is described by ConsumerGroupDescribe instead.
-			var classic []string
-			for _, g := range listed.Sorted() {
-				if g.GroupType == "" || g.GroupType == "classic" {
-					classic = append(classic, g.Group)
-				}
-			}
-			var described kadm.DescribedGroups
-			if len(classic) > 0 {
-				// NB: a group deleted between the two requests is simply
-				// not described; its member count prints as "-".
-				if described, err = adm.DescribeGroups(ctx, classic...); err != nil && described == nil {
+			return flags.withAdmin(cmd, func(ctx context.Context, adm *kadm.Client) error {
+				listed, err := adm.ListGroupsByType(ctx, typeFilter, filter...)
+				if err != nil {
 					return err
 				}
-			}
-			rows := [][]string{{"GROUP", "TYPE", "STATE", "PROTOCOL-TYPE", "MEMBERS"}}
-			for _, g := range listed.Sorted() {
-				members := "-"
-				if d, ok := described[g.Group]; ok && d.Err == nil {
-					members = strconv.Itoa(len(d.Members))
+				// The member counts of the classic groups; a consumer group
+				// (KIP-848) is described by ConsumerGroupDescribe instead.
+				var classic []string
+				for _, g := range listed.Sorted() {
+					if g.GroupType == "" || g.GroupType == "classic" {
+						classic = append(classic, g.Group)
+					}
 				}
-				rows = append(rows, []string{g.Group, orDash(g.GroupType), orDash(g.State), orDash(g.ProtocolType), members})
-			}
-			return printTable(stdout, rows)
+				var described kadm.DescribedGroups
+				if len(classic) > 0 {
+					// NB: a group deleted between the two requests is simply
+					// not described; its member count prints as "-".
+					if described, err = adm.DescribeGroups(ctx, classic...); err != nil && described == nil {
+						return err
+					}
+				}
+				rows := [][]string{{"GROUP", "TYPE", "STATE", "PROTOCOL-TYPE", "MEMBERS"}}
+				for _, g := range listed.Sorted() {
+					members := "-"
+					if d, ok := described[g.Group]; ok && d.Err == nil {
+						members = strconv.Itoa(len(d.Members))
+					}
+					rows = append(rows, []string{g.Group, orDash(g.GroupType), orDash(g.State), orDash(g.ProtocolType), members})
+				}
+				return printTable(stdout, rows)
+			})
 		},
 	}
 	cmd.Flags().StringSliceVar(&states, "state", nil, "keep the groups in these states (comma-separated or repeated)")
@@ -132,39 +127,34 @@ func newGroupDescribeCommand(flags *clientFlags, stdout io.Writer) *cobra.Comman
 			"topic's share when there are several.",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, groups []string) error {
-			adm, err := flags.admin(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer adm.Close()
-			ctx, cancel := flags.requestContext(cmd.Context())
-			defer cancel()
-			lags, err := adm.Lag(ctx, groups...)
-			if err != nil {
-				return err
-			}
-			var (
-				errs    []error
-				printed bool
-			)
-			for _, g := range groups {
-				l, ok := lags[g]
-				switch {
-				case !ok:
-					errs = append(errs, fmt.Errorf("describe group %s: not in the broker's response", g))
-				case l.Error() != nil:
-					errs = append(errs, fmt.Errorf("describe group %s: %w", g, l.Error()))
-				default:
-					if printed {
-						fmt.Fprintln(stdout)
-					}
-					printed = true
-					if err := printGroup(stdout, l); err != nil {
-						return err
+			return flags.withAdmin(cmd, func(ctx context.Context, adm *kadm.Client) error {
+				lags, err := adm.Lag(ctx, groups...)
+				if err != nil {
+					return err
+				}
+				var (
+					errs    []error
+					printed bool
+				)
+				for _, g := range groups {
+					l, ok := lags[g]
+					switch {
+					case !ok:
+						errs = append(errs, fmt.Errorf("describe group %s: not in the broker's response", g))
+					case l.Error() != nil:
+						errs = append(errs, fmt.Errorf("describe group %s: %w", g, l.Error()))
+					default:
+						if printed {
+							fmt.Fprintln(stdout)
+						}
+						printed = true
+						if err := printGroup(stdout, l); err != nil {
+							return err
+						}
 					}
 				}
-			}
-			return errors.Join(errs...)
+				return errors.Join(errs...)
+			})
 		},
 	}
 }
@@ -255,20 +245,15 @@ func newGroupDeleteCommand(flags *clientFlags, stdout io.Writer) *cobra.Command 
 			"GROUP_ID_NOT_FOUND for one that does not exist.",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, groups []string) error {
-			adm, err := flags.admin(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer adm.Close()
-			ctx, cancel := flags.requestContext(cmd.Context())
-			defer cancel()
-			resps, err := adm.DeleteGroups(ctx, groups...)
-			if err != nil && resps == nil {
-				return err
-			}
-			return eachAnswered("delete group", groups, resps,
-				func(r kadm.DeleteGroupResponse) error { return kafkaError(r.Err, r.ErrMessage) },
-				func(g string, _ kadm.DeleteGroupResponse) { fmt.Fprintf(stdout, "deleted %s\n", g) })
+			return flags.withAdmin(cmd, func(ctx context.Context, adm *kadm.Client) error {
+				resps, err := adm.DeleteGroups(ctx, groups...)
+				if err != nil && resps == nil {
+					return err
+				}
+				return eachAnswered("delete group", groups, resps,
+					func(r kadm.DeleteGroupResponse) error { return kafkaError(r.Err, r.ErrMessage) },
+					func(g string, _ kadm.DeleteGroupResponse) { fmt.Fprintf(stdout, "deleted %s\n", g) })
+			})
 		},
 	}
 }

@@ -41,22 +41,17 @@ func newTopicCreateCommand(flags *clientFlags, stdout io.Writer) *cobra.Command 
 			if err != nil {
 				return err
 			}
-			adm, err := flags.admin(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer adm.Close()
-			ctx, cancel := flags.requestContext(cmd.Context())
-			defer cancel()
-			resps, err := adm.CreateTopics(ctx, partitions, replicas, cfg, names...)
-			if err != nil {
-				return err
-			}
-			return eachAnswered("create topic", names, resps,
-				func(r kadm.CreateTopicResponse) error { return kafkaError(r.Err, r.ErrMessage) },
-				func(name string, r kadm.CreateTopicResponse) {
-					fmt.Fprintf(stdout, "created %s (%d partitions, replication factor %d)\n", name, r.NumPartitions, r.ReplicationFactor)
-				})
+			return flags.withAdmin(cmd, func(ctx context.Context, adm *kadm.Client) error {
+				resps, err := adm.CreateTopics(ctx, partitions, replicas, cfg, names...)
+				if err != nil {
+					return err
+				}
+				return eachAnswered("create topic", names, resps,
+					func(r kadm.CreateTopicResponse) error { return kafkaError(r.Err, r.ErrMessage) },
+					func(name string, r kadm.CreateTopicResponse) {
+						fmt.Fprintf(stdout, "created %s (%d partitions, replication factor %d)\n", name, r.NumPartitions, r.ReplicationFactor)
+					})
+			})
 		},
 	}
 	cmd.Flags().Int32VarP(&partitions, "partitions", "p", -1, "number of partitions (-1: the broker's num.partitions)")
@@ -89,30 +84,25 @@ func newTopicListCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
 		Short:   "List topics with their partition counts and replication factors",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			adm, err := flags.admin(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer adm.Close()
-			ctx, cancel := flags.requestContext(cmd.Context())
-			defer cancel()
-			list := adm.ListTopics
-			if internal {
-				list = adm.ListTopicsWithInternal
-			}
-			topics, err := list(ctx)
-			if err != nil {
-				return err
-			}
-			rows := [][]string{{"NAME", "PARTITIONS", "REPLICAS"}}
-			for _, t := range topics.Sorted() {
-				if t.Err != nil {
-					rows = append(rows, []string{t.Topic, "-", t.Err.Error()})
-					continue
+			return flags.withAdmin(cmd, func(ctx context.Context, adm *kadm.Client) error {
+				list := adm.ListTopics
+				if internal {
+					list = adm.ListTopicsWithInternal
 				}
-				rows = append(rows, []string{t.Topic, strconv.Itoa(len(t.Partitions)), strconv.Itoa(t.Partitions.NumReplicas())})
-			}
-			return printTable(stdout, rows)
+				topics, err := list(ctx)
+				if err != nil {
+					return err
+				}
+				rows := [][]string{{"NAME", "PARTITIONS", "REPLICAS"}}
+				for _, t := range topics.Sorted() {
+					if t.Err != nil {
+						rows = append(rows, []string{t.Topic, "-", t.Err.Error()})
+						continue
+					}
+					rows = append(rows, []string{t.Topic, strconv.Itoa(len(t.Partitions)), strconv.Itoa(t.Partitions.NumReplicas())})
+				}
+				return printTable(stdout, rows)
+			})
 		},
 	}
 	cmd.Flags().BoolVarP(&internal, "internal", "i", false, "include internal topics")
@@ -267,20 +257,15 @@ func newTopicDeleteCommand(flags *clientFlags, stdout io.Writer) *cobra.Command 
 		Short:   "Delete topics",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, names []string) error {
-			adm, err := flags.admin(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer adm.Close()
-			ctx, cancel := flags.requestContext(cmd.Context())
-			defer cancel()
-			resps, err := adm.DeleteTopics(ctx, names...)
-			if err != nil {
-				return err
-			}
-			return eachAnswered("delete topic", names, resps,
-				func(r kadm.DeleteTopicResponse) error { return kafkaError(r.Err, r.ErrMessage) },
-				func(name string, _ kadm.DeleteTopicResponse) { fmt.Fprintf(stdout, "deleted %s\n", name) })
+			return flags.withAdmin(cmd, func(ctx context.Context, adm *kadm.Client) error {
+				resps, err := adm.DeleteTopics(ctx, names...)
+				if err != nil {
+					return err
+				}
+				return eachAnswered("delete topic", names, resps,
+					func(r kadm.DeleteTopicResponse) error { return kafkaError(r.Err, r.ErrMessage) },
+					func(name string, _ kadm.DeleteTopicResponse) { fmt.Fprintf(stdout, "deleted %s\n", name) })
+			})
 		},
 	}
 }
@@ -313,30 +298,25 @@ func newTopicAlterConfigCommand(flags *clientFlags, stdout io.Writer) *cobra.Com
 			if len(alters) == 0 {
 				return usageError("nothing to alter: give --set key=value or --delete key")
 			}
-			adm, err := flags.admin(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer adm.Close()
-			ctx, cancel := flags.requestContext(cmd.Context())
-			defer cancel()
-			resps, err := adm.AlterTopicConfigs(ctx, alters, names...)
-			if err != nil {
-				return err
-			}
-			var errs []error
-			for _, name := range names {
-				r, err := resps.On(name, nil)
-				switch {
-				case err != nil:
-					errs = append(errs, fmt.Errorf("alter configs of %s: not in the broker's response", name))
-				case r.Err != nil:
-					errs = append(errs, fmt.Errorf("alter configs of %s: %w", name, kafkaError(r.Err, r.ErrMessage)))
-				default:
-					fmt.Fprintf(stdout, "altered %s\n", name)
+			return flags.withAdmin(cmd, func(ctx context.Context, adm *kadm.Client) error {
+				resps, err := adm.AlterTopicConfigs(ctx, alters, names...)
+				if err != nil {
+					return err
 				}
-			}
-			return errors.Join(errs...)
+				var errs []error
+				for _, name := range names {
+					r, err := resps.On(name, nil)
+					switch {
+					case err != nil:
+						errs = append(errs, fmt.Errorf("alter configs of %s: not in the broker's response", name))
+					case r.Err != nil:
+						errs = append(errs, fmt.Errorf("alter configs of %s: %w", name, kafkaError(r.Err, r.ErrMessage)))
+					default:
+						fmt.Fprintf(stdout, "altered %s\n", name)
+					}
+				}
+				return errors.Join(errs...)
+			})
 		},
 	}
 	cmd.Flags().StringArrayVar(&set, "set", nil, "set a config, key=value (repeatable)")
