@@ -119,7 +119,7 @@ type SupervisorConfig struct {
 func SupervisorProps(cfg SupervisorConfig, strategy actor.SupervisorStrategy) *actor.Props {
 	var incarnations atomic.Int32
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &supervisor{cfg: cfg, children: map[Key]*child{}, restarted: incarnations.Add(1) > 1}
+		return &supervisor{cfg: cfg, children: map[Key]*child{}, stopping: map[string]*unhosting{}, restarted: incarnations.Add(1) > 1}
 	}, actor.WithSupervisor(strategy))
 }
 
@@ -128,6 +128,18 @@ type supervisor struct {
 	children  map[Key]*child
 	restarted bool // set on the instance that replaces a failed one
 	leaving   bool // stopping or restarting: children stop for good
+	// stopping holds, by actor name, the partitions Unhost stopped whose
+	// Terminated has not come yet. A Host for one of them waits here until
+	// it has: the new actor takes the same name, so the same PID, and the
+	// old one's Terminated would otherwise be taken for the new one's (and
+	// protoactor would drop the new one from the children it stops).
+	stopping map[string]*unhosting
+}
+
+type unhosting struct {
+	cfg    Config
+	delete bool
+	next   *Config // a Host that came meanwhile
 }
 
 type child struct {
@@ -143,6 +155,10 @@ func (s *supervisor) Receive(ctx actor.Context) {
 	case *Unhost:
 		s.unhost(ctx, m)
 	case *actor.Terminated:
+		if u, ok := s.stopping[m.Who.Id]; ok {
+			s.unhosted(ctx, m.Who, u)
+			return
+		}
 		s.respawn(ctx, m.Who)
 	case *actor.Restarting, *actor.Stopping:
 		// protoactor stops the children next, and their Terminated comes
@@ -165,6 +181,11 @@ func (s *supervisor) host(ctx actor.Context, cfg Config) {
 		return
 	}
 	k := Key{cfg.Topic, cfg.Partition}
+	name := fmt.Sprintf("%s-%d", cfg.Topic, cfg.Partition)
+	if u, ok := s.stopping[ctx.Self().Id+"/"+name]; ok {
+		u.next = &cfg
+		return
+	}
 	if c, ok := s.children[k]; ok {
 		if c.cfg.TopicConfig != cfg.TopicConfig {
 			c.cfg.TopicConfig = cfg.TopicConfig
@@ -192,7 +213,7 @@ func (s *supervisor) host(ctx actor.Context, cfg Config) {
 		}
 		return newPartition(c, h)
 	}, actor.WithReceiverMiddleware(s.cfg.Middleware...))
-	pid, err := ctx.SpawnNamed(props, fmt.Sprintf("%s-%d", cfg.Topic, cfg.Partition))
+	pid, err := ctx.SpawnNamed(props, name)
 	if err != nil {
 		s.cfg.Logger.Error().Err(err).Str("topic", cfg.Topic).Int32("partition", cfg.Partition).Msg("spawning partition actor")
 		return
@@ -210,12 +231,21 @@ func (s *supervisor) unhost(ctx actor.Context, m *Unhost) {
 	}
 	delete(s.children, k)
 	s.cfg.Registry.remove(k)
-	// Wait for the actor to close its log before touching its files.
-	if err := ctx.StopFuture(c.handle.PID).Wait(); err != nil {
-		s.cfg.Logger.Error().Err(err).Str("topic", m.Topic).Int32("partition", m.Partition).Msg("stopping partition actor")
+	// The actor closes its log while it stops; its files are touched only
+	// once its Terminated has come (unhosted).
+	s.stopping[c.handle.PID.Id] = &unhosting{cfg: c.cfg, delete: m.Delete}
+	ctx.Stop(c.handle.PID)
+}
+
+// unhosted finishes an Unhost once the partition's actor has stopped: its
+// data is deleted if its topic was, and a Host that came meanwhile is done.
+func (s *supervisor) unhosted(ctx actor.Context, who *actor.PID, u *unhosting) {
+	delete(s.stopping, who.Id)
+	if u.delete {
+		s.deleteDir(u.cfg.Dir, u.cfg.TopicID)
 	}
-	if m.Delete {
-		s.deleteDir(c.cfg.Dir, m.TopicID)
+	if u.next != nil {
+		s.host(ctx, *u.next)
 	}
 }
 
