@@ -127,18 +127,9 @@ type supervisor struct {
 func (s *supervisor) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *Open:
-		pid := s.groups[m.Group]
-		if pid == nil {
-			var err error
-			pid, err = c.SpawnNamed(s.groupProps(c.ActorSystem(), m), url.PathEscape(m.Group))
-			if err != nil {
-				c.Respond(&OpenResult{})
-				return
-			}
-			s.groups[m.Group] = pid
-			s.cfg.Directory.m.Store(m.Group, pid)
-		}
-		c.Respond(&OpenResult{PID: pid})
+		c.Respond(&OpenResult{PID: s.open(c, m)})
+	case *TopicsDeleted:
+		s.topicsDeleted(c, m)
 	case *actor.Terminated:
 		for g, pid := range s.groups {
 			if pid.Equal(m.Who) {
@@ -152,6 +143,21 @@ func (s *supervisor) Receive(c actor.Context) {
 		}
 		s.cfg.Directory.scanned.Clear()
 	}
+}
+
+// open returns a group's actor, spawning it if it has none; nil if it
+// cannot be spawned.
+func (s *supervisor) open(c actor.Context, m *Open) *actor.PID {
+	if pid := s.groups[m.Group]; pid != nil {
+		return pid
+	}
+	pid, err := c.SpawnNamed(s.groupProps(c.ActorSystem(), m), url.PathEscape(m.Group))
+	if err != nil {
+		return nil
+	}
+	s.groups[m.Group] = pid
+	s.cfg.Directory.m.Store(m.Group, pid)
+	return pid
 }
 
 func (s *supervisor) groupProps(sys *actor.ActorSystem, m *Open) *actor.Props {
@@ -208,6 +214,8 @@ func (a *groupActor) Receive(c actor.Context) {
 		a.load()
 	case *Request:
 		a.handle0(m)
+	case *forgetTopics:
+		a.forgetTopics(m.topics)
 	case *timerFired:
 		if m.inc == a.inc && a.g != nil {
 			a.g.Fire(m.timer)

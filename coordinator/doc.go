@@ -13,6 +13,9 @@
 //
 //	message      from        does                                              reply
 //	Open         transport   spawns the group's actor if it has none            OpenResult (Respond)
+//	TopicsDeleted metadata   spawns the actors of the groups with offsets on     none
+//	                         the topics (a read of each partition), tells
+//	                         every group actor to forget them
 //	Terminated   protoactor  forgets the group's actor (Directory too)          none
 //
 // A group actor handles:
@@ -22,6 +25,8 @@
 //	                                   machine; commits append records first               answer is ready
 //	timerFired   time.AfterFunc        a Timer the state machine asked for                 none
 //	appended     the partition actor   an append's outcome: apply the commit, answer       none
+//	forgetTopics the groups supervisor tombstones for its offsets on deleted topics,       none
+//	                                   then forgets them (topic_deleted.go)
 //
 // # The state machine
 //
@@ -73,6 +78,17 @@
 // coordinator move. On start, a group actor reads its partition from the log
 // start offset to the high watermark, applies its group's records in order
 // (Restore), and starts the restored members' session timers (Loaded).
+//
+// # Deleted topics
+//
+// As Kafka's OffsetMetadataManager.onPartitionsDeleted, a deleted topic
+// takes every group's offsets on it along, so that a topic created again
+// under its name starts with none: the metadata actor sends TopicsDeleted,
+// and each group with offsets on the topic, loaded or known only from the
+// log, appends their tombstones (acks=-1) and then forgets them. This
+// happens after DeleteTopics is answered; a crash before the tombstones
+// are durable, or a __consumer_offsets partition still loading, leaves
+// the offsets in place, as in Kafka.
 //
 // # Concurrency
 //

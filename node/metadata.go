@@ -6,6 +6,7 @@ import (
 	"github.com/skeinlog/skein/configs"
 	"github.com/skeinlog/skein/controller"
 	"github.com/skeinlog/skein/controller/image"
+	"github.com/skeinlog/skein/coordinator"
 	"github.com/skeinlog/skein/partition"
 )
 
@@ -18,15 +19,26 @@ import (
 //	                              with each topic's config resolved against
 //	                              the node's and the image's dynamic broker
 //	                              configs (a changed config reaches the
-//	                              partition actors as SetConfig)
+//	                              partition actors as SetConfig); tells
+//	                              the groups supervisor which topics the
+//	                              image deleted (coordinator.TopicsDeleted)
 //
 // Restart: it starts empty and acts on the next image; the supervisor
 // ignores Host messages for partitions it hosts with the same config.
+// Deletions are found by comparing an image with the one before, so a
+// topic deleted while this actor restarted keeps its groups' offsets (as
+// in Kafka, whose publisher learns deletions from the delta between two
+// images).
 type metadataActor struct {
 	node       configs.Node
 	partitions *actor.PID
+	groups     *actor.PID
+	registry   *partition.Registry
 	current    func() *image.Image // the newest published image
 	hosted     map[partition.Key]image.TopicID
+	// topics are the topics of the last image applied, by id; nil before
+	// the first.
+	topics map[image.TopicID]string
 }
 
 func (m *metadataActor) Receive(c actor.Context) {
@@ -92,6 +104,43 @@ func (m *metadataActor) apply(c actor.Context, im *image.Image) {
 		}
 	}
 	m.hosted = want
+	m.topicsDeleted(c, im)
+}
+
+// topicsDeleted tells the groups supervisor about the topics of the last
+// image that im no longer has, with the __consumer_offsets partitions
+// this node coordinates, so that the groups forget their offsets on them.
+func (m *metadataActor) topicsDeleted(c actor.Context, im *image.Image) {
+	var deleted []string
+	for id, name := range m.topics {
+		if im.TopicsByID[id] == nil {
+			deleted = append(deleted, name)
+		}
+	}
+	m.topics = make(map[image.TopicID]string, len(im.TopicsByID))
+	for id, t := range im.TopicsByID {
+		m.topics[id] = t.Name
+	}
+	if len(deleted) == 0 || m.groups == nil {
+		return
+	}
+	msg := &coordinator.TopicsDeleted{Topics: deleted}
+	if t := im.Topic(coordinator.OffsetsTopic); t != nil {
+		for _, p := range t.Partitions {
+			// As transport's startGroupRequest: the leader coordinates.
+			if p.Leader != m.node.NodeID {
+				continue
+			}
+			// NB: one still loading (just after a start) is skipped,
+			// and its groups without an actor keep their offsets on the
+			// deleted topics; Kafka skips such a shard too
+			// (COORDINATOR_LOAD_IN_PROGRESS, logged).
+			if h := m.registry.Get(coordinator.OffsetsTopic, p.Index); h != nil && h.TopicID == t.ID && h.View() != nil {
+				msg.Partitions = append(msg.Partitions, h)
+			}
+		}
+	}
+	c.Send(m.groups, msg)
 }
 
 func hosts(p image.Partition, node int32) bool {

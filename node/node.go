@@ -304,14 +304,9 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 	if err != nil {
 		return err
 	}
-	metadata, err = c.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-		return &metadataActor{node: n.cfg, partitions: partitions, current: n.image.Load, hosted: map[partition.Key]image.TopicID{}}
-	}), "metadata")
-	if err != nil {
-		return err
-	}
 	// One actor per consumer group, each rebuilding its group from its
-	// __consumer_offsets partition when it (re)starts.
+	// __consumer_offsets partition when it (re)starts. Spawned before the
+	// metadata actor, which tells it about deleted topics.
 	groups, err := c.SpawnNamed(coordinator.SupervisorProps(coordinator.SupervisorConfig{
 		Directory:                 n.groups,
 		MinSessionTimeout:         time.Duration(n.cfg.GroupMinSessionTimeoutMs) * time.Millisecond,
@@ -321,6 +316,13 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 		ConsumerHeartbeatInterval: time.Duration(n.cfg.GroupConsumerHeartbeatIntervalMs) * time.Millisecond,
 		Logger:                    n.log,
 	}, actors.NewBackoffStrategy(actors.Backoff{})), "groups")
+	if err != nil {
+		return err
+	}
+	metadata, err = c.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
+		return &metadataActor{node: n.cfg, partitions: partitions, groups: groups, registry: n.registry,
+			current: n.image.Load, hosted: map[partition.Key]image.TopicID{}}
+	}), "metadata")
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,9 @@ package transport
 //     own error code.
 //   - RequireStable (v7+) never waits: without transactions no offset is
 //     pending.
+//   - Offsets on a deleted topic are deleted by the coordinator soon after
+//     the topic (coordinator.TopicsDeleted); v10 leaves out those not
+//     deleted yet, which have no topic id.
 //
 // Version notes: v2 group error code, null topics; v5 leader epoch; v6
 // flexible; v7 RequireStable (KIP-447); v8 batched groups (KIP-709); v9
@@ -85,7 +88,10 @@ func (a *API) handleOffsetFetch(c *conn, kreq kmsg.Request) finish {
 			if req.Version >= 10 {
 				// v10 names topics by id only: commits on a topic that no
 				// longer exists have no id to be named by, and are left
-				// out (Kafka deletes them with the topic).
+				// out. The coordinator deletes them with the topic
+				// (coordinator.TopicsDeleted), but after DeleteTopics is
+				// answered, and not at all in a partition that was still
+				// loading: until then they are hidden here.
 				kept := rg.Topics[:0]
 				for _, gt := range rg.Topics {
 					if t := im.Topic(gt.Topic); t != nil {
