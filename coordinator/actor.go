@@ -465,6 +465,8 @@ func (a *groupActor) handle0(m *Request) {
 		a.deleteOffsets(req, m)
 	case *kmsg.DescribeGroupsRequest:
 		m.Reply(a.describe(req))
+	case *kmsg.ConsumerGroupDescribeRequest:
+		m.Reply(a.g.DescribeConsumer(req))
 	case *kmsg.DeleteGroupsRequest:
 		a.deleteGroup(req, m)
 	case *kmsg.ListGroupsRequest:

@@ -45,6 +45,10 @@ func errorResponse(req kmsg.Request, err *kerr.Error) kmsg.Response {
 		rg := kmsg.NewDescribeGroupsResponseGroup()
 		rg.Group, rg.ErrorCode = req.(*kmsg.DescribeGroupsRequest).Groups[0], err.Code
 		r.Groups = append(r.Groups, rg)
+	case *kmsg.ConsumerGroupDescribeResponse:
+		rg := kmsg.NewConsumerGroupDescribeResponseGroup()
+		rg.Group, rg.ErrorCode = req.(*kmsg.ConsumerGroupDescribeRequest).Groups[0], err.Code
+		r.Groups = append(r.Groups, rg)
 	case *kmsg.DeleteGroupsResponse:
 		rg := kmsg.NewDeleteGroupsResponseGroup()
 		rg.Group, rg.ErrorCode = req.(*kmsg.DeleteGroupsRequest).Groups[0], err.Code
@@ -223,8 +227,12 @@ func (a *groupActor) describe(req *kmsg.DescribeGroupsRequest) kmsg.Response {
 }
 
 // Describe returns the group as DescribeGroups shows it; a group that does
-// not exist is Dead (v6+: GROUP_ID_NOT_FOUND).
+// not exist, or is a consumer group (KIP-848: ConsumerGroupDescribe shows
+// those), is Dead (v6+: GROUP_ID_NOT_FOUND).
 func (g *Group) Describe(version int16) kmsg.DescribeGroupsResponseGroup {
+	if g.isConsumerGroup() {
+		return g.describeNotClassic(version)
+	}
 	rg := kmsg.NewDescribeGroupsResponseGroup()
 	rg.Group = g.ID
 	if !g.Exists() {
@@ -305,11 +313,9 @@ func (a *groupActor) list(req *kmsg.ListGroupsRequest) kmsg.Response {
 	}
 	state, typ, protocolType := g.state.String(), "classic", g.protocolType
 	if len(g.members) == 0 && g.consumer.epoch > 0 {
-		// A consumer-protocol group (KIP-848), Stable or Empty here.
+		// A consumer-protocol group (KIP-848), in its own states.
 		typ, protocolType = "consumer", "consumer"
-		if g.IsConsumer() {
-			state = Stable.String()
-		}
+		state = g.consumerState()
 	}
 	if len(req.StatesFilter) > 0 && !slices.ContainsFunc(req.StatesFilter, func(s string) bool { return strings.EqualFold(s, state) }) {
 		return resp

@@ -71,6 +71,8 @@ func seedFrames(t testing.TB) [][]byte {
 	ctt := kmsg.NewCreateTopicsRequestTopic()
 	ctt.Topic, ctt.NumPartitions, ctt.ReplicationFactor = "fuzz2", 2, 1
 	ct.Topics = append(ct.Topics, ctt)
+	cgd := kmsg.NewPtrConsumerGroupDescribeRequest()
+	cgd.Groups, cgd.IncludeAuthorizedOperations = []string{"fuzz", ""}, true
 	return [][]byte{
 		frame(kmsg.NewPtrApiVersionsRequest(), 3, 1),
 		frame(kmsg.NewPtrApiVersionsRequest(), 0, 2),
@@ -83,6 +85,7 @@ func seedFrames(t testing.TB) [][]byte {
 		frame(lo, 7, 9),
 		frame(ct, 5, 10),
 		frame(kmsg.NewPtrInitProducerIDRequest(), 4, 11),
+		frame(cgd, 1, 12),
 	}
 }
 

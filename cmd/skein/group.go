@@ -44,11 +44,11 @@ func newGroupListCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
 		Aliases: []string{"ls"},
 		Short:   "List groups with their state, type, protocol type and number of members",
 		Long: "List the groups of every broker (ListGroups), with their group type (classic or\n" +
-			"consumer), state, protocol type and, for classic groups, the number of\n" +
-			"members (DescribeGroups). --state keeps the groups in one of the given\n" +
-			"states (Stable, Empty, PreparingRebalance, CompletingRebalance, Dead, and for\n" +
-			"consumer groups Assigning, Reconciling; any case); --type the groups of\n" +
-			"one of the given types.",
+			"consumer), state, protocol type and number of members (DescribeGroups, or\n" +
+			"ConsumerGroupDescribe for consumer groups). --state keeps the groups in one\n" +
+			"of the given states (Stable, Empty, PreparingRebalance, CompletingRebalance,\n" +
+			"Dead, and for consumer groups Assigning, Reconciling; any case); --type the\n" +
+			"groups of one of the given types.",
 		Example: "  skein group list --state stable,empty --type classic",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -74,27 +74,47 @@ func newGroupListCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				// The member counts of the classic groups; a consumer group
-				// (KIP-848) is described by ConsumerGroupDescribe instead.
-				var classic []string
+				// The member counts: of the classic groups from DescribeGroups,
+				// of the consumer groups (KIP-848) from ConsumerGroupDescribe.
+				var classic, consumer []string
 				for _, g := range listed.Sorted() {
-					if g.GroupType == "" || g.GroupType == "classic" {
+					switch g.GroupType {
+					case "", "classic":
 						classic = append(classic, g.Group)
+					case "consumer":
+						consumer = append(consumer, g.Group)
 					}
 				}
-				var described kadm.DescribedGroups
+				// NB: a group deleted between the requests is simply not
+				// described; its member count prints as "-".
+				counts := map[string]int{}
 				if len(classic) > 0 {
-					// NB: a group deleted between the two requests is simply
-					// not described; its member count prints as "-".
-					if described, err = adm.DescribeGroups(ctx, classic...); err != nil && described == nil {
+					described, err := adm.DescribeGroups(ctx, classic...)
+					if err != nil && described == nil {
 						return err
+					}
+					for _, d := range described {
+						if d.Err == nil {
+							counts[d.Group] = len(d.Members)
+						}
+					}
+				}
+				if len(consumer) > 0 {
+					described, err := adm.DescribeConsumerGroups(ctx, consumer...)
+					if err != nil && described == nil {
+						return err
+					}
+					for _, d := range described {
+						if d.Err == nil {
+							counts[d.Group] = len(d.Members)
+						}
 					}
 				}
 				rows := [][]string{{"GROUP", "TYPE", "STATE", "PROTOCOL-TYPE", "MEMBERS"}}
 				for _, g := range listed.Sorted() {
 					members := "-"
-					if d, ok := described[g.Group]; ok && d.Err == nil {
-						members = strconv.Itoa(len(d.Members))
+					if n, ok := counts[g.Group]; ok {
+						members = strconv.Itoa(n)
 					}
 					rows = append(rows, []string{g.Group, orDash(g.GroupType), orDash(g.State), orDash(g.ProtocolType), members})
 				}
@@ -124,7 +144,11 @@ func newGroupDescribeCommand(flags *clientFlags, stdout io.Writer) *cobra.Comman
 			"the committed offset (- if none), the log end offset (the high watermark),\n" +
 			"the lag between them and the member consuming it. A partition with no\n" +
 			"commit lags from its log start offset. TOTAL-LAG sums the lag, with each\n" +
-			"topic's share when there are several.",
+			"topic's share when there are several.\n\n" +
+			"A consumer group (KIP-848, the consumer protocol) is described by\n" +
+			"ConsumerGroupDescribe, as DescribeGroups describes classic groups only: its\n" +
+			"group and assignment epochs, and for each member its epoch, the partitions\n" +
+			"it owns and its target assignment, which differ while it reconciles.",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, groups []string) error {
 			return flags.withAdmin(cmd, func(ctx context.Context, adm *kadm.Client) error {
@@ -132,23 +156,45 @@ func newGroupDescribeCommand(flags *clientFlags, stdout io.Writer) *cobra.Comman
 				if err != nil {
 					return err
 				}
+				// DescribeGroups answers GROUP_ID_NOT_FOUND for a consumer
+				// group (KIP-848), as Kafka 4.x does: ask those again with
+				// ConsumerGroupDescribe.
+				var notClassic []string
+				for _, g := range groups {
+					if l, ok := lags[g]; ok && errors.Is(l.DescribeErr, kerr.GroupIDNotFound) {
+						notClassic = append(notClassic, g)
+					}
+				}
+				var consumers kadm.DescribedConsumerGroups
+				if len(notClassic) > 0 {
+					// NB: a broker without ConsumerGroupDescribe fails the
+					// request; its groups keep DescribeGroups' error.
+					consumers, _ = adm.DescribeConsumerGroups(ctx, notClassic...)
+				}
 				var (
 					errs    []error
 					printed bool
 				)
 				for _, g := range groups {
 					l, ok := lags[g]
+					cg, isConsumer := consumers[g]
+					isConsumer = isConsumer && cg.Err == nil
 					switch {
 					case !ok:
 						errs = append(errs, fmt.Errorf("describe group %s: not in the broker's response", g))
-					case l.Error() != nil:
+					case l.Error() != nil && !isConsumer:
 						errs = append(errs, fmt.Errorf("describe group %s: %w", g, l.Error()))
 					default:
 						if printed {
 							fmt.Fprintln(stdout)
 						}
 						printed = true
-						if err := printGroup(stdout, l); err != nil {
+						if isConsumer {
+							err = printConsumerGroup(ctx, adm, stdout, cg)
+						} else {
+							err = printGroup(stdout, l)
+						}
+						if err != nil {
 							return err
 						}
 					}
@@ -159,39 +205,130 @@ func newGroupDescribeCommand(flags *clientFlags, stdout io.Writer) *cobra.Comman
 	}
 }
 
-// printGroup prints a described group with its lag.
+// printGroup prints a described classic group with its lag.
 func printGroup(w io.Writer, l kadm.DescribedGroupLag) error {
 	protocol := orDash(l.ProtocolType)
 	if l.Protocol != "" {
 		protocol += "/" + l.Protocol
 	}
-	total := strconv.FormatInt(l.Lag.Total(), 10)
-	if byTopic := l.Lag.TotalByTopic().Sorted(); len(byTopic) > 1 {
-		parts := make([]string, len(byTopic))
-		for i, t := range byTopic {
-			parts[i] = fmt.Sprintf("%s %d", t.Topic, t.Lag)
-		}
-		total += " (" + strings.Join(parts, ", ") + ")"
+	header := [][2]string{
+		{"GROUP", l.Group},
+		{"COORDINATOR", strconv.Itoa(int(l.Coordinator.NodeID))},
+		{"STATE", l.State},
+		{"PROTOCOL", protocol},
+		{"MEMBERS", strconv.Itoa(len(l.Members))},
+		{"TOTAL-LAG", totalLag(l.Lag)},
 	}
-	fmt.Fprintf(w, "GROUP        %s\nCOORDINATOR  %d\nSTATE        %s\nPROTOCOL     %s\nMEMBERS      %d\nTOTAL-LAG    %s\n",
-		l.Group, l.Coordinator.NodeID, l.State, protocol, len(l.Members), total)
+	members := [][]string{{"MEMBER-ID", "INSTANCE-ID", "CLIENT-ID", "HOST", "ASSIGNMENT"}}
+	for _, m := range l.Members {
+		members = append(members, []string{m.MemberID, instanceID(m.InstanceID), m.ClientID, m.ClientHost, assignment(m)})
+	}
+	return printDescribed(w, header, members, l.Lag)
+}
 
-	if len(l.Members) > 0 {
-		fmt.Fprintln(w)
-		rows := [][]string{{"MEMBER-ID", "INSTANCE-ID", "CLIENT-ID", "HOST", "ASSIGNMENT"}}
-		for _, m := range l.Members {
-			instance := "-"
-			if m.InstanceID != nil {
-				instance = *m.InstanceID
-			}
-			rows = append(rows, []string{m.MemberID, instance, m.ClientID, m.ClientHost, assignment(m)})
+// printConsumerGroup prints a consumer group (KIP-848) from its
+// ConsumerGroupDescribe answer, with its lag computed as kadm's Lag
+// computes a classic group's: its committed offsets, and the start and
+// end offsets of every partition assigned or committed.
+func printConsumerGroup(ctx context.Context, adm *kadm.Client, w io.Writer, d kadm.DescribedConsumerGroup) error {
+	lag, err := consumerGroupLag(ctx, adm, d)
+	if err != nil {
+		return fmt.Errorf("describe group %s: %w", d.Group, err)
+	}
+	header := [][2]string{
+		{"GROUP", d.Group},
+		{"COORDINATOR", strconv.Itoa(int(d.Coordinator.NodeID))},
+		{"STATE", d.State},
+		{"PROTOCOL", "consumer/" + orDash(d.AssignorName)},
+		{"GROUP-EPOCH", strconv.Itoa(int(d.Epoch))},
+		{"ASSIGNMENT-EPOCH", strconv.Itoa(int(d.AssignmentEpoch))},
+		{"MEMBERS", strconv.Itoa(len(d.Members))},
+		{"TOTAL-LAG", totalLag(lag)},
+	}
+	members := [][]string{{"MEMBER-ID", "INSTANCE-ID", "CLIENT-ID", "HOST", "EPOCH", "ASSIGNMENT", "TARGET"}}
+	for _, m := range d.Members {
+		members = append(members, []string{m.MemberID, instanceID(m.InstanceID), m.ClientID, m.ClientHost,
+			strconv.Itoa(int(m.MemberEpoch)), topicsSet(m.Assignment), topicsSet(m.TargetAssignment)})
+	}
+	return printDescribed(w, header, members, lag)
+}
+
+// consumerGroupLag returns a consumer group's lag: kadm computes it, for
+// a group described without members, over the committed offsets and an
+// uncommitted entry (lag from the log start offset) for each partition
+// assigned and not committed; then each assigned partition gets its
+// member.
+func consumerGroupLag(ctx context.Context, adm *kadm.Client, d kadm.DescribedConsumerGroup) (kadm.GroupLag, error) {
+	committed, err := adm.FetchOffsets(ctx, d.Group)
+	if err != nil {
+		return nil, err
+	}
+	commits := make(kadm.OffsetResponses)
+	committed.Each(func(o kadm.OffsetResponse) {
+		if commits[o.Topic] == nil {
+			commits[o.Topic] = map[int32]kadm.OffsetResponse{}
 		}
-		if err := printTable(w, rows); err != nil {
+		commits[o.Topic][o.Partition] = o
+	})
+	partitions := committed.Partitions()
+	partitions.Merge(d.AssignedPartitions())
+	for t, ps := range d.AssignedPartitions() {
+		for p := range ps {
+			if _, ok := commits.Lookup(t, p); ok {
+				continue
+			}
+			if commits[t] == nil {
+				commits[t] = map[int32]kadm.OffsetResponse{}
+			}
+			commits[t][p] = kadm.OffsetResponse{Offset: kadm.Offset{Topic: t, Partition: p, At: -1, LeaderEpoch: -1}}
+		}
+	}
+	var starts, ends kadm.ListedOffsets
+	if topics := partitions.Topics(); len(topics) > 0 {
+		// As kadm's Lag: a partition missing from a failed listing shows
+		// its error in the table rather than failing the command.
+		if starts, err = adm.ListStartOffsets(ctx, topics...); err != nil && starts == nil {
+			return nil, err
+		}
+		if ends, err = adm.ListEndOffsets(ctx, topics...); err != nil && ends == nil {
+			return nil, err
+		}
+	}
+	lag := kadm.CalculateGroupLagWithStartOffsets(kadm.DescribedGroup{Group: d.Group, State: d.State}, commits, starts, ends)
+	members := make([]kadm.DescribedGroupMember, len(d.Members))
+	for i, m := range d.Members {
+		members[i] = kadm.DescribedGroupMember{MemberID: m.MemberID, InstanceID: m.InstanceID, ClientID: m.ClientID, ClientHost: m.ClientHost}
+		for t, ps := range m.Assignment {
+			for p := range ps {
+				if l, ok := lag.Lookup(t, p); ok {
+					l.Member = &members[i]
+					lag[t][p] = l
+				}
+			}
+		}
+	}
+	return lag, nil
+}
+
+// printDescribed prints a group's header lines, its members table (its
+// first row the header; nothing when it has no members) and its lag per
+// partition.
+func printDescribed(w io.Writer, header [][2]string, members [][]string, lag kadm.GroupLag) error {
+	width := len("COORDINATOR") + 2
+	for _, h := range header {
+		width = max(width, len(h[0])+2)
+	}
+	for _, h := range header {
+		fmt.Fprintf(w, "%-*s%s\n", width, h[0], h[1])
+	}
+	if len(members) > 1 {
+		fmt.Fprintln(w)
+		if err := printTable(w, members); err != nil {
 			return err
 		}
 	}
 
-	sorted := l.Lag.Sorted()
+	sorted := lag.Sorted()
 	if len(sorted) == 0 {
 		return nil
 	}
@@ -215,6 +352,41 @@ func printGroup(w io.Writer, l kadm.DescribedGroupLag) error {
 		rows = append(rows, []string{p.Topic, strconv.Itoa(int(p.Partition)), committed, end, lag, member, client, host, errString(p.Err)})
 	}
 	return printTable(w, dropEmptyLastColumn(rows))
+}
+
+// totalLag prints a group's total lag, with each topic's share when there
+// are several: 7 (orders 5, audit 2).
+func totalLag(l kadm.GroupLag) string {
+	total := strconv.FormatInt(l.Total(), 10)
+	if byTopic := l.TotalByTopic().Sorted(); len(byTopic) > 1 {
+		parts := make([]string, len(byTopic))
+		for i, t := range byTopic {
+			parts[i] = fmt.Sprintf("%s %d", t.Topic, t.Lag)
+		}
+		total += " (" + strings.Join(parts, ", ") + ")"
+	}
+	return total
+}
+
+func instanceID(id *string) string {
+	if id == nil {
+		return "-"
+	}
+	return *id
+}
+
+// topicsSet prints partitions as topic[0,1] other[2], or "-" for none.
+func topicsSet(s kadm.TopicsSet) string {
+	var parts []string
+	for _, t := range s.Sorted() {
+		if len(t.Partitions) > 0 {
+			parts = append(parts, t.Topic+int32List(t.Partitions))
+		}
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, " ")
 }
 
 // assignment prints a consumer member's assigned partitions as
@@ -349,6 +521,14 @@ func seekGroup(ctx context.Context, flags *clientFlags, adm *kadm.Client, group 
 		return kafkaError(d.Err, d.ErrMessage)
 	case len(d.Members) > 0:
 		return fmt.Errorf("the group has %d member(s) and is %s: only an empty group's offsets can be set, stop its consumers first", len(d.Members), d.State)
+	case d.Err != nil:
+		// Not a classic group: a consumer group (KIP-848) has its members
+		// in ConsumerGroupDescribe. A broker without it has none.
+		if cd, err := adm.DescribeConsumerGroups(rctx, group); err == nil {
+			if c := cd[group]; c.Err == nil && len(c.Members) > 0 {
+				return fmt.Errorf("the group has %d member(s) and is %s: only an empty group's offsets can be set, stop its consumers first", len(c.Members), c.State)
+			}
+		}
 	}
 	prior, err := adm.FetchOffsets(rctx, group)
 	if err != nil {

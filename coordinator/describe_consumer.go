@@ -1,0 +1,176 @@
+package coordinator
+
+// ConsumerGroupDescribe (KIP-848) and what DescribeGroups says of a
+// consumer group, as Kafka 4.x's GroupMetadataManager answers them:
+//
+//   - ConsumerGroupDescribe describes consumer groups only: a group id
+//     that is unknown is GROUP_ID_NOT_FOUND "Group X not found.", one held
+//     by a classic group (members, a generation or only committed
+//     offsets) GROUP_ID_NOT_FOUND "Group X is not a consumer group."
+//   - DescribeGroups describes classic groups only: a consumer group is
+//     Dead, and from v6 GROUP_ID_NOT_FOUND "Group X is not a classic
+//     group."
+//   - The group state is ConsumerGroup.maybeUpdateGroupState's: Empty
+//     without members; Assigning while the group epoch is ahead of the
+//     target assignment's; Reconciling while a member is not yet at the
+//     target epoch with exactly its target partitions (it still revokes
+//     some, or waits for some another member has not released); Stable
+//     otherwise.
+//
+// Each member carries its epoch, client id and host, subscription, the
+// partitions it owns (Assignment, without those it is revoking, as
+// Kafka's assignedPartitions) and its target (TargetAssignment), each
+// topic by id and name.
+//
+// NB: Kafka leaves out a topic id its metadata image no longer knows;
+// here a deleted topic's partitions are shown, under the id the group
+// last saw, until the members' next heartbeats move the group past it.
+// Skein keeps no rack, instance id or regex for a consumer member
+// yet (consumer.go), so RackID, InstanceID and SubscribedTopicRegex are
+// null; MemberType is always 1 (consumer): a classic member cannot join
+// a consumer group here (no KIP-848 migration).
+
+import (
+	"slices"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// The consumer group states, as Kafka's ConsumerGroupState names them.
+const (
+	consumerStateEmpty       = "Empty"
+	consumerStateAssigning   = "Assigning"
+	consumerStateReconciling = "Reconciling"
+	consumerStateStable      = "Stable"
+)
+
+// isConsumerGroup reports whether the group is of Kafka's type consumer,
+// as ListGroups types it: it has had consumer-protocol members and has no
+// classic member now. An empty consumer group stays one until deleted.
+func (g *Group) isConsumerGroup() bool {
+	return g.Exists() && len(g.members) == 0 && g.consumer.epoch > 0
+}
+
+// DescribeConsumer answers a ConsumerGroupDescribe request for this group
+// (transport sends each group id to its own actor, one per request).
+func (g *Group) DescribeConsumer(req *kmsg.ConsumerGroupDescribeRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
+	resp.Groups = append(resp.Groups, g.describeConsumer())
+	return resp
+}
+
+func (g *Group) describeConsumer() kmsg.ConsumerGroupDescribeResponseGroup {
+	rg := kmsg.NewConsumerGroupDescribeResponseGroup()
+	rg.Group = g.ID
+	switch {
+	case !g.Exists():
+		rg.ErrorCode = kerr.GroupIDNotFound.Code
+		rg.ErrorMessage = kmsg.StringPtr("Group " + g.ID + " not found.")
+		return rg
+	case !g.isConsumerGroup():
+		rg.ErrorCode = kerr.GroupIDNotFound.Code
+		rg.ErrorMessage = kmsg.StringPtr("Group " + g.ID + " is not a consumer group.")
+		return rg
+	}
+	c := g.consumer
+	rg.State = g.consumerState()
+	rg.Epoch, rg.AssignmentEpoch = c.epoch, c.targetEpoch
+	rg.AssignorName = c.assignorName()
+	ids := make([]string, 0, len(c.members))
+	for id := range c.members {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids) // Kafka's order is its hash map's; a sorted one reads better
+	for _, id := range ids {
+		m := c.members[id]
+		rm := kmsg.NewConsumerGroupDescribeResponseGroupMember()
+		rm.MemberID, rm.MemberEpoch = m.id, m.epoch
+		rm.ClientID, rm.ClientHost = m.clientID, m.host
+		rm.SubscribedTopics = slices.Clone(m.subscribed)
+		if rm.SubscribedTopics == nil {
+			rm.SubscribedTopics = []string{}
+		}
+		rm.Assignment.TopicPartitions = c.describePartitions(m.assigned)
+		rm.TargetAssignment.TopicPartitions = c.describePartitions(c.target[m.id])
+		rm.MemberType = 1 // consumer; 0 would be a classic member (KIP-848 migration)
+		rg.Members = append(rg.Members, rm)
+	}
+	return rg
+}
+
+// consumerState is the consumer group's state, computed as Kafka's
+// ConsumerGroup.maybeUpdateGroupState does from the group epoch, the
+// target assignment epoch and whether each member is reconciled to it.
+func (g *Group) consumerState() string {
+	c := g.consumer
+	switch {
+	case len(c.members) == 0:
+		return consumerStateEmpty
+	case c.epoch > c.targetEpoch:
+		return consumerStateAssigning
+	}
+	for _, m := range c.members {
+		if !c.reconciled(m) {
+			return consumerStateReconciling
+		}
+	}
+	return consumerStateStable
+}
+
+// reconciled reports whether a member is at the target epoch and owns
+// exactly its target partitions: Kafka's isReconciledTo, member state
+// STABLE (not UNREVOKED_PARTITIONS, not UNRELEASED_PARTITIONS).
+func (c *consumerGroup) reconciled(m *consumerMember) bool {
+	return m.epoch == c.targetEpoch && len(m.revoking) == 0 && sameSet(m.assigned, c.target[m.id])
+}
+
+// assignorName names the assignor the target is computed with.
+//
+// NB: it must agree with computeTarget (range only when every member asks
+// for it, uniform otherwise, uniform for no member as Kafka's default
+// group.consumer.assignors puts it first). Kafka names the assignor most
+// members ask for; Skein names the one it actually uses.
+func (c *consumerGroup) assignorName() string {
+	if len(c.members) == 0 {
+		return "uniform"
+	}
+	for _, m := range c.members {
+		if m.assignor != "range" {
+			return "uniform"
+		}
+	}
+	return "range"
+}
+
+// describePartitions lists a set of partitions by topic, sorted, each
+// topic with its id and name.
+func (c *consumerGroup) describePartitions(set tpSet) []kmsg.AssignmentTopicPartition {
+	byTopic := map[string][]int32{}
+	for tp := range set {
+		byTopic[tp.Topic] = append(byTopic[tp.Topic], tp.Partition)
+	}
+	out := []kmsg.AssignmentTopicPartition{}
+	for _, t := range SortedTopics(byTopic) {
+		tp := kmsg.NewAssignmentTopicPartition()
+		tp.TopicID, tp.Topic, tp.Partitions = c.topicIDs[t], t, byTopic[t]
+		slices.Sort(tp.Partitions)
+		out = append(out, tp)
+	}
+	return out
+}
+
+// describeNotClassic is DescribeGroups' answer for a consumer group:
+// Kafka's describeGroups asks for a classic group, and the exception it
+// gets ("Group X is not a classic group.") is GROUP_ID_NOT_FOUND from v6,
+// the group Dead in every version.
+func (g *Group) describeNotClassic(version int16) kmsg.DescribeGroupsResponseGroup {
+	rg := kmsg.NewDescribeGroupsResponseGroup()
+	rg.Group, rg.State = g.ID, Dead.String()
+	if version >= 6 {
+		rg.ErrorCode = kerr.GroupIDNotFound.Code
+		rg.ErrorMessage = kmsg.StringPtr("Group " + g.ID + " is not a classic group.")
+	}
+	return rg
+}
