@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/skeinlog/skein/controller/image"
 	"github.com/skeinlog/skein/partition"
 	"github.com/skeinlog/skein/partition/store"
 )
@@ -103,7 +104,20 @@ type SupervisorConfig struct {
 	OffsetMetadataMaxBytes int
 	// ConsumerSessionTimeout and ConsumerHeartbeatInterval: see Config.
 	ConsumerSessionTimeout, ConsumerHeartbeatInterval time.Duration
-	Logger                                            zerolog.Logger
+	// Image returns the node's metadata image, nil before the first.
+	Image  func() *image.Image
+	Logger zerolog.Logger
+}
+
+// topics returns the topics of the node's image.
+func (cfg SupervisorConfig) topics() Topics {
+	if cfg.Image == nil {
+		return nil
+	}
+	if im := cfg.Image(); im != nil {
+		return ImageTopics(im)
+	}
+	return nil
 }
 
 // SupervisorProps returns the props of the "groups" supervisor: it spawns
@@ -191,6 +205,9 @@ type groupActor struct {
 	writes int
 	// expiryDue is set when the expiry timer fired during such a write.
 	expiryDue bool
+	// seqFloor is where a reloaded group's timer sequences start, past
+	// those of the group it replaces.
+	seqFloor uint64
 }
 
 // timerFired is a Timer coming due, sent by time.AfterFunc.
@@ -249,7 +266,9 @@ func (a *groupActor) newMemberID(clientID string) string {
 func (a *groupActor) load() {
 	g := NewGroup(a.id, Config{MinSessionTimeout: a.cfg.MinSessionTimeout, MaxSessionTimeout: a.cfg.MaxSessionTimeout,
 		OffsetsRetention: a.cfg.OffsetsRetention, NewMemberID: a.newMemberID, Now: time.Now,
-		ConsumerSessionTimeout: a.cfg.ConsumerSessionTimeout, ConsumerHeartbeatInterval: a.cfg.ConsumerHeartbeatInterval})
+		ConsumerSessionTimeout: a.cfg.ConsumerSessionTimeout, ConsumerHeartbeatInterval: a.cfg.ConsumerHeartbeatInterval,
+		Topics: a.cfg.topics})
+	g.seq = a.seqFloor
 	if a.handle.View() == nil {
 		a.err = kerr.CoordinatorLoadInProgress
 		return
@@ -329,8 +348,24 @@ func (a *groupActor) flush() {
 		return
 	}
 	r := a.g.Ready()
-	for _, rep := range r.Replies {
-		rep.To(rep.Resp)
+	if len(r.Records) > 0 {
+		// A consumer group's change is answered once its records are
+		// durable, as Kafka answers it.
+		replies := r.Replies
+		a.append(r.Records, func(err *kerr.Error) {
+			if err != nil {
+				a.cfg.Logger.Warn().Str("group", a.id).Str("err", err.Message).Msg("writing consumer group records: reloading the group")
+				failHeartbeats(replies, err)
+				a.reload()
+			}
+			for _, rep := range replies {
+				rep.To(rep.Resp)
+			}
+		})
+	} else {
+		for _, rep := range r.Replies {
+			rep.To(rep.Resp)
+		}
 	}
 	for _, t := range r.Timers {
 		msg := &timerFired{inc: a.inc, timer: t}
@@ -350,6 +385,26 @@ func (a *groupActor) flush() {
 			}
 		})
 	}
+}
+
+// failHeartbeats turns the heartbeat answers of a step whose records were
+// not written into errors: the members retry, against the group as the
+// log has it.
+func failHeartbeats(replies []Reply, err *kerr.Error) {
+	for _, rep := range replies {
+		if r, ok := rep.Resp.(*kmsg.ConsumerGroupHeartbeatResponse); ok {
+			r.ErrorCode, r.ErrorMessage, r.MemberEpoch, r.Assignment = err.Code, nil, -1, nil
+		}
+	}
+}
+
+// reload rebuilds the group from its partition after a write failed: the
+// state in memory is ahead of the log. Timers set before stay stale: the
+// sequence goes on from the old group's.
+func (a *groupActor) reload() {
+	a.seqFloor = a.g.seq
+	a.g = nil
+	a.load()
 }
 
 // maybeExpire expires the offsets when expiry is due and no offset write
@@ -376,12 +431,14 @@ func (a *groupActor) expireOffsets() {
 	k := kmsg.NewGroupMetadataKey()
 	k.Version, k.Group = 2, a.id
 	recs = append(recs, Record{Key: k.AppendTo(nil)})
+	recs = append(recs, a.g.ConsumerTombstones()...)
 	a.writes++
 	a.append(recs, func(err *kerr.Error) {
 		a.writes--
 		defer a.maybeExpire()
 		if err != nil {
 			a.cfg.Logger.Warn().Str("group", a.id).Str("err", err.Message).Msg("expiring offsets")
+			a.reload() // the consumer group's records may be half gone
 			return
 		}
 		for tp, o := range expired {
@@ -452,7 +509,7 @@ func (a *groupActor) handle0(m *Request) {
 	case *kmsg.SyncGroupRequest:
 		a.g.Sync(req, reply)
 	case *kmsg.ConsumerGroupHeartbeatRequest:
-		a.g.ConsumerHeartbeat(req, m.ClientID, m.ClientHost, m.Topics, reply)
+		a.g.ConsumerHeartbeat(req, m.ClientID, m.ClientHost, reply)
 	case *kmsg.HeartbeatRequest:
 		a.g.Heartbeat(req, reply)
 	case *kmsg.LeaveGroupRequest:

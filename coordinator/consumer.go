@@ -21,16 +21,24 @@ package coordinator
 //   - Session timeouts (group.consumer.session.timeout.ms) and leaves
 //     (epoch -1 or -2) remove a member and release its partitions.
 //
-// NB: the consumer group lives in memory only: after a coordinator
-// restart its members are unknown (UNKNOWN_MEMBER_ID) and rejoin; its
-// committed offsets are persisted as any group's. Static membership,
-// regex subscriptions and ConsumerGroupDescribe are not done yet;
-// OffsetFetch does not check member epochs.
-//
-// TODO(848): write ConsumerGroupMetadata, TargetAssignment and
-// CurrentMemberAssignment records and restore from them (#4).
+//   - Static members (InstanceId): one leaving with epoch -2 keeps its
+//     partitions until its session expires; its instance coming back
+//     under a new member id takes its place at once, without a new group
+//     epoch (UNRELEASED_INSTANCE_ID while the old one is still there,
+//     FENCED_INSTANCE_ID to the replaced member id).
+//   - Regex subscriptions (SubscribedTopicRegex, RE2 as Kafka's RE2/J,
+//     whole names, internal topics excluded) are resolved against the
+//     topics at every heartbeat; a matching topic created later moves the
+//     group epoch.
+//   - The group is persisted in __consumer_offsets as Kafka's
+//     ConsumerGroup* records (consumer_records.go) and a heartbeat that
+//     changed it is answered once they are durable; a coordinator
+//     restart or a broker restart keeps every member's epoch and
+//     partitions.
+//   - OffsetCommit and OffsetFetch (v9+) check member epochs.
 
 import (
+	"regexp"
 	"slices"
 	"sort"
 	"time"
@@ -48,10 +56,6 @@ const (
 	DefaultConsumerHeartbeatInterval = 5 * time.Second
 )
 
-// TopicLookup returns a topic's id and partition count, ok false if the
-// topic does not exist. Transport reads it from its image.
-type TopicLookup func(topic string) (id [16]byte, partitions int32, ok bool)
-
 type tpSet map[topicPartition]bool
 
 // consumerGroup is the consumer-protocol part of a Group.
@@ -67,13 +71,30 @@ type consumerGroup struct {
 	// the target was computed (0: the topic does not exist).
 	subscribed map[string]int32
 	topicIDs   map[string][16]byte
+	// static maps group.instance.id to the member id holding it.
+	static map[string]string
+	// regexes caches the resolution of the members' regular expressions
+	// at a version of the topics.
+	regexes map[string]resolvedRegex
+	// persisted is what the log has of the group; deleted is set when
+	// the group is deleted, so that its records get tombstones.
+	persisted persistedConsumer
+	deleted   bool
+}
+
+type resolvedRegex struct {
+	version int64
+	topics  []string
 }
 
 type consumerMember struct {
 	id                 string
 	epoch, prevEpoch   int32
+	instanceID         string
 	clientID, host     string
-	subscribed         []string // sorted
+	subscribed         []string // sorted, as the member sent them
+	regex              string   // SubscribedTopicRegex, "" if none
+	topics             []string // sorted: subscribed and what regex matches
 	assignor           string
 	rebalanceTimeout   time.Duration
 	assigned, revoking tpSet
@@ -87,7 +108,8 @@ type consumerMember struct {
 
 func newConsumerGroup() *consumerGroup {
 	return &consumerGroup{members: map[string]*consumerMember{}, target: map[string]tpSet{},
-		owner: map[topicPartition]string{}, subscribed: map[string]int32{}, topicIDs: map[string][16]byte{}}
+		owner: map[topicPartition]string{}, subscribed: map[string]int32{}, topicIDs: map[string][16]byte{},
+		static: map[string]string{}, regexes: map[string]resolvedRegex{}, persisted: persistedConsumer{values: map[string][]byte{}}}
 }
 
 // IsConsumer reports whether the group is a consumer-protocol group with
@@ -109,7 +131,7 @@ func (g *Group) consumerHeartbeatInterval() time.Duration {
 }
 
 // ConsumerHeartbeat handles a ConsumerGroupHeartbeat request (v0-1).
-func (g *Group) ConsumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, clientID, host string, topics TopicLookup, reply Responder) {
+func (g *Group) ConsumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, clientID, host string, reply Responder) {
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
 	fail := func(err *kerr.Error, msg string) {
 		resp.ErrorCode = err.Code
@@ -120,6 +142,7 @@ func (g *Group) ConsumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, clien
 		g.reply(reply, resp)
 	}
 	c := g.consumer
+	instance := deref(req.InstanceID)
 	switch {
 	case g.state == Dead:
 		fail(kerr.CoordinatorNotAvailable, "")
@@ -133,33 +156,45 @@ func (g *Group) ConsumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, clien
 	case req.MemberID == "" && (req.Version >= 1 || req.MemberEpoch != 0):
 		fail(kerr.InvalidRequest, "MemberId can't be empty.")
 		return
-	case req.SubscribedTopicRegex != nil:
-		fail(kerr.InvalidRequest, "SubscribedTopicRegex is not supported yet.")
+	case req.InstanceID != nil && instance == "":
+		fail(kerr.InvalidRequest, "InstanceId can't be empty.")
+		return
+	case req.MemberEpoch == 0 && req.SubscribedTopicNames == nil && req.SubscribedTopicRegex == nil:
+		fail(kerr.InvalidRequest, "SubscribedTopicNames or SubscribedTopicRegex must be set in first request.")
 		return
 	case req.ServerAssignor != nil && *req.ServerAssignor != "uniform" && *req.ServerAssignor != "range":
 		fail(kerr.UnsupportedAssignor, "ServerAssignor "+*req.ServerAssignor+" is not supported.")
 		return
 	}
-	if req.MemberEpoch < 0 {
-		m := c.members[req.MemberID]
-		if m == nil {
-			fail(kerr.UnknownMemberID, "")
+	if req.SubscribedTopicRegex != nil && *req.SubscribedTopicRegex != "" {
+		if _, err := compileRegex(*req.SubscribedTopicRegex); err != nil {
+			fail(kerr.InvalidRegularExpression, "SubscribedTopicRegex is not a valid regular expression: "+err.Error())
 			return
 		}
-		g.removeConsumer(m)
-		resp.MemberID, resp.MemberEpoch = kmsg.StringPtr(m.id), req.MemberEpoch
-		g.reply(reply, resp)
+	}
+	if req.MemberEpoch < 0 {
+		g.consumerLeave(req, fail, reply)
 		return
 	}
+	// A group whose deletion is being written lives again: its records
+	// are written anew after the tombstones.
+	c.deleted = false
 	m := c.members[req.MemberID]
 	// bump is set by a change that moves the group epoch: one step by
 	// heartbeat, however many changes it brings.
 	bump := false
-	if req.MemberEpoch == 0 {
-		if req.SubscribedTopicNames == nil {
-			fail(kerr.InvalidRequest, "SubscribedTopicNames must be set in first request.")
+	switch {
+	case req.MemberEpoch == 0 && instance != "" && c.static[instance] != "" && c.static[instance] != req.MemberID:
+		// A static member comes back under a new member id (KIP-848,
+		// KIP-345): if its previous instance left with epoch -2, it takes
+		// that member's place, assignment and all, without a rebalance.
+		old := c.members[c.static[instance]]
+		if old.epoch != leftStaticEpoch {
+			fail(kerr.UnreleasedInstanceID, "Static member "+instance+" with a different member id is still in the group.")
 			return
 		}
+		m = g.replaceConsumer(old, req.MemberID, clientID, host)
+	case req.MemberEpoch == 0:
 		if m != nil {
 			// A member that lost its epoch joins again: it owns nothing.
 			g.removeConsumer(m)
@@ -168,20 +203,26 @@ func (g *Group) ConsumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, clien
 		if id == "" {
 			id = g.cfg.NewMemberID(clientID)
 		}
-		m = &consumerMember{id: id, clientID: clientID, host: host, assigned: tpSet{}, revoking: tpSet{},
+		m = &consumerMember{id: id, instanceID: instance, clientID: clientID, host: host, assigned: tpSet{}, revoking: tpSet{},
 			rebalanceTimeout: time.Duration(req.RebalanceTimeoutMillis) * time.Millisecond}
 		c.members[id] = m
-		bump = true
-	} else {
-		switch {
-		case m == nil:
-			fail(kerr.UnknownMemberID, "")
-			return
-		case req.MemberEpoch > m.epoch,
-			req.MemberEpoch < m.epoch && (req.MemberEpoch != m.prevEpoch || !ownedWithin(req.Topics, c, m)):
-			fail(kerr.FencedMemberEpoch, "The consumer group member has a smaller member epoch than expected.")
-			return
+		if instance != "" {
+			c.static[instance] = id
 		}
+		bump = true
+	case instance != "" && c.static[instance] == "":
+		fail(kerr.UnknownMemberID, "Instance id "+instance+" is unknown.")
+		return
+	case instance != "" && c.static[instance] != req.MemberID:
+		fail(kerr.FencedInstanceID, "Static member "+instance+" was replaced by another member id.")
+		return
+	case m == nil:
+		fail(kerr.UnknownMemberID, "")
+		return
+	case req.MemberEpoch > m.epoch,
+		req.MemberEpoch < m.epoch && (req.MemberEpoch != m.prevEpoch || !ownedWithin(req.Topics, c, m)):
+		fail(kerr.FencedMemberEpoch, "The consumer group member has a smaller member epoch than expected.")
+		return
 	}
 	g.touchConsumer(m)
 	if req.SubscribedTopicNames != nil {
@@ -193,13 +234,17 @@ func (g *Group) ConsumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, clien
 			bump = true
 		}
 	}
+	if req.SubscribedTopicRegex != nil && *req.SubscribedTopicRegex != m.regex {
+		m.regex = *req.SubscribedTopicRegex
+		bump = true
+	}
 	if req.ServerAssignor != nil {
 		m.assignor = *req.ServerAssignor
 	}
 	if req.RebalanceTimeoutMillis >= 0 {
 		m.rebalanceTimeout = time.Duration(req.RebalanceTimeoutMillis) * time.Millisecond
 	}
-	if g.refreshSubscribed(topics) || bump {
+	if g.refreshSubscribed() || bump {
 		c.epoch++
 	}
 	if c.epoch > c.targetEpoch {
@@ -235,6 +280,67 @@ func (g *Group) ConsumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, clien
 		resp.Assignment = &a
 	}
 	g.reply(reply, resp)
+}
+
+// leftStaticEpoch is the epoch of a static member that left for a while
+// (it sent epoch -2): it keeps its assignment until its session expires or
+// its instance comes back.
+const leftStaticEpoch = -2
+
+// consumerLeave handles a heartbeat with epoch -1 (leave) or -2 (a static
+// member leaves for a while, as when it restarts).
+func (g *Group) consumerLeave(req *kmsg.ConsumerGroupHeartbeatRequest, fail func(*kerr.Error, string), reply Responder) {
+	c := g.consumer
+	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+	m := c.members[req.MemberID]
+	instance := deref(req.InstanceID)
+	if instance != "" {
+		switch id := c.static[instance]; {
+		case id == "":
+			fail(kerr.UnknownMemberID, "Instance id "+instance+" is unknown.")
+			return
+		case id != req.MemberID:
+			fail(kerr.FencedInstanceID, "Static member "+instance+" was replaced by another member id.")
+			return
+		}
+	}
+	if m == nil {
+		fail(kerr.UnknownMemberID, "")
+		return
+	}
+	if req.MemberEpoch == leftStaticEpoch && instance != "" {
+		// Its session timer runs on: if it does not come back in time,
+		// it is removed and its partitions move.
+		m.prevEpoch, m.epoch = m.epoch, leftStaticEpoch
+	} else {
+		g.removeConsumer(m)
+	}
+	resp.MemberID, resp.MemberEpoch = kmsg.StringPtr(m.id), req.MemberEpoch
+	g.reply(reply, resp)
+}
+
+// replaceConsumer gives a static member's place to its new incarnation:
+// same subscription, target and partitions, under a new member id, at
+// epoch 0 (the heartbeat's reconcile moves it to the target epoch).
+func (g *Group) replaceConsumer(old *consumerMember, id, clientID, host string) *consumerMember {
+	c := g.consumer
+	m := *old
+	m.id, m.clientID, m.host = id, clientID, host
+	m.epoch, m.prevEpoch, m.sent, m.revokeSeq = 0, 0, false, 0
+	delete(c.members, old.id)
+	c.members[id] = &m
+	c.target[id] = c.target[old.id]
+	delete(c.target, old.id)
+	for tp, o := range c.owner {
+		if o == old.id {
+			c.owner[tp] = id
+		}
+	}
+	c.static[m.instanceID] = id
+	if len(m.revoking) > 0 {
+		g.startRevocationTimer(&m)
+	}
+	return &m
 }
 
 func (c *consumerGroup) topicName(id [16]byte) string {
@@ -274,17 +380,27 @@ func sameSet(a, b tpSet) bool {
 	return true
 }
 
-// refreshSubscribed reads the partition counts of the subscribed topics;
-// it reports whether any changed since the target was computed.
-func (g *Group) refreshSubscribed(topics TopicLookup) bool {
+// refreshSubscribed resolves the members' subscriptions (names and
+// regular expressions) against the topics and reads the subscribed
+// topics' partition counts; it reports whether any changed since the
+// target was computed.
+func (g *Group) refreshSubscribed() bool {
 	c := g.consumer
+	topics := g.topics()
 	now := map[string]int32{}
 	for _, m := range c.members {
-		for _, t := range m.subscribed {
-			if _, ok := now[t]; ok || topics == nil {
+		m.topics = m.subscribed
+		if m.regex != "" {
+			m.topics = slices.Clone(m.subscribed)
+			m.topics = append(m.topics, c.resolve(m.regex, topics)...)
+			slices.Sort(m.topics)
+			m.topics = slices.Compact(m.topics)
+		}
+		for _, t := range m.topics {
+			if _, ok := now[t]; ok {
 				continue
 			}
-			id, n, ok := topics(t)
+			id, n, ok := topics.Topic(t)
 			if ok {
 				now[t] = n
 				c.topicIDs[t] = id
@@ -301,6 +417,34 @@ func (g *Group) refreshSubscribed(topics TopicLookup) bool {
 	}
 	c.subscribed = now
 	return changed
+}
+
+// resolve returns the topics a regular expression matches, as Kafka's
+// RE2/J matches() does: the whole name. Resolutions are kept until the
+// topics change.
+func (c *consumerGroup) resolve(regex string, topics Topics) []string {
+	names, version := topics.Names()
+	if r, ok := c.regexes[regex]; ok && r.version == version {
+		return r.topics
+	}
+	re, err := compileRegex(regex)
+	if err != nil {
+		return nil // refused when the member sent it
+	}
+	var out []string
+	for _, t := range names {
+		if re.MatchString(t) {
+			out = append(out, t)
+		}
+	}
+	c.regexes[regex] = resolvedRegex{version: version, topics: out}
+	return out
+}
+
+// compileRegex compiles a subscription's regular expression to match
+// whole topic names. Go's regexp is RE2, as Kafka's RE2/J.
+func compileRegex(regex string) (*regexp.Regexp, error) {
+	return regexp.Compile("^(?:" + regex + ")$")
 }
 
 // computeTarget computes the target assignment at the group epoch with
@@ -341,7 +485,7 @@ func uniformAssign(ids []string, members map[string]*consumerMember, counts map[
 		return out
 	}
 	eligible := func(id string, tp topicPartition) bool {
-		_, ok := slices.BinarySearch(members[id].subscribed, tp.Topic)
+		_, ok := slices.BinarySearch(members[id].topics, tp.Topic)
 		return ok
 	}
 	quota, extra := len(all)/len(ids), len(all)%len(ids)
@@ -392,7 +536,7 @@ func rangeAssign(ids []string, members map[string]*consumerMember, counts map[st
 	for _, t := range SortedTopics(topicsOf(counts)) {
 		var subs []string
 		for _, id := range ids {
-			if _, ok := slices.BinarySearch(members[id].subscribed, t); ok {
+			if _, ok := slices.BinarySearch(members[id].topics, t); ok {
 				subs = append(subs, id)
 			}
 		}
@@ -458,14 +602,7 @@ func (g *Group) reconcile(m *consumerMember, owned tpSet) {
 	}
 	if len(m.revoking) > 0 {
 		if m.revokeSeq == 0 {
-			// A member that does not give up its partitions within its
-			// rebalance timeout is removed, as Kafka fences it.
-			m.revokeSeq = g.nextSeq()
-			after := m.rebalanceTimeout
-			if after <= 0 {
-				after = g.consumerSessionTimeout()
-			}
-			g.out.Timers = append(g.out.Timers, Timer{After: after, Kind: TimerConsumerRevocation, Member: m.id, Seq: m.revokeSeq})
+			g.startRevocationTimer(m)
 		}
 		return
 	}
@@ -486,18 +623,34 @@ func (g *Group) reconcile(m *consumerMember, owned tpSet) {
 	}
 }
 
+// startRevocationTimer bounds a revocation: a member that does not give
+// up its partitions within its rebalance timeout is removed, as Kafka
+// fences it.
+func (g *Group) startRevocationTimer(m *consumerMember) {
+	m.revokeSeq = g.nextSeq()
+	after := m.rebalanceTimeout
+	if after <= 0 {
+		after = g.consumerSessionTimeout()
+	}
+	g.out.Timers = append(g.out.Timers, Timer{After: after, Kind: TimerConsumerRevocation, Member: m.id, Seq: m.revokeSeq})
+}
+
 // removeConsumer removes a member that left or expired: its partitions are
 // free at once, and the group epoch moves.
 func (g *Group) removeConsumer(m *consumerMember) {
 	c := g.consumer
 	delete(c.members, m.id)
 	delete(c.target, m.id)
+	if c.static[m.instanceID] == m.id {
+		delete(c.static, m.instanceID)
+	}
 	for tp, o := range c.owner {
 		if o == m.id {
 			delete(c.owner, tp)
 		}
 	}
 	c.epoch++
+	g.refreshSubscribed()
 	if len(c.members) == 0 {
 		g.emptySince = g.cfg.Now().UnixMilli()
 		if len(g.offsets) > 0 {
@@ -541,6 +694,25 @@ func (g *Group) checkConsumerCommit(epoch int32, memberID string) *kerr.Error {
 	case m == nil:
 		return kerr.UnknownMemberID
 	case epoch != m.epoch && epoch != m.prevEpoch:
+		return kerr.StaleMemberEpoch
+	}
+	return nil
+}
+
+// CheckFetch validates the member of an OffsetFetch (v9+) to a consumer
+// group, as Kafka's ConsumerGroup.validateOffsetFetch: no member id with a
+// negative epoch (an admin client, or an older client) may fetch; a member
+// must exist (UNKNOWN_MEMBER_ID) and fetch at its epoch
+// (STALE_MEMBER_EPOCH). Classic groups do not check members on fetch.
+func (g *Group) CheckFetch(memberID *string, epoch int32) *kerr.Error {
+	if memberID == nil && epoch < 0 || len(g.members) > 0 || g.consumer.epoch == 0 {
+		return nil
+	}
+	m := g.consumer.members[deref(memberID)]
+	switch {
+	case memberID == nil || m == nil:
+		return kerr.UnknownMemberID
+	case epoch != m.epoch:
 		return kerr.StaleMemberEpoch
 	}
 	return nil

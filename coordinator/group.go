@@ -92,6 +92,9 @@ type Config struct {
 	// group.consumer.heartbeat.interval.ms, default 5000); 0 means the
 	// default.
 	ConsumerSessionTimeout, ConsumerHeartbeatInterval time.Duration
+	// Topics returns the cluster's topics as this node knows them now,
+	// for consumer-protocol groups; nil knows none.
+	Topics func() Topics
 }
 
 // Group is one classic consumer group's state machine: JoinGroup,
@@ -131,6 +134,8 @@ type Group struct {
 	// consumer is the group's KIP-848 consumer-protocol state; a group
 	// has classic members or consumer members, never both.
 	consumer *consumerGroup
+	// restore collects the consumer group's records during Restore.
+	restore *consumerRestore
 
 	out Ready
 }
@@ -170,6 +175,9 @@ type Ready struct {
 	// retention: its offsets (Offsets) are to be deleted, then
 	// DeleteOffset called for each whose tombstone is durable.
 	ExpireOffsets bool
+	// Records are a consumer-protocol group's records to write; the
+	// Replies must wait until they are durable, as Kafka's do.
+	Records []Record
 }
 
 // NewGroup returns an Empty group with no offsets.
@@ -180,6 +188,7 @@ func NewGroup(id string, cfg Config) *Group {
 
 // Ready returns and clears what the steps since the last call produced.
 func (g *Group) Ready() Ready {
+	g.out.Records = g.persistConsumer()
 	r := g.out
 	g.out = Ready{}
 	return r

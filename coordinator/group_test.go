@@ -19,14 +19,22 @@ type harness struct {
 	// got holds answers by the name of the request that was sent.
 	got    map[string]kmsg.Response
 	timers []Timer
+	// records are what the group asked to write, in order.
+	records []Record
+	topics  *fakeTopics
 }
 
 func newHarness(t *testing.T) *harness {
-	h := &harness{t: t, got: map[string]kmsg.Response{}}
-	h.g = NewGroup("g", Config{MinSessionTimeout: time.Second, MaxSessionTimeout: time.Minute,
-		NewMemberID: func(client string) string { h.ids++; return fmt.Sprintf("%s-%d", client, h.ids) },
-		Now:         func() time.Time { return time.UnixMilli(1000) }})
+	h := &harness{t: t, got: map[string]kmsg.Response{}, topics: newFakeTopics()}
+	h.g = NewGroup("g", h.config())
 	return h
+}
+
+func (h *harness) config() Config {
+	return Config{MinSessionTimeout: time.Second, MaxSessionTimeout: time.Minute,
+		NewMemberID: func(client string) string { h.ids++; return fmt.Sprintf("%s-%d", client, h.ids) },
+		Now:         func() time.Time { return time.UnixMilli(1000) },
+		Topics:      func() Topics { return h.topics }}
 }
 
 func (h *harness) to(name string) Responder {
@@ -40,6 +48,7 @@ func (h *harness) step() {
 		rep.To(rep.Resp)
 	}
 	h.timers = append(h.timers, r.Timers...)
+	h.records = append(h.records, r.Records...)
 }
 
 // fire fires every pending timer of kind for member ("" for any).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -170,8 +171,32 @@ func (g *Group) Restore(r Record) error {
 			g.state = Stable
 		}
 		g.emptySince = v.CurrentStateTimestamp
+	case recConsumerGroup, recConsumerMember, recConsumerTargetHdr, recConsumerTarget, recConsumerCurrent:
+		group, member, err := consumerKeyFields(r.Key)
+		if err != nil {
+			return err
+		}
+		if group != g.ID {
+			return nil
+		}
+		return g.restoreConsumer(version, member, r.Key, r.Value)
 	}
 	return nil
+}
+
+// consumerKeyFields decodes a consumer group record's key: the group id
+// and, for member records, the member id.
+func consumerKeyFields(key []byte) (group, member string, err error) {
+	rd := kbin.Reader{Src: key}
+	typ := rd.Int16()
+	group = rd.String()
+	if typ != recConsumerGroup && typ != recConsumerTargetHdr {
+		member = rd.String()
+	}
+	if err := rd.Complete(); err != nil {
+		return "", "", fmt.Errorf("%w: consumer group key type %d: %v", ErrBadRecord, typ, err)
+	}
+	return group, member, nil
 }
 
 // recordGroup returns the group a record key belongs to, "" if it does
@@ -191,6 +216,10 @@ func recordGroup(key []byte) string {
 		if k.ReadFrom(key) == nil {
 			return k.Group
 		}
+	case recConsumerGroup, recConsumerMember, recConsumerTargetHdr, recConsumerTarget, recConsumerCurrent:
+		if g, _, err := consumerKeyFields(key); err == nil {
+			return g
+		}
 	}
 	return ""
 }
@@ -198,6 +227,7 @@ func recordGroup(key []byte) string {
 // Loaded ends Restore: the restored members' sessions start now, so a
 // member that does not come back expires and the rest rebalance.
 func (g *Group) Loaded() {
+	g.loadConsumer()
 	for _, id := range g.joinOrder {
 		g.touch(g.members[id])
 	}
@@ -211,6 +241,8 @@ func (g *Group) Loaded() {
 		g.scheduleExpiry(ref)
 	}
 }
+
+func msDuration(ms int32) time.Duration { return time.Duration(ms) * time.Millisecond }
 
 func deref(s *string) string {
 	if s == nil {

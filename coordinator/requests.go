@@ -127,6 +127,11 @@ func (a *groupActor) fetch(req *kmsg.OffsetFetchRequest) kmsg.Response {
 	rq := req.Groups[0]
 	rg := kmsg.NewOffsetFetchResponseGroup()
 	rg.Group = rq.Group
+	if err := a.g.CheckFetch(rq.MemberID, rq.MemberEpoch); err != nil {
+		rg.ErrorCode = err.Code
+		resp.Groups = append(resp.Groups, rg)
+		return resp
+	}
 	partition := func(topic string, p int32) kmsg.OffsetFetchResponseGroupTopicPartition {
 		rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
 		rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = p, -1, -1, kmsg.StringPtr("")
@@ -290,9 +295,11 @@ func (a *groupActor) deleteGroup(req *kmsg.DeleteGroupsRequest, m *Request) {
 	k := kmsg.NewGroupMetadataKey()
 	k.Version, k.Group = 2, a.id
 	recs = append(recs, Record{Key: k.AppendTo(nil)})
+	recs = append(recs, a.g.ConsumerTombstones()...)
 	a.append(recs, func(err *kerr.Error) {
 		if err != nil {
 			rg.ErrorCode = err.Code
+			a.reload() // the consumer group's records may be half gone
 		} else {
 			fresh := NewGroup(a.id, a.g.cfg)
 			fresh.seq = a.g.seq // the old group's timers stay stale

@@ -314,6 +314,7 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 		OffsetsRetention:          time.Duration(n.cfg.OffsetsRetentionMinutes) * time.Minute,
 		ConsumerSessionTimeout:    time.Duration(n.cfg.GroupConsumerSessionTimeoutMs) * time.Millisecond,
 		ConsumerHeartbeatInterval: time.Duration(n.cfg.GroupConsumerHeartbeatIntervalMs) * time.Millisecond,
+		Image:                     n.image.Load,
 		Logger:                    n.log,
 	}, actors.NewBackoffStrategy(actors.Backoff{})), "groups")
 	if err != nil {

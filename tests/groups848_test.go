@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -32,6 +33,18 @@ type ownership struct {
 	mu       sync.Mutex
 	owner    map[int32]string
 	failures []string
+	// lost names the members that lost partitions (fenced or unknown
+	// to the coordinator) rather than giving them up.
+	lost []string
+}
+
+func (o *ownership) lostBy(name string, ps []int32) {
+	o.mu.Lock()
+	if len(ps) > 0 {
+		o.lost = append(o.lost, name)
+	}
+	o.mu.Unlock()
+	o.revoked(name, ps)
 }
 
 func (o *ownership) assigned(name string, ps []int32) {
@@ -71,7 +84,11 @@ func (o *ownership) owns(name string) int {
 // protocol (kgo.ServerSideBalancer with the sticky balancer, which asks the
 // broker for the uniform assignor).
 func start848Member(t *testing.T, b *broker, l *groupLedger, o *ownership, name, group, topic string) *groupMember {
-	return startMember(t, b, l, name, group, topic,
+	return start848MemberAt(t, b.addr(), l, o, name, group, topic)
+}
+
+func start848MemberAt(t *testing.T, addr string, l *groupLedger, o *ownership, name, group, topic string) *groupMember {
+	return startMemberAt(t, addr, l, name, group, topic,
 		kgo.ServerSideBalancer(), kgo.Balancers(kgo.StickyBalancer()),
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, a map[string][]int32) { o.assigned(name, a[topic]) }),
 		kgo.OnPartitionsRevoked(func(ctx context.Context, cl *kgo.Client, r map[string][]int32) {
@@ -80,7 +97,7 @@ func start848Member(t *testing.T, b *broker, l *groupLedger, o *ownership, name,
 			}
 			o.revoked(name, r[topic])
 		}),
-		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, r map[string][]int32) { o.revoked(name, r[topic]) }),
+		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, r map[string][]int32) { o.lostBy(name, r[topic]) }),
 	)
 }
 
@@ -192,4 +209,120 @@ func TestConsumerGroup848ClassicGroupRefused(t *testing.T) {
 	hb.RebalanceTimeoutMillis, hb.SubscribedTopicNames = 10000, []string{"t"}
 	hb.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
 	wantErr(t, "consumer heartbeat to a classic group", rawReq[*kmsg.ConsumerGroupHeartbeatResponse](t, raw, hb).ErrorCode, kerr.GroupIDNotFound)
+}
+
+// TestConsumerGroup848SurvivesRestart: a consumer-protocol group is
+// written to __consumer_offsets (Kafka's ConsumerGroup* records) and
+// rebuilt from it, so across a graceful broker restart its members carry
+// on with their epochs and partitions: none is fenced or told it is
+// unknown (which would make it lose its partitions), every record is
+// consumed, and the committed offsets reach the end offsets.
+func TestConsumerGroup848SurvivesRestart(t *testing.T) {
+	b := consumerGroupBroker(t)
+	adm := b.admin()
+	ctx := ctxFor(t)
+	topic, group := "restart848", "g848-restart"
+	mustCreate(t, ctx, adm, topic, 4, nil)
+	prod := b.client(kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	l := newGroupLedger()
+	o := &ownership{owner: map[int32]string{}}
+	produceN(t, prod, topic, 0, 400)
+	m1 := start848Member(t, b, l, o, "m1", group, topic)
+	m2 := start848Member(t, b, l, o, "m2", group, topic)
+	waitFor(t, "400 records", func() bool { return l.distinct() >= 400 })
+	waitFor(t, "m1 and m2 share the partitions", func() bool { return o.owns("m1") == 2 && o.owns("m2") == 2 })
+
+	b.restart()
+	produceN(t, b.client(kgo.RecordPartitioner(kgo.RoundRobinPartitioner())), topic, 400, 800)
+	waitFor(t, "800 records", func() bool { return l.distinct() >= 800 })
+	m1.close()
+	m2.close()
+	o.mu.Lock()
+	for _, f := range o.failures {
+		t.Error(f)
+	}
+	if len(o.lost) > 0 {
+		t.Errorf("members lost their partitions across the restart: %v", o.lost)
+	}
+	o.mu.Unlock()
+	checkCommittedAtEnd(t, b.admin(), group, topic)
+}
+
+// TestConsumerGroup848SurvivesSIGKILL: a `skein node` child process is
+// killed with SIGKILL under a consumer-protocol group. A heartbeat that
+// changed the group was answered only once its records were durable, so
+// the node comes back with the group its members were told about: they
+// carry on with their epochs and partitions (none lost or held twice),
+// and every record is consumed, with the committed offsets at the end.
+func TestConsumerGroup848SurvivesSIGKILL(t *testing.T) {
+	node := newChildNode(t)
+	node.env = []string{"SKEIN_GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS=200", "SKEIN_OFFSETS_TOPIC_NUM_PARTITIONS=3"}
+	node.start()
+	ctx := ctxFor(t)
+	adm := kadm.NewClient(newClientFor(t, node.addr))
+	topic, group := "killed848", "g848-killed"
+	mustCreate(t, ctx, adm, topic, 4, nil)
+	prod := newClientFor(t, node.addr, kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	l := newGroupLedger()
+	o := &ownership{owner: map[int32]string{}}
+	produceN(t, prod, topic, 0, 400)
+	m1 := start848MemberAt(t, node.addr, l, o, "m1", group, topic)
+	m2 := start848MemberAt(t, node.addr, l, o, "m2", group, topic)
+	waitFor(t, "400 records", func() bool { return l.distinct() >= 400 })
+	waitFor(t, "m1 and m2 share the partitions", func() bool { return o.owns("m1") == 2 && o.owns("m2") == 2 })
+
+	node.kill()
+	node.start()
+	produceN(t, newClientFor(t, node.addr, kgo.RecordPartitioner(kgo.RoundRobinPartitioner())), topic, 400, 800)
+	waitFor(t, "800 records", func() bool { return l.distinct() >= 800 })
+	m1.close()
+	m2.close()
+	o.mu.Lock()
+	for _, f := range o.failures {
+		t.Error(f)
+	}
+	if len(o.lost) > 0 {
+		t.Errorf("members lost their partitions across the SIGKILL: %v", o.lost)
+	}
+	o.mu.Unlock()
+	checkCommittedAtEnd(t, kadm.NewClient(newClientFor(t, node.addr)), group, topic)
+}
+
+// TestConsumerGroup848CoordinatorPanic: the group's coordinator actor
+// panics (an injected fault) on a heartbeat while a second member joins;
+// it restarts, rebuilds the consumer group from __consumer_offsets, and
+// the members go on with their epochs: every record consumed, no
+// partition held twice at once, none lost, commits at the end offsets.
+func TestConsumerGroup848CoordinatorPanic(t *testing.T) {
+	b := consumerGroupBroker(t)
+	ctx := ctxFor(t)
+	adm := b.admin()
+	topic, group := "fault848", "g848-fault"
+	mustCreate(t, ctx, adm, topic, 4, nil)
+	prod := b.client(kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	l := newGroupLedger()
+	o := &ownership{owner: map[int32]string{}}
+	produceN(t, prod, topic, 0, 400)
+	m1 := start848Member(t, b, l, o, "m1", group, topic)
+	waitFor(t, "400 records", func() bool { return l.distinct() >= 400 })
+	b.injectFault(`{"actor": "node/1/groups/` + group + `", "kind": "panic", "message": "Request", "count": 1}`)
+	m2 := start848Member(t, b, l, o, "m2", group, topic)
+	produceN(t, prod, topic, 400, 800)
+	waitFor(t, "800 records", func() bool { return l.distinct() >= 800 })
+	waitFor(t, "the coordinator restarted", func() bool {
+		a := b.actors()["node/1/groups/"+group]
+		return a != nil && a.Restarts > 0
+	})
+	waitFor(t, "m1 and m2 share the partitions", func() bool { return o.owns("m1") == 2 && o.owns("m2") == 2 })
+	m1.close()
+	m2.close()
+	o.mu.Lock()
+	for _, f := range o.failures {
+		t.Error(f)
+	}
+	if len(o.lost) > 0 {
+		t.Errorf("members lost their partitions across the coordinator's restart: %v", o.lost)
+	}
+	o.mu.Unlock()
+	checkCommittedAtEnd(t, adm, group, topic)
 }

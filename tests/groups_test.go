@@ -120,9 +120,15 @@ type groupMember struct {
 
 func startMember(t *testing.T, b *broker, l *groupLedger, name, group, topic string, opts ...kgo.Opt) *groupMember {
 	t.Helper()
+	return startMemberAt(t, b.addr(), l, name, group, topic, opts...)
+}
+
+// startMemberAt is startMember on a broker at addr (a child node).
+func startMemberAt(t *testing.T, addr string, l *groupLedger, name, group, topic string, opts ...kgo.Opt) *groupMember {
+	t.Helper()
 	m := &groupMember{name: name, done: make(chan struct{})}
 	base := []kgo.Opt{
-		kgo.SeedBrokers(b.addr()),
+		kgo.SeedBrokers(addr),
 		kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxWait(100 * time.Millisecond),

@@ -91,6 +91,8 @@ type childNode struct {
 	addr    string
 	dataDir string
 	logPath string // the child's stderr, across its runs
+	// env is the SKEIN_* settings the test gives the node.
+	env []string
 
 	cmd    *exec.Cmd
 	exited chan struct{} // closed when cmd has been waited for
@@ -139,6 +141,7 @@ func (n *childNode) start() {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
+	cmd.Env = append(cmd.Env, n.env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		n.t.Fatal(err)
@@ -564,9 +567,9 @@ func TestSIGTERMWhileProducing(t *testing.T) {
 
 // newClientFor returns a franz-go client of the node at addr, closed at
 // the end of the test.
-func newClientFor(t *testing.T, addr string) *kgo.Client {
+func newClientFor(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

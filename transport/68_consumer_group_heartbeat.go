@@ -7,12 +7,13 @@ package transport
 //     (coordinator.Group.ConsumerHeartbeat): the KIP-848 consumer protocol
 //     with server-side assignment (uniform and range assignors), member
 //     epochs, incremental revocation before a partition moves to another
-//     member, session timeouts (group.consumer.session.timeout.ms) and
-//     leaves (member epoch -1 or -2). The group is kept in memory only.
+//     member, session timeouts (group.consumer.session.timeout.ms),
+//     leaves (member epoch -1, or -2 for a static member), static
+//     membership (InstanceId) and regex subscriptions
+//     (SubscribedTopicRegex; INVALID_REGULAR_EXPRESSION when it does not
+//     compile). The group is written to __consumer_offsets and answered
+//     once durable.
 //   - A group id used by a classic group with members: GROUP_ID_NOT_FOUND.
-//   - Regex subscriptions (SubscribedTopicRegex) are refused with
-//     INVALID_REQUEST; static membership is not implemented (the instance
-//     id is ignored).
 //   - NOT_COORDINATOR when this node does not lead the group's
 //     __consumer_offsets partition.
 //
