@@ -48,10 +48,7 @@ type Request struct {
 	// (UNKNOWN_TOPIC_OR_PARTITION), nil if it can; transport reads its
 	// image. Used by OffsetCommit.
 	TopicError func(topic string, partition int32) *kerr.Error
-	// Topics looks up a topic's id and partition count in transport's
-	// image. Used by ConsumerGroupHeartbeat.
-	Topics TopicLookup
-	Reply  func(kmsg.Response)
+	Reply      func(kmsg.Response)
 }
 
 // Directory maps group ids to their actors, for transport's lookups

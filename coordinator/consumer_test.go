@@ -54,8 +54,6 @@ func (f *fakeTopics) Names() ([]string, int64) {
 	return out, f.version
 }
 
-func testTopics(topic string) ([16]byte, int32, bool) { return newFakeTopics().Topic(topic) }
-
 // cgh sends a ConsumerGroupHeartbeat; owned nil is a keepalive (Topics
 // unchanged), otherwise the partitions of "t" the member owns.
 func (h *harness) cgh(name, member string, epoch int32, owned []int32) *kmsg.ConsumerGroupHeartbeatResponse {

@@ -22,13 +22,10 @@ package coordinator
 // Kafka's assignedPartitions) and its target (TargetAssignment), each
 // topic by id and name.
 //
-// NB: Kafka leaves out a topic id its metadata image no longer knows;
-// here a deleted topic's partitions are shown, under the id the group
-// last saw, until the members' next heartbeats move the group past it.
-// Skein keeps no rack, instance id or regex for a consumer member
-// yet (consumer.go), so RackID, InstanceID and SubscribedTopicRegex are
-// null; MemberType is always 1 (consumer): a classic member cannot join
-// a consumer group here (no KIP-848 migration).
+// As Kafka, a topic the metadata image no longer knows is left out. Skein
+// keeps no rack, so RackID is null; MemberType is always 1 (consumer): a
+// classic member cannot join a consumer group here (no KIP-848
+// migration).
 
 import (
 	"slices"
@@ -83,17 +80,19 @@ func (g *Group) describeConsumer() kmsg.ConsumerGroupDescribeResponseGroup {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids) // Kafka's order is its hash map's; a sorted one reads better
+	topics := g.topics()
 	for _, id := range ids {
 		m := c.members[id]
 		rm := kmsg.NewConsumerGroupDescribeResponseGroupMember()
 		rm.MemberID, rm.MemberEpoch = m.id, m.epoch
 		rm.ClientID, rm.ClientHost = m.clientID, m.host
+		rm.InstanceID, rm.SubscribedTopicRegex = nullable(m.instanceID), nullable(m.regex)
 		rm.SubscribedTopics = slices.Clone(m.subscribed)
 		if rm.SubscribedTopics == nil {
 			rm.SubscribedTopics = []string{}
 		}
-		rm.Assignment.TopicPartitions = c.describePartitions(m.assigned)
-		rm.TargetAssignment.TopicPartitions = c.describePartitions(c.target[m.id])
+		rm.Assignment.TopicPartitions = c.describePartitions(m.assigned, topics)
+		rm.TargetAssignment.TopicPartitions = c.describePartitions(c.target[m.id], topics)
 		rm.MemberType = 1 // consumer; 0 would be a classic member (KIP-848 migration)
 		rg.Members = append(rg.Members, rm)
 	}
@@ -145,14 +144,17 @@ func (c *consumerGroup) assignorName() string {
 }
 
 // describePartitions lists a set of partitions by topic, sorted, each
-// topic with its id and name.
-func (c *consumerGroup) describePartitions(set tpSet) []kmsg.AssignmentTopicPartition {
+// topic with its id and name, leaving out the topics that are gone.
+func (c *consumerGroup) describePartitions(set tpSet, topics Topics) []kmsg.AssignmentTopicPartition {
 	byTopic := map[string][]int32{}
 	for tp := range set {
 		byTopic[tp.Topic] = append(byTopic[tp.Topic], tp.Partition)
 	}
 	out := []kmsg.AssignmentTopicPartition{}
 	for _, t := range SortedTopics(byTopic) {
+		if id, _, ok := topics.Topic(t); !ok || id != c.topicIDs[t] {
+			continue // deleted (or deleted and created again)
+		}
 		tp := kmsg.NewAssignmentTopicPartition()
 		tp.TopicID, tp.Topic, tp.Partitions = c.topicIDs[t], t, byTopic[t]
 		slices.Sort(tp.Partitions)

@@ -20,10 +20,6 @@ type Topics interface {
 	Names() (names []string, version int64)
 }
 
-// TopicLookup returns a topic's id and partition count, ok false if the
-// topic does not exist. Transport reads it from its image.
-type TopicLookup func(topic string) (id [16]byte, partitions int32, ok bool)
-
 // noTopics is Topics when none are known.
 type noTopics struct{}
 

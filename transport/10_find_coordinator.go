@@ -212,7 +212,7 @@ func (a *API) startGroupRequest(c *conn, group string, req kmsg.Request) (*group
 		return nil, kerr.CoordinatorNotAvailable
 	}
 	call.self = self
-	m := &coordinator.Request{Req: req, TopicError: a.topicError, Topics: a.topicLookup, Reply: call.put}
+	m := &coordinator.Request{Req: req, TopicError: a.topicError, Reply: call.put}
 	if c != nil {
 		m.ClientID = c.client
 		if host, _, err := net.SplitHostPort(c.nc.RemoteAddr().String()); err == nil {
@@ -247,14 +247,6 @@ func (a *API) openGroup(group string) (*actor.PID, *kerr.Error) {
 // topicError says why a partition cannot take a committed offset.
 // topicLookup returns a topic's id and partition count from the image,
 // for the group coordinator's server-side assignment (KIP-848).
-func (a *API) topicLookup(topic string) ([16]byte, int32, bool) {
-	t := a.Image().Topic(topic)
-	if t == nil {
-		return [16]byte{}, 0, false
-	}
-	return [16]byte(t.ID), int32(len(t.Partitions)), true
-}
-
 func (a *API) topicError(topic string, p int32) *kerr.Error {
 	if topic == "" {
 		return kerr.UnknownTopicID // v10 named a topic id we do not know
