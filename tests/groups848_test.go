@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -36,6 +37,8 @@ type ownership struct {
 	// lost names the members that lost partitions (fenced or unknown
 	// to the coordinator) rather than giving them up.
 	lost []string
+	// revokes counts, by member, the revocations that took partitions.
+	revokes map[string]int
 }
 
 func (o *ownership) lostBy(name string, ps []int32) {
@@ -61,6 +64,12 @@ func (o *ownership) assigned(name string, ps []int32) {
 func (o *ownership) revoked(name string, ps []int32) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if len(ps) > 0 {
+		if o.revokes == nil {
+			o.revokes = map[string]int{}
+		}
+		o.revokes[name]++
+	}
 	for _, p := range ps {
 		if o.owner[p] == name {
 			delete(o.owner, p)
@@ -87,8 +96,8 @@ func start848Member(t *testing.T, b *broker, l *groupLedger, o *ownership, name,
 	return start848MemberAt(t, b.addr(), l, o, name, group, topic)
 }
 
-func start848MemberAt(t *testing.T, addr string, l *groupLedger, o *ownership, name, group, topic string) *groupMember {
-	return startMemberAt(t, addr, l, name, group, topic,
+func start848MemberAt(t *testing.T, addr string, l *groupLedger, o *ownership, name, group, topic string, opts ...kgo.Opt) *groupMember {
+	return startMemberAt(t, addr, l, name, group, topic, append(opts,
 		kgo.ServerSideBalancer(), kgo.Balancers(kgo.StickyBalancer()),
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, a map[string][]int32) { o.assigned(name, a[topic]) }),
 		kgo.OnPartitionsRevoked(func(ctx context.Context, cl *kgo.Client, r map[string][]int32) {
@@ -98,7 +107,7 @@ func start848MemberAt(t *testing.T, addr string, l *groupLedger, o *ownership, n
 			o.revoked(name, r[topic])
 		}),
 		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, r map[string][]int32) { o.lostBy(name, r[topic]) }),
-	)
+	)...)
 }
 
 // TestConsumerGroup848: franz-go consumers with the server-side balancer
@@ -325,4 +334,160 @@ func TestConsumerGroup848CoordinatorPanic(t *testing.T) {
 	}
 	o.mu.Unlock()
 	checkCommittedAtEnd(t, adm, group, topic)
+}
+
+// TestConsumerGroup848Regex: a franz-go consumer subscribing by regular
+// expression (kgo.ConsumeRegex with the server-side balancer sends
+// SubscribedTopicRegex) gets every partition of the matching topics and
+// none of the others, and a matching topic created later joins its
+// assignment without a restart.
+func TestConsumerGroup848Regex(t *testing.T) {
+	b := consumerGroupBroker(t)
+	ctx := ctxFor(t)
+	adm := b.admin()
+	for _, topic := range []string{"rx-a", "rx-b", "other"} {
+		mustCreate(t, ctx, adm, topic, 2, nil)
+	}
+	prod := b.client(kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	for _, topic := range []string{"rx-a", "rx-b", "other"} {
+		produceN(t, prod, topic, 0, 20)
+	}
+	var mu sync.Mutex
+	got := map[string]map[string]bool{} // topic → partition/offset
+	count := func(topic string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(got[topic])
+	}
+	cl := b.client(kgo.ConsumerGroup("g848-regex"), kgo.ConsumeRegex(), kgo.ConsumeTopics("rx-.*"),
+		kgo.ServerSideBalancer(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			fs := cl.PollFetches(context.Background())
+			if fs.IsClientClosed() {
+				return
+			}
+			fs.EachRecord(func(r *kgo.Record) {
+				mu.Lock()
+				if got[r.Topic] == nil {
+					got[r.Topic] = map[string]bool{}
+				}
+				got[r.Topic][fmt.Sprintf("%d/%d", r.Partition, r.Offset)] = true
+				mu.Unlock()
+			})
+		}
+	}()
+	defer func() { cl.Close(); <-done }()
+	waitFor(t, "every record of rx-a and rx-b", func() bool { return count("rx-a") == 20 && count("rx-b") == 20 })
+
+	mustCreate(t, ctx, adm, "rx-c", 3, nil)
+	produceN(t, prod, "rx-c", 0, 30)
+	waitFor(t, "the records of rx-c, created later", func() bool { return count("rx-c") == 30 })
+	if n := count("other"); n != 0 {
+		t.Errorf("%d records of a topic the regex does not match were consumed", n)
+	}
+	described, err := adm.DescribeConsumerGroups(ctx, "g848-regex")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := described["g848-regex"]
+	if len(g.Members) != 1 || g.Members[0].SubscribedTopicRegex == nil {
+		t.Errorf("described: %+v", g)
+	}
+}
+
+// TestConsumerGroup848StaticMember: a static member of a consumer-protocol
+// group (hand-made heartbeats, as the Java client sends them: franz-go's
+// leave carries no instance id, which Kafka takes as a plain leave) leaves
+// with epoch -2 and comes back under a new member id with the same
+// instance id: it gets its partitions back at once, the group epoch does
+// not move, and the franz-go member beside it keeps its partitions
+// without a revocation. The replaced member id is fenced.
+func TestConsumerGroup848StaticMember(t *testing.T) {
+	b := consumerGroupBroker(t)
+	ctx := ctxFor(t)
+	adm := b.admin()
+	topic, group := "static848", "g848-static"
+	mustCreate(t, ctx, adm, topic, 4, nil)
+	l := newGroupLedger()
+	o := &ownership{owner: map[int32]string{}}
+	m1 := start848Member(t, b, l, o, "m1", group, topic)
+	waitFor(t, "m1 owns every partition", func() bool { return o.owns("m1") == 4 })
+
+	raw := b.client()
+	var topicID [16]byte
+	hb := func(member string, epoch int32, owned []int32) *kmsg.ConsumerGroupHeartbeatResponse {
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.Group, req.MemberID, req.MemberEpoch = group, member, epoch
+		req.InstanceID, req.RebalanceTimeoutMillis = kmsg.StringPtr("static-1"), 10000
+		if epoch == 0 {
+			req.SubscribedTopicNames = []string{topic}
+		}
+		if owned != nil {
+			rt := kmsg.NewConsumerGroupHeartbeatRequestTopic()
+			rt.TopicID, rt.Partitions = topicID, owned
+			req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{rt}
+		}
+		return rawReq[*kmsg.ConsumerGroupHeartbeatResponse](t, raw, req)
+	}
+	partitionsOf := func(r *kmsg.ConsumerGroupHeartbeatResponse) []int32 {
+		var ps []int32
+		if r.Assignment != nil {
+			for _, at := range r.Assignment.Topics {
+				topicID = at.TopicID
+				ps = append(ps, at.Partitions...)
+			}
+		}
+		return ps
+	}
+	r := hb("s1", 0, []int32{})
+	wantErr(t, "static member joins", r.ErrorCode, nil)
+	epoch, owned := r.MemberEpoch, []int32{}
+	waitFor(t, "the static member gets two partitions", func() bool {
+		r = hb("s1", epoch, owned)
+		if r.ErrorCode != 0 {
+			t.Fatalf("static member heartbeat: %v", kerr.ErrorForCode(r.ErrorCode))
+		}
+		epoch = r.MemberEpoch
+		if r.Assignment != nil {
+			owned = partitionsOf(r)
+		}
+		return len(owned) == 2
+	})
+	waitFor(t, "m1 down to two partitions", func() bool { return o.owns("m1") == 2 })
+	before, err := adm.DescribeConsumerGroups(ctx, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.mu.Lock()
+	revoked := o.revokes["m1"]
+	o.mu.Unlock()
+
+	leave := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	leave.Group, leave.MemberID, leave.MemberEpoch, leave.InstanceID = group, "s1", -2, kmsg.StringPtr("static-1")
+	wantErr(t, "static leave", rawReq[*kmsg.ConsumerGroupHeartbeatResponse](t, raw, leave).ErrorCode, nil)
+	r = hb("s2", 0, []int32{})
+	wantErr(t, "static member back as s2", r.ErrorCode, nil)
+	if got := partitionsOf(r); fmt.Sprint(got) != fmt.Sprint(owned) {
+		t.Errorf("the static member came back with %v, had %v", got, owned)
+	}
+	after, err := adm.DescribeConsumerGroups(ctx, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, was := after[group].Epoch, before[group].Epoch; e != was {
+		t.Errorf("the group epoch moved from %d to %d across the static member's restart", was, e)
+	}
+	wantErr(t, "the replaced member id", hb("s1", epoch, nil).ErrorCode, kerr.FencedInstanceID)
+	o.mu.Lock()
+	if n := o.revokes["m1"]; n != revoked {
+		t.Errorf("m1 had partitions revoked %d times during the static member's restart", n-revoked)
+	}
+	for _, f := range o.failures {
+		t.Error(f)
+	}
+	o.mu.Unlock()
+	m1.close()
 }
