@@ -11,13 +11,17 @@ package transport
 //     own error code.
 //   - RequireStable (v7+) never waits: without transactions no offset is
 //     pending.
+//   - v9+ to a consumer-protocol group (KIP-848): a member id must be a
+//     member's (UNKNOWN_MEMBER_ID) fetching at its epoch
+//     (STALE_MEMBER_EPOCH); no member id with epoch -1 (admin clients)
+//     may fetch. Classic groups check no member, as Kafka.
 //   - Offsets on a deleted topic are deleted by the coordinator soon after
 //     the topic (coordinator.TopicsDeleted); v10 leaves out those not
 //     deleted yet, which have no topic id.
 //
 // Version notes: v2 group error code, null topics; v5 leader epoch; v6
 // flexible; v7 RequireStable (KIP-447); v8 batched groups (KIP-709); v9
-// member id and epoch (KIP-848, not checked for classic groups); v10
+// member id and epoch (KIP-848); v10
 // topic ids.
 
 import (
