@@ -98,6 +98,7 @@ func TestDefaultNode(t *testing.T) {
 		"offsets.topic.num.partitions":         "50",
 		"group.min.session.timeout.ms":         "6000",
 		"group.max.session.timeout.ms":         "1800000",
+		"group.initial.rebalance.delay.ms":     "3000",
 		"group.consumer.session.timeout.ms":    "45000",
 		"group.consumer.heartbeat.interval.ms": "5000",
 		"offsets.retention.minutes":            "10080",
@@ -207,6 +208,20 @@ func TestLoadPrecedence(t *testing.T) {
 				t.Errorf("Explicit[data.dir] = %q, want %q", got, tc.explicitValue)
 			}
 		})
+	}
+}
+
+// TestLoadGroupInitialRebalanceDelay: the key is set like any other, by
+// SKEIN_GROUP_INITIAL_REBALANCE_DELAY_MS and by --set, the flag winning;
+// 0 (no delay) is a value, not "unset".
+func TestLoadGroupInitialRebalanceDelay(t *testing.T) {
+	if n := mustLoad(t, "", []string{"SKEIN_GROUP_INITIAL_REBALANCE_DELAY_MS=0"}); n.GroupInitialRebalanceDelayMs != 0 {
+		t.Errorf("env: group.initial.rebalance.delay.ms = %d, want 0", n.GroupInitialRebalanceDelayMs)
+	}
+	n := mustLoad(t, "", []string{"SKEIN_GROUP_INITIAL_REBALANCE_DELAY_MS=0"}, "--set", "group.initial.rebalance.delay.ms=250")
+	if n.GroupInitialRebalanceDelayMs != 250 || n.Explicit["group.initial.rebalance.delay.ms"] != "250" {
+		t.Errorf("--set: group.initial.rebalance.delay.ms = %d (explicit %q), want 250",
+			n.GroupInitialRebalanceDelayMs, n.Explicit["group.initial.rebalance.delay.ms"])
 	}
 }
 
@@ -339,6 +354,8 @@ func TestValidate(t *testing.T) {
 		{"log.format", func(n *Node) { n.LogFormat = "xml" }, "configs: log.format = xml: must be one of auto, console, json"},
 		{"num.partitions", func(n *Node) { n.NumPartitions = 0 }, "configs: num.partitions = 0: must be at least 1"},
 		{"default.replication.factor", func(n *Node) { n.DefaultReplicationFactor = 0 }, "configs: default.replication.factor = 0: must be at least 1"},
+		{"group.initial.rebalance.delay.ms", func(n *Node) { n.GroupInitialRebalanceDelayMs = -1 }, "configs: group.initial.rebalance.delay.ms = -1: must be at least 0"},
+		{"group.initial.rebalance.delay.ms 0", func(n *Node) { n.GroupInitialRebalanceDelayMs = 0 }, ""},
 		{"log.retention.ms 0", func(n *Node) { n.LogRetentionMs = 0 }, "configs: log.retention.ms = 0: must be -1 (unlimited) or at least 1"},
 		{"log.retention.ms -2", func(n *Node) { n.LogRetentionMs = -2 }, "configs: log.retention.ms = -2: must be at least -1"},
 		{"log.retention.ms unlimited", func(n *Node) { n.LogRetentionMs = -1 }, ""},

@@ -114,6 +114,15 @@ type Node struct {
 	// group.min.session.timeout.ms. Kafka: group.max.session.timeout.ms.
 	GroupMaxSessionTimeoutMs int32 `mapstructure:"group.max.session.timeout.ms" yaml:"group.max.session.timeout.ms"`
 
+	// GroupInitialRebalanceDelayMs is how long a classic group that was
+	// Empty waits for more members after its first JoinGroup before it
+	// completes the rebalance; each member joining meanwhile extends the
+	// wait by as much again, within the rebalance timeout. Members started
+	// together thus get one first generation instead of one rebalance
+	// each. 0 completes at once. Default 3000, at least 0. Kafka:
+	// group.initial.rebalance.delay.ms.
+	GroupInitialRebalanceDelayMs int32 `mapstructure:"group.initial.rebalance.delay.ms" yaml:"group.initial.rebalance.delay.ms"`
+
 	// GroupConsumerSessionTimeoutMs is how long a member of a
 	// consumer-protocol group (KIP-848) may go without heartbeating before
 	// it is removed and its partitions reassigned. Default 45000, at least
@@ -261,6 +270,7 @@ func Default() Node {
 		OffsetsTopicNumPartitions:        50,
 		GroupMinSessionTimeoutMs:         6000,
 		GroupMaxSessionTimeoutMs:         1800000,
+		GroupInitialRebalanceDelayMs:     3000,
 		GroupConsumerSessionTimeoutMs:    45000,
 		GroupConsumerHeartbeatIntervalMs: 5000,
 		OffsetsRetentionMinutes:          10080,
@@ -295,6 +305,7 @@ func (n Node) Validate() error {
 	v.atLeast("offsets.topic.num.partitions", int64(n.OffsetsTopicNumPartitions), 1)
 	v.atLeast("group.min.session.timeout.ms", int64(n.GroupMinSessionTimeoutMs), 1)
 	v.atLeast("group.max.session.timeout.ms", int64(n.GroupMaxSessionTimeoutMs), int64(n.GroupMinSessionTimeoutMs))
+	v.atLeast("group.initial.rebalance.delay.ms", int64(n.GroupInitialRebalanceDelayMs), 0)
 	v.atLeast("group.consumer.session.timeout.ms", int64(n.GroupConsumerSessionTimeoutMs), 1)
 	v.atLeast("group.consumer.heartbeat.interval.ms", int64(n.GroupConsumerHeartbeatIntervalMs), 1)
 	v.atLeast("offsets.retention.minutes", int64(n.OffsetsRetentionMinutes), 1)

@@ -96,6 +96,8 @@ type SupervisorConfig struct {
 	MinSessionTimeout, MaxSessionTimeout time.Duration
 	// OffsetsRetention: see Config.
 	OffsetsRetention time.Duration
+	// InitialRebalanceDelay: see Config.
+	InitialRebalanceDelay time.Duration
 	// OffsetMetadataMaxBytes caps a commit's metadata
 	// (offset.metadata.max.bytes, 4096).
 	OffsetMetadataMaxBytes int
@@ -263,6 +265,7 @@ func (a *groupActor) newMemberID(clientID string) string {
 func (a *groupActor) load() {
 	g := NewGroup(a.id, Config{MinSessionTimeout: a.cfg.MinSessionTimeout, MaxSessionTimeout: a.cfg.MaxSessionTimeout,
 		OffsetsRetention: a.cfg.OffsetsRetention, NewMemberID: a.newMemberID, Now: time.Now,
+		InitialRebalanceDelay:  a.cfg.InitialRebalanceDelay,
 		ConsumerSessionTimeout: a.cfg.ConsumerSessionTimeout, ConsumerHeartbeatInterval: a.cfg.ConsumerHeartbeatInterval,
 		Topics: a.cfg.topics})
 	g.seq = a.seqFloor

@@ -33,8 +33,11 @@
 // Group is the classic protocol as Kafka's ClassicGroup runs it: states
 // Empty, PreparingRebalance, CompletingRebalance, Stable and Dead; JoinGroup
 // (KIP-394 member ids, protocol selection by vote, rebalance and session
-// timeouts), SyncGroup, Heartbeat, LeaveGroup (batched), generation fencing,
-// static membership (KIP-345) and the offset commit checks. It does no I/O
+// timeouts, and the initial rebalance delay: the first rebalance of an
+// Empty group waits group.initial.rebalance.delay.ms for more members,
+// each newcomer extending the wait within the rebalance timeout),
+// SyncGroup, Heartbeat, LeaveGroup (batched), generation fencing, static
+// membership (KIP-345) and the offset commit checks. It does no I/O
 // and reads no clock: each step leaves, in Ready, the answers to send, the
 // timers to schedule and whether the group's metadata record must be
 // written. Its caller, the group actor, must:

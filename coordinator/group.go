@@ -62,6 +62,10 @@ const (
 	// TimerConsumerRevocation removes a consumer-protocol member that did
 	// not give up its revoked partitions within its rebalance timeout.
 	TimerConsumerRevocation
+	// TimerInitialRebalance ends the initial rebalance delay of a group
+	// that was Empty (group.initial.rebalance.delay.ms), or extends it if
+	// a member joined meanwhile.
+	TimerInitialRebalance
 )
 
 // Timer asks the actor to call Group.Fire with it after After. Timers are
@@ -81,6 +85,12 @@ type Config struct {
 	// OffsetsRetention is how long an empty group keeps its offsets
 	// (offsets.retention.minutes); 0 keeps them for ever.
 	OffsetsRetention time.Duration
+	// InitialRebalanceDelay is how long the first rebalance of an Empty
+	// group waits for more members, extended by as much for each member
+	// that joins meanwhile, within the rebalance timeout
+	// (group.initial.rebalance.delay.ms, Kafka's default 3000); 0 does
+	// not wait.
+	InitialRebalanceDelay time.Duration
 	// NewMemberID returns a fresh member id for a client; the actor makes
 	// them unique across restarts, tests make them predictable.
 	NewMemberID func(clientID string) string
@@ -124,8 +134,10 @@ type Group struct {
 	pending map[string]uint64
 
 	rebalanceSeq uint64
-	expirySeq    uint64
-	seq          uint64 // the source of timer sequences
+	// initial is the initial rebalance delay under way, if any.
+	initial   initialDelay
+	expirySeq uint64
+	seq       uint64 // the source of timer sequences
 	// emptySince is when the group last became empty (ms), for expiry.
 	emptySince int64
 
@@ -138,6 +150,23 @@ type Group struct {
 	restore *consumerRestore
 
 	out Ready
+}
+
+// initialDelay is the state of an initial rebalance delay: the rebalance
+// of a group that was Empty waits for more members before it completes,
+// so that members started together share one first generation instead of
+// rebalancing once for each (Kafka's InitialDelayedJoin).
+type initialDelay struct {
+	// active is set from the first join of an Empty group until its
+	// rebalance completes; meanwhile only TimerInitialRebalance (or a
+	// member's removal) ends the join phase, not every member having
+	// joined, since more are expected.
+	active bool
+	// remaining is what the rebalance timeout leaves after the wait
+	// under way: the most further waits may add up to.
+	remaining time.Duration
+	// newMember is set when a member joined during the wait under way.
+	newMember bool
 }
 
 type member struct {
@@ -234,6 +263,10 @@ func (g *Group) Fire(t Timer) {
 		if g.state == PreparingRebalance && t.Seq == g.rebalanceSeq {
 			g.completeJoin()
 		}
+	case TimerInitialRebalance:
+		if g.state == PreparingRebalance && t.Seq == g.rebalanceSeq && g.initial.active {
+			g.fireInitialDelay()
+		}
 	case TimerOffsetsExpiry:
 		if t.Seq == g.expirySeq && g.state == Empty && !g.IsConsumer() && len(g.offsets) > 0 {
 			g.out.ExpireOffsets = true
@@ -322,7 +355,7 @@ func (g *Group) Join(req *kmsg.JoinGroupRequest, clientID, host string, reply Re
 	switch g.state {
 	case PreparingRebalance:
 		g.updateMember(m, req, session, rebalance, reply)
-		g.maybeCompleteJoin()
+		g.joined()
 	case CompletingRebalance:
 		if sameProtocols(m.protocols, req.Protocols) {
 			// A member whose join answer was lost rejoins: answer it again.
@@ -394,7 +427,10 @@ func (g *Group) addMember(id, instance string, req *kmsg.JoinGroupRequest, clien
 	}
 	g.updateMember(m, req, session, rebalance, reply)
 	if g.state == PreparingRebalance {
-		g.maybeCompleteJoin()
+		if g.initial.active {
+			g.initial.newMember = true
+		}
+		g.joined()
 		return
 	}
 	g.prepareRebalance()
@@ -455,7 +491,7 @@ func (g *Group) replaceStatic(old *member, req *kmsg.JoinGroupRequest, clientID,
 		g.prepareRebalance()
 	default:
 		g.updateMember(m, req, session, rebalance, reply)
-		g.maybeCompleteJoin()
+		g.joined()
 	}
 }
 
@@ -465,7 +501,8 @@ func (g *Group) allSupportIn(ps []kmsg.JoinGroupRequestProtocol, protocol string
 
 // prepareRebalance starts a rebalance: syncs in flight fail with
 // REBALANCE_IN_PROGRESS, and the join phase lasts at most the longest
-// rebalance timeout of the members.
+// rebalance timeout of the members. The first rebalance of an Empty group
+// waits the initial rebalance delay instead.
 func (g *Group) prepareRebalance() {
 	if g.state == CompletingRebalance {
 		for _, m := range g.members {
@@ -475,14 +512,55 @@ func (g *Group) prepareRebalance() {
 			}
 		}
 	}
+	initial := g.state == Empty && g.cfg.InitialRebalanceDelay > 0
 	g.state = PreparingRebalance
 	g.rebalanceSeq = g.nextSeq()
 	var timeout time.Duration
 	for _, m := range g.members {
 		timeout = max(timeout, m.rebalanceTimeout)
 	}
+	if initial {
+		// As Kafka's GroupMetadataManager.prepareRebalance: the delay
+		// timer is the only one; it gives up extending once the
+		// rebalance timeout is spent.
+		d := g.cfg.InitialRebalanceDelay
+		g.initial = initialDelay{active: true, remaining: max(timeout-d, 0)}
+		g.out.Timers = append(g.out.Timers, Timer{After: d, Kind: TimerInitialRebalance, Seq: g.rebalanceSeq})
+		return
+	}
 	g.out.Timers = append(g.out.Timers, Timer{After: timeout, Kind: TimerRebalance, Seq: g.rebalanceSeq})
 	g.maybeCompleteJoin()
+}
+
+// fireInitialDelay ends a wait of the initial rebalance delay: if a member
+// joined during it and the rebalance timeout is not spent, it waits again,
+// for the delay or what the timeout leaves, whichever is shorter;
+// otherwise the join phase completes. This is Kafka's
+// tryCompleteInitialRebalanceElseSchedule, so the extensions add up to at
+// most the rebalance timeout, and the whole wait to at most the larger of
+// the delay and that timeout.
+func (g *Group) fireInitialDelay() {
+	d := &g.initial
+	if !d.newMember || d.remaining <= 0 {
+		g.completeJoin()
+		return
+	}
+	next := min(g.cfg.InitialRebalanceDelay, d.remaining)
+	g.initial = initialDelay{active: true, remaining: d.remaining - next}
+	g.rebalanceSeq = g.nextSeq()
+	g.out.Timers = append(g.out.Timers, Timer{After: next, Kind: TimerInitialRebalance, Seq: g.rebalanceSeq})
+}
+
+// joined follows a JoinGroup in PreparingRebalance: the join phase
+// completes once every member has joined, except during the initial
+// rebalance delay, when more members are expected and only its timer ends
+// the phase (Kafka's maybeCompleteJoinPhase skips a group whose previous
+// state was Empty). A member's removal, by contrast, completes it at once
+// (maybeCompleteJoin), as Kafka does.
+func (g *Group) joined() {
+	if !g.initial.active {
+		g.maybeCompleteJoin()
+	}
 }
 
 func (g *Group) maybeCompleteJoin() {
@@ -501,6 +579,7 @@ func (g *Group) maybeCompleteJoin() {
 // removed, the generation advances, a protocol is chosen and every joined
 // member gets its answer, the leader with the members' metadata.
 func (g *Group) completeJoin() {
+	g.initial = initialDelay{}
 	for _, id := range slices.Clone(g.joinOrder) {
 		if m := g.members[id]; m != nil && m.join == nil {
 			g.dropMember(m)
@@ -523,7 +602,14 @@ func (g *Group) completeJoin() {
 	}
 	g.state = CompletingRebalance
 	for _, id := range g.joinOrder {
-		g.answerJoin(g.members[id])
+		m := g.members[id]
+		g.answerJoin(m)
+		// A member's session starts again with its answer, as in Kafka's
+		// completeClassicGroupJoin: the session timer of a member that
+		// waited through a long join phase (the initial delay lasts
+		// several session timeouts) may be about to fire, and must not
+		// remove the member before its SyncGroup.
+		g.touch(m)
 	}
 }
 

@@ -17,16 +17,19 @@ import (
 // Group state machine, as etcd raft's interaction tests do: each command
 // is one step; its output is every answer the step released (whoever it
 // was for) and the group's state after it. Timers fire only when a
-// scenario says so. Member ids are c-1, c-2, ... in the order handed out.
+// scenario says so: by kind with fire, or as a manual clock reaches them
+// with advance. Member ids are c-1, c-2, ... in the order handed out.
 //
 // Commands:
 //
-//	join name=<who> [member=<id>] [instance=<id>] [protocols=range,sticky] [version=9]
+//	config [initial-delay=<duration>]   a fresh group, ids, clock and timers
+//	join name=<who> [member=<id>] [instance=<id>] [protocols=range,sticky] [version=9] [rebalance=<ms>]
 //	sync name=<who> member=<id> gen=<n> [assign=(<id>=<bytes>,...)]
 //	heartbeat member=<id> gen=<n> [instance=<id>]
 //	leave [members=(<id>,...)] [instances=(<id>,...)]
 //	commit member=<id> gen=<n> [instance=<id>]
-//	fire kind=session|rebalance|pending [member=<id>]
+//	fire kind=session|rebalance|pending|initial-rebalance [member=<id>]
+//	advance by=<duration>   fires, in order, every timer due by then
 //	timers
 func TestGroupInteractions(t *testing.T) {
 	datadriven.Walk(t, "testdata/group", func(t *testing.T, path string) {
@@ -34,13 +37,33 @@ func TestGroupInteractions(t *testing.T) {
 			g      *Group
 			ids    int
 			out    []string
-			timers []Timer
+			now    time.Duration // the manual clock, since the group was made
+			timers []dueTimer
 		)
-		g = NewGroup("g", Config{MinSessionTimeout: time.Second, MaxSessionTimeout: time.Minute,
-			NewMemberID: func(string) string { ids++; return fmt.Sprintf("c-%d", ids) },
-			Now:         func() time.Time { return time.UnixMilli(0) }})
+		newGroup := func(cfg Config) {
+			ids, now, timers = 0, 0, nil
+			cfg.MinSessionTimeout, cfg.MaxSessionTimeout = time.Second, time.Minute
+			cfg.NewMemberID = func(string) string { ids++; return fmt.Sprintf("c-%d", ids) }
+			cfg.Now = func() time.Time { return time.UnixMilli(0).Add(now) }
+			g = NewGroup("g", cfg)
+		}
+		newGroup(Config{})
 		to := func(name string) Responder {
 			return func(r kmsg.Response) { out = append(out, name+": "+describe(r)) }
+		}
+		// release delivers what the last step produced, its timers due
+		// from now.
+		release := func() {
+			r := g.Ready()
+			for _, rep := range r.Replies {
+				rep.To(rep.Resp)
+			}
+			for _, tm := range r.Timers {
+				timers = append(timers, dueTimer{at: now + tm.After, Timer: tm})
+			}
+			if r.GroupMetadata {
+				out = append(out, "write group metadata")
+			}
 		}
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			str := func(key string) string {
@@ -59,7 +82,21 @@ func TestGroupInteractions(t *testing.T) {
 				}
 				return kmsg.StringPtr(s)
 			}
+			dur := func(key string) time.Duration {
+				v, err := time.ParseDuration(str(key))
+				if err != nil {
+					d.Fatalf(t, "%s: %v", key, err)
+				}
+				return v
+			}
 			switch d.Cmd {
+			case "config":
+				var cfg Config
+				if d.HasArg("initial-delay") {
+					cfg.InitialRebalanceDelay = dur("initial-delay")
+				}
+				newGroup(cfg)
+				return "ok"
 			case "join":
 				req := kmsg.NewPtrJoinGroupRequest()
 				req.Version = 9
@@ -68,6 +105,9 @@ func TestGroupInteractions(t *testing.T) {
 				}
 				req.Group, req.MemberID, req.InstanceID = "g", str("member"), opt(str("instance"))
 				req.SessionTimeoutMillis, req.RebalanceTimeoutMillis, req.ProtocolType = 10000, 30000, "consumer"
+				if d.HasArg("rebalance") {
+					req.RebalanceTimeoutMillis = num("rebalance")
+				}
 				protocols := []string{"range"}
 				if d.HasArg("protocols") {
 					protocols = strings.Split(str("protocols"), ",")
@@ -113,38 +153,57 @@ func TestGroupInteractions(t *testing.T) {
 				err := g.CheckCommit(num("gen"), str("member"), opt(str("instance")))
 				out = append(out, "commit: "+errName(errCode(err)))
 			case "fire":
-				kind := map[string]TimerKind{"session": TimerSession, "rebalance": TimerRebalance, "pending": TimerPendingMember}[str("kind")]
+				kind, ok := timerKinds[str("kind")]
+				if !ok {
+					d.Fatalf(t, "unknown timer kind %q", str("kind"))
+				}
 				member := str("member")
 				due := timers
 				timers = nil
 				fired := 0
 				for _, tm := range due {
 					if tm.Kind == kind && (member == "" || tm.Member == member) {
-						g.Fire(tm)
+						g.Fire(tm.Timer)
 						fired++
 					} else {
 						timers = append(timers, tm)
 					}
 				}
 				out = append(out, fmt.Sprintf("fired %d", fired))
+			case "advance":
+				// The clock moves to each due timer in turn, so that the
+				// timers a firing sets are due from its time.
+				until := now + dur("by")
+				for {
+					i := -1 // the earliest due, the first set on a tie
+					for j, tm := range timers {
+						if tm.at <= until && (i < 0 || tm.at < timers[i].at) {
+							i = j
+						}
+					}
+					if i < 0 {
+						break
+					}
+					tm := timers[i]
+					timers = slices.Delete(timers, i, i+1)
+					now = tm.at
+					out = append(out, fmt.Sprintf("%v: fire %s", now, tm))
+					g.Fire(tm.Timer)
+					release()
+				}
+				now = until
+				out = append(out, fmt.Sprintf("now %v", now))
 			case "timers":
 				var lines []string
 				for _, tm := range timers {
-					lines = append(lines, fmt.Sprintf("%v %s after %v", []string{"session", "rebalance", "pending"}[tm.Kind], tm.Member, tm.After))
+					lines = append(lines, fmt.Sprintf("%s after %v, due at %v", tm, tm.After, tm.at))
 				}
 				sort.Strings(lines)
 				return strings.Join(slices.Compact(lines), "\n")
 			default:
 				d.Fatalf(t, "unknown command %s", d.Cmd)
 			}
-			r := g.Ready()
-			for _, rep := range r.Replies {
-				rep.To(rep.Resp)
-			}
-			timers = append(timers, r.Timers...)
-			if r.GroupMetadata {
-				out = append(out, "write group metadata")
-			}
+			release()
 			out = append(out, fmt.Sprintf("state %v generation %d leader %q members %v", g.state, g.generation, g.leader, g.joinOrder))
 			s := strings.Join(out, "\n")
 			out = nil
@@ -152,6 +211,32 @@ func TestGroupInteractions(t *testing.T) {
 		})
 	})
 }
+
+// dueTimer is a Timer and the time on the manual clock it comes due.
+type dueTimer struct {
+	at time.Duration
+	Timer
+}
+
+func (tm dueTimer) String() string {
+	s := timerNames[tm.Kind]
+	if tm.Member != "" {
+		s += " " + tm.Member
+	}
+	return s
+}
+
+var timerNames = map[TimerKind]string{TimerSession: "session", TimerRebalance: "rebalance", TimerPendingMember: "pending",
+	TimerOffsetsExpiry: "offsets-expiry", TimerConsumerSession: "consumer-session",
+	TimerConsumerRevocation: "consumer-revocation", TimerInitialRebalance: "initial-rebalance"}
+
+var timerKinds = func() map[string]TimerKind {
+	m := map[string]TimerKind{}
+	for k, n := range timerNames {
+		m[n] = k
+	}
+	return m
+}()
 
 func errName(code int16) string {
 	if code == 0 {

@@ -312,6 +312,7 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 		MinSessionTimeout:         time.Duration(n.cfg.GroupMinSessionTimeoutMs) * time.Millisecond,
 		MaxSessionTimeout:         time.Duration(n.cfg.GroupMaxSessionTimeoutMs) * time.Millisecond,
 		OffsetsRetention:          time.Duration(n.cfg.OffsetsRetentionMinutes) * time.Minute,
+		InitialRebalanceDelay:     time.Duration(n.cfg.GroupInitialRebalanceDelayMs) * time.Millisecond,
 		ConsumerSessionTimeout:    time.Duration(n.cfg.GroupConsumerSessionTimeoutMs) * time.Millisecond,
 		ConsumerHeartbeatInterval: time.Duration(n.cfg.GroupConsumerHeartbeatIntervalMs) * time.Millisecond,
 		Image:                     n.image.Load,

@@ -30,6 +30,9 @@ func startBroker(t *testing.T, edit ...func(*configs.Node)) *broker {
 	cfg.Listen, cfg.Advertise = "127.0.0.1:0", "127.0.0.1:0"
 	cfg.AdminListen = "127.0.0.1:0"
 	cfg.LogLevel = "warn"
+	// Kafka's group.initial.rebalance.delay.ms (3 s) would make every
+	// group test wait for it; TestGroupInitialRebalanceDelay sets it back.
+	cfg.GroupInitialRebalanceDelayMs = 0
 	for _, e := range edit {
 		e(&cfg)
 	}

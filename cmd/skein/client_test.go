@@ -32,6 +32,9 @@ func startNode(t *testing.T, edit ...func(*configs.Node)) string {
 	cfg.Listen, cfg.Advertise = "127.0.0.1:0", "127.0.0.1:0"
 	cfg.AdminListen = "127.0.0.1:0"
 	cfg.LogLevel = "warn"
+	// No group.initial.rebalance.delay.ms: the group commands' consumer
+	// need not wait 3 s for others that never come.
+	cfg.GroupInitialRebalanceDelayMs = 0
 	for _, e := range edit {
 		e(&cfg)
 	}

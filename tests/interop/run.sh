@@ -133,10 +133,12 @@ echo "kafkajs: $want"
 make -C "$ROOT" --no-print-directory build || die "make build"
 
 # Port 0: the kernel picks a free port, with no window for another process
-# to take it, and the node logs the address it bound.
+# to take it, and the node logs the address it bound. No
+# group.initial.rebalance.delay.ms (Kafka's 3 s): each group check would
+# wait it out, and none is about it (tests/group_initial_delay_test.go is).
 mkdir -p "$WORK/data"
 "$ROOT/bin/skein" node --data-dir "$WORK/data" --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 \
-	--log-format json --set num.partitions=3 >"$WORK/node.log" 2>&1 &
+	--log-format json --set num.partitions=3 --set group.initial.rebalance.delay.ms=0 >"$WORK/node.log" 2>&1 &
 NODE_PID=$!
 
 # A bounded poll of observable conditions: the "node started" line with the
