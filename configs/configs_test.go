@@ -101,6 +101,7 @@ func TestDefaultNode(t *testing.T) {
 		"group.initial.rebalance.delay.ms":     "3000",
 		"group.consumer.session.timeout.ms":    "45000",
 		"group.consumer.heartbeat.interval.ms": "5000",
+		"group.consumer.migration.policy":      "bidirectional",
 		"offsets.retention.minutes":            "10080",
 		// Kafka's broker defaults for the topic configs.
 		"log.retention.ms":                  "604800000",
@@ -356,6 +357,7 @@ func TestValidate(t *testing.T) {
 		{"default.replication.factor", func(n *Node) { n.DefaultReplicationFactor = 0 }, "configs: default.replication.factor = 0: must be at least 1"},
 		{"group.initial.rebalance.delay.ms", func(n *Node) { n.GroupInitialRebalanceDelayMs = -1 }, "configs: group.initial.rebalance.delay.ms = -1: must be at least 0"},
 		{"group.initial.rebalance.delay.ms 0", func(n *Node) { n.GroupInitialRebalanceDelayMs = 0 }, ""},
+		{"group.consumer.migration.policy", func(n *Node) { n.GroupConsumerMigrationPolicy = "sideways" }, "configs: group.consumer.migration.policy = sideways: must be one of bidirectional, upgrade, downgrade, disabled"},
 		{"log.retention.ms 0", func(n *Node) { n.LogRetentionMs = 0 }, "configs: log.retention.ms = 0: must be -1 (unlimited) or at least 1"},
 		{"log.retention.ms -2", func(n *Node) { n.LogRetentionMs = -2 }, "configs: log.retention.ms = -2: must be at least -1"},
 		{"log.retention.ms unlimited", func(n *Node) { n.LogRetentionMs = -1 }, ""},

@@ -416,6 +416,7 @@ var docs = map[string]string{
 	"group.min.session.timeout.ms":         "The shortest session timeout a group member may ask for.",
 	"group.max.session.timeout.ms":         "The longest session timeout a group member may ask for.",
 	"group.initial.rebalance.delay.ms":     "How long an empty classic group waits for more members after its first join before the first rebalance completes.",
+	"group.consumer.migration.policy":      "Whether a group with members may change protocol: upgrade (classic to consumer), downgrade (consumer to classic), bidirectional or disabled.",
 	"group.consumer.session.timeout.ms":    "A consumer-protocol group member (KIP-848) that does not heartbeat for this long is removed.",
 	"group.consumer.heartbeat.interval.ms": "The heartbeat interval a consumer-protocol group (KIP-848) gives its members.",
 	"offsets.retention.minutes":            "The committed offsets of a group with no members are deleted this long after it became empty.",

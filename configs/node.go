@@ -123,6 +123,16 @@ type Node struct {
 	// group.initial.rebalance.delay.ms.
 	GroupInitialRebalanceDelayMs int32 `mapstructure:"group.initial.rebalance.delay.ms" yaml:"group.initial.rebalance.delay.ms"`
 
+	// GroupConsumerMigrationPolicy says whether a group with members may
+	// change protocol: "upgrade" lets a consumer-protocol (KIP-848)
+	// member join a classic group, which becomes a consumer group whose
+	// classic members stay; "downgrade" turns a consumer group whose last
+	// consumer-protocol member left back into a classic group;
+	// "bidirectional" allows both, "disabled" neither. Empty groups
+	// change protocol whatever this says. Default bidirectional. Kafka:
+	// group.consumer.migration.policy.
+	GroupConsumerMigrationPolicy string `mapstructure:"group.consumer.migration.policy" yaml:"group.consumer.migration.policy"`
+
 	// GroupConsumerSessionTimeoutMs is how long a member of a
 	// consumer-protocol group (KIP-848) may go without heartbeating before
 	// it is removed and its partitions reassigned. Default 45000, at least
@@ -271,6 +281,7 @@ func Default() Node {
 		GroupMinSessionTimeoutMs:         6000,
 		GroupMaxSessionTimeoutMs:         1800000,
 		GroupInitialRebalanceDelayMs:     3000,
+		GroupConsumerMigrationPolicy:     "bidirectional",
 		GroupConsumerSessionTimeoutMs:    45000,
 		GroupConsumerHeartbeatIntervalMs: 5000,
 		OffsetsRetentionMinutes:          10080,
@@ -306,6 +317,7 @@ func (n Node) Validate() error {
 	v.atLeast("group.min.session.timeout.ms", int64(n.GroupMinSessionTimeoutMs), 1)
 	v.atLeast("group.max.session.timeout.ms", int64(n.GroupMaxSessionTimeoutMs), int64(n.GroupMinSessionTimeoutMs))
 	v.atLeast("group.initial.rebalance.delay.ms", int64(n.GroupInitialRebalanceDelayMs), 0)
+	v.oneOf("group.consumer.migration.policy", n.GroupConsumerMigrationPolicy, "bidirectional", "upgrade", "downgrade", "disabled")
 	v.atLeast("group.consumer.session.timeout.ms", int64(n.GroupConsumerSessionTimeoutMs), 1)
 	v.atLeast("group.consumer.heartbeat.interval.ms", int64(n.GroupConsumerHeartbeatIntervalMs), 1)
 	v.atLeast("offsets.retention.minutes", int64(n.OffsetsRetentionMinutes), 1)

@@ -103,6 +103,8 @@ type SupervisorConfig struct {
 	OffsetMetadataMaxBytes int
 	// ConsumerSessionTimeout and ConsumerHeartbeatInterval: see Config.
 	ConsumerSessionTimeout, ConsumerHeartbeatInterval time.Duration
+	// AllowUpgrade and AllowDowngrade: see Config.
+	AllowUpgrade, AllowDowngrade bool
 	// Image returns the node's metadata image, nil before the first.
 	Image  func() *image.Image
 	Logger zerolog.Logger
@@ -267,7 +269,7 @@ func (a *groupActor) load() {
 		OffsetsRetention: a.cfg.OffsetsRetention, NewMemberID: a.newMemberID, Now: time.Now,
 		InitialRebalanceDelay:  a.cfg.InitialRebalanceDelay,
 		ConsumerSessionTimeout: a.cfg.ConsumerSessionTimeout, ConsumerHeartbeatInterval: a.cfg.ConsumerHeartbeatInterval,
-		Topics: a.cfg.topics})
+		Topics: a.cfg.topics, AllowUpgrade: a.cfg.AllowUpgrade, AllowDowngrade: a.cfg.AllowDowngrade})
 	g.seq = a.seqFloor
 	if a.handle.View() == nil {
 		a.err = kerr.CoordinatorLoadInProgress

@@ -1,12 +1,10 @@
 package coordinator
 
 // The KIP-848 consumer protocol: ConsumerGroupHeartbeat with server-side
-// assignment, as Kafka's GroupMetadataManager and ConsumerGroup run it,
-// in a first slice:
+// assignment, as Kafka's GroupMetadataManager and ConsumerGroup run it:
 //
-//   - A group is classic or consumer: a heartbeat to a classic group with
-//     members is answered GROUP_ID_NOT_FOUND, a JoinGroup to a consumer
-//     group with members INCONSISTENT_GROUP_PROTOCOL.
+//   - A group is classic or consumer as Kafka decides it, classic members
+//     of consumer groups included (classic_members.go).
 //   - The group epoch is bumped by every change of membership, of a
 //     subscription or of a subscribed topic's partition count; the target
 //     assignment is then computed again (uniform or range) at that epoch.
@@ -104,6 +102,9 @@ type consumerMember struct {
 	revokeSeq uint64
 	// sent is false when assigned changed since the member was told.
 	sent bool
+	// classic is set for a member speaking the classic protocol
+	// (classic_members.go).
+	classic *classicProtocol
 }
 
 func newConsumerGroup() *consumerGroup {
@@ -147,8 +148,8 @@ func (g *Group) ConsumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, clien
 	case g.state == Dead:
 		fail(kerr.CoordinatorNotAvailable, "")
 		return
-	case len(g.members) > 0 || len(g.pending) > 0:
-		fail(kerr.GroupIDNotFound, "Group "+g.ID+" is not a consumer group.")
+	case len(g.members) > 0 && (!g.cfg.AllowUpgrade || g.protocolType != "consumer"):
+		fail(kerr.GroupIDNotFound, "Cannot upgrade classic group "+g.ID+" to consumer group.")
 		return
 	case req.MemberEpoch < -2:
 		fail(kerr.InvalidRequest, "MemberEpoch is invalid.")
@@ -176,6 +177,10 @@ func (g *Group) ConsumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, clien
 		g.consumerLeave(req, fail, reply)
 		return
 	}
+	if len(g.members) > 0 {
+		g.upgradeToConsumer()
+	}
+	g.pending = map[string]uint64{}
 	// A group whose deletion is being written lives again: its records
 	// are written anew after the tombstones.
 	c.deleted = false
@@ -314,6 +319,7 @@ func (g *Group) consumerLeave(req *kmsg.ConsumerGroupHeartbeatRequest, fail func
 		m.prevEpoch, m.epoch = m.epoch, leftStaticEpoch
 	} else {
 		g.removeConsumer(m)
+		g.maybeDowngrade()
 	}
 	resp.MemberID, resp.MemberEpoch = kmsg.StringPtr(m.id), req.MemberEpoch
 	g.reply(reply, resp)
@@ -575,23 +581,7 @@ func topicsOf(counts map[string]int32) map[string][]int32 {
 // target epoch with every partition of its target no one else owns.
 func (g *Group) reconcile(m *consumerMember, owned tpSet) {
 	c := g.consumer
-	if len(m.revoking) > 0 {
-		if owned == nil {
-			return
-		}
-		for tp := range owned {
-			if m.revoking[tp] {
-				return // not revoked yet
-			}
-		}
-		for tp := range m.revoking {
-			if c.owner[tp] == m.id {
-				delete(c.owner, tp)
-			}
-		}
-		m.revoking = tpSet{}
-		m.revokeSeq = 0
-	}
+	g.releaseRevoked(m, owned)
 	target := c.target[m.id]
 	for tp := range m.assigned {
 		if !target[tp] {
@@ -600,6 +590,9 @@ func (g *Group) reconcile(m *consumerMember, owned tpSet) {
 			m.sent = false
 		}
 	}
+	// A member may have given them up already: a classic member of an
+	// eager client rejoins owning nothing.
+	g.releaseRevoked(m, owned)
 	if len(m.revoking) > 0 {
 		if m.revokeSeq == 0 {
 			g.startRevocationTimer(m)
@@ -621,6 +614,26 @@ func (g *Group) reconcile(m *consumerMember, owned tpSet) {
 		m.prevEpoch, m.epoch = m.epoch, c.targetEpoch
 		m.sent = false
 	}
+}
+
+// releaseRevoked frees the partitions a member was to give up once what
+// it says it owns (nil: it did not say) has none of them.
+func (g *Group) releaseRevoked(m *consumerMember, owned tpSet) {
+	if len(m.revoking) == 0 || owned == nil {
+		return
+	}
+	for tp := range owned {
+		if m.revoking[tp] {
+			return // not revoked yet
+		}
+	}
+	for tp := range m.revoking {
+		if g.consumer.owner[tp] == m.id {
+			delete(g.consumer.owner, tp)
+		}
+	}
+	m.revoking = tpSet{}
+	m.revokeSeq = 0
 }
 
 // startRevocationTimer bounds a revocation: a member that does not give
@@ -661,18 +674,28 @@ func (g *Group) removeConsumer(m *consumerMember) {
 
 func (g *Group) touchConsumer(m *consumerMember) {
 	m.sessionSeq = g.nextSeq()
-	g.out.Timers = append(g.out.Timers, Timer{After: g.consumerSessionTimeout(), Kind: TimerConsumerSession, Member: m.id, Seq: m.sessionSeq})
+	after := g.consumerSessionTimeout()
+	if m.classic != nil {
+		after = m.classic.sessionTimeout
+	}
+	g.out.Timers = append(g.out.Timers, Timer{After: after, Kind: TimerConsumerSession, Member: m.id, Seq: m.sessionSeq})
 }
 
 func (g *Group) fireConsumerSession(t Timer) {
 	if m := g.consumer.members[t.Member]; m != nil && m.sessionSeq == t.Seq {
 		g.removeConsumer(m)
+		if m.classic == nil {
+			g.maybeDowngrade()
+		}
 	}
 }
 
 func (g *Group) fireConsumerRevocation(t Timer) {
 	if m := g.consumer.members[t.Member]; m != nil && m.revokeSeq == t.Seq && len(m.revoking) > 0 {
 		g.removeConsumer(m)
+		if m.classic == nil {
+			g.maybeDowngrade()
+		}
 	}
 }
 
@@ -693,6 +716,10 @@ func (g *Group) checkConsumerCommit(epoch int32, memberID string) *kerr.Error {
 	switch {
 	case m == nil:
 		return kerr.UnknownMemberID
+	case m.classic != nil && epoch != m.epoch:
+		// A classic member commits with its generation, Kafka's
+		// validateMemberEpoch for classic members.
+		return kerr.IllegalGeneration
 	case epoch != m.epoch && epoch != m.prevEpoch:
 		return kerr.StaleMemberEpoch
 	}

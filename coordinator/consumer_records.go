@@ -29,6 +29,7 @@ import (
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Kafka's record types (the key's version) for consumer groups.
@@ -178,7 +179,22 @@ func (m *consumerMember) metadataValue() []byte {
 	b = kbin.AppendCompactNullableString(b, nullable(m.regex))
 	b = kbin.AppendInt32(b, int32(m.rebalanceTimeout.Milliseconds()))
 	b = kbin.AppendCompactNullableString(b, nullable(m.assignor))
-	return appendTags(b)
+	if m.classic == nil {
+		return appendTags(b)
+	}
+	// Tagged field 0, ClassicMemberMetadata.
+	cm := kbin.AppendInt32(nil, int32(m.classic.sessionTimeout.Milliseconds()))
+	cm = kbin.AppendCompactArrayLen(cm, len(m.classic.protocols))
+	for _, p := range m.classic.protocols {
+		cm = kbin.AppendCompactString(cm, p.Name)
+		cm = kbin.AppendCompactBytes(cm, p.Metadata)
+		cm = appendTags(cm)
+	}
+	cm = appendTags(cm)
+	b = kbin.AppendUvarint(b, 1)
+	b = kbin.AppendUvarint(b, 0)
+	b = kbin.AppendUvarint(b, uint32(len(cm)))
+	return append(b, cm...)
 }
 
 func (c *consumerGroup) currentValue(m *consumerMember) []byte {
@@ -310,7 +326,7 @@ func (g *Group) restoreConsumer(typ int16, member string, key, value []byte) err
 			m.regex = deref(rd.CompactNullableString())
 			m.rebalanceTimeout = msDuration(rd.Int32())
 			m.assignor = deref(rd.CompactNullableString())
-			skipTags(&rd)
+			m.classic = readClassic(&rd)
 		}
 	case recConsumerTarget:
 		rm.target = value != nil
@@ -336,6 +352,31 @@ func (g *Group) restoreConsumer(typ int16, member string, key, value []byte) err
 		delete(r.members, member)
 	}
 	return nil
+}
+
+// readClassic reads a member metadata value's tagged fields, returning
+// its ClassicMemberMetadata (tag 0) if it has one.
+func readClassic(rd *kbin.Reader) *classicProtocol {
+	var out *classicProtocol
+	for n := rd.Uvarint(); n > 0 && rd.Ok(); n-- {
+		tag, size := rd.Uvarint(), rd.Uvarint()
+		span := kbin.Reader{Src: rd.Span(int(size))}
+		if tag != 0 {
+			continue
+		}
+		cp := &classicProtocol{sessionTimeout: msDuration(span.Int32())}
+		for k := span.CompactArrayLen(); k > 0 && span.Ok(); k-- {
+			p := kmsg.NewJoinGroupRequestProtocol()
+			p.Name, p.Metadata = span.CompactString(), bytes.Clone(span.CompactBytes())
+			skipTags(&span)
+			cp.protocols = append(cp.protocols, p)
+		}
+		skipTags(&span)
+		if span.Complete() == nil && len(cp.protocols) > 0 {
+			out = cp
+		}
+	}
+	return out
 }
 
 func readHash(rd *kbin.Reader) int64 {

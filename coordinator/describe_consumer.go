@@ -23,9 +23,8 @@ package coordinator
 // topic by id and name.
 //
 // As Kafka, a topic the metadata image no longer knows is left out. Skein
-// keeps no rack, so RackID is null; MemberType is always 1 (consumer): a
-// classic member cannot join a consumer group here (no KIP-848
-// migration).
+// keeps no rack, so RackID is null; MemberType is 1 for a consumer-protocol
+// member, 0 for a classic one (classic_members.go).
 
 import (
 	"slices"
@@ -93,7 +92,10 @@ func (g *Group) describeConsumer() kmsg.ConsumerGroupDescribeResponseGroup {
 		}
 		rm.Assignment.TopicPartitions = c.describePartitions(m.assigned, topics)
 		rm.TargetAssignment.TopicPartitions = c.describePartitions(c.target[m.id], topics)
-		rm.MemberType = 1 // consumer; 0 would be a classic member (KIP-848 migration)
+		rm.MemberType = 1 // consumer
+		if m.classic != nil {
+			rm.MemberType = 0 // a classic member (classic_members.go)
+		}
 		rg.Members = append(rg.Members, rm)
 	}
 	return rg

@@ -51,11 +51,15 @@
 //
 // # The consumer protocol (KIP-848)
 //
-// The same Group also runs a consumer-protocol group (consumer.go): a
-// group id has classic members or consumer members, never both
-// (ConsumerGroupHeartbeat to a classic group with members:
-// GROUP_ID_NOT_FOUND; JoinGroup to a consumer group with members:
-// INCONSISTENT_GROUP_PROTOCOL). ConsumerHeartbeat keeps a group epoch,
+// The same Group also runs a consumer-protocol group (consumer.go). A
+// group is classic or consumer as Kafka decides it (classic_members.go):
+// a consumer group may have classic members, which join and sync through
+// JoinGroup/SyncGroup and are assigned by the broker; a classic group
+// with members becomes a consumer group when a consumer-protocol member
+// joins, and back when the last one leaves, as
+// group.consumer.migration.policy allows (GROUP_ID_NOT_FOUND to the
+// heartbeat otherwise); empty groups change at once. ConsumerHeartbeat
+// keeps a group epoch,
 // moved by membership, subscription and partition-count changes; a target
 // assignment (uniform, or range when every member asks for it) computed
 // at that epoch; and per member an epoch, its assigned partitions and
@@ -66,9 +70,10 @@
 // epoch (or the previous one): STALE_MEMBER_EPOCH otherwise,
 // UNKNOWN_MEMBER_ID for an unknown member.
 //
-// NB: a consumer group's membership is kept in memory only (no
-// ConsumerGroup* records yet): after a coordinator restart its members get
-// UNKNOWN_MEMBER_ID and join again. Its offsets are persisted as below.
+// A consumer group is written as Kafka's ConsumerGroup* records
+// (consumer_records.go) and a heartbeat that changed it is answered once
+// they are durable, so a coordinator or broker restart keeps its members'
+// epochs and partitions.
 //
 // # Persistence
 //

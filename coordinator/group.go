@@ -105,6 +105,10 @@ type Config struct {
 	// Topics returns the cluster's topics as this node knows them now,
 	// for consumer-protocol groups; nil knows none.
 	Topics func() Topics
+	// AllowUpgrade and AllowDowngrade are group.consumer.migration.policy:
+	// whether a classic group with members may become a consumer group,
+	// and a consumer group left with classic members only a classic one.
+	AllowUpgrade, AllowDowngrade bool
 }
 
 // Group is one classic consumer group's state machine: JoinGroup,
@@ -207,6 +211,9 @@ type Ready struct {
 	// Records are a consumer-protocol group's records to write; the
 	// Replies must wait until they are durable, as Kafka's do.
 	Records []Record
+	// extra are records a step wrote besides the consumer group's diff
+	// (tombstones of a group that changed protocol), written first.
+	extra []Record
 }
 
 // NewGroup returns an Empty group with no offsets.
@@ -217,7 +224,8 @@ func NewGroup(id string, cfg Config) *Group {
 
 // Ready returns and clears what the steps since the last call produced.
 func (g *Group) Ready() Ready {
-	g.out.Records = g.persistConsumer()
+	g.out.Records = append(g.out.extra, g.persistConsumer()...)
+	g.out.extra = nil
 	r := g.out
 	g.out = Ready{}
 	return r
@@ -311,9 +319,17 @@ func (g *Group) Join(req *kmsg.JoinGroupRequest, clientID, host string, reply Re
 	case session < g.cfg.MinSessionTimeout || session > g.cfg.MaxSessionTimeout:
 		fail(kerr.InvalidSessionTimeout, req.MemberID)
 		return
-	case req.ProtocolType == "" || len(req.Protocols) == 0, g.IsConsumer():
+	case req.ProtocolType == "" || len(req.Protocols) == 0:
 		fail(kerr.InconsistentGroupProtocol, req.MemberID)
 		return
+	case g.IsConsumer():
+		g.consumerJoin(req, clientID, host, instance, session, rebalance, reply)
+		return
+	case g.consumer.epoch > 0:
+		// An empty consumer group becomes a classic one.
+		g.dropConsumer()
+	}
+	switch {
 	case len(g.members) > 0 && (req.ProtocolType != g.protocolType || !g.supportsAny(req.Protocols)):
 		fail(kerr.InconsistentGroupProtocol, req.MemberID)
 		return
@@ -734,6 +750,10 @@ func (g *Group) removeMember(m *member, err *kerr.Error) {
 
 // Sync handles a SyncGroup request.
 func (g *Group) Sync(req *kmsg.SyncGroupRequest, reply Responder) {
+	if g.IsConsumer() {
+		g.consumerSync(req, reply)
+		return
+	}
 	resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
 	fail := func(err *kerr.Error) {
 		resp.ErrorCode = err.Code
@@ -850,6 +870,9 @@ func (g *Group) Heartbeat(req *kmsg.HeartbeatRequest, reply Responder) {
 }
 
 func (g *Group) heartbeat(req *kmsg.HeartbeatRequest) *kerr.Error {
+	if g.IsConsumer() {
+		return g.consumerHeartbeatClassic(req)
+	}
 	instance := ""
 	if req.InstanceID != nil {
 		instance = *req.InstanceID
@@ -900,6 +923,9 @@ func (g *Group) Leave(req *kmsg.LeaveGroupRequest, reply Responder) {
 }
 
 func (g *Group) leave(memberID, instance string) *kerr.Error {
+	if g.IsConsumer() {
+		return g.consumerLeaveClassic(memberID, instance)
+	}
 	if instance != "" {
 		holder, ok := g.static[instance]
 		switch {

@@ -141,8 +141,9 @@ func (g *Group) Restore(r Record) error {
 		}
 		g.members, g.joinOrder, g.static = map[string]*member{}, nil, map[string]string{}
 		if r.Value == nil {
+			// The classic group is gone (deleted, expired, or become a
+			// consumer group); its offsets have tombstones of their own.
 			g.state, g.generation, g.protocol, g.protocolType, g.leader = Empty, 0, "", "", ""
-			g.offsets = map[topicPartition]Offset{}
 			return nil
 		}
 		var v kmsg.GroupMetadataValue

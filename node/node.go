@@ -315,6 +315,8 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 		InitialRebalanceDelay:     time.Duration(n.cfg.GroupInitialRebalanceDelayMs) * time.Millisecond,
 		ConsumerSessionTimeout:    time.Duration(n.cfg.GroupConsumerSessionTimeoutMs) * time.Millisecond,
 		ConsumerHeartbeatInterval: time.Duration(n.cfg.GroupConsumerHeartbeatIntervalMs) * time.Millisecond,
+		AllowUpgrade:              n.cfg.GroupConsumerMigrationPolicy == "upgrade" || n.cfg.GroupConsumerMigrationPolicy == "bidirectional",
+		AllowDowngrade:            n.cfg.GroupConsumerMigrationPolicy == "downgrade" || n.cfg.GroupConsumerMigrationPolicy == "bidirectional",
 		Image:                     n.image.Load,
 		Logger:                    n.log,
 	}, actors.NewBackoffStrategy(actors.Backoff{})), "groups")

@@ -22,6 +22,7 @@ func consumerGroupBroker(t *testing.T) *broker {
 		c.OffsetsTopicNumPartitions = 3
 		c.GroupConsumerSessionTimeoutMs = 2000
 		c.GroupConsumerHeartbeatIntervalMs = 200
+		c.GroupMinSessionTimeoutMs = 500 // classic members, as groupBroker
 	})
 }
 
@@ -97,8 +98,14 @@ func start848Member(t *testing.T, b *broker, l *groupLedger, o *ownership, name,
 }
 
 func start848MemberAt(t *testing.T, addr string, l *groupLedger, o *ownership, name, group, topic string, opts ...kgo.Opt) *groupMember {
+	return startTrackedMember(t, addr, l, o, name, group, topic, append(opts, kgo.ServerSideBalancer(), kgo.Balancers(kgo.StickyBalancer()))...)
+}
+
+// startTrackedMember starts a franz-go group consumer whose partitions o
+// follows; without kgo.ServerSideBalancer it speaks the classic protocol
+// (cooperative-sticky, kgo's default).
+func startTrackedMember(t *testing.T, addr string, l *groupLedger, o *ownership, name, group, topic string, opts ...kgo.Opt) *groupMember {
 	return startMemberAt(t, addr, l, name, group, topic, append(opts,
-		kgo.ServerSideBalancer(), kgo.Balancers(kgo.StickyBalancer()),
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, a map[string][]int32) { o.assigned(name, a[topic]) }),
 		kgo.OnPartitionsRevoked(func(ctx context.Context, cl *kgo.Client, r map[string][]int32) {
 			if err := cl.CommitUncommittedOffsets(ctx); err != nil {
@@ -134,12 +141,14 @@ func TestConsumerGroup848(t *testing.T) {
 	waitFor(t, "the first 600 records", func() bool { return l.distinct() >= 600 })
 	waitFor(t, "m1 and m2 share the partitions", func() bool { return o.owns("m1") == 3 && o.owns("m2") == 3 })
 
-	// The group speaks the consumer protocol: a classic JoinGroup is
-	// refused.
+	// A classic member may join a consumer group (TestConsumerGroupMigration),
+	// but only with the consumer protocol's subscription in its metadata.
 	raw := b.client()
 	join := joinReq("", "")
 	join.Group = group
-	wantErr(t, "classic join to a consumer group", rawReq[*kmsg.JoinGroupResponse](t, raw, join).ErrorCode, kerr.InconsistentGroupProtocol)
+	wantErr(t, "classic join to a consumer group with a bad subscription", rawReq[*kmsg.JoinGroupResponse](t, raw, join).ErrorCode, kerr.InconsistentGroupProtocol)
+	join.ProtocolType = "connect"
+	wantErr(t, "classic join of another protocol type", rawReq[*kmsg.JoinGroupResponse](t, raw, join).ErrorCode, kerr.InconsistentGroupProtocol)
 
 	m3 := start848Member(t, b, l, o, "m3", group, topic)
 	produceN(t, prod, topic, 600, 1200)
@@ -199,11 +208,15 @@ func TestConsumerGroup848(t *testing.T) {
 	checkCommittedAtEnd(t, adm, group, topic)
 }
 
-// TestConsumerGroup848ClassicGroupRefused: a heartbeat of the consumer
+// TestConsumerGroup848ClassicGroupRefused: with
+// group.consumer.migration.policy=disabled, a heartbeat of the consumer
 // protocol to a group id held by a classic group with members is answered
-// GROUP_ID_NOT_FOUND, as Kafka does ("Group … is not a consumer group").
+// GROUP_ID_NOT_FOUND, as Kafka does ("Cannot upgrade classic group …").
 func TestConsumerGroup848ClassicGroupRefused(t *testing.T) {
-	b := consumerGroupBroker(t)
+	b := startBroker(t, func(c *configs.Node) {
+		c.OffsetsTopicNumPartitions = 3
+		c.GroupConsumerMigrationPolicy = "disabled"
+	})
 	raw := b.client()
 	// A classic member joins (v4+ asks for a member id first).
 	join := joinReq("", "")
@@ -490,4 +503,69 @@ func TestConsumerGroup848StaticMember(t *testing.T) {
 	}
 	o.mu.Unlock()
 	m1.close()
+}
+
+// TestConsumerGroupMigration: a rolling move between protocols, as Kafka 4
+// allows it (group.consumer.migration.policy bidirectional). Two franz-go
+// consumers of the classic protocol (cooperative-sticky) form a classic
+// group; a third with the server-side balancer joins, which makes it a
+// consumer group whose classic members stay, assigned by the broker
+// through JoinGroup/SyncGroup; once it leaves, the group is classic again.
+// Throughout, every record is consumed, no partition is held by two
+// members at once, none is lost, and the commits reach the end offsets.
+func TestConsumerGroupMigration(t *testing.T) {
+	b := consumerGroupBroker(t)
+	ctx := ctxFor(t)
+	adm := b.admin()
+	topic, group := "migrate", "g-migrate"
+	mustCreate(t, ctx, adm, topic, 4, nil)
+	prod := b.client(kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	l := newGroupLedger()
+	o := &ownership{owner: map[int32]string{}}
+	produceN(t, prod, topic, 0, 400)
+	k1 := startTrackedMember(t, b.addr(), l, o, "k1", group, topic)
+	k2 := startTrackedMember(t, b.addr(), l, o, "k2", group, topic)
+	waitFor(t, "400 records", func() bool { return l.distinct() >= 400 })
+	waitFor(t, "k1 and k2 share the partitions", func() bool { return o.owns("k1") == 2 && o.owns("k2") == 2 })
+
+	n1 := start848Member(t, b, l, o, "n1", group, topic)
+	waitFor(t, "n1 owns a partition", func() bool { return o.owns("n1") > 0 })
+	produceN(t, prod, topic, 400, 800)
+	waitFor(t, "800 records", func() bool { return l.distinct() >= 800 })
+	waitFor(t, "three members with the four partitions", func() bool {
+		return o.owns("k1")+o.owns("k2")+o.owns("n1") == 4 && o.owns("k1") > 0 && o.owns("k2") > 0
+	})
+	described, err := adm.DescribeConsumerGroups(ctx, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	types := map[int8]int{}
+	for _, m := range described[group].Members {
+		types[m.MemberType]++
+	}
+	if types[0] != 2 || types[1] != 1 {
+		t.Errorf("the consumer group's members by type (0 classic, 1 consumer): %v", types)
+	}
+
+	n1.close()
+	waitFor(t, "a classic group again, k1 and k2 sharing the partitions", func() bool {
+		dg, err := adm.DescribeGroups(ctx, group)
+		if err != nil {
+			return false
+		}
+		return dg[group].State == "Stable" && len(dg[group].Members) == 2 && o.owns("k1") == 2 && o.owns("k2") == 2
+	})
+	produceN(t, prod, topic, 800, 1200)
+	waitFor(t, "1200 records", func() bool { return l.distinct() >= 1200 })
+	k1.close()
+	k2.close()
+	o.mu.Lock()
+	for _, f := range o.failures {
+		t.Error(f)
+	}
+	if len(o.lost) > 0 {
+		t.Errorf("members lost partitions: %v", o.lost)
+	}
+	o.mu.Unlock()
+	checkCommittedAtEnd(t, adm, group, topic)
 }

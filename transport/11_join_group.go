@@ -9,6 +9,10 @@ package transport
 //     static membership (KIP-345), and the join phase of a rebalance. The
 //     answer waits until every member has joined or the rebalance timeout
 //     fires.
+//   - To a consumer group (KIP-848) with members: the member joins it as a
+//     classic member, assigned by the broker's assignor and answered at
+//     once (coordinator/classic_members.go); SyncGroup, Heartbeat and
+//     LeaveGroup follow it there.
 //   - NOT_COORDINATOR when this node does not lead the group's
 //     __consumer_offsets partition.
 //

@@ -13,7 +13,10 @@ package transport
 //     (SubscribedTopicRegex; INVALID_REGULAR_EXPRESSION when it does not
 //     compile). The group is written to __consumer_offsets and answered
 //     once durable.
-//   - A group id used by a classic group with members: GROUP_ID_NOT_FOUND.
+//   - A group id used by a classic group with members: the group becomes
+//     a consumer group whose classic members stay, when
+//     group.consumer.migration.policy allows (upgrade, bidirectional);
+//     GROUP_ID_NOT_FOUND otherwise.
 //   - NOT_COORDINATOR when this node does not lead the group's
 //     __consumer_offsets partition.
 //
