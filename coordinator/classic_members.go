@@ -312,7 +312,7 @@ func (g *Group) upgradeToConsumer() {
 
 // maybeDowngrade turns a consumer group whose members all speak the
 // classic protocol back into a classic group (convertToClassicGroup) when
-// the policy allows: at the group epoch, each member with its
+// the policy allows: at the target's epoch, each member with its
 // assignment, then a rebalance that all of them rejoin.
 func (g *Group) maybeDowngrade() {
 	c := g.consumer
@@ -329,7 +329,10 @@ func (g *Group) maybeDowngrade() {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	g.generation = c.epoch
+	// The generation is the target's epoch, where the reconciled members
+	// are (the leave that brought this about moved the group epoch past
+	// it): their heartbeats and commits stay valid until they rejoin.
+	g.generation = c.targetEpoch
 	g.protocolType = "consumer"
 	for _, id := range ids {
 		cm := c.members[id]

@@ -170,6 +170,7 @@ func TestGroupProtocolMigration(t *testing.T) {
 		if h.restored().IsConsumer() {
 			t.Fatal("the consumer group's records outlived the downgrade")
 		}
-		wantCode(t, "x after the downgrade", h.heartbeat(x, h.g.Generation(), ""), kerr.RebalanceInProgress)
+		// x's generation is still good: it is told to rejoin, not fenced.
+		wantCode(t, "x after the downgrade", h.heartbeat(x, j.Generation, ""), kerr.RebalanceInProgress)
 	}
 }
