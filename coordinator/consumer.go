@@ -458,15 +458,11 @@ func compileRegex(regex string) (*regexp.Regexp, error) {
 func (g *Group) computeTarget() {
 	c := g.consumer
 	ids := make([]string, 0, len(c.members))
-	assignor := "range"
-	for id, m := range c.members {
+	for id := range c.members {
 		ids = append(ids, id)
-		if m.assignor != "range" {
-			assignor = "uniform"
-		}
 	}
 	sort.Strings(ids)
-	if assignor == "range" {
+	if c.assignorName() == "range" {
 		c.target = rangeAssign(ids, c.members, c.subscribed)
 	} else {
 		c.target = uniformAssign(ids, c.members, c.subscribed, c.target)

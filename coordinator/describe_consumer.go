@@ -127,22 +127,21 @@ func (c *consumerGroup) reconciled(m *consumerMember) bool {
 	return m.epoch == c.targetEpoch && len(m.revoking) == 0 && sameSet(m.assigned, c.target[m.id])
 }
 
-// assignorName names the assignor the target is computed with.
-//
-// NB: it must agree with computeTarget (range only when every member asks
-// for it, uniform otherwise, uniform for no member as Kafka's default
-// group.consumer.assignors puts it first). Kafka names the assignor most
-// members ask for; Skein names the one it actually uses.
+// assignorName names the assignor the target is computed with: the one
+// most members ask for, as Kafka's ConsumerGroup.preferredServerAssignor,
+// uniform (the first of Kafka's default group.consumer.assignors) when
+// none asks or on a tie.
 func (c *consumerGroup) assignorName() string {
-	if len(c.members) == 0 {
-		return "uniform"
-	}
+	votes := map[string]int{}
 	for _, m := range c.members {
-		if m.assignor != "range" {
-			return "uniform"
+		if m.assignor != "" {
+			votes[m.assignor]++
 		}
 	}
-	return "range"
+	if votes["range"] > votes["uniform"] {
+		return "range"
+	}
+	return "uniform"
 }
 
 // describePartitions lists a set of partitions by topic, sorted, each

@@ -116,20 +116,24 @@ func TestKIP848DescribeStates(t *testing.T) {
 }
 
 // TestKIP848DescribeAssignorName: the assignor named is the one the
-// target is computed with: range only when every member asks for it.
+// target is computed with: the one most members ask for, as Kafka's
+// preferredServerAssignor, uniform when none asks or on a tie.
 func TestKIP848DescribeAssignorName(t *testing.T) {
 	h := newHarness(t)
 	h.cgh("a0", "a", 0, []int32{})
 	h.cgh("b0", "b", 0, []int32{})
-	for _, tc := range []struct{ a, b, want string }{
-		{"uniform", "uniform", "uniform"},
-		{"range", "uniform", "uniform"},
-		{"range", "", "uniform"},
-		{"range", "range", "range"},
+	h.cgh("c0", "c", 0, []int32{})
+	for _, tc := range []struct{ a, b, c, want string }{
+		{"uniform", "uniform", "", "uniform"},
+		{"range", "uniform", "", "uniform"},
+		{"range", "", "", "range"},
+		{"range", "range", "uniform", "range"},
+		{"", "", "", "uniform"},
 	} {
-		h.g.consumer.members["a"].assignor, h.g.consumer.members["b"].assignor = tc.a, tc.b
+		ms := h.g.consumer.members
+		ms["a"].assignor, ms["b"].assignor, ms["c"].assignor = tc.a, tc.b, tc.c
 		if got := h.cgd().AssignorName; got != tc.want {
-			t.Errorf("members asking %q and %q: assignor %q, want %q", tc.a, tc.b, got, tc.want)
+			t.Errorf("members asking %q, %q and %q: assignor %q, want %q", tc.a, tc.b, tc.c, got, tc.want)
 		}
 	}
 }
