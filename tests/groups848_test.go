@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -567,5 +568,46 @@ func TestConsumerGroupMigration(t *testing.T) {
 		t.Errorf("members lost partitions: %v", o.lost)
 	}
 	o.mu.Unlock()
+	checkCommittedAtEnd(t, adm, group, topic)
+}
+
+// TestConsumerGroup848RangeAssignor: franz-go members asking for the
+// server-side range assignor (kgo.RangeBalancer with the server-side
+// balancer) get contiguous ranges of each topic's partitions, as Kafka's
+// range assignor gives them, and the group names "range".
+func TestConsumerGroup848RangeAssignor(t *testing.T) {
+	b := consumerGroupBroker(t)
+	ctx := ctxFor(t)
+	adm := b.admin()
+	topic, group := "range848", "g848-range"
+	mustCreate(t, ctx, adm, topic, 6, nil)
+	l := newGroupLedger()
+	o := &ownership{owner: map[int32]string{}}
+	produceN(t, b.client(kgo.RecordPartitioner(kgo.RoundRobinPartitioner())), topic, 0, 600)
+	opts := []kgo.Opt{kgo.ServerSideBalancer(), kgo.Balancers(kgo.RangeBalancer())}
+	m1 := startTrackedMember(t, b.addr(), l, o, "m1", group, topic, opts...)
+	m2 := startTrackedMember(t, b.addr(), l, o, "m2", group, topic, opts...)
+	waitFor(t, "600 records", func() bool { return l.distinct() >= 600 })
+	waitFor(t, "three partitions each", func() bool { return o.owns("m1") == 3 && o.owns("m2") == 3 })
+	described, err := adm.DescribeConsumerGroups(ctx, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := described[group]
+	if g.AssignorName != "range" {
+		t.Errorf("assignor %q, want range", g.AssignorName)
+	}
+	for _, m := range g.Members {
+		var ps []int32
+		for p := range m.Assignment[topic] {
+			ps = append(ps, p)
+		}
+		slices.Sort(ps)
+		if len(ps) != 3 || ps[2]-ps[0] != 2 {
+			t.Errorf("member %s: %v, want a contiguous range of three", m.ClientID, ps)
+		}
+	}
+	m1.close()
+	m2.close()
 	checkCommittedAtEnd(t, adm, group, topic)
 }
