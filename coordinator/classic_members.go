@@ -207,14 +207,10 @@ func (c *consumerGroup) classicAssignment(m *consumerMember) []byte {
 	_ = sub.ReadFrom(m.classic.protocols[0].Metadata)
 	a := kmsg.NewConsumerMemberAssignment()
 	a.Version = min(max(sub.Version, 0), 3)
-	byTopic := map[string][]int32{}
-	for tp := range m.assigned {
-		byTopic[tp.Topic] = append(byTopic[tp.Topic], tp.Partition)
-	}
-	for _, t := range SortedTopics(byTopic) {
+	topics, parts := m.assigned.sorted()
+	for _, t := range topics {
 		at := kmsg.NewConsumerMemberAssignmentTopic()
-		at.Topic, at.Partitions = t, byTopic[t]
-		slices.Sort(at.Partitions)
+		at.Topic, at.Partitions = t, parts[t]
 		a.Topics = append(a.Topics, at)
 	}
 	return a.AppendTo(nil)

@@ -56,6 +56,19 @@ const (
 
 type tpSet map[topicPartition]bool
 
+// sorted returns a set's partitions by topic: the topics in order, and
+// each topic's partitions in order.
+func (s tpSet) sorted() (topics []string, parts map[string][]int32) {
+	parts = map[string][]int32{}
+	for tp := range s {
+		parts[tp.Topic] = append(parts[tp.Topic], tp.Partition)
+	}
+	for _, ps := range parts {
+		slices.Sort(ps)
+	}
+	return SortedTopics(parts), parts
+}
+
 // consumerGroup is the consumer-protocol part of a Group.
 type consumerGroup struct {
 	epoch       int32 // the group epoch
@@ -272,14 +285,10 @@ func (g *Group) ConsumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, clien
 	if !m.sent || (owned != nil && !sameSet(owned, m.assigned)) {
 		m.sent = true
 		a := kmsg.NewConsumerGroupHeartbeatResponseAssignment()
-		byTopic := map[string][]int32{}
-		for tp := range m.assigned {
-			byTopic[tp.Topic] = append(byTopic[tp.Topic], tp.Partition)
-		}
-		for _, t := range SortedTopics(byTopic) {
+		topics, parts := m.assigned.sorted()
+		for _, t := range topics {
 			rt := kmsg.NewConsumerGroupHeartbeatResponseAssignmentTopic()
-			rt.TopicID, rt.Partitions = c.topicIDs[t], byTopic[t]
-			slices.Sort(rt.Partitions)
+			rt.TopicID, rt.Partitions = c.topicIDs[t], parts[t]
 			a.Topics = append(a.Topics, rt)
 		}
 		resp.Assignment = &a

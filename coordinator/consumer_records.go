@@ -221,15 +221,10 @@ func (c *consumerGroup) memberState(m *consumerMember) int8 {
 // appendPartitions appends a []TopicPartitions of a set, by topic id,
 // sorted.
 func (c *consumerGroup) appendPartitions(b []byte, s tpSet) []byte {
-	byTopic := map[string][]int32{}
-	for tp := range s {
-		byTopic[tp.Topic] = append(byTopic[tp.Topic], tp.Partition)
-	}
-	names := SortedTopics(byTopic)
+	names, parts := s.sorted()
 	b = kbin.AppendCompactArrayLen(b, len(names))
 	for _, t := range names {
-		ps := byTopic[t]
-		slices.Sort(ps)
+		ps := parts[t]
 		b = kbin.AppendUuid(b, c.topicIDs[t])
 		b = kbin.AppendCompactArrayLen(b, len(ps))
 		for _, p := range ps {

@@ -147,18 +147,14 @@ func (c *consumerGroup) assignorName() string {
 // describePartitions lists a set of partitions by topic, sorted, each
 // topic with its id and name, leaving out the topics that are gone.
 func (c *consumerGroup) describePartitions(set tpSet, topics Topics) []kmsg.AssignmentTopicPartition {
-	byTopic := map[string][]int32{}
-	for tp := range set {
-		byTopic[tp.Topic] = append(byTopic[tp.Topic], tp.Partition)
-	}
+	names, parts := set.sorted()
 	out := []kmsg.AssignmentTopicPartition{}
-	for _, t := range SortedTopics(byTopic) {
+	for _, t := range names {
 		if id, _, ok := topics.Topic(t); !ok || id != c.topicIDs[t] {
 			continue // deleted (or deleted and created again)
 		}
 		tp := kmsg.NewAssignmentTopicPartition()
-		tp.TopicID, tp.Topic, tp.Partitions = c.topicIDs[t], t, byTopic[t]
-		slices.Sort(tp.Partitions)
+		tp.TopicID, tp.Topic, tp.Partitions = c.topicIDs[t], t, parts[t]
 		out = append(out, tp)
 	}
 	return out
