@@ -358,3 +358,22 @@ func TestKIP848OffsetFetchMemberEpoch(t *testing.T) {
 		}
 	}
 }
+
+// TestKIP848OffsetDeleteSubscribedTopic: OffsetDelete in a consumer group
+// with members is refused for a topic a member subscribes to
+// (GROUP_SUBSCRIBED_TO_TOPIC, as Kafka's isSubscribedToTopic) and allowed
+// for another; once the group is empty, for any.
+func TestKIP848OffsetDeleteSubscribedTopic(t *testing.T) {
+	h := newHarness(t)
+	h.cgh("a0", "a", 0, []int32{})
+	if err := h.g.CheckOffsetDelete("t"); err != kerr.GroupSubscribedToTopic {
+		t.Errorf("subscribed topic: %v", err)
+	}
+	if err := h.g.CheckOffsetDelete("other"); err != nil {
+		t.Errorf("another topic: %v", err)
+	}
+	h.cgh("a1", "a", -1, nil)
+	if err := h.g.CheckOffsetDelete("t"); err != nil {
+		t.Errorf("empty group: %v", err)
+	}
+}

@@ -113,12 +113,22 @@ func (g *Group) Exists() bool {
 }
 
 // CheckOffsetDelete decides whether a committed offset of topic may be
-// deleted (OffsetDelete): always in an Empty group; in a consumer group
-// with members only when no member subscribes to the topic.
+// deleted (OffsetDelete): always in an Empty group; in a group of the
+// consumer protocol type with members (classic or KIP-848) only when no
+// member subscribes to the topic.
 func (g *Group) CheckOffsetDelete(topic string) *kerr.Error {
 	switch {
 	case g.state == Dead || !g.Exists():
 		return kerr.GroupIDNotFound
+	case g.IsConsumer():
+		// A KIP-848 group: as Kafka's isSubscribedToTopic, by the
+		// members' subscriptions as resolved (regexes included).
+		for _, m := range g.consumer.members {
+			if _, ok := slices.BinarySearch(m.topics, topic); ok && topic != "" {
+				return kerr.GroupSubscribedToTopic
+			}
+		}
+		return nil
 	case g.state == Empty:
 		return nil
 	case g.protocolType != "consumer":
