@@ -13,10 +13,18 @@ import (
 // once for acks=0, after the append for acks=1 under durability replicated,
 // and once the records are durable (fsync) or below the high watermark
 // otherwise. Reply must not block. The actor owns Records after the send.
+//
+// Release, when not nil, is called once by the actor, on its goroutine, as
+// soon as it no longer reads Records (whose memory the sender may then
+// reuse): after the log has written them, or after refusing them, and before
+// waiting for their durability. The actor clears Records first. An Append
+// that the actor never finishes handling (it panicked, or was stopped with
+// the message in its mailbox) is never released.
 type Append struct {
 	Records []byte
 	Acks    int16
 	Reply   func(AppendResult)
+	Release func()
 }
 
 // AppendResult answers Append. Err is nil on success; a definite error

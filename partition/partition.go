@@ -123,6 +123,12 @@ func (p *partition) Receive(ctx actor.Context) {
 		p.inflight = m
 		p.append(m)
 		p.inflight = nil
+		if m.Release != nil {
+			// Nothing reads the records after append: the log does not
+			// keep them, producer state keeps header values only.
+			m.Records = nil
+			m.Release()
+		}
 	case *synced:
 		p.onSynced(m)
 	case *tick:

@@ -184,6 +184,9 @@ func (a *API) startAppend(c *conn, req *kmsg.ProduceRequest, topic string, topic
 		return rej.Err, rej.Message
 	}
 	records := rp.Records
+	// The records alias the request's body, pooled by the connection:
+	// the actor releases it once done with them (body.go).
+	body := c.body
 	if bh.Codec() == store.CodecZstd && req.Version < 7 {
 		return kerr.UnsupportedCompressionType, "zstd needs Produce v7 or later"
 	}
@@ -195,6 +198,7 @@ func (a *API) startAppend(c *conn, req *kmsg.ProduceRequest, topic string, topic
 			return kerr.CorruptMessage, rerr.Error()
 		}
 		records = b
+		body = nil // the new batch does not alias the body
 	}
 	reply := func(partition.AppendResult) {}
 	if req.Acks != 0 {
@@ -203,6 +207,11 @@ func (a *API) startAppend(c *conn, req *kmsg.ProduceRequest, topic string, topic
 		w.mu.Unlock()
 		reply = func(r partition.AppendResult) { w.complete(slot, r) }
 	}
-	a.System.Root.Send(h.PID, &partition.Append{Records: records, Acks: req.Acks, Reply: reply})
+	var release func()
+	if body != nil {
+		body.retain()
+		release = body.release
+	}
+	a.System.Root.Send(h.PID, &partition.Append{Records: records, Acks: req.Acks, Reply: reply, Release: release})
 	return nil, ""
 }

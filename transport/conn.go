@@ -41,6 +41,9 @@ type conn struct {
 	once    sync.Once
 	client  string             // client id of the last request, for logs
 	dec     store.Decompressor // for validating produced batches, reader goroutine only
+	// body is the pooled body of the request being decoded (Produce
+	// only, body.go), or nil; reader goroutine only.
+	body *requestBody
 }
 
 type pending struct {
@@ -98,12 +101,17 @@ func (c *conn) read() {
 				Int32("max", c.s.cfg.MaxRequestBytes).Msg("closing connection: request size out of bounds")
 			return
 		}
-		body, err := readBody(r, int(n))
+		body, err := c.readBody(r, int(n))
 		if err != nil {
 			c.readFailed(err)
 			return
 		}
 		p, err := c.decode(body)
+		if c.body != nil {
+			// The handler has retained the body for what still reads it.
+			c.body.release()
+			c.body = nil
+		}
 		if err != nil {
 			c.s.log.Warn().Err(err).Str("remote", c.nc.RemoteAddr().String()).Str("client", c.client).
 				Msg("closing connection: malformed request")
@@ -111,6 +119,22 @@ func (c *conn) read() {
 		}
 		c.pending <- p
 	}
+}
+
+// readBody reads a request body of n bytes: a Produce request's into a
+// pooled buffer, held in c.body (body.go), any other's with readBody.
+func (c *conn) readBody(r *bufio.Reader, n int) ([]byte, error) {
+	if key, err := r.Peek(2); err == nil && binary.BigEndian.Uint16(key) == 0 {
+		rb, err := readPooledBody(r, n)
+		if err != nil {
+			return nil, err
+		}
+		if rb != nil {
+			c.body = rb
+			return rb.b, nil
+		}
+	}
+	return readBody(r, n)
 }
 
 // Request bodies are read in two stages, so that a client that claims a
@@ -124,9 +148,9 @@ func (c *conn) read() {
 //  2. then the body gets a buffer of exactly its size, the chunks are copied
 //     into it, and the rest is read straight into it.
 //
-// NB: the body's buffer is not pooled: decoded requests alias it (produced
-// batches go to partition actors as sub-slices), so it lives as long as they
-// do. Growing one buffer by doubling instead (bytes.Buffer did) made every
+// NB: the body's buffer is not pooled here: decoded requests alias it, so it
+// lives as long as they do. Produce bodies, whose aliases (the batches sent
+// to partition actors) are counted, are pooled instead: body.go. Growing one buffer by doubling instead (bytes.Buffer did) made every
 // large request touch two to three times its size of fresh memory, cleared
 // before each read; the page faults, clearing and copying were a third of
 // the broker's CPU under a produce load of 6 MB requests
@@ -153,7 +177,11 @@ func chunkPool(size int) *sync.Pool {
 }
 
 // readBody reads a request body of n bytes from r, as described above.
-func readBody(r io.Reader, n int) ([]byte, error) {
+func readBody(r io.Reader, n int) ([]byte, error) { return readBodyCap(r, n, n) }
+
+// readBodyCap is readBody into a buffer of capacity bytes (at least n), for
+// bodies that will be pooled (body.go).
+func readBodyCap(r io.Reader, n, capacity int) ([]byte, error) {
 	var (
 		chunks [maxChunks]*[]byte
 		used   int
@@ -183,7 +211,7 @@ func readBody(r io.Reader, n int) ([]byte, error) {
 		}
 		got += size
 	}
-	body := make([]byte, n)
+	body := make([]byte, n, capacity)
 	off := 0
 	for _, c := range chunks[:used] {
 		off += copy(body[off:], *c)

@@ -79,3 +79,82 @@ func TestReadBodyHostileSize(t *testing.T) {
 		}
 	}
 }
+
+// TestBodyClasses: classes grow by a quarter octave from 4 KiB to
+// maxPooledBody, and a body gets the smallest class that holds it.
+func TestBodyClasses(t *testing.T) {
+	if got := bodyClassSize(0); got != 4<<10 {
+		t.Fatalf("class 0 is %d bytes", got)
+	}
+	if got := bodyClassSize(bodyClasses - 1); got != maxPooledBody {
+		t.Fatalf("last class is %d bytes, want %d", got, maxPooledBody)
+	}
+	for i := 1; i < bodyClasses; i++ {
+		prev, size := bodyClassSize(i-1), bodyClassSize(i)
+		if size <= prev || size > prev+prev/4+prev/4 {
+			t.Fatalf("class %d: %d bytes after %d", i, size, prev)
+		}
+	}
+	for _, n := range []int{1, 4 << 10, 4<<10 + 1, 100 << 10, 6<<20 + 12345, maxPooledBody} {
+		c := bodyClass(n)
+		if c < 0 || bodyClassSize(c) < n || (c > 0 && bodyClassSize(c-1) >= n) {
+			t.Fatalf("body of %d bytes: class %d", n, c)
+		}
+	}
+	if c := bodyClass(maxPooledBody + 1); c != -1 {
+		t.Fatalf("body above maxPooledBody: class %d", c)
+	}
+}
+
+// TestReadPooledBody reads bodies into pooled buffers and back, and checks
+// that a released body is only reused after its last release.
+func TestReadPooledBody(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{8, 5000, minChunk + 1, 3*minChunk + 7, 1<<20 + 3} {
+		for round := range 3 {
+			want := make([]byte, n)
+			for i := range want {
+				want[i] = byte(rng.Uint32())
+			}
+			src := bytes.NewReader(append(append([]byte(nil), want...), "next"...))
+			rb, err := readPooledBody(iotest.HalfReader(src), n)
+			if err != nil {
+				t.Fatalf("n=%d round %d: %v", n, round, err)
+			}
+			if !bytes.Equal(rb.b, want) || cap(rb.b) != bodyClassSize(rb.class) {
+				t.Fatalf("n=%d round %d: body differs (len %d cap %d)", n, round, len(rb.b), cap(rb.b))
+			}
+			if rest, _ := io.ReadAll(src); string(rest) != "next" {
+				t.Fatalf("n=%d round %d: left %q unread", n, round, rest)
+			}
+			rb.retain()
+			rb.release()
+			if len(rb.b) != n {
+				t.Fatalf("n=%d round %d: body given back while retained", n, round)
+			}
+			rb.release()
+		}
+	}
+	if rb, err := readPooledBody(bytes.NewReader(nil), maxPooledBody+1); rb != nil || err != nil {
+		t.Fatalf("body above maxPooledBody: %v, %v", rb, err)
+	}
+	if _, err := readPooledBody(bytes.NewReader(make([]byte, 10)), 100); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("short body: %v", err)
+	}
+}
+
+// TestRequestBodyOverRelease: releasing more often than retaining is a bug
+// that must not pass silently.
+func TestRequestBodyOverRelease(t *testing.T) {
+	rb, err := readPooledBody(bytes.NewReader(make([]byte, 16)), 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb.release()
+	defer func() {
+		if recover() == nil {
+			t.Fatal("second release did not panic")
+		}
+	}()
+	rb.release()
+}

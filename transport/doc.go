@@ -11,7 +11,9 @@
 //
 //   - the reader reads a size-prefixed frame (refusing sizes above
 //     socket.request.max.bytes before allocating, and growing its buffer
-//     only as bytes arrive), decodes it with kmsg, and starts the request:
+//     only as bytes arrive; a Produce body goes into a pooled buffer that
+//     the partitions' actors give back once they have written its batches,
+//     body.go), decodes it with kmsg, and starts the request:
 //     the handler validates, sends messages to the actors that own the data
 //     (a partition's actor for Produce, the controller for admin commands),
 //     or reads published views (Fetch, ListOffsets, Metadata) and returns a
