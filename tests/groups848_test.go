@@ -79,6 +79,21 @@ func (o *ownership) revoked(name string, ps []int32) {
 	}
 }
 
+// check fails the test for every partition that two members held at once
+// and, when what names an event the members were to carry on through, for
+// every member that lost partitions rather than giving them up.
+func (o *ownership) check(t *testing.T, what string) {
+	t.Helper()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, f := range o.failures {
+		t.Error(f)
+	}
+	if what != "" && len(o.lost) > 0 {
+		t.Errorf("members lost their partitions across %s: %v", what, o.lost)
+	}
+}
+
 func (o *ownership) owns(name string) int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -201,11 +216,7 @@ func TestConsumerGroup848(t *testing.T) {
 
 	m2.close()
 	m3.close()
-	o.mu.Lock()
-	for _, f := range o.failures {
-		t.Error(f)
-	}
-	o.mu.Unlock()
+	o.check(t, "")
 	checkCommittedAtEnd(t, adm, group, topic)
 }
 
@@ -242,33 +253,33 @@ func TestConsumerGroup848ClassicGroupRefused(t *testing.T) {
 // consumed, and the committed offsets reach the end offsets.
 func TestConsumerGroup848SurvivesRestart(t *testing.T) {
 	b := consumerGroupBroker(t)
-	adm := b.admin()
+	survive848(t, b.addr(), "restart848", "the restart", b.restart)
+}
+
+// survive848 runs two KIP-848 franz-go members on a four-partition topic
+// of the broker at addr, lets happen what the test is about once they
+// share the partitions, and checks that they carried on: every record
+// consumed, no partition held twice or lost, commits at the end offsets.
+func survive848(t *testing.T, addr, topic, what string, happen func()) {
+	t.Helper()
 	ctx := ctxFor(t)
-	topic, group := "restart848", "g848-restart"
-	mustCreate(t, ctx, adm, topic, 4, nil)
-	prod := b.client(kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	group := "g-" + topic
+	mustCreate(t, ctx, kadm.NewClient(newClientFor(t, addr)), topic, 4, nil)
 	l := newGroupLedger()
 	o := &ownership{owner: map[int32]string{}}
-	produceN(t, prod, topic, 0, 400)
-	m1 := start848Member(t, b, l, o, "m1", group, topic)
-	m2 := start848Member(t, b, l, o, "m2", group, topic)
+	produceN(t, newClientFor(t, addr, kgo.RecordPartitioner(kgo.RoundRobinPartitioner())), topic, 0, 400)
+	m1 := start848MemberAt(t, addr, l, o, "m1", group, topic)
+	m2 := start848MemberAt(t, addr, l, o, "m2", group, topic)
 	waitFor(t, "400 records", func() bool { return l.distinct() >= 400 })
 	waitFor(t, "m1 and m2 share the partitions", func() bool { return o.owns("m1") == 2 && o.owns("m2") == 2 })
 
-	b.restart()
-	produceN(t, b.client(kgo.RecordPartitioner(kgo.RoundRobinPartitioner())), topic, 400, 800)
+	happen()
+	produceN(t, newClientFor(t, addr, kgo.RecordPartitioner(kgo.RoundRobinPartitioner())), topic, 400, 800)
 	waitFor(t, "800 records", func() bool { return l.distinct() >= 800 })
 	m1.close()
 	m2.close()
-	o.mu.Lock()
-	for _, f := range o.failures {
-		t.Error(f)
-	}
-	if len(o.lost) > 0 {
-		t.Errorf("members lost their partitions across the restart: %v", o.lost)
-	}
-	o.mu.Unlock()
-	checkCommittedAtEnd(t, b.admin(), group, topic)
+	o.check(t, what)
+	checkCommittedAtEnd(t, kadm.NewClient(newClientFor(t, addr)), group, topic)
 }
 
 // TestConsumerGroup848SurvivesSIGKILL: a `skein node` child process is
@@ -281,34 +292,10 @@ func TestConsumerGroup848SurvivesSIGKILL(t *testing.T) {
 	node := newChildNode(t)
 	node.env = []string{"SKEIN_GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS=200", "SKEIN_OFFSETS_TOPIC_NUM_PARTITIONS=3"}
 	node.start()
-	ctx := ctxFor(t)
-	adm := kadm.NewClient(newClientFor(t, node.addr))
-	topic, group := "killed848", "g848-killed"
-	mustCreate(t, ctx, adm, topic, 4, nil)
-	prod := newClientFor(t, node.addr, kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
-	l := newGroupLedger()
-	o := &ownership{owner: map[int32]string{}}
-	produceN(t, prod, topic, 0, 400)
-	m1 := start848MemberAt(t, node.addr, l, o, "m1", group, topic)
-	m2 := start848MemberAt(t, node.addr, l, o, "m2", group, topic)
-	waitFor(t, "400 records", func() bool { return l.distinct() >= 400 })
-	waitFor(t, "m1 and m2 share the partitions", func() bool { return o.owns("m1") == 2 && o.owns("m2") == 2 })
-
-	node.kill()
-	node.start()
-	produceN(t, newClientFor(t, node.addr, kgo.RecordPartitioner(kgo.RoundRobinPartitioner())), topic, 400, 800)
-	waitFor(t, "800 records", func() bool { return l.distinct() >= 800 })
-	m1.close()
-	m2.close()
-	o.mu.Lock()
-	for _, f := range o.failures {
-		t.Error(f)
-	}
-	if len(o.lost) > 0 {
-		t.Errorf("members lost their partitions across the SIGKILL: %v", o.lost)
-	}
-	o.mu.Unlock()
-	checkCommittedAtEnd(t, kadm.NewClient(newClientFor(t, node.addr)), group, topic)
+	survive848(t, node.addr, "killed848", "the SIGKILL", func() {
+		node.kill()
+		node.start()
+	})
 }
 
 // TestConsumerGroup848CoordinatorPanic: the group's coordinator actor
@@ -339,14 +326,7 @@ func TestConsumerGroup848CoordinatorPanic(t *testing.T) {
 	waitFor(t, "m1 and m2 share the partitions", func() bool { return o.owns("m1") == 2 && o.owns("m2") == 2 })
 	m1.close()
 	m2.close()
-	o.mu.Lock()
-	for _, f := range o.failures {
-		t.Error(f)
-	}
-	if len(o.lost) > 0 {
-		t.Errorf("members lost their partitions across the coordinator's restart: %v", o.lost)
-	}
-	o.mu.Unlock()
+	o.check(t, "the coordinator's restart")
 	checkCommittedAtEnd(t, adm, group, topic)
 }
 
@@ -499,10 +479,8 @@ func TestConsumerGroup848StaticMember(t *testing.T) {
 	if n := o.revokes["m1"]; n != revoked {
 		t.Errorf("m1 had partitions revoked %d times during the static member's restart", n-revoked)
 	}
-	for _, f := range o.failures {
-		t.Error(f)
-	}
 	o.mu.Unlock()
+	o.check(t, "")
 	m1.close()
 }
 
@@ -560,14 +538,7 @@ func TestConsumerGroupMigration(t *testing.T) {
 	waitFor(t, "1200 records", func() bool { return l.distinct() >= 1200 })
 	k1.close()
 	k2.close()
-	o.mu.Lock()
-	for _, f := range o.failures {
-		t.Error(f)
-	}
-	if len(o.lost) > 0 {
-		t.Errorf("members lost partitions: %v", o.lost)
-	}
-	o.mu.Unlock()
+	o.check(t, "the migrations")
 	checkCommittedAtEnd(t, adm, group, topic)
 }
 
