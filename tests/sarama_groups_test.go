@@ -314,3 +314,61 @@ func logGroupVersions(t *testing.T, b *broker) {
 	}
 	t.Logf("group API versions sent: %s", strings.Join(line, ", "))
 }
+
+// TestSaramaInConsumerGroup: a sarama ConsumerGroup member (classic
+// protocol, range) joins a KIP-848 consumer group of a franz-go member
+// (kgo.ServerSideBalancer), as Kafka 4 lets a classic consumer do: the
+// broker assigns it through JoinGroup/SyncGroup, the group lists it as a
+// classic member, the two consume every record between them, and their
+// commits reach the end offsets.
+func TestSaramaInConsumerGroup(t *testing.T) {
+	b := consumerGroupBroker(t)
+	ctx := ctxFor(t)
+	adm := b.admin()
+	topic, group := "sarama848", "g-sarama848"
+	mustCreate(t, ctx, adm, topic, 4, nil)
+	prod := b.client(kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	produceN(t, prod, topic, 0, 400)
+	kl := newGroupLedger()
+	o := &ownership{owner: map[int32]string{}}
+	n1 := start848Member(t, b, kl, o, "n1", group, topic)
+	waitFor(t, "n1 owns every partition", func() bool { return o.owns("n1") == 4 })
+	sl := newSaramaLedger(topic)
+	s1 := startSaramaMember(t, b, sl, "s1", group, sarama.NewBalanceStrategyRange())
+	waitFor(t, "the sarama member, a classic member, owns two partitions", func() bool {
+		described, err := adm.DescribeConsumerGroups(ctx, group)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range described[group].Members {
+			if m.MemberType == 0 && m.ClientID == "skein-tests-s1" && len(m.Assignment[topic]) == 2 {
+				return o.owns("n1") == 2
+			}
+		}
+		return false
+	})
+	produceN(t, prod, topic, 400, 800)
+	union := func() (all, bySarama int) {
+		kl.mu.Lock()
+		defer kl.mu.Unlock()
+		sl.mu.Lock()
+		defer sl.mu.Unlock()
+		for p := range int32(4) {
+			for off := range kl.seen[p] {
+				if !sl.seen[p][off] {
+					all++
+				}
+			}
+			all += len(sl.seen[p])
+		}
+		return all, sl.count
+	}
+	waitFor(t, "every record, between the two, the sarama member's share included", func() bool {
+		all, bySarama := union()
+		return all == 800 && bySarama >= 200
+	})
+	s1.close()
+	n1.close()
+	o.check(t, "")
+	checkCommittedAtEnd(t, adm, group, topic)
+}
