@@ -348,6 +348,9 @@ func (g *Group) maybeDowngrade() {
 	g.leader = g.joinOrder[0]
 	g.dropConsumer()
 	g.state = Stable
+	// Written as Kafka writes it at the conversion: a restart before the
+	// rebalance ends finds the classic group with its members.
+	g.out.GroupMetadata = true
 	for _, id := range g.joinOrder {
 		g.touch(g.members[id])
 	}

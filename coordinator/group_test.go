@@ -49,6 +49,9 @@ func (h *harness) step() {
 	}
 	h.timers = append(h.timers, r.Timers...)
 	h.records = append(h.records, r.Records...)
+	if r.GroupMetadata {
+		h.records = append(h.records, h.g.MetadataRecord()) // as the actor
+	}
 }
 
 // fire fires every pending timer of kind for member ("" for any).
