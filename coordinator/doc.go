@@ -78,13 +78,15 @@
 // # Persistence
 //
 // Records use Kafka's own formats (kmsg.OffsetCommitKey v1 with
-// OffsetCommitValue v3, GroupMetadataKey v2 with GroupMetadataValue v3; a
+// OffsetCommitValue v3, GroupMetadataKey v2 with GroupMetadataValue v3, and
+// for consumer groups the ConsumerGroup* records of consumer_records.go; a
 // null value is a tombstone), appended with acks=-1 to the group's partition
-// abs(javaStringHashCode(group)) % offsets.topic.num.partitions. Commits are
-// answered once durable. The group metadata record is written without
-// waiting: a member whose record is lost to a crash rejoins, as after any
-// coordinator move. On start, a group actor reads its partition from the log
-// start offset to the high watermark, applies its group's records in order
+// abs(javaStringHashCode(group)) % offsets.topic.num.partitions. Commits and
+// consumer-group heartbeats that changed the group are answered once
+// durable. The classic group metadata record is written without waiting: a
+// member whose record is lost to a crash rejoins, as after any coordinator
+// move. On start, a group actor reads its partition from the log start
+// offset to the high watermark, applies its group's records in order
 // (Restore), and starts the restored members' session timers (Loaded).
 //
 // # Deleted topics
