@@ -99,10 +99,7 @@ func (g *Group) consumerJoin(req *kmsg.JoinGroupRequest, clientID, host, instanc
 	m.clientID, m.host, m.assignor, m.regex = clientID, host, "", ""
 	m.rebalanceTimeout = rebalance
 	m.classic = &classicProtocol{sessionTimeout: session, protocols: slices.Clone(req.Protocols)}
-	subs := slices.Clone(sub.Topics)
-	slices.Sort(subs)
-	subs = slices.Compact(subs)
-	if !slices.Equal(subs, m.subscribed) {
+	if subs := sortedNames(sub.Topics); !slices.Equal(subs, m.subscribed) {
 		m.subscribed = subs
 		bump = true
 	}
@@ -155,15 +152,11 @@ func (c *consumerGroup) supportsClassic(ps []kmsg.JoinGroupRequestProtocol) bool
 // when there is one (FENCED_INSTANCE_ID when it is held by another member
 // id), else by member id.
 func (c *consumerGroup) classicMember(memberID, instance string) (*consumerMember, *kerr.Error) {
-	if instance != "" {
-		holder := c.static[instance]
-		switch {
-		case holder == "":
-			return nil, kerr.UnknownMemberID
-		case memberID != "" && holder != memberID:
-			return nil, kerr.FencedInstanceID
-		}
-		memberID = holder
+	if instance != "" && memberID == "" {
+		memberID = c.static[instance] // a LeaveGroup may name the instance alone
+	}
+	if _, err := c.checkStatic(instance, memberID); err != nil {
+		return nil, err
 	}
 	m := c.members[memberID]
 	if m == nil || m.classic == nil {
@@ -275,9 +268,7 @@ func (g *Group) upgradeToConsumer() {
 			rebalanceTimeout: om.rebalanceTimeout, epoch: g.generation, prevEpoch: g.generation,
 			assigned: tpSet{}, revoking: tpSet{},
 			classic: &classicProtocol{sessionTimeout: om.sessionTimeout, protocols: slices.Clone(om.protocols)}}
-		m.subscribed = slices.Clone(sub.Topics)
-		slices.Sort(m.subscribed)
-		m.subscribed = slices.Compact(m.subscribed)
+		m.subscribed = sortedNames(sub.Topics)
 		for _, t := range a.Topics {
 			tid, n, ok := topics.Topic(t.Topic)
 			if !ok {

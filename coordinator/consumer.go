@@ -56,6 +56,14 @@ const (
 
 type tpSet map[topicPartition]bool
 
+// sortedNames returns topic names sorted, without duplicates, as a
+// member's subscription is kept; names is left as it is.
+func sortedNames(names []string) []string {
+	s := slices.Clone(names)
+	slices.Sort(s)
+	return slices.Compact(s)
+}
+
 // sorted returns a set's partitions by topic: the topics in order, and
 // each topic's partitions in order.
 func (s tpSet) sorted() (topics []string, parts map[string][]int32) {
@@ -198,6 +206,7 @@ func (g *Group) ConsumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, clien
 	// are written anew after the tombstones.
 	c.deleted = false
 	m := c.members[req.MemberID]
+	staticMsg, staticErr := c.checkStatic(instance, req.MemberID)
 	// bump is set by a change that moves the group epoch: one step by
 	// heartbeat, however many changes it brings.
 	bump := false
@@ -228,11 +237,8 @@ func (g *Group) ConsumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, clien
 			c.static[instance] = id
 		}
 		bump = true
-	case instance != "" && c.static[instance] == "":
-		fail(kerr.UnknownMemberID, "Instance id "+instance+" is unknown.")
-		return
-	case instance != "" && c.static[instance] != req.MemberID:
-		fail(kerr.FencedInstanceID, "Static member "+instance+" was replaced by another member id.")
+	case staticErr != nil:
+		fail(staticErr, staticMsg)
 		return
 	case m == nil:
 		fail(kerr.UnknownMemberID, "")
@@ -244,10 +250,7 @@ func (g *Group) ConsumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, clien
 	}
 	g.touchConsumer(m)
 	if req.SubscribedTopicNames != nil {
-		subs := slices.Clone(req.SubscribedTopicNames)
-		slices.Sort(subs)
-		subs = slices.Compact(subs)
-		if !slices.Equal(subs, m.subscribed) {
+		if subs := sortedNames(req.SubscribedTopicNames); !slices.Equal(subs, m.subscribed) {
 			m.subscribed = subs
 			bump = true
 		}
@@ -308,15 +311,9 @@ func (g *Group) consumerLeave(req *kmsg.ConsumerGroupHeartbeatRequest, fail func
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
 	m := c.members[req.MemberID]
 	instance := deref(req.InstanceID)
-	if instance != "" {
-		switch id := c.static[instance]; {
-		case id == "":
-			fail(kerr.UnknownMemberID, "Instance id "+instance+" is unknown.")
-			return
-		case id != req.MemberID:
-			fail(kerr.FencedInstanceID, "Static member "+instance+" was replaced by another member id.")
-			return
-		}
+	if msg, err := c.checkStatic(instance, req.MemberID); err != nil {
+		fail(err, msg)
+		return
 	}
 	if m == nil {
 		fail(kerr.UnknownMemberID, "")
@@ -332,6 +329,22 @@ func (g *Group) consumerLeave(req *kmsg.ConsumerGroupHeartbeatRequest, fail func
 	}
 	resp.MemberID, resp.MemberEpoch = kmsg.StringPtr(m.id), req.MemberEpoch
 	g.reply(reply, resp)
+}
+
+// checkStatic checks that a member naming an instance id holds it:
+// UNKNOWN_MEMBER_ID when no member does, FENCED_INSTANCE_ID when another
+// member id does (Kafka's throwIfStaticMemberIsUnknown and
+// throwIfInstanceIdIsFenced). No instance id passes.
+func (c *consumerGroup) checkStatic(instance, memberID string) (msg string, err *kerr.Error) {
+	switch holder := c.static[instance]; {
+	case instance == "":
+		return "", nil
+	case holder == "":
+		return "Instance id " + instance + " is unknown.", kerr.UnknownMemberID
+	case holder != memberID:
+		return "Static member " + instance + " was replaced by another member id.", kerr.FencedInstanceID
+	}
+	return "", nil
 }
 
 // replaceConsumer gives a static member's place to its new incarnation:
@@ -406,10 +419,7 @@ func (g *Group) refreshSubscribed() bool {
 	for _, m := range c.members {
 		m.topics = m.subscribed
 		if m.regex != "" {
-			m.topics = slices.Clone(m.subscribed)
-			m.topics = append(m.topics, c.resolve(m.regex, topics)...)
-			slices.Sort(m.topics)
-			m.topics = slices.Compact(m.topics)
+			m.topics = sortedNames(slices.Concat(m.subscribed, c.resolve(m.regex, topics)))
 		}
 		for _, t := range m.topics {
 			if _, ok := now[t]; ok {

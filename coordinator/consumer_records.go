@@ -145,11 +145,7 @@ func (c *consumerGroup) groupValue() []byte {
 	// Tagged field 0, MetadataHash: the subscribed topics as the target
 	// was computed, so that a change while the coordinator was away is
 	// seen after a restart.
-	h := c.metadataHash()
-	b = kbin.AppendUvarint(b, 1)
-	b = kbin.AppendUvarint(b, 0)
-	b = kbin.AppendUvarint(b, 8)
-	return kbin.AppendInt64(b, h)
+	return appendTag0(b, kbin.AppendInt64(nil, c.metadataHash()))
 }
 
 // metadataHash hashes the subscribed topics' ids and partition counts.
@@ -190,11 +186,7 @@ func (m *consumerMember) metadataValue() []byte {
 		cm = kbin.AppendCompactBytes(cm, p.Metadata)
 		cm = appendTags(cm)
 	}
-	cm = appendTags(cm)
-	b = kbin.AppendUvarint(b, 1)
-	b = kbin.AppendUvarint(b, 0)
-	b = kbin.AppendUvarint(b, uint32(len(cm)))
-	return append(b, cm...)
+	return appendTag0(b, appendTags(cm))
 }
 
 func (c *consumerGroup) currentValue(m *consumerMember) []byte {
@@ -235,7 +227,16 @@ func (c *consumerGroup) appendPartitions(b []byte, s tpSet) []byte {
 	return b
 }
 
+// appendTags ends a flexible struct with no tagged field.
 func appendTags(b []byte) []byte { return kbin.AppendUvarint(b, 0) }
+
+// appendTag0 ends a flexible struct with one tagged field, tag 0.
+func appendTag0(b, field []byte) []byte {
+	b = kbin.AppendUvarint(b, 1)
+	b = kbin.AppendUvarint(b, 0)
+	b = kbin.AppendUvarint(b, uint32(len(field)))
+	return append(b, field...)
+}
 
 func nullable(s string) *string {
 	if s == "" {
@@ -353,12 +354,11 @@ func (g *Group) restoreConsumer(typ int16, member string, key, value []byte) err
 // its ClassicMemberMetadata (tag 0) if it has one.
 func readClassic(rd *kbin.Reader) *classicProtocol {
 	var out *classicProtocol
-	for n := rd.Uvarint(); n > 0 && rd.Ok(); n-- {
-		tag, size := rd.Uvarint(), rd.Uvarint()
-		span := kbin.Reader{Src: rd.Span(int(size))}
+	readTags(rd, func(tag uint32, field []byte) {
 		if tag != 0 {
-			continue
+			return
 		}
+		span := kbin.Reader{Src: field}
 		cp := &classicProtocol{sessionTimeout: msDuration(span.Int32())}
 		for k := span.CompactArrayLen(); k > 0 && span.Ok(); k-- {
 			p := kmsg.NewJoinGroupRequestProtocol()
@@ -370,28 +370,33 @@ func readClassic(rd *kbin.Reader) *classicProtocol {
 		if span.Complete() == nil && len(cp.protocols) > 0 {
 			out = cp
 		}
-	}
+	})
 	return out
 }
 
+// readHash reads a group value's tagged fields, returning its
+// MetadataHash (tag 0).
 func readHash(rd *kbin.Reader) int64 {
 	var h int64
-	for n := rd.Uvarint(); n > 0 && rd.Ok(); n-- {
-		tag, size := rd.Uvarint(), rd.Uvarint()
-		span := rd.Span(int(size))
-		if tag == 0 && len(span) == 8 {
-			h = int64(binary.BigEndian.Uint64(span))
+	readTags(rd, func(tag uint32, field []byte) {
+		if tag == 0 && len(field) == 8 {
+			h = int64(binary.BigEndian.Uint64(field))
 		}
-	}
+	})
 	return h
 }
 
-func skipTags(rd *kbin.Reader) {
+// readTags reads a flexible struct's tagged fields, giving each to fn.
+func readTags(rd *kbin.Reader, fn func(tag uint32, field []byte)) {
 	for n := rd.Uvarint(); n > 0 && rd.Ok(); n-- {
-		rd.Uvarint()
-		rd.Span(int(rd.Uvarint()))
+		tag, size := rd.Uvarint(), rd.Uvarint()
+		if field := rd.Span(int(size)); fn != nil && rd.Ok() {
+			fn(tag, field)
+		}
 	}
 }
+
+func skipTags(rd *kbin.Reader) { readTags(rd, nil) }
 
 func readPartitions(rd *kbin.Reader) idSet {
 	out := idSet{}
