@@ -150,8 +150,9 @@ func (c *conn) readBody(r *bufio.Reader, n int) ([]byte, error) {
 //
 // NB: the body's buffer is not pooled here: decoded requests alias it, so it
 // lives as long as they do. Produce bodies, whose aliases (the batches sent
-// to partition actors) are counted, are pooled instead: body.go. Growing one buffer by doubling instead (bytes.Buffer did) made every
-// large request touch two to three times its size of fresh memory, cleared
+// to partition actors) are counted, are pooled instead: body.go. Growing
+// one buffer by doubling instead (bytes.Buffer did) made every large
+// request touch two to three times its size of fresh memory, cleared
 // before each read; the page faults, clearing and copying were a third of
 // the broker's CPU under a produce load of 6 MB requests
 // (tests/bench/README.md).
