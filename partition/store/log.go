@@ -189,6 +189,10 @@ func (l *Log) append(records []byte, leaderEpoch int32, assign bool) (AppendResu
 		}
 	}
 	s := l.active()
+	if err := s.pin(); err != nil {
+		// Nothing written: the log stays writable.
+		return AppendResult{}, fmt.Errorf("store: opening %s: %w", s.path(logSuffix), err)
+	}
 	if _, err := s.log.WriteAt(records, s.size); err != nil {
 		// Part of the record set may be in the file: nothing is acknowledged,
 		// and the log refuses further writes until reopened and recovered.
@@ -218,6 +222,21 @@ func (l *Log) append(records []byte, leaderEpoch int32, assign bool) (AppendResu
 	res.LogStartOffset = l.lso
 	l.publish()
 	return res, nil
+}
+
+// ReleaseFiles gives the active segment's descriptor back to the descriptor
+// cache (see vfs.Cache) when everything written is durable, so that an idle
+// partition holds none; the next append takes it again. It reports whether
+// it released it.
+func (l *Log) ReleaseFiles() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := l.active()
+	if l.isClosed || !s.pinned || l.durable.Load() < l.leo {
+		return false
+	}
+	s.unpin()
+	return true
 }
 
 // writable reports why the log takes no writes, if it does not.

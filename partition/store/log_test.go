@@ -71,8 +71,13 @@ type testLog struct {
 
 func openTestLog(t *testing.T, fs vfs.FS, o Options) *testLog {
 	t.Helper()
+	return openTestLogIn(t, fs, "/data/topic-0", o)
+}
+
+func openTestLogIn(t *testing.T, fs vfs.FS, dir string, o Options) *testLog {
+	t.Helper()
 	clk := clock.NewManual(time.UnixMilli(1_700_000_000_000))
-	cfg := Config{FS: fs, Dir: "/data/topic-0", Clock: clk, Options: o}
+	cfg := Config{FS: fs, Dir: dir, Clock: clk, Options: o}
 	l, err := Open(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -56,6 +56,9 @@ type segment struct {
 	idxMem, tidxMem []byte
 	idxN, tidxN     int
 	sealed          bool
+	// pinned says the log file's descriptor is held open (vfs.Pin): the
+	// active segment's, while the partition writes.
+	pinned bool
 
 	bytesSinceIndex      int64
 	maxTimestamp         int64 // largest batch max timestamp, -1 while empty
@@ -212,7 +215,29 @@ func (s *segment) seal() error {
 	}
 	s.sealed = true
 	s.idxMem, s.tidxMem = nil, nil
+	s.unpin()
 	return nil
+}
+
+// pin keeps the log file's descriptor open until unpin, for the writes to
+// come (a no-op when it is pinned already).
+func (s *segment) pin() error {
+	if s.pinned {
+		return nil
+	}
+	if err := vfs.Pin(s.log); err != nil {
+		return err
+	}
+	s.pinned = true
+	return nil
+}
+
+// unpin lets the descriptor cache close the log file when it needs room.
+func (s *segment) unpin() {
+	if s.pinned {
+		vfs.Unpin(s.log)
+		s.pinned = false
+	}
 }
 
 // unseal makes a sealed segment active again (after truncation into it):
@@ -240,6 +265,7 @@ func (s *segment) unseal(opts *Options) error {
 }
 
 func (s *segment) close() error {
+	s.unpin()
 	var first error
 	for _, f := range []vfs.File{s.log, s.idx, s.tidx} {
 		if f != nil {

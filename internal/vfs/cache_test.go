@@ -1,0 +1,393 @@
+package vfs
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+)
+
+// countingFS counts the inner files open at once, as the descriptors a
+// process holds, and can refuse opens beyond a limit with EMFILE.
+type countingFS struct {
+	FS
+	open, peak atomic.Int64
+	limit      int64 // 0: none
+	// block, when set, makes ReadAt of files named by it wait for the
+	// channel to close.
+	block map[string]chan struct{}
+}
+
+func (c *countingFS) wrap(f File, err error) (File, error) {
+	if err != nil {
+		return nil, err
+	}
+	n := c.open.Add(1)
+	if c.limit > 0 && n > c.limit {
+		c.open.Add(-1)
+		f.Close()
+		return nil, &fs.PathError{Op: "open", Err: syscall.EMFILE}
+	}
+	for {
+		p := c.peak.Load()
+		if n <= p || c.peak.CompareAndSwap(p, n) {
+			break
+		}
+	}
+	return &countedFile{File: f, fs: c}, nil
+}
+
+func (c *countingFS) Create(n string) (File, error)        { return c.wrap(c.FS.Create(n)) }
+func (c *countingFS) Open(n string) (File, error)          { return c.wrap(c.FS.Open(n)) }
+func (c *countingFS) OpenReadWrite(n string) (File, error) { return c.wrap(c.FS.OpenReadWrite(n)) }
+func (c *countingFS) OpenDir(n string) (File, error)       { return c.wrap(c.FS.OpenDir(n)) }
+
+type countedFile struct {
+	File
+	fs     *countingFS
+	closed atomic.Bool
+	name   string
+}
+
+func (f *countedFile) Close() error {
+	if f.closed.Swap(true) {
+		return fs.ErrClosed
+	}
+	f.fs.open.Add(-1)
+	return f.File.Close()
+}
+
+func (f *countedFile) ReadAt(p []byte, off int64) (int, error) {
+	if f.closed.Load() {
+		return 0, errors.New("read of a closed inner file")
+	}
+	if ch := f.fs.block[f.Name()]; ch != nil {
+		<-ch
+	}
+	return f.File.ReadAt(p, off)
+}
+
+func (f *countedFile) Name() string {
+	fi, err := f.File.Stat()
+	if err != nil {
+		return ""
+	}
+	return fi.Name()
+}
+
+func newCounted(t *testing.T) *countingFS {
+	t.Helper()
+	m := NewCrashableMem()
+	if err := m.MkdirAll("/d", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return &countingFS{FS: m}
+}
+
+func content(i int) []byte { return bytes.Repeat([]byte{byte(i)}, 100+i) }
+
+// makeFiles writes n files through c and returns their handles.
+func makeFiles(t *testing.T, c *Cache, n int) []File {
+	t.Helper()
+	var out []File
+	for i := range n {
+		f, err := c.Create(fmt.Sprintf("/d/%03d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteAt(content(i), 0); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+func TestCacheCapUnderConcurrentReaders(t *testing.T) {
+	inner := newCounted(t)
+	const limit, files, readers = 8, 50, 4
+	c := NewCache(inner, limit)
+	hs := makeFiles(t, c, files)
+	var wg sync.WaitGroup
+	for r := range readers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(r), 1))
+			for range 2000 {
+				i := rng.IntN(files)
+				want := content(i)
+				got := make([]byte, len(want))
+				if _, err := hs[i].ReadAt(got, 0); err != nil {
+					t.Error(err)
+					return
+				}
+				if !bytes.Equal(got, want) {
+					t.Errorf("file %d: read other bytes", i)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if p := inner.peak.Load(); p > limit {
+		t.Errorf("%d descriptors open at once, cap %d", p, limit)
+	}
+	st := c.Stats()
+	if st.Open > limit || st.Evictions == 0 || st.Misses == 0 || st.Hits == 0 {
+		t.Errorf("stats %+v", st)
+	}
+	for _, h := range hs {
+		if err := h.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := inner.open.Load(); n != 0 || c.Stats().Open != 0 {
+		t.Errorf("after closing every handle: %d inner files open, stats %+v", n, c.Stats())
+	}
+}
+
+func TestCacheNeverEvictsUnderAReader(t *testing.T) {
+	inner := newCounted(t)
+	c := NewCache(inner, 2)
+	hs := makeFiles(t, c, 1)
+	release := make(chan struct{})
+	inner.block = map[string]chan struct{}{"000": release}
+	done := make(chan error)
+	go func() {
+		b := make([]byte, len(content(0)))
+		_, err := hs[0].ReadAt(b, 0)
+		if err == nil && !bytes.Equal(b, content(0)) {
+			err = errors.New("read other bytes")
+		}
+		done <- err
+	}()
+	// Wait until the reader holds its reference.
+	waitReferenced(c, hs[0])
+	// Churn through more files than the cap while it reads.
+	for i := 1; i < 20; i++ {
+		f, err := c.Create(fmt.Sprintf("/d/x%02d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteAt([]byte("x"), 0); err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+	}
+	if !hasDescriptor(c, hs[0]) {
+		t.Fatal("the descriptor under a reader was closed")
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCacheReopenAfterEvictionReadsSameBytes(t *testing.T) {
+	inner := newCounted(t)
+	c := NewCache(inner, 1)
+	hs := makeFiles(t, c, 10) // each create evicts the one before
+	if c.Stats().Evictions < 9 {
+		t.Fatalf("stats %+v", c.Stats())
+	}
+	for i, h := range hs {
+		got := make([]byte, len(content(i)))
+		if _, err := h.ReadAt(got, 0); err != nil || !bytes.Equal(got, content(i)) {
+			t.Fatalf("file %d: %v", i, err)
+		}
+		// Create truncated; a reopen must not.
+		if fi, err := h.Stat(); err != nil || fi.Size() != int64(len(content(i))) {
+			t.Fatalf("file %d: size %v, %v", i, fi.Size(), err)
+		}
+	}
+}
+
+func TestCacheFollowsRenames(t *testing.T) {
+	inner := newCounted(t)
+	c := NewCache(inner, 1)
+	hs := makeFiles(t, c, 2)
+	if err := c.Rename("/d/000", "/d/000.deleted"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.MkdirAll("/e", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Rename("/d", "/e/d"); err != nil {
+		t.Fatal(err)
+	}
+	for i, h := range hs {
+		got := make([]byte, len(content(i)))
+		if _, err := h.ReadAt(got, 0); err != nil || !bytes.Equal(got, content(i)) {
+			t.Fatalf("file %d after renames: %v", i, err)
+		}
+	}
+}
+
+func TestCacheRemovedFileKeepsItsDescriptor(t *testing.T) {
+	inner := newCounted(t)
+	c := NewCache(inner, 2)
+	hs := makeFiles(t, c, 2)
+	if err := c.Remove("/d/001"); err != nil {
+		t.Fatal(err)
+	}
+	// More files than the cap: the removed file's descriptor must stay.
+	more := makeFiles(t, c, 0)
+	for i := range 5 {
+		f, err := c.Create(fmt.Sprintf("/d/y%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		more = append(more, f)
+	}
+	got := make([]byte, len(content(1)))
+	if _, err := hs[1].ReadAt(got, 0); err != nil || !bytes.Equal(got, content(1)) {
+		t.Fatalf("removed file: %v", err)
+	}
+	// A removed file whose descriptor was evicted cannot come back.
+	if err := c.Remove("/d/000"); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range append(hs, more...) {
+		f.Close()
+	}
+	if n := inner.open.Load(); n != 0 {
+		t.Fatalf("%d inner files open after closing everything", n)
+	}
+}
+
+func TestCachePinHoldsTheDescriptor(t *testing.T) {
+	inner := newCounted(t)
+	c := NewCache(inner, 2)
+	hs := makeFiles(t, c, 1)
+	if err := Pin(hs[0]); err != nil {
+		t.Fatal(err)
+	}
+	others := makeFiles(t, c, 0)
+	for i := range 10 {
+		f, err := c.Create(fmt.Sprintf("/d/p%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		others = append(others, f)
+	}
+	if !hasDescriptor(c, hs[0]) {
+		t.Fatal("a pinned descriptor was evicted")
+	}
+	Unpin(hs[0])
+	for i := range 3 {
+		if _, err := others[i].Stat(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if hasDescriptor(c, hs[0]) {
+		t.Fatal("an unpinned descriptor was kept beyond the cap")
+	}
+}
+
+func TestCacheOutOfDescriptorsEvictsAndRetries(t *testing.T) {
+	inner := newCounted(t)
+	inner.limit = 6           // the process's limit
+	c := NewCache(inner, 100) // a cap set too high
+	hs := makeFiles(t, c, 20)
+	for i, h := range hs {
+		got := make([]byte, len(content(i)))
+		if _, err := h.ReadAt(got, 0); err != nil || !bytes.Equal(got, content(i)) {
+			t.Fatalf("file %d: %v", i, err)
+		}
+	}
+	if p := inner.peak.Load(); p > 6 {
+		t.Fatalf("peak %d", p)
+	}
+}
+
+func TestCacheCloseUnderAReader(t *testing.T) {
+	inner := newCounted(t)
+	c := NewCache(inner, 4)
+	hs := makeFiles(t, c, 1)
+	release := make(chan struct{})
+	inner.block = map[string]chan struct{}{"000": release}
+	done := make(chan error)
+	go func() {
+		b := make([]byte, 10)
+		_, err := hs[0].ReadAt(b, 0)
+		done <- err
+	}()
+	waitReferenced(c, hs[0])
+	if err := hs[0].Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hs[0].ReadAt(make([]byte, 1), 0); !errors.Is(err, fs.ErrClosed) {
+		t.Fatalf("read after close: %v", err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatalf("the read in progress: %v", err)
+	}
+	if n := inner.open.Load(); n != 0 {
+		t.Fatalf("%d inner files open after the last reader", n)
+	}
+}
+
+func TestCacheOSFileOffersItsDescriptor(t *testing.T) {
+	c := NewCache(Default, 1)
+	dir := t.TempDir()
+	f, err := c.Create(dir + "/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt([]byte("hello"), 0); err != nil {
+		t.Fatal(err)
+	}
+	g, err := c.Create(dir + "/b") // evicts a
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	sc, ok := f.(syscall.Conn)
+	if !ok {
+		t.Fatal("an OS file's handle has no SyscallConn")
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 5)
+	var n int
+	var rerr error
+	if err := raw.Read(func(fd uintptr) bool {
+		n, rerr = syscall.Pread(int(fd), buf, 0)
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if rerr != nil || string(buf[:n]) != "hello" {
+		t.Fatalf("pread through the borrowed descriptor: %q, %v", buf[:n], rerr)
+	}
+}
+
+func hasDescriptor(c *Cache, f File) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return f.(*cachedFile).f != nil
+}
+
+// waitReferenced returns once an operation on f holds its descriptor.
+func waitReferenced(c *Cache, f File) {
+	for {
+		c.mu.Lock()
+		refs := f.(*cachedFile).refs
+		c.mu.Unlock()
+		if refs > 0 {
+			return
+		}
+		runtime.Gosched()
+	}
+}
