@@ -87,6 +87,7 @@ func TestDefaultNode(t *testing.T) {
 		"advertise":                            "127.0.0.1:9092",
 		"admin.listen":                         "127.0.0.1:9644",
 		"log.level":                            "info",
+		"log.max.open.files":                   "0",
 		"log.format":                           "auto",
 		"durability":                           "fsync",
 		"auto.create.topics.enable":            "true",

@@ -151,6 +151,16 @@ type Node struct {
 	// offsets.retention.minutes.
 	OffsetsRetentionMinutes int32 `mapstructure:"offsets.retention.minutes" yaml:"offsets.retention.minutes"`
 
+	// LogMaxOpenFiles caps the descriptors the node's partitions keep open:
+	// segment files and indexes are opened on demand through a node-wide
+	// least-recently-used cache, and only the segment being written stays
+	// open for certain (see internal/vfs.Cache). Default 0: derived at start
+	// from the open-file limit (RLIMIT_NOFILE), leaving a quarter of it (at
+	// least 256) for sockets, the admin listener and checkpoints. At least
+	// 0. Skein-only: Kafka keeps every segment open and asks its users to
+	// raise the limit.
+	LogMaxOpenFiles int32 `mapstructure:"log.max.open.files" yaml:"log.max.open.files"`
+
 	// TopicDefaults are the broker-level defaults of the topic configs.
 	TopicDefaults `mapstructure:",squash" yaml:",inline"`
 
@@ -321,6 +331,7 @@ func (n Node) Validate() error {
 	v.atLeast("group.consumer.session.timeout.ms", int64(n.GroupConsumerSessionTimeoutMs), 1)
 	v.atLeast("group.consumer.heartbeat.interval.ms", int64(n.GroupConsumerHeartbeatIntervalMs), 1)
 	v.atLeast("offsets.retention.minutes", int64(n.OffsetsRetentionMinutes), 1)
+	v.atLeast("log.max.open.files", int64(n.LogMaxOpenFiles), 0)
 	d := n.TopicDefaults
 	d.Topic().validate(&v, brokerName)
 	// NB: Kafka's broker refuses log.retention.ms = 0 (every segment would

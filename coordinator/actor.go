@@ -271,7 +271,8 @@ func (a *groupActor) load() {
 		ConsumerSessionTimeout: a.cfg.ConsumerSessionTimeout, ConsumerHeartbeatInterval: a.cfg.ConsumerHeartbeatInterval,
 		Topics: a.cfg.topics, AllowUpgrade: a.cfg.AllowUpgrade, AllowDowngrade: a.cfg.AllowDowngrade})
 	g.seq = a.seqFloor
-	if a.handle.View() == nil {
+	if v := a.handle.View(); v == nil || v.Log == nil {
+		// Loading, or its storage failed before it loaded.
 		a.err = kerr.CoordinatorLoadInProgress
 		return
 	}
@@ -294,7 +295,7 @@ func (a *groupActor) load() {
 // The Record is fn's to keep.
 func readPartition(h *partition.Handle, fn func(Record)) error {
 	v := h.View()
-	if v == nil {
+	if v == nil || v.Log == nil {
 		return nil
 	}
 	lv := v.Log

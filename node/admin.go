@@ -5,10 +5,14 @@ package node
 //	GET    /metrics          Prometheus text: the node's registry (Kafka requests,
 //	                         errors, latencies, connections; actor restarts and
 //	                         mailbox lengths; log size and segments by partition;
+//	                         open files against their cap, the file cache's hits,
+//	                         misses and evictions, failed partitions by cause;
 //	                         Go runtime and process)
 //	GET    /healthz          200 while the process is up
 //	GET    /readyz           200 once the metadata is loaded and the Kafka
-//	                         listener serves, until Stop begins; 503 otherwise
+//	                         listener serves, until Stop begins, while no
+//	                         hosted partition is in the failed state; 503
+//	                         otherwise, saying why
 //	GET    /v1/actors        the live actor tree: {"actors": [{"name", "kind",
 //	                         "mailbox_length", "restarts", "children": [...]}]}
 //	GET    /v1/faults        the injected faults
@@ -229,6 +233,7 @@ func (n *Node) registerNodeMetrics() {
 	n.metrics.MustRegister(
 		n.tree,
 		partitionCollector{n.registry},
+		fileCollector{n.files, n.registry},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -254,8 +259,8 @@ func (c partitionCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c partitionCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, h := range c.reg.All() {
 		v := h.View()
-		if v == nil {
-			continue // still loading
+		if v == nil || v.Log == nil {
+			continue // still loading, or failed before it loaded
 		}
 		p := strconv.Itoa(int(h.Partition))
 		ch <- prometheus.MustNewConstMetric(logSizeDesc, prometheus.GaugeValue, float64(v.Log.Size()), h.Topic, p)

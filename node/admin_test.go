@@ -11,12 +11,13 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/skeinlog/skein/configs"
+	"github.com/skeinlog/skein/partition"
 )
 
 // TestReadyz: /readyz is 503 with the reason until the metadata is loaded
 // and the Kafka listener serves, and 200 then.
 func TestReadyz(t *testing.T) {
-	n := &Node{firstImage: make(chan struct{})}
+	n := &Node{firstImage: make(chan struct{}), registry: partition.NewRegistry()}
 	a := &adminServer{n: n}
 	check := func(wantCode int, wantBody string) {
 		t.Helper()

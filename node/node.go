@@ -23,6 +23,7 @@ import (
 	"github.com/skeinlog/skein/controller/image"
 	"github.com/skeinlog/skein/coordinator"
 	"github.com/skeinlog/skein/internal/clock"
+	"github.com/skeinlog/skein/internal/logging"
 	"github.com/skeinlog/skein/internal/vfs"
 	"github.com/skeinlog/skein/partition"
 	"github.com/skeinlog/skein/transport"
@@ -41,11 +42,16 @@ type Node struct {
 	firstImage chan struct{} // closed at the first published image
 	imageOnce  sync.Once
 	registry   *partition.Registry
-	groups     *coordinator.Directory
-	children   atomic.Pointer[children]
-	ln         net.Listener
-	server     *transport.Server
-	metrics    *prometheus.Registry
+	// files is the node-wide descriptor cache every log opens its files
+	// through; failures rate-limits the lines logged about storage
+	// failures and recoveries.
+	files    *vfs.Cache
+	failures *logging.Limiter
+	groups   *coordinator.Directory
+	children atomic.Pointer[children]
+	ln       net.Listener
+	server   *transport.Server
+	metrics  *prometheus.Registry
 	// faults are the injected faults (none unless the admin API sets
 	// some); tree instruments every actor of the node with them and with
 	// mailbox and restart counters.
@@ -81,6 +87,9 @@ func Start(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 	}
 	n := &Node{cfg: cfg, log: log, done: make(chan struct{}), firstImage: make(chan struct{}),
 		registry: partition.NewRegistry(), groups: &coordinator.Directory{}, ln: ln, metrics: prometheus.NewRegistry(), faults: actors.NewFaults()}
+	filesCap, capReason := openFilesCap(cfg.LogMaxOpenFiles)
+	n.files = vfs.NewCache(vfs.Default, filesCap)
+	n.failures = logging.NewLimiter(20, time.Second)
 	n.image.Store(image.Empty())
 	n.sys = actors.NewSystem(log)
 	n.tree = actors.NewTree(n.sys, n.faults)
@@ -134,11 +143,13 @@ func Start(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 		GroupsPID:  c.groups,
 		Node:       cfg,
 		Logger:     log,
+		Failures:   n.failures,
 	}, transport.NewMetrics(n.metrics)))
 	n.server.Serve(ln)
 	n.serving.Store(true)
 	log.Info().Int32("node.id", cfg.NodeID).Str("data.dir", cfg.DataDir).Str("actor", root.Id).
-		Str("listen", ln.Addr().String()).Str("admin.listen", n.admin.ln.Addr().String()).Msg("node started")
+		Str("listen", ln.Addr().String()).Str("admin.listen", n.admin.ln.Addr().String()).
+		Int("log.max.open.files", filesCap).Str("from", capReason).Msg("node started")
 	return n, nil
 }
 
@@ -167,7 +178,7 @@ func (n *Node) notReady() string {
 	if !n.serving.Load() {
 		return "the Kafka listener is not serving"
 	}
-	return ""
+	return failedPartitions(n.registry)
 }
 
 // closeAdmin closes the admin listener at once (Start failed) and stops
@@ -298,7 +309,7 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 	// metadata actor to host them again.
 	var metadata *actor.PID
 	partitions, err := c.SpawnNamed(partition.SupervisorProps(partition.SupervisorConfig{
-		Registry: n.registry, FS: vfs.Default, Logger: n.log,
+		Registry: n.registry, FS: n.files, Logger: n.log, Failures: n.failures,
 		Restarted: func() { n.sys.Root.Send(metadata, &resync{}) },
 	}, actors.NewBackoffStrategy(actors.Backoff{})), "partitions")
 	if err != nil {
@@ -336,7 +347,7 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 	n.children.Store(&children{metadata: metadata, partitions: partitions, groups: groups})
 	ctrl, err := c.SpawnNamed(controller.Props(controller.Config{
 		NodeID: n.cfg.NodeID, Host: host, Port: port,
-		Dir: filepath.Join(n.cfg.DataDir, "__cluster_metadata-0"), FS: vfs.Default, Clock: clock.Real,
+		Dir: filepath.Join(n.cfg.DataDir, "__cluster_metadata-0"), FS: n.files, Clock: clock.Real,
 		Node: n.cfg, Logger: n.log, Publish: n.publish,
 	}), "controller")
 	if err != nil {

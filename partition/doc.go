@@ -15,7 +15,8 @@
 //	SetConfig      supervisor             applies a changed topic config                         none
 //	synced         its syncer goroutine   raises the high watermark, answers waiting appends     none
 //	tick           its ticker goroutine   retention, compaction, checkpoints, flush.ms,          none
-//	                                      producer expiry, periodic producer snapshot
+//	                                      producer expiry, periodic producer snapshot, giving
+//	                                      back an idle log's descriptor; when failed, a retry
 //
 // It persists everything through partition/store: records before replying,
 // the high watermark and log start offset in checkpoints, the idempotent
@@ -36,6 +37,20 @@
 //
 // Validate runs on the connection's goroutine before Append is sent, so the
 // actor only assigns offsets and writes: CRCs are checked in parallel.
+//
+// # Failed state
+//
+// Storage that fails (no file descriptor, no space, an I/O error, at any
+// open, write, sync or rename, from an append or from periodic work) puts
+// the actor in the failed state (failure.go) instead of restarting it:
+// appends are answered KAFKA_STORAGE_ERROR, which clients retry; readers
+// keep the last published view, whose high watermark never covers what
+// was not durable; the ticks try to open the log anew, at intervals
+// doubling from the tick interval to 30 s, and the first log that opens
+// replaces the failed one, recovered from disk as after a restart. The View
+// says so (Failure, with a cause: descriptors, disk_full or io), for
+// /readyz and /metrics. A failure is logged when it starts and when it
+// ends, through a node-wide rate limit.
 //
 // # Restart
 //

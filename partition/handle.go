@@ -42,8 +42,13 @@ func (h *Handle) Ready() <-chan struct{} { return h.ready }
 // View is what readers see of a partition: the log's published view (its
 // offsets and segments) and the topic config in force. A View never changes.
 type View struct {
-	Log    *store.View
-	Config configs.Topic
+	// Log is nil when the partition failed before its log ever opened:
+	// there is nothing to read (KAFKA_STORAGE_ERROR).
+	Log *store.View
+	// Failure is set while the partition is in the failed state: appends
+	// are refused, and Log (if any) is the last view from before.
+	Failure *Failure
+	Config  configs.Topic
 	// LeaderEpoch is the epoch this replica leads in, -1 when it does not.
 	LeaderEpoch int32
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/skeinlog/skein/configs"
 	"github.com/skeinlog/skein/controller/image"
+	"github.com/skeinlog/skein/partition/store"
 )
 
 // Append asks a partition actor to append validated batches (see
@@ -65,8 +66,10 @@ type Unhost struct {
 	Delete    bool
 }
 
-// synced is sent by a partition's syncer to its actor after an fsync.
+// synced is sent by a partition's syncer to its actor after an fsync of
+// log.
 type synced struct {
+	log     *store.Log
 	durable int64
 	err     error
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/skeinlog/skein/configs"
 	"github.com/skeinlog/skein/controller/image"
 	"github.com/skeinlog/skein/internal/clock"
+	"github.com/skeinlog/skein/internal/logging"
 	"github.com/skeinlog/skein/internal/vfs"
 	"github.com/skeinlog/skein/partition/store"
 )
@@ -40,7 +41,14 @@ type Config struct {
 	// producer idle this long is forgotten. 0 means Kafka's default,
 	// configs.DefaultProducerIDExpirationMs.
 	ProducerIDExpirationMs int64
-	Logger                 zerolog.Logger
+	// FileIdleTimeout is how long the log may go without appends before the
+	// partition gives its active segment's descriptor back to the node's
+	// descriptor cache (store.Log.ReleaseFiles). 0 means 30 s.
+	FileIdleTimeout time.Duration
+	Logger          zerolog.Logger
+	// Failures rate-limits the lines logged when partitions fail and
+	// recover, node-wide; nil means no limit.
+	Failures *logging.Limiter
 }
 
 // StoreOptions maps a topic's configs to the log's options.
@@ -67,6 +75,14 @@ func StoreOptions(t configs.Topic) store.Options {
 // their records are as durable as their acks ask, and publishes views that
 // fetches read without messages.
 //
+// Failed state: when the log cannot be opened, or a write, sync, roll or
+// periodic task fails (no descriptor, no space, an I/O error), the actor
+// answers appends KAFKA_STORAGE_ERROR (retriable: clients retry), keeps
+// the last good view for readers (nothing above the high watermark, so
+// nothing torn), and tries to open the log anew on ticks, with backoff;
+// once it opens, the new log replaces the old, recovered from disk as after
+// a restart. The failure is logged when it starts and when it ends.
+//
 // Restart: the log is reopened (and recovered) from disk in Started, and
 // the idempotent producers' state rebuilt from its newest snapshot and the
 // batches after it; the requests waiting on the old instance were answered
@@ -75,9 +91,16 @@ func StoreOptions(t configs.Topic) store.Options {
 type partition struct {
 	cfg    Config
 	handle *Handle
-	log    *store.Log
+	log    *store.Log // nil while failed before any log opened
 	self   *actor.PID
 	sys    *actor.ActorSystem
+
+	// failure is set while the partition is in the failed state.
+	failure *failure
+	// compactionOff is set when compaction met corruption it cannot clean:
+	// it stays off until the actor restarts.
+	compactionOff bool
+	lastAppend    time.Time
 
 	waiters  []waiter // appends waiting for the high watermark, by offset
 	inflight *Append  // the Append being handled, answered if handling it panics
@@ -88,7 +111,7 @@ type partition struct {
 	lastSnapshot     int64
 	lastSnapshotTime time.Time
 
-	syncReq        chan struct{}
+	syncReq        chan *store.Log // the log to sync; the syncer reports for that log
 	stop           chan struct{}
 	goroutines     sync.WaitGroup
 	compacting     bool
@@ -107,9 +130,7 @@ func (p *partition) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		p.self, p.sys = ctx.Self(), ctx.ActorSystem()
-		if err := p.start(); err != nil {
-			panic(fmt.Errorf("partition %s-%d: start: %w", p.cfg.Topic, p.cfg.Partition, err))
-		}
+		p.start()
 	case *actor.Stopping:
 		p.shutdown(true)
 	case *actor.Restarting:
@@ -135,16 +156,13 @@ func (p *partition) Receive(ctx actor.Context) {
 		p.onTick()
 	case *compacted:
 		p.compacting = false
-		if p.log != nil {
-			p.publish() // readers move to the cleaned segments
-		}
-		if m.err != nil && !errors.Is(m.err, store.ErrClosed) {
-			p.cfg.Logger.Error().Err(m.err).Msg("compaction failed")
-		}
+		p.onCompacted(m)
 	case *SetConfig:
 		p.cfg.TopicConfig = m.Config
-		if err := p.log.SetOptions(StoreOptions(m.Config)); err != nil {
-			p.cfg.Logger.Error().Err(err).Msg("topic config refused by the log")
+		if p.log != nil {
+			if err := p.log.SetOptions(StoreOptions(m.Config)); err != nil {
+				p.cfg.Logger.Error().Err(err).Msg("topic config refused by the log")
+			}
 		}
 		p.publish()
 	case *DeleteRecords:
@@ -152,37 +170,49 @@ func (p *partition) Receive(ctx actor.Context) {
 	}
 }
 
-func (p *partition) start() error {
-	l, err := store.Open(store.Config{FS: p.cfg.FS, Dir: p.cfg.Dir, Clock: p.cfg.Clock, Options: StoreOptions(p.cfg.TopicConfig)})
+// start opens the log and starts the syncer and ticker goroutines; a log
+// that does not open puts the partition in the failed state, from which
+// the ticks retry.
+func (p *partition) start() {
+	p.syncReq, p.stop = make(chan *store.Log, 1), make(chan struct{})
+	p.goroutines.Add(2)
+	go p.syncer(p.syncReq, p.stop)
+	go p.ticker(p.stop)
+	p.lastCheckpoint, p.lastAppend = p.cfg.Clock.Now(), p.cfg.Clock.Now()
+	l, err := p.openLog()
 	if err != nil {
-		return err
+		p.fail("open", err)
+		return
 	}
 	p.log = l
-	// One replica: everything recovered is durable and in sync, so the
-	// high watermark is the log end. (Replication will make it the
-	// minimum over the ISR.)
-	l.SetHighWatermark(l.LogEndOffset())
-	if err := p.rebuildProducers(); err != nil {
-		l.Close()
-		p.log = nil
-		return err
-	}
-	p.lastCheckpoint = p.cfg.Clock.Now()
 	p.publish()
-	p.syncReq, p.stop = make(chan struct{}, 1), make(chan struct{})
-	p.goroutines.Add(2)
-	go p.syncer(l)
-	go p.ticker()
-	return nil
+}
+
+// openLog opens (and recovers) the log and rebuilds the producer state
+// from it. One replica: everything recovered is durable and in sync, so
+// the high watermark is the log end. (Replication will make it the
+// minimum over the ISR.)
+func (p *partition) openLog() (*store.Log, error) {
+	l, err := store.Open(store.Config{FS: p.cfg.FS, Dir: p.cfg.Dir, Clock: p.cfg.Clock, Options: StoreOptions(p.cfg.TopicConfig)})
+	if err != nil {
+		return nil, err
+	}
+	l.SetHighWatermark(l.LogEndOffset())
+	if err := p.rebuildProducers(l); err != nil {
+		l.Abandon()
+		return nil, err
+	}
+	return l, nil
 }
 
 // shutdown stops the goroutines, answers waiters, snapshots the producer
 // state when it can be trusted (clean), and closes the log.
 func (p *partition) shutdown(clean bool) {
-	if p.log == nil {
+	if p.stop == nil {
 		return
 	}
 	close(p.stop)
+	p.stop = nil
 	p.goroutines.Wait()
 	if p.inflight != nil {
 		p.inflight.Reply(AppendResult{Err: kerr.RequestTimedOut, Message: "partition restarting"})
@@ -193,10 +223,15 @@ func (p *partition) shutdown(clean bool) {
 		w.reply(w.res)
 	}
 	p.waiters = nil
-	if clean {
-		p.snapshotProducers()
+	if p.log == nil {
+		return
 	}
-	if err := p.log.Close(); err != nil {
+	if clean && p.failure == nil {
+		if err := p.snapshotProducers(); err != nil {
+			p.cfg.Logger.Error().Err(err).Msg("producer-state snapshot failed")
+		}
+	}
+	if err := p.log.Close(); err != nil && p.failure == nil {
 		p.cfg.Logger.Error().Err(err).Msg("closing the log")
 	}
 	p.log = nil
@@ -204,26 +239,27 @@ func (p *partition) shutdown(clean bool) {
 
 // syncer runs the log's fsyncs off the actor's goroutine. Requests that
 // arrive during an fsync are covered by the next one: group commit.
-func (p *partition) syncer(l *store.Log) {
+func (p *partition) syncer(req <-chan *store.Log, stop <-chan struct{}) {
 	defer p.goroutines.Done()
 	for {
+		var l *store.Log
 		select {
-		case <-p.stop:
+		case <-stop:
 			return
-		case <-p.syncReq:
+		case l = <-req:
 		}
 		err := l.Sync()
-		p.sys.Root.Send(p.self, &synced{durable: l.DurableOffset(), err: err})
+		p.sys.Root.Send(p.self, &synced{log: l, durable: l.DurableOffset(), err: err})
 	}
 }
 
-func (p *partition) ticker() {
+func (p *partition) ticker(stop <-chan struct{}) {
 	defer p.goroutines.Done()
 	t := time.NewTicker(p.cfg.TickInterval)
 	defer t.Stop()
 	for {
 		select {
-		case <-p.stop:
+		case <-stop:
 			return
 		case <-t.C:
 			p.sys.Root.Send(p.self, &tick{})
@@ -233,16 +269,28 @@ func (p *partition) ticker() {
 
 func (p *partition) requestSync() {
 	select {
-	case p.syncReq <- struct{}{}:
+	case p.syncReq <- p.log:
 	default: // one is pending already and will cover this append
 	}
 }
 
 func (p *partition) publish() {
-	p.handle.publish(&View{Log: p.log.View(), Config: p.cfg.TopicConfig, LeaderEpoch: p.cfg.LeaderEpoch})
+	v := &View{Config: p.cfg.TopicConfig, LeaderEpoch: p.cfg.LeaderEpoch}
+	if p.log != nil {
+		v.Log = p.log.View()
+	}
+	if f := p.failure; f != nil {
+		v.Failure = &Failure{Cause: f.cause, Err: f.err.Error(), Since: f.since}
+	}
+	p.handle.publish(v)
 }
 
 func (p *partition) append(m *Append) {
+	if f := p.failure; f != nil {
+		m.Reply(AppendResult{Err: kerr.KafkaStorageError, Message: "partition storage failed (" + f.cause + "), retrying: " + f.err.Error()})
+		return
+	}
+	p.lastAppend = p.cfg.Clock.Now()
 	if m.Acks == -1 && int(p.cfg.TopicConfig.MinInsyncReplicas) > p.cfg.ISR {
 		m.Reply(AppendResult{Err: kerr.NotEnoughReplicas, Message: fmt.Sprintf(
 			"The size of the current ISR %d is insufficient to satisfy the min.isr requirement of %d", p.cfg.ISR, p.cfg.TopicConfig.MinInsyncReplicas)})
@@ -266,10 +314,11 @@ func (p *partition) append(m *Append) {
 	}
 	res, err := p.log.Append(m.Records, p.cfg.LeaderEpoch)
 	if err != nil {
-		m.Reply(appendError(err))
-		if errors.Is(err, store.ErrFailed) {
-			panic(err) // the disk failed: restart and recover from what is on it
+		r := appendError(err)
+		if r.Err == kerr.KafkaStorageError {
+			p.fail("append", err) // first: the answer is news of the failed state
 		}
+		m.Reply(r)
 		return
 	}
 	if idempotent {
@@ -283,7 +332,11 @@ func (p *partition) append(m *Append) {
 		// This append rolled the log (or was the first of an empty one):
 		// snapshot there, as Kafka does at a roll, so that a restart
 		// replays at most the active segment.
-		p.snapshotProducers()
+		if err := p.snapshotProducers(); err != nil {
+			p.fail("producer-state snapshot", err)
+			m.Reply(AppendResult{Err: kerr.KafkaStorageError, Message: err.Error()})
+			return
+		}
 	}
 	out := AppendResult{BaseOffset: res.BaseOffset, LogAppendTime: res.LogAppendTime, LogStartOffset: res.LogStartOffset}
 	switch {
@@ -368,13 +421,12 @@ func appendError(err error) AppendResult {
 }
 
 func (p *partition) onSynced(m *synced) {
+	if m.log != p.log || p.failure != nil {
+		return // a log given up since: its waiters were answered
+	}
 	if m.err != nil {
-		for _, w := range p.waiters {
-			w.res.Err, w.res.Message = kerr.KafkaStorageError, m.err.Error()
-			w.reply(w.res)
-		}
-		p.waiters = nil
-		panic(m.err) // restart and recover from what reached the disk
+		p.fail("sync", m.err)
+		return
 	}
 	if p.cfg.Durability == configs.DurabilityReplicated {
 		return // the high watermark does not wait for fsync
@@ -397,14 +449,24 @@ func (p *partition) onSynced(m *synced) {
 
 func (p *partition) onTick() {
 	now := p.cfg.Clock.Now()
+	if p.failure != nil {
+		if !now.Before(p.failure.retryAt) {
+			p.retry()
+		}
+		return
+	}
 	if n := p.producers.expire(now.UnixMilli()); n > 0 {
 		p.cfg.Logger.Debug().Int("producers", n).Msg("expired idle producers")
 	}
 	if now.Sub(p.lastSnapshotTime) >= producerSnapshotInterval {
-		p.snapshotProducers()
+		if err := p.snapshotProducers(); err != nil {
+			p.fail("producer-state snapshot", err)
+			return
+		}
 	}
 	if _, err := p.log.ApplyRetention(); err != nil {
-		p.cfg.Logger.Error().Err(err).Msg("retention failed")
+		p.fail("retention", err)
+		return
 	} else if p.log.LogStartOffset() != p.handle.View().Log.LogStartOffset {
 		p.publish()
 	}
@@ -414,12 +476,16 @@ func (p *partition) onTick() {
 	if now.Sub(p.lastCheckpoint) >= 5*time.Second {
 		p.lastCheckpoint = now
 		if err := p.log.Checkpoint(); err != nil {
-			p.cfg.Logger.Error().Err(err).Msg("checkpoint failed")
+			p.fail("checkpoint", err)
+			return
 		}
+	}
+	if now.Sub(p.lastAppend) >= p.cfg.FileIdleTimeout {
+		p.log.ReleaseFiles()
 	}
 	// Kafka cleans a log once half of it is dirty (min.cleanable.dirty.ratio
 	// 0.5) or a kept tombstone's delete horizon passed.
-	if p.cfg.TopicConfig.CleanupPolicy.Compact && !p.compacting && p.log.CompactionDue(minCleanableDirtyRatio) {
+	if p.cfg.TopicConfig.CleanupPolicy.Compact && !p.compacting && !p.compactionOff && p.log.CompactionDue(minCleanableDirtyRatio) {
 		p.compacting = true
 		l, self, root := p.log, p.self, p.sys.Root
 		p.goroutines.Add(1)
@@ -432,6 +498,10 @@ func (p *partition) onTick() {
 }
 
 func (p *partition) deleteRecords(m *DeleteRecords) {
+	if p.failure != nil {
+		m.Reply(-1, kerr.KafkaStorageError)
+		return
+	}
 	hw := p.log.HighWatermark()
 	off := m.Offset
 	if off == -1 {
@@ -443,6 +513,7 @@ func (p *partition) deleteRecords(m *DeleteRecords) {
 	}
 	if err := p.log.AdvanceLogStartOffset(off); err != nil {
 		m.Reply(-1, kerr.KafkaStorageError)
+		p.fail("delete records", err)
 		return
 	}
 	p.publish()
@@ -459,18 +530,18 @@ const producerSnapshotInterval = time.Minute
 // the log has grown since the last snapshot (Kafka's takeSnapshot). The
 // state covers every batch below the log end, durable or not: a crash that
 // loses the tail also loses the snapshot (store.Open deletes snapshots above
-// the log end). A failure is logged; the older snapshot and the log still
+// the log end). After a failure the older snapshot and the log still
 // rebuild the state.
-func (p *partition) snapshotProducers() {
+func (p *partition) snapshotProducers() error {
 	leo := p.log.LogEndOffset()
 	if leo == p.lastSnapshot {
-		return
+		return nil
 	}
 	if err := p.log.WriteSnapshot(leo, p.producers.encode()); err != nil {
-		p.cfg.Logger.Error().Err(err).Int64("offset", leo).Msg("producer-state snapshot failed")
-		return
+		return fmt.Errorf("producer-state snapshot at offset %d: %w", leo, err)
 	}
 	p.lastSnapshot, p.lastSnapshotTime = leo, p.cfg.Clock.Now()
+	return nil
 }
 
 // rebuildProducers restores the producer state from the newest snapshot
@@ -478,7 +549,7 @@ func (p *partition) snapshotProducers() {
 // loadProducerState). Without a usable snapshot it replays the whole log.
 // Producers whose batches retention removed before any snapshot kept them
 // stay unknown, and may go on at any sequence (KIP-360).
-func (p *partition) rebuildProducers() error {
+func (p *partition) rebuildProducers(l *store.Log) error {
 	expiration := p.cfg.ProducerIDExpirationMs
 	if expiration <= 0 {
 		expiration = configs.DefaultProducerIDExpirationMs
@@ -486,11 +557,11 @@ func (p *partition) rebuildProducers() error {
 	p.producers = newProducers(expiration)
 	p.lastSnapshot = -1
 	p.lastSnapshotTime = p.cfg.Clock.Now()
-	off, data, ok, err := p.log.ReadLatestSnapshot()
+	off, data, ok, err := l.ReadLatestSnapshot()
 	if err != nil {
 		return err
 	}
-	v := p.log.View()
+	v := l.View()
 	from := v.LogStartOffset
 	if ok {
 		if err := p.producers.restore(data); err != nil {

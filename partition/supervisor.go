@@ -14,6 +14,7 @@ import (
 
 	"github.com/skeinlog/skein/controller/image"
 	"github.com/skeinlog/skein/internal/clock"
+	"github.com/skeinlog/skein/internal/logging"
 	"github.com/skeinlog/skein/internal/vfs"
 )
 
@@ -104,6 +105,9 @@ type SupervisorConfig struct {
 	Registry *Registry
 	FS       vfs.FS
 	Logger   zerolog.Logger
+	// Failures rate-limits the lines partitions log when their storage
+	// fails and recovers, node-wide; nil means no limit.
+	Failures *logging.Limiter
 	// Middleware is applied to every partition actor (fault injection,
 	// metrics).
 	Middleware []actor.ReceiverMiddleware
@@ -195,6 +199,12 @@ func (s *supervisor) host(ctx actor.Context, cfg Config) {
 	}
 	if cfg.TickInterval <= 0 {
 		cfg.TickInterval = time.Second
+	}
+	if cfg.FileIdleTimeout <= 0 {
+		cfg.FileIdleTimeout = 30 * time.Second
+	}
+	if cfg.Failures == nil {
+		cfg.Failures = s.cfg.Failures
 	}
 	if cfg.FS == nil {
 		cfg.FS = s.cfg.FS

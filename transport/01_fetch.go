@@ -211,7 +211,7 @@ func (a *API) fetchPartition(topic string, topicErr *kerr.Error, w *fetchWant, r
 		MinOneBatch: f.bytes == 0,
 	})
 	if rerr != nil {
-		a.Logger.Warn().Err(rerr).Str("topic", topic).Int32("partition", w.key.partition).Msg("fetch read failed")
+		a.limited(a.Logger.Warn()).Err(rerr).Str("topic", topic).Int32("partition", w.key.partition).Msg("fetch read failed")
 		return kerr.KafkaStorageError
 	}
 	r.slice = sl

@@ -63,7 +63,7 @@ func (a *API) handleDescribeLogDirs(_ *conn, kreq kmsg.Request) finish {
 			continue
 		}
 		v := h.View()
-		if v == nil {
+		if v == nil || v.Log == nil {
 			continue
 		}
 		if n := len(dir.Topics); n == 0 || dir.Topics[n-1].Topic != h.Topic {

@@ -11,6 +11,7 @@ import (
 	"github.com/skeinlog/skein/configs"
 	"github.com/skeinlog/skein/controller/image"
 	"github.com/skeinlog/skein/coordinator"
+	"github.com/skeinlog/skein/internal/logging"
 	"github.com/skeinlog/skein/partition"
 )
 
@@ -49,6 +50,9 @@ type Deps struct {
 	// RequestTimeout bounds how long a handler waits for an actor.
 	RequestTimeout time.Duration
 	Logger         zerolog.Logger
+	// Failures rate-limits the lines logged about storage failures
+	// (segment reads that fail), node-wide; nil means no limit.
+	Failures *logging.Limiter
 }
 
 // maxKey bounds the API keys this broker can know.

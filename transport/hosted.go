@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/skeinlog/skein/controller/image"
@@ -38,6 +39,11 @@ func (a *API) hosted(topic string, p int32) (*partition.Handle, *partition.View,
 	if v == nil {
 		return nil, nil, kerr.NotLeaderForPartition
 	}
+	if v.Log == nil {
+		// Failed before its log ever opened: nothing to read until it
+		// recovers (retriable).
+		return nil, nil, kerr.KafkaStorageError
+	}
 	return h, v, nil
 }
 
@@ -52,4 +58,12 @@ func checkLeaderEpoch(client, ours int32) *kerr.Error {
 	default:
 		return kerr.UnknownLeaderEpoch
 	}
+}
+
+// limited passes e through the node-wide limiter of storage failure lines.
+func (a *API) limited(e *zerolog.Event) *zerolog.Event {
+	if a.Failures == nil {
+		return e
+	}
+	return a.Failures.Event(e)
 }

@@ -84,13 +84,29 @@ func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
 func (s *Server) accept() {
 	defer s.wg.Done()
+	var failing time.Time // since when Accept fails, zero while it works
+	delay := time.Duration(0)
 	for {
 		nc, err := s.ln.Accept()
 		if err != nil {
-			if !errors.Is(err, net.ErrClosed) {
-				s.log.Error().Err(err).Msg("accept failed")
+			if errors.Is(err, net.ErrClosed) {
+				return
 			}
-			return
+			// Out of descriptors (EMFILE) or another passing failure:
+			// keep the listener, wait and try again, as net/http does.
+			// Logged when it starts and when it ends, not per try.
+			if failing.IsZero() {
+				failing = time.Now()
+				s.log.Error().Err(err).Msg("accept failing: retrying with backoff")
+			}
+			// A Close meanwhile makes the next Accept fail with ErrClosed.
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			time.Sleep(delay)
+			continue
+		}
+		if !failing.IsZero() {
+			s.log.Warn().Dur("after", time.Since(failing)).Msg("accept works again")
+			failing, delay = time.Time{}, 0
 		}
 		c := newConn(s, nc)
 		s.mu.Lock()

@@ -254,7 +254,7 @@ func (l *Log) writable() error {
 // error to report.
 func (l *Log) fail(op string, err error) error {
 	if l.failed == nil {
-		l.failed = fmt.Errorf("%w: %s in %s: %v", ErrFailed, op, l.dir, err)
+		l.failed = fmt.Errorf("%w: %s in %s: %w", ErrFailed, op, l.dir, err)
 	}
 	return l.failed
 }

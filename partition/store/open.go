@@ -406,6 +406,19 @@ func (l *Log) Close() error {
 	return err
 }
 
+// Abandon closes the log as a failed one closes: nothing more is synced and
+// no clean-shutdown marker is written, so the next Open rescans from the
+// recovery point. A partition gives up a log this way once another Log has
+// been opened on its directory.
+func (l *Log) Abandon() error {
+	l.mu.Lock()
+	if l.failed == nil {
+		l.failed = fmt.Errorf("%w: abandoned", ErrFailed)
+	}
+	l.mu.Unlock()
+	return l.Close()
+}
+
 func (l *Log) shutdownCleanly() error {
 	act := l.active()
 	act.maybeIndexTime()

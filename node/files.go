@@ -1,0 +1,120 @@
+package node
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sys/unix"
+
+	"github.com/skeinlog/skein/internal/vfs"
+	"github.com/skeinlog/skein/partition"
+)
+
+// openFilesCap returns the cap of the node's descriptor cache:
+// log.max.open.files, or, when that is 0, the open-file limit less a
+// reserve of a quarter of it (at least 256) for client and cluster sockets,
+// the admin listener, checkpoints and directory syncs. A limit too small
+// for that reserve leaves half of it to the cache.
+//
+// NB: Go raises the soft RLIMIT_NOFILE to the hard one at start, so the
+// limit read here is the hard one unless something lowered it since.
+func openFilesCap(configured int32) (limit int, reason string) {
+	if configured > 0 {
+		return int(configured), "log.max.open.files"
+	}
+	var rl unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil || rl.Cur == unix.RLIM_INFINITY || rl.Cur > 1<<30 {
+		return 1 << 20, "no open-file limit"
+	}
+	n := int(rl.Cur)
+	reserve := max(256, n/4)
+	if n-reserve < n/2 {
+		return max(n/2, 1), fmt.Sprintf("half of the open-file limit %d", n)
+	}
+	return n - reserve, fmt.Sprintf("the open-file limit %d less a reserve of %d", n, reserve)
+}
+
+// fileCollector exports the descriptor cache's counters and the
+// partitions in the failed state, by cause.
+type fileCollector struct {
+	files *vfs.Cache
+	reg   *partition.Registry
+}
+
+var (
+	openFilesDesc = prometheus.NewDesc("skein_open_files",
+		"Segment, index and checkpoint files the node holds open now.", nil, nil)
+	openFilesMaxDesc = prometheus.NewDesc("skein_open_files_max",
+		"The cap on open files (log.max.open.files, or derived from the open-file limit).", nil, nil)
+	fileHitsDesc = prometheus.NewDesc("skein_file_cache_hits_total",
+		"File operations that found their descriptor open.", nil, nil)
+	fileMissesDesc = prometheus.NewDesc("skein_file_cache_misses_total",
+		"File opens: new files, and files reopened after the cache closed them.", nil, nil)
+	fileEvictionsDesc = prometheus.NewDesc("skein_file_cache_evictions_total",
+		"Descriptors the cache closed to stay under its cap.", nil, nil)
+	failedDesc = prometheus.NewDesc("skein_partitions_failed",
+		"Hosted partitions in the failed state (storage errors: answering KAFKA_STORAGE_ERROR and retrying), by cause.", []string{"cause"}, nil)
+)
+
+func (c fileCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{openFilesDesc, openFilesMaxDesc, fileHitsDesc, fileMissesDesc, fileEvictionsDesc, failedDesc} {
+		ch <- d
+	}
+}
+
+func (c fileCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.files.Stats()
+	ch <- prometheus.MustNewConstMetric(openFilesDesc, prometheus.GaugeValue, float64(st.Open))
+	ch <- prometheus.MustNewConstMetric(openFilesMaxDesc, prometheus.GaugeValue, float64(st.Max))
+	ch <- prometheus.MustNewConstMetric(fileHitsDesc, prometheus.CounterValue, float64(st.Hits))
+	ch <- prometheus.MustNewConstMetric(fileMissesDesc, prometheus.CounterValue, float64(st.Misses))
+	ch <- prometheus.MustNewConstMetric(fileEvictionsDesc, prometheus.CounterValue, float64(st.Evictions))
+	failed := map[string]int{}
+	for _, h := range c.reg.All() {
+		if v := h.View(); v != nil && v.Failure != nil {
+			failed[v.Failure.Cause]++
+		}
+	}
+	for _, cause := range partition.Causes {
+		ch <- prometheus.MustNewConstMetric(failedDesc, prometheus.GaugeValue, float64(failed[cause]), cause)
+	}
+}
+
+// failedPartitions says which hosted partitions cannot serve writes and
+// why, for /readyz: a count by cause and the first few by name. It is ""
+// when none.
+func failedPartitions(reg *partition.Registry) string {
+	var names []string
+	byCause := map[string]int{}
+	var example = map[string]string{}
+	for _, h := range reg.All() {
+		v := h.View()
+		if v == nil || v.Failure == nil {
+			continue
+		}
+		name := fmt.Sprintf("%s-%d", h.Topic, h.Partition)
+		names = append(names, name)
+		byCause[v.Failure.Cause]++
+		if e, ok := example[v.Failure.Cause]; !ok || name < e {
+			example[v.Failure.Cause] = name
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d partitions cannot serve (storage failed, retrying):", len(names))
+	for _, cause := range partition.Causes {
+		if n := byCause[cause]; n > 0 {
+			fmt.Fprintf(&b, " %s %d (e.g. %s);", cause, n, example[cause])
+		}
+	}
+	if len(names) > 10 {
+		names = append(names[:10], "...")
+	}
+	fmt.Fprintf(&b, " %s", strings.Join(names, ", "))
+	return b.String()
+}
