@@ -20,14 +20,16 @@ import (
 // File) is opened on the first operation after it was closed, and every
 // operation holds a reference to it for its duration; a descriptor nobody
 // references sits in a least-recently-used list and is closed when the
-// Cache holds Max descriptors and another must be opened. A descriptor is
-// therefore never closed under a reader. Pin holds a reference across
-// operations, for a file that must stay open (the segment being written).
+// Cache holds its cap of descriptors and another must be opened. A
+// descriptor is therefore never closed under a reader. Pin holds a
+// reference across operations, for a file that should stay open (the
+// segment being written); at most half the cap is pinned, so that pins
+// never starve the operations.
 //
-// Max is a soft cap: when every descriptor is referenced, an open goes
-// ahead beyond it, and the list gives back the excess as references drop.
-// An open that fails with EMFILE or ENFILE closes half of the unreferenced
-// descriptors and tries once more.
+// The cap holds: when every descriptor is referenced, an open waits until
+// one is released (operations hold theirs for one call only). An open that
+// fails with EMFILE or ENFILE anyway (sockets took the reserve) closes half
+// of the unreferenced descriptors and tries once more.
 //
 // A handle reopens its file by name (without O_TRUNC, whatever opened it
 // first), so the Cache follows Rename of files and of the directories that
@@ -50,10 +52,13 @@ type Cache struct {
 	// writing while names change.
 	ns sync.RWMutex
 
-	mu     sync.Mutex
-	open   int                             // descriptors held by handles
-	idle   list                            // handles with a descriptor and no reference, most recent first
-	byPath map[string]map[*cachedFile]bool // live handles by name
+	mu      sync.Mutex
+	room    sync.Cond                       // signalled when a descriptor is closed or becomes idle
+	waiting int                             // opens waiting on room
+	open    int                             // descriptors held by handles
+	pinned  int                             // pins held
+	idle    list                            // handles with a descriptor and no reference, most recent first
+	byPath  map[string]map[*cachedFile]bool // live handles by name
 
 	hits, misses, evictions atomic.Int64
 }
@@ -62,6 +67,7 @@ type Cache struct {
 type CacheStats struct {
 	Open      int   // descriptors held now
 	Max       int   // the cap
+	Pinned    int   // pins held
 	Handles   int   // names with live handles
 	Hits      int64 // operations that found their descriptor open
 	Misses    int64 // operations that had to open it again
@@ -71,14 +77,16 @@ type CacheStats struct {
 // NewCache returns a Cache over inner holding at most limit descriptors
 // (at least 1).
 func NewCache(inner FS, limit int) *Cache {
-	return &Cache{inner: inner, max: max(limit, 1), byPath: map[string]map[*cachedFile]bool{}}
+	c := &Cache{inner: inner, max: max(limit, 1), byPath: map[string]map[*cachedFile]bool{}}
+	c.room.L = &c.mu
+	return c
 }
 
 // Stats returns the cache's counters.
 func (c *Cache) Stats() CacheStats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return CacheStats{Open: c.open, Max: c.max, Handles: len(c.byPath),
+	return CacheStats{Open: c.open, Max: c.max, Pinned: c.pinned, Handles: len(c.byPath),
 		Hits: c.hits.Load(), Misses: c.misses.Load(), Evictions: c.evictions.Load()}
 }
 
@@ -150,8 +158,7 @@ func (c *Cache) newHandle(name string, m openMode, open func(string) (File, erro
 // descriptors and tries once more.
 func (c *Cache) openRoom(open func() (File, error)) (File, error) {
 	c.mu.Lock()
-	c.open++
-	toClose := c.trimLocked(c.max)
+	toClose := c.reserveLocked()
 	c.mu.Unlock()
 	closeAll(toClose)
 	f, err := open()
@@ -164,11 +171,33 @@ func (c *Cache) openRoom(open func() (File, error)) (File, error) {
 	}
 	if err != nil {
 		c.mu.Lock()
-		c.open--
+		c.closedLocked()
 		c.mu.Unlock()
 		return nil, err
 	}
 	return f, nil
+}
+
+// reserveLocked counts one more descriptor, waiting until the cap allows it
+// and taking idle descriptors to make room; it returns those to be closed
+// outside the lock.
+func (c *Cache) reserveLocked() []File {
+	for c.open >= c.max && c.idle.n == 0 {
+		c.waiting++
+		c.room.Wait()
+		c.waiting--
+	}
+	c.open++
+	return c.trimLocked(c.max)
+}
+
+// closedLocked uncounts a descriptor closed (or never opened) and wakes an
+// open waiting for room.
+func (c *Cache) closedLocked() {
+	c.open--
+	if c.waiting > 0 {
+		c.room.Signal()
+	}
 }
 
 // trimLocked takes idle descriptors, least recently used first, until at
@@ -182,6 +211,9 @@ func (c *Cache) trimLocked(limit int) []File {
 		h.f = nil
 		c.open--
 		c.evictions.Add(1)
+	}
+	if c.waiting > 0 && c.open < c.max {
+		c.room.Signal()
 	}
 	return out
 }
@@ -292,13 +324,12 @@ func (c *Cache) MkdirAll(dir string, perm FileMode) error { return c.inner.Mkdir
 // List returns the names of the entries of dir, sorted.
 func (c *Cache) List(dir string) ([]string, error) {
 	c.mu.Lock()
-	c.open++ // reading a directory takes a descriptor for a moment
-	toClose := c.trimLocked(c.max)
+	toClose := c.reserveLocked() // reading a directory takes a descriptor for a moment
 	c.mu.Unlock()
 	closeAll(toClose)
 	defer func() {
 		c.mu.Lock()
-		c.open--
+		c.closedLocked()
 		c.mu.Unlock()
 	}()
 	return c.inner.List(dir)
@@ -361,7 +392,7 @@ func (h *cachedFile) acquire() (File, error) {
 	c.misses.Add(1)
 	c.mu.Lock()
 	if h.closed { // closed while it opened
-		c.open--
+		c.closedLocked()
 		c.mu.Unlock()
 		f.Close()
 		return nil, fs.ErrClosed
@@ -399,25 +430,48 @@ func (h *cachedFile) release() {
 		case h.closed:
 			toClose = []File{h.f}
 			h.f = nil
-			c.open--
+			c.closedLocked()
 		case !h.unlinked:
 			c.idle.pushFront(h)
 			toClose = c.trimLocked(c.max)
+			if c.waiting > 0 {
+				c.room.Signal()
+			}
 		}
 	}
 	c.mu.Unlock()
 	closeAll(toClose)
 }
 
-// Pin opens the file if needed and keeps its descriptor open until Unpin.
-// Pins nest.
-func (h *cachedFile) Pin() error {
-	_, err := h.acquire()
-	return err
+// Pin opens the file if needed and keeps its descriptor open until Unpin,
+// and reports true, unless half the cache's cap is pinned already: then it
+// reports false and the file goes on working unpinned. Pins nest.
+func (h *cachedFile) Pin() (bool, error) {
+	c := h.c
+	c.mu.Lock()
+	if c.pinned >= c.max/2 {
+		c.mu.Unlock()
+		return false, nil
+	}
+	c.pinned++
+	c.mu.Unlock()
+	if _, err := h.acquire(); err != nil {
+		c.mu.Lock()
+		c.pinned--
+		c.mu.Unlock()
+		return false, err
+	}
+	return true, nil
 }
 
-// Unpin drops a pin taken by Pin.
-func (h *cachedFile) Unpin() { h.release() }
+// Unpin drops a pin Pin took (reported true).
+func (h *cachedFile) Unpin() {
+	c := h.c
+	c.mu.Lock()
+	c.pinned--
+	c.mu.Unlock()
+	h.release()
+}
 
 func (h *cachedFile) Close() error {
 	c := h.c
@@ -436,7 +490,7 @@ func (h *cachedFile) Close() error {
 			c.idle.remove(h)
 		}
 		f, h.f = h.f, nil
-		c.open--
+		c.closedLocked()
 	}
 	c.mu.Unlock()
 	if f != nil {
@@ -554,16 +608,17 @@ func (r rawConn) Write(fn func(fd uintptr) bool) error {
 	return r.with(func(raw syscall.RawConn) error { return raw.Write(fn) })
 }
 
-// Pin keeps f's descriptor open until Unpin when f is a Cache's file, and
-// does nothing for other files (whose descriptors stay open anyway).
-func Pin(f File) error {
-	if p, ok := f.(interface{ Pin() error }); ok {
+// Pin keeps f's descriptor open until Unpin when f is a Cache's file with
+// pins to spare, and reports whether it did; other files' descriptors stay
+// open anyway (it reports false and Unpin is not needed).
+func Pin(f File) (bool, error) {
+	if p, ok := f.(interface{ Pin() (bool, error) }); ok {
 		return p.Pin()
 	}
-	return nil
+	return false, nil
 }
 
-// Unpin drops a pin taken by Pin.
+// Unpin drops a pin taken by Pin (that reported true).
 func Unpin(f File) {
 	if p, ok := f.(interface{ Unpin() }); ok {
 		p.Unpin()

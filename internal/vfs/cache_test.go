@@ -265,9 +265,13 @@ func TestCacheRemovedFileKeepsItsDescriptor(t *testing.T) {
 func TestCachePinHoldsTheDescriptor(t *testing.T) {
 	inner := newCounted(t)
 	c := NewCache(inner, 2)
-	hs := makeFiles(t, c, 1)
-	if err := Pin(hs[0]); err != nil {
-		t.Fatal(err)
+	hs := makeFiles(t, c, 2)
+	if ok, err := Pin(hs[0]); !ok || err != nil {
+		t.Fatalf("pin: %v, %v", ok, err)
+	}
+	// Half the cap is pinned: a second pin is refused, the file works.
+	if ok, err := Pin(hs[1]); ok || err != nil {
+		t.Fatalf("second pin: %v, %v", ok, err)
 	}
 	others := makeFiles(t, c, 0)
 	for i := range 10 {
@@ -389,5 +393,48 @@ func waitReferenced(c *Cache, f File) {
 			return
 		}
 		runtime.Gosched()
+	}
+}
+
+// TestCacheWaitsForRoomAtTheCap: with every descriptor under a reader, an
+// open waits until one is released instead of passing the cap.
+func TestCacheWaitsForRoomAtTheCap(t *testing.T) {
+	inner := newCounted(t)
+	c := NewCache(inner, 2)
+	hs := makeFiles(t, c, 3)
+	release := make(chan struct{})
+	inner.block = map[string]chan struct{}{"000": release, "001": release}
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := hs[i].ReadAt(make([]byte, 10), 0); err != nil {
+				t.Error(err)
+			}
+		}()
+		waitReferenced(c, hs[i])
+	}
+	third := make(chan error)
+	go func() {
+		_, err := hs[2].ReadAt(make([]byte, 10), 0)
+		third <- err
+	}()
+	for {
+		c.mu.Lock()
+		w := c.waiting
+		c.mu.Unlock()
+		if w > 0 {
+			break
+		}
+		runtime.Gosched()
+	}
+	close(release)
+	if err := <-third; err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if p := inner.peak.Load(); p > 2 {
+		t.Fatalf("%d descriptors open at once, cap 2", p)
 	}
 }

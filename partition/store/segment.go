@@ -220,16 +220,15 @@ func (s *segment) seal() error {
 }
 
 // pin keeps the log file's descriptor open until unpin, for the writes to
-// come (a no-op when it is pinned already).
+// come, if the descriptor cache has pins to spare (a no-op when it is
+// pinned already). Unpinned, the file still works, opened per write.
 func (s *segment) pin() error {
 	if s.pinned {
 		return nil
 	}
-	if err := vfs.Pin(s.log); err != nil {
-		return err
-	}
-	s.pinned = true
-	return nil
+	pinned, err := vfs.Pin(s.log)
+	s.pinned = pinned
+	return err
 }
 
 // unpin lets the descriptor cache close the log file when it needs room.
