@@ -93,6 +93,8 @@ type childNode struct {
 	logPath string // the child's stderr, across its runs
 	// env is the SKEIN_* settings the test gives the node.
 	env []string
+	// wrap, if set, is a command the node runs under (prlimit ... --).
+	wrap []string
 
 	cmd    *exec.Cmd
 	exited chan struct{} // closed when cmd has been waited for
@@ -133,8 +135,9 @@ func (n *childNode) start() {
 		n.t.Fatal(err)
 	}
 	defer logf.Close() // the child has its own descriptor
-	cmd := exec.Command(skeinBinary(n.t), "node", "--data-dir", n.dataDir, "--listen", n.addr,
+	args := append(append([]string(nil), n.wrap...), skeinBinary(n.t), "node", "--data-dir", n.dataDir, "--listen", n.addr,
 		"--admin-listen", "127.0.0.1:0", "--log-format", "json")
+	cmd := exec.Command(args[0], args[1:]...)
 	// The developer's SKEIN_* settings must not reach the node under test.
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "SKEIN_") {

@@ -38,14 +38,28 @@ func Open(cfg Config) (*Log, error) {
 		return nil, err
 	}
 	l := &Log{fs: cfg.FS, dir: cfg.Dir, clock: cfg.Clock, opts: cfg.Options}
+	// A new partition directory must itself survive a crash: sync its entry
+	// in its parent, and so on up for every directory MkdirAll makes. One
+	// with a checkpoint was made durable by the Open that wrote it (a
+	// directory without one may be an Open's that crashed before that).
+	made := filepath.Clean(l.dir)
+	for ; filepath.Dir(made) != made; made = filepath.Dir(made) {
+		if _, err := l.fs.Stat(filepath.Dir(made)); err == nil {
+			break
+		}
+	}
+	_, ckErr := l.fs.Stat(l.path(checkpointFile))
 	if err := l.fs.MkdirAll(l.dir, 0o755); err != nil {
 		return nil, err
 	}
-	// A new partition directory must itself survive a crash: sync its entry
-	// in its parent, and so on up, since MkdirAll may have made them all.
-	for d := filepath.Clean(l.dir); filepath.Dir(d) != d; d = filepath.Dir(d) {
-		if err := syncDir(l.fs, filepath.Dir(d)); err != nil {
-			return nil, err
+	if ckErr != nil {
+		for d := filepath.Clean(l.dir); ; d = filepath.Dir(d) {
+			if err := syncDir(l.fs, filepath.Dir(d)); err != nil {
+				return nil, err
+			}
+			if d == made {
+				break
+			}
 		}
 	}
 	if err := l.load(); err != nil {
