@@ -89,6 +89,7 @@ func freeAddr(t *testing.T) string {
 type childNode struct {
 	t       *testing.T
 	addr    string
+	admin   string // the admin listener's address
 	dataDir string
 	logPath string // the child's stderr, across its runs
 	// env is the SKEIN_* settings the test gives the node.
@@ -102,7 +103,7 @@ type childNode struct {
 
 func newChildNode(t *testing.T) *childNode {
 	dir := t.TempDir()
-	n := &childNode{t: t, addr: freeAddr(t), dataDir: filepath.Join(dir, "data"), logPath: filepath.Join(dir, "node.log")}
+	n := &childNode{t: t, addr: freeAddr(t), admin: freeAddr(t), dataDir: filepath.Join(dir, "data"), logPath: filepath.Join(dir, "node.log")}
 	t.Cleanup(func() {
 		if n.running() {
 			n.cmd.Process.Kill()
@@ -136,7 +137,7 @@ func (n *childNode) start() {
 	}
 	defer logf.Close() // the child has its own descriptor
 	args := append(append([]string(nil), n.wrap...), skeinBinary(n.t), "node", "--data-dir", n.dataDir, "--listen", n.addr,
-		"--admin-listen", "127.0.0.1:0", "--log-format", "json")
+		"--admin-listen", n.admin, "--log-format", "json")
 	cmd := exec.Command(args[0], args[1:]...)
 	// The developer's SKEIN_* settings must not reach the node under test.
 	for _, kv := range os.Environ() {
