@@ -90,8 +90,10 @@ type Abandoned struct {
 //
 // In every case but escalate (where the supervisor's supervisor does it) a
 // request's sender is answered Abandoned. Restarts, resumes and stops are
-// published on the EventStream as protoactor's SupervisorEvent, and each
-// failure is logged at warn through the actor system's logger.
+// published on the EventStream as protoactor's SupervisorEvent, and
+// failures are logged at warn through the actor system's logger: each one
+// that stops or resumes a child, and of a child restarting again and again
+// its 1st, 2nd, 4th, 8th, ... failure since it was last quiet.
 //
 // Unlike protoactor's NewExponentialBackoffStrategy (linear, nanoseconds of
 // noise; see ../shared/protoactor.md §3.2) the delays really double, and
@@ -199,7 +201,12 @@ func (s *backoffStrategy) scheduleRestart(sys *actor.ActorSystem, sup actor.Supe
 	// the same actor: it may have been stopped meanwhile, and even replaced
 	// by a new actor of the same name, which must not be restarted.
 	proc, _ := sys.ProcessRegistry.GetLocal(child.Id)
-	logFailure(sys, child, reason, actor.RestartDirective, failures, delay)
+	// A child that keeps failing is logged at its 1st, 2nd, 4th, 8th, ...
+	// failure since its last quiet period, not at every restart: a storm
+	// of restarts costs a few lines, each with the count so far.
+	if failures&(failures-1) == 0 {
+		logFailure(sys, child, reason, actor.RestartDirective, failures, delay)
+	}
 	sys.EventStream.Publish(&RestartScheduled{Child: child, Reason: reason, Failures: failures, Delay: delay})
 	restart := func() {
 		s.mu.Lock()

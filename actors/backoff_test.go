@@ -3,6 +3,7 @@ package actors
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -59,7 +60,9 @@ type family struct {
 	child  *actor.PID
 	events chan string
 	incs   atomic.Int64
+	logs   syncBuffer // the actor system's log
 }
+
 
 // spawnChild is sent to the parent to spawn its child again.
 type spawnChild struct{ done chan *actor.PID }
@@ -69,7 +72,8 @@ type stopChild struct{ done chan struct{} }
 
 func newFamily(t *testing.T, strategy actor.SupervisorStrategy, faults *Faults) *family {
 	t.Helper()
-	f := &family{sys: NewSystem(zerolog.Nop()), events: make(chan string, 1000)}
+	f := &family{events: make(chan string, 1000)}
+	f.sys = NewSystem(zerolog.New(&f.logs).Level(zerolog.WarnLevel))
 	f.tree = NewTree(f.sys, faults)
 	childProps := func() *actor.Props {
 		return actor.PropsFromProducer(func() actor.Actor {
@@ -200,6 +204,10 @@ func TestBackoffDelaysGrowAndChildStaysSuspended(t *testing.T) {
 		if r := f.tree.Find(f.child.Id).Restarts; r != int64(inc) {
 			t.Fatalf("restarts = %d, want %d", r, inc)
 		}
+	}
+	// Five failures in a row are logged at the 1st, 2nd and 4th.
+	if lines := f.logs.lines(); strings.Count(strings.Join(lines, "\n"), `"actor failed"`) != 3 {
+		t.Fatalf("failures logged:\n%s\nwant the 1st, 2nd and 4th", strings.Join(lines, "\n"))
 	}
 }
 
