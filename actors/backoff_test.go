@@ -63,7 +63,6 @@ type family struct {
 	logs   syncBuffer // the actor system's log
 }
 
-
 // spawnChild is sent to the parent to spawn its child again.
 type spawnChild struct{ done chan *actor.PID }
 
