@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sys/unix"
@@ -34,6 +35,25 @@ func openFilesCap(configured int32) (limit int, reason string) {
 		return max(n/2, 1), fmt.Sprintf("half of the open-file limit %d", n)
 	}
 	return n - reserve, fmt.Sprintf("the open-file limit %d less a reserve of %d", n, reserve)
+}
+
+// fileIdleTimeout is how long a descriptor may go unused before the node
+// closes it, whatever room the cap leaves: a node at rest holds few.
+const fileIdleTimeout = time.Minute
+
+// closeIdleFiles closes unused descriptors every tenth of fileIdleTimeout
+// until the node stops.
+func (n *Node) closeIdleFiles() {
+	t := time.NewTicker(fileIdleTimeout / 10)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.done:
+			return
+		case <-t.C:
+			n.files.CloseIdle(fileIdleTimeout)
+		}
+	}
 }
 
 // fileCollector exports the descriptor cache's counters and the

@@ -147,6 +147,7 @@ func Start(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 	}, transport.NewMetrics(n.metrics)))
 	n.server.Serve(ln)
 	n.serving.Store(true)
+	go n.closeIdleFiles()
 	log.Info().Int32("node.id", cfg.NodeID).Str("data.dir", cfg.DataDir).Str("actor", root.Id).
 		Str("listen", ln.Addr().String()).Str("admin.listen", n.admin.ln.Addr().String()).
 		Int("log.max.open.files", filesCap).Str("from", capReason).Msg("node started")

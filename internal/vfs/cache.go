@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 )
 
 // Cache is an FS whose files hold an operating-system descriptor only while
@@ -138,7 +139,7 @@ func (c *Cache) newHandle(name string, m openMode, open func(string) (File, erro
 		c.ns.RUnlock()
 		return nil, err
 	}
-	h := &cachedFile{c: c, name: name, mode: m, f: f}
+	h := &cachedFile{c: c, name: name, mode: m, f: f, idleSince: time.Now()}
 	c.mu.Lock()
 	c.track(h)
 	c.idle.pushFront(h)
@@ -198,6 +199,23 @@ func (c *Cache) closedLocked() {
 	if c.waiting > 0 {
 		c.room.Signal()
 	}
+}
+
+// CloseIdle closes the descriptors nobody has used for d, so that a node
+// at rest holds few whatever its cap; the node calls it periodically.
+func (c *Cache) CloseIdle(d time.Duration) int {
+	cutoff := time.Now().Add(-d)
+	var out []File
+	c.mu.Lock()
+	for h := c.idle.back(); h != nil && h.idleSince.Before(cutoff); h = c.idle.back() {
+		c.idle.remove(h)
+		out = append(out, h.f)
+		h.f = nil
+		c.closedLocked()
+	}
+	c.mu.Unlock()
+	closeAll(out)
+	return len(out)
 }
 
 // trimLocked takes idle descriptors, least recently used first, until at
@@ -353,6 +371,8 @@ type cachedFile struct {
 	unlinked   bool // its name was removed or replaced: never evicted
 	prev, next *cachedFile
 
+	idleSince time.Time // when it last became unreferenced, for CloseIdle
+
 	posMu sync.Mutex
 	pos   int64 // for Read and Write
 }
@@ -432,6 +452,7 @@ func (h *cachedFile) release() {
 			h.f = nil
 			c.closedLocked()
 		case !h.unlinked:
+			h.idleSince = time.Now()
 			c.idle.pushFront(h)
 			toClose = c.trimLocked(c.max)
 			if c.waiting > 0 {

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // countingFS counts the inner files open at once, as the descriptors a
@@ -436,5 +437,23 @@ func TestCacheWaitsForRoomAtTheCap(t *testing.T) {
 	wg.Wait()
 	if p := inner.peak.Load(); p > 2 {
 		t.Fatalf("%d descriptors open at once, cap 2", p)
+	}
+}
+
+// TestCacheCloseIdle: descriptors unused for the given time are closed, the
+// rest kept, and a closed one reopens on its next use.
+func TestCacheCloseIdle(t *testing.T) {
+	inner := newCounted(t)
+	c := NewCache(inner, 100)
+	hs := makeFiles(t, c, 3)
+	if n := c.CloseIdle(time.Hour); n != 0 {
+		t.Fatalf("closed %d descriptors used just now", n)
+	}
+	if n := c.CloseIdle(0); n != 3 || inner.open.Load() != 0 {
+		t.Fatalf("closed %d, %d still open", n, inner.open.Load())
+	}
+	got := make([]byte, len(content(1)))
+	if _, err := hs[1].ReadAt(got, 0); err != nil || !bytes.Equal(got, content(1)) {
+		t.Fatalf("reopen: %v", err)
 	}
 }
