@@ -3,12 +3,47 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
+
+// binDir holds the binaries the tests build once (see binaries).
+var binDir string
+
+func TestMain(m *testing.M) {
+	var err error
+	if binDir, err = os.MkdirTemp("", "skein-bench-test-"); err != nil {
+		panic(err)
+	}
+	code := m.Run()
+	os.RemoveAll(binDir)
+	os.Exit(code)
+}
+
+var (
+	buildOnce sync.Once
+	buildErr  error
+)
+
+// binaries builds skein and kfake once for all the tests and returns their
+// paths.
+func binaries(t *testing.T) (skein, kfake string) {
+	skein, kfake = filepath.Join(binDir, "skein.bin"), filepath.Join(binDir, "kfake.bin")
+	buildOnce.Do(func() {
+		// The test runs in tests/bench; the packages are built from the
+		// module root, where `go run ./tests/bench` runs.
+		buildErr = errors.Join(build(skein, "../../cmd/skein"), build(kfake, "./kfake"))
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return skein, kfake
+}
 
 // TestSmoke runs every target through both phases with a few records, the
 // way the benchmark does, so that `make test` keeps the program working:
@@ -17,16 +52,9 @@ import (
 // profile through the hidden --cpuprofile flag.
 func TestSmoke(t *testing.T) {
 	dir := t.TempDir()
-	skeinBin, kfakeBin := filepath.Join(dir, "skein.bin"), filepath.Join(dir, "kfake.bin")
-	// The test runs in tests/bench; the packages are built from the module
-	// root, where `go run ./tests/bench` runs.
-	for bin, pkg := range map[string]string{skeinBin: "../../cmd/skein", kfakeBin: "./kfake"} {
-		if err := build(bin, pkg); err != nil {
-			t.Fatal(err)
-		}
-	}
+	skeinBin, kfakeBin := binaries(t)
 	w := workload{partitions: 3, valueSize: 1024, records: 20000, linger: 5 * time.Millisecond}
-	targets := []target{skeinTarget(skeinBin, "fsync"), kfakeTarget(kfakeBin), skeinTarget(skeinBin, "replicated")}
+	targets := []target{skeinTarget(skeinBin, "fsync", 0), kfakeTarget(kfakeBin), skeinTarget(skeinBin, "replicated", 0)}
 	results := make(map[string]*result)
 	var names []string
 	for _, tg := range targets {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -25,23 +26,26 @@ type target struct {
 
 // broker is a running broker child process.
 type broker struct {
-	cmd  *exec.Cmd
-	addr string   // the Kafka listener, host:port
-	log  *os.File // the child's output, kept for a failed run's post-mortem
-	done chan struct{}
-	err  error // the exit status, set before done closes
+	cmd     *exec.Cmd
+	addr    string    // the Kafka listener, host:port
+	line    string    // the log line that gave addr
+	started time.Time // just before the process started
+	log     *os.File  // the child's output, kept for a failed run's post-mortem
+	done    chan struct{}
+	err     error // the exit status, set before done closes
 }
 
 // startTimeout bounds how long a broker may take to announce its address.
 const startTimeout = 30 * time.Second
 
 // skeinTarget runs `skein node` from the binary at bin with the given
-// durability, on loopback ports chosen by the kernel.
-func skeinTarget(bin, durability string) target {
+// durability, on loopback ports chosen by the kernel. With nofile above 0 the
+// node runs under that open-file limit, soft and hard (see withNofile).
+func skeinTarget(bin, durability string, nofile int) target {
 	return target{
 		name: "skein-" + durability,
 		start: func(dir, profile string) (*broker, error) {
-			args := []string{"node",
+			args := []string{bin, "node",
 				"--data-dir", filepath.Join(dir, "data"),
 				"--listen", "127.0.0.1:0",
 				"--admin-listen", "127.0.0.1:0",
@@ -51,9 +55,41 @@ func skeinTarget(bin, durability string) target {
 			if profile != "" {
 				args = append(args, "--cpuprofile", profile)
 			}
-			return startBroker(exec.Command(bin, args...), dir, skeinAddr)
+			args = withNofile(nofile, args)
+			return startBroker(exec.Command(args[0], args[1:]...), dir, skeinAddr)
 		},
 	}
+}
+
+// withNofile prefixes the command line args with util-linux's prlimit, which
+// sets RLIMIT_NOFILE to nofile (soft and hard) and then execs the command, so
+// that the broker starts under the limit and keeps the child's pid. Without
+// prlimit on PATH it warns once and leaves the limit as it is; nofile 0
+// leaves it too.
+func withNofile(nofile int, args []string) []string {
+	if nofile <= 0 {
+		return args
+	}
+	prlimit, err := exec.LookPath("prlimit")
+	if err != nil {
+		prlimitWarning.Do(func() {
+			fmt.Fprintf(os.Stderr, "bench: WARNING: prlimit not found (%v); the broker runs without the -nofile limit of %d\n", err, nofile)
+		})
+		return args
+	}
+	return append([]string{prlimit, fmt.Sprintf("--nofile=%d:%d", nofile, nofile), "--"}, args...)
+}
+
+var prlimitWarning sync.Once
+
+// skeinAdmin reads the admin listener's address from the "node started"
+// line.
+func skeinAdmin(line string) string {
+	var l struct {
+		Admin string `json:"admin.listen"`
+	}
+	json.Unmarshal([]byte(line), &l)
+	return l.Admin
 }
 
 // skeinAddr reads the Kafka address from the JSON "node started" line.
@@ -85,20 +121,21 @@ func kfakeAddr(line string) (string, bool) {
 	return addr, ok
 }
 
-// startBroker starts cmd with stdout and stderr copied to dir/broker.log and
-// waits for the line from which addr parses the Kafka address.
+// startBroker starts cmd with stdout and stderr appended to dir/broker.log
+// (a broker restarted on the same directory adds to it) and waits for the
+// line from which addr parses the Kafka address.
 func startBroker(cmd *exec.Cmd, dir string, addr func(string) (string, bool)) (*broker, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	logf, err := os.Create(filepath.Join(dir, "broker.log"))
+	logf, err := os.OpenFile(filepath.Join(dir, "broker.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
 	pr, pw := io.Pipe()
 	cmd.Stdout = pw
 	cmd.Stderr = pw
-	b := &broker{cmd: cmd, log: logf, done: make(chan struct{})}
+	b := &broker{cmd: cmd, log: logf, done: make(chan struct{}), started: time.Now()}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return nil, err
@@ -111,7 +148,7 @@ func startBroker(cmd *exec.Cmd, dir string, addr func(string) (string, bool)) (*
 
 	// One goroutine copies every line to the log for the child's whole life
 	// (a full pipe would block it) and hands the address over once.
-	found := make(chan string, 1)
+	found := make(chan [2]string, 1)
 	go func() {
 		send := found
 		sc := bufio.NewScanner(pr)
@@ -121,7 +158,7 @@ func startBroker(cmd *exec.Cmd, dir string, addr func(string) (string, bool)) (*
 			fmt.Fprintln(logf, line)
 			if send != nil {
 				if a, ok := addr(line); ok {
-					send <- a
+					send <- [2]string{a, line}
 					send = nil
 				}
 			}
@@ -129,7 +166,8 @@ func startBroker(cmd *exec.Cmd, dir string, addr func(string) (string, bool)) (*
 		io.Copy(logf, pr) // a line over 1 MiB: keep draining
 	}()
 	select {
-	case b.addr = <-found:
+	case f := <-found:
+		b.addr, b.line = f[0], f[1]
 		return b, nil
 	case <-b.done:
 		logf.Close()
@@ -204,6 +242,56 @@ func procCPU(pid int) (time.Duration, error) {
 		return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
 	}
 	return time.Duration(utime+stime) * clockTick, nil
+}
+
+// procRSS reads the resident set size of pid, in bytes, from the VmRSS line
+// of /proc/<pid>/status.
+func procRSS(pid int) (int64, error) {
+	v, err := procField(fmt.Sprintf("/proc/%d/status", pid), "VmRSS:")
+	if err != nil {
+		return 0, err
+	}
+	f := strings.Fields(v) // "19248 kB"
+	if len(f) != 2 || f[1] != "kB" {
+		return 0, fmt.Errorf("/proc/%d/status: VmRSS %q", pid, v)
+	}
+	kb, err := strconv.ParseInt(f[0], 10, 64)
+	return kb << 10, err
+}
+
+// procNofile reads pid's open-file limit, "soft/hard", from the "Max open
+// files" line of /proc/<pid>/limits.
+func procNofile(pid int) (string, error) {
+	v, err := procField(fmt.Sprintf("/proc/%d/limits", pid), "Max open files")
+	if err != nil {
+		return "", err
+	}
+	f := strings.Fields(v) // "20000 20000 files"
+	if len(f) < 2 {
+		return "", fmt.Errorf("/proc/%d/limits: Max open files %q", pid, v)
+	}
+	return f[0] + "/" + f[1], nil
+}
+
+// procField returns the rest of the first line of file that starts with
+// prefix.
+func procField(file, prefix string) (string, error) {
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		return "", err
+	}
+	for _, l := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(l, prefix); ok {
+			return strings.TrimSpace(v), nil
+		}
+	}
+	return "", fmt.Errorf("%s: no %q line", file, prefix)
+}
+
+// procFDs counts pid's open file descriptors: the entries of /proc/<pid>/fd.
+func procFDs(pid int) (int, error) {
+	des, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	return len(des), err
 }
 
 // selfCPU returns the CPU time this process (the benchmark client) has used.

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,6 +21,18 @@ type workload struct {
 	valueSize  int
 	records    int
 	linger     time.Duration
+	topic      string // default: topic ("bench")
+	// keepGoing makes produce count records that fail and carry on, until
+	// every record has its answer or the context ends, instead of stopping
+	// at the first failure.
+	keepGoing bool
+}
+
+func (w workload) topicName() string {
+	if w.topic == "" {
+		return topic
+	}
+	return w.topic
 }
 
 func (w workload) String() string {
@@ -72,24 +85,36 @@ type result struct {
 	requestLatency percentiles
 	batches        int64 // record batches produced
 	requests       int   // Produce requests sent
+	// What became of the records when the produce phase ended: acknowledged,
+	// failed (their promise had an error), sent but unanswered, never sent.
+	// Only a phase that returns no error has every record acknowledged.
+	acked, failed, unanswered, unsent int
 }
 
-// topic is the one topic of every run; each run has a fresh broker.
+// topic is the one topic of every run of the broker benchmark; each run has a
+// fresh broker.
 const topic = "bench"
 
-// createTopic creates the workload's topic with replication factor 1.
-func createTopic(ctx context.Context, addr string, partitions int) error {
+// createTopic creates the topic name with replication factor 1. The broker
+// answers once it hosts every partition or after the request's timeout:
+// nine tenths of what is left of ctx's deadline, so that its answer comes
+// before the deadline (kadm's default without one).
+func createTopic(ctx context.Context, addr, name string, partitions int) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	resp, err := kadm.NewClient(cl).CreateTopic(ctx, int32(partitions), 1, nil, topic)
+	adm := kadm.NewClient(cl)
+	if d, ok := ctx.Deadline(); ok {
+		adm.SetTimeoutMillis(int32(min(time.Until(d).Milliseconds()*9/10, math.MaxInt32)))
+	}
+	resp, err := adm.CreateTopic(ctx, int32(partitions), 1, nil, name)
 	if err != nil {
-		return fmt.Errorf("creating %s: %w", topic, err)
+		return fmt.Errorf("creating %s: %w", name, err)
 	}
 	if resp.Err != nil {
-		return fmt.Errorf("creating %s: %w", topic, resp.Err)
+		return fmt.Errorf("creating %s: %w", name, resp.Err)
 	}
 	return nil
 }
@@ -124,13 +149,16 @@ type slot struct {
 	promise func(*kgo.Record, error)
 }
 
-// produce writes w.records records to b and measures the phase.
+// produce writes w.records records to b and measures the phase. It stops at
+// the first record that fails unless w.keepGoing; either way the result
+// says what became of every record (acked, failed, unanswered, unsent), and
+// an error is returned unless every record was acknowledged.
 func produce(ctx context.Context, b *broker, w workload) (result, error) {
-	var res result
+	res := result{unsent: w.records}
 	hooks := new(produceHooks)
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(b.addr),
-		kgo.DefaultProduceTopic(topic),
+		kgo.DefaultProduceTopic(w.topicName()),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerLinger(w.linger),
 		// NB: random values do not compress; sending them uncompressed
@@ -144,7 +172,7 @@ func produce(ctx context.Context, b *broker, w workload) (result, error) {
 	if err != nil {
 		return res, err
 	}
-	defer cl.Close()
+	defer cl.Close() // fails the records it still buffers, if any
 	// Connect, load metadata and get a producer id before the clock starts.
 	if err := cl.Ping(ctx); err != nil {
 		return res, fmt.Errorf("ping: %w", err)
@@ -159,16 +187,26 @@ func produce(ctx context.Context, b *broker, w workload) (result, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
-		lat      = make([]time.Duration, w.records)
-		latN     atomic.Int64
-		finished atomic.Int64
-		allDone  = make(chan struct{})
-		failOnce sync.Once
-		failure  error
-		free     = make(chan *slot, 1<<16)
+		lat       = make([]time.Duration, w.records)
+		latN      atomic.Int64 // acknowledged
+		failedN   atomic.Int64
+		finished  atomic.Int64
+		allDone   = make(chan struct{})
+		failMu    sync.Mutex
+		failure   error // the first record's error
+		free      = make(chan *slot, 1<<16)
+		attempted int
 	)
 	fail := func(err error) {
-		failOnce.Do(func() { failure = err; cancel() })
+		failedN.Add(1)
+		failMu.Lock()
+		defer failMu.Unlock()
+		if failure == nil {
+			failure = err
+			if !w.keepGoing {
+				cancel()
+			}
+		}
 	}
 	newSlot := func() *slot {
 		s := new(slot)
@@ -195,14 +233,14 @@ func produce(ctx context.Context, b *broker, w workload) (result, error) {
 	}
 	self0 := selfCPU()
 	start := time.Now()
-	for i := 0; i < w.records && ctx.Err() == nil; i++ {
+	for ; attempted < w.records && ctx.Err() == nil; attempted++ {
 		var s *slot
 		select {
 		case s = <-free:
 		default:
 			s = newSlot()
 		}
-		s.rec = kgo.Record{Value: value, Partition: int32(i % w.partitions)}
+		s.rec = kgo.Record{Value: value, Partition: int32(attempted % w.partitions)}
 		s.start = time.Now()
 		cl.Produce(ctx, &s.rec, s.promise)
 	}
@@ -213,28 +251,36 @@ func produce(ctx context.Context, b *broker, w workload) (result, error) {
 	elapsed := time.Since(start)
 	self1 := selfCPU()
 	cpu1, err := b.cpu()
-	if err != nil {
-		return res, err
-	}
-	if failure != nil {
-		return res, failure
-	}
-	if err := ctx.Err(); err != nil {
-		return res, err
-	}
-	res.produce = phase{
-		records:   w.records,
-		bytes:     int64(w.records) * int64(w.valueSize),
+	acked, failed := int(latN.Load()), int(failedN.Load())
+	res.acked, res.failed = acked, failed
+	res.unanswered = max(0, attempted-acked-failed)
+	res.unsent = w.records - attempted
+	res.produce = phase{ // of the records acknowledged: all, unless it failed
+		records:   acked,
+		bytes:     int64(acked) * int64(w.valueSize),
 		elapsed:   elapsed,
 		brokerCPU: cpu1 - cpu0,
 		clientCPU: self1 - self0,
 	}
-	res.recordLatency = percentilesOf(lat[:latN.Load()])
+	res.recordLatency = percentilesOf(lat[:acked])
 	hooks.mu.Lock()
 	res.requestLatency = percentilesOf(hooks.reqs)
 	res.requests = len(hooks.reqs)
 	hooks.mu.Unlock()
 	res.batches = hooks.batches.Load()
+	if err != nil {
+		return res, err
+	}
+	failMu.Lock()
+	defer failMu.Unlock()
+	switch {
+	case failure != nil && w.keepGoing:
+		return res, fmt.Errorf("%d of %d records failed, the first with %w", failed, w.records, failure)
+	case failure != nil:
+		return res, failure
+	case acked != w.records:
+		return res, ctx.Err()
+	}
 	return res, nil
 }
 
@@ -258,7 +304,7 @@ func consume(ctx context.Context, b *broker, w workload) (phase, error) {
 	start := time.Now()
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(b.addr),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{w.topicName(): offsets}),
 	)
 	if err != nil {
 		return p, err
@@ -318,26 +364,34 @@ func consume(ctx context.Context, b *broker, w workload) (phase, error) {
 
 // run starts t, runs w's produce and consume phases against it and stops it.
 func run(ctx context.Context, t target, w workload, dir, profile string) (result, error) {
-	b, err := t.start(dir, profile)
-	if err != nil {
-		return result{}, err
-	}
-	res, err := func() (result, error) {
-		if err := createTopic(ctx, b.addr, w.partitions); err != nil {
-			return result{}, err
+	var res result
+	err := withBroker(t, dir, profile, func(b *broker) error {
+		if err := createTopic(ctx, b.addr, w.topicName(), w.partitions); err != nil {
+			return err
 		}
-		res, err := produce(ctx, b, w)
-		if err != nil {
-			return res, err
+		var err error
+		if res, err = produce(ctx, b, w); err != nil {
+			return err
 		}
 		res.consume, err = consume(ctx, b, w)
-		return res, err
-	}()
+		return err
+	})
+	return res, err
+}
+
+// withBroker starts t with its data under dir, calls f with it and stops it.
+// An error names the broker's log.
+func withBroker(t target, dir, profile string, f func(*broker) error) error {
+	b, err := t.start(dir, profile)
+	if err != nil {
+		return err
+	}
+	err = f(b)
 	if stopErr := b.stop(); stopErr != nil && err == nil {
 		err = fmt.Errorf("stopping %s: %w", t.name, stopErr)
 	}
 	if err != nil {
-		return res, errors.Join(err, fmt.Errorf("broker log: %s", b.log.Name()))
+		return errors.Join(err, fmt.Errorf("broker log: %s", b.log.Name()))
 	}
-	return res, nil
+	return nil
 }
