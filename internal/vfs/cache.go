@@ -260,22 +260,29 @@ func (c *Cache) untrack(h *cachedFile) {
 	}
 }
 
-// unlinkLocked detaches the handles of name (and, with prefix, of the
-// names under it) from their names: the ones with a descriptor keep it
-// until closed.
-func (c *Cache) unlinkLocked(name string, prefix bool) {
-	for p, m := range c.byPath {
-		if p != name && !(prefix && strings.HasPrefix(p, name+"/")) {
-			continue
+// unlinkLocked detaches the handles of name from it: the ones with a
+// descriptor keep it until closed.
+func (c *Cache) unlinkLocked(name string) {
+	for h := range c.byPath[name] {
+		h.unlinked = true
+		if h.f != nil && h.refs == 0 {
+			c.idle.remove(h) // no longer evictable
 		}
-		for h := range m {
-			h.unlinked = true
-			if h.f != nil && h.refs == 0 {
-				c.idle.remove(h) // no longer evictable
-			}
-		}
-		delete(c.byPath, p)
 	}
+	delete(c.byPath, name)
+}
+
+// underLocked returns the names with live handles inside directory dir.
+// It visits every name: directories are renamed and removed rarely (a
+// deleted topic's partitions), files often.
+func (c *Cache) underLocked(dir string) []string {
+	var out []string
+	for p := range c.byPath {
+		if strings.HasPrefix(p, dir+"/") {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Rename renames oldname to newname; handles of oldname (or of files under
@@ -288,26 +295,33 @@ func (c *Cache) Rename(oldname, newname string) error {
 	if err := c.inner.Rename(oldname, newname); err != nil {
 		return err
 	}
+	isDir := false
+	if fi, err := c.inner.Stat(newname); err == nil && fi.IsDir() {
+		isDir = true
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.unlinkLocked(newname, true)
-	for p, m := range c.byPath {
-		var to string
-		switch {
-		case p == oldname:
-			to = newname
-		case strings.HasPrefix(p, oldname+"/"):
-			to = newname + p[len(oldname):]
-		default:
-			continue
-		}
-		delete(c.byPath, p)
-		for h := range m {
-			h.name = to
-			c.track(h)
+	c.unlinkLocked(newname)
+	c.moveLocked(oldname, newname)
+	if isDir {
+		for _, p := range c.underLocked(oldname) {
+			c.moveLocked(p, newname+p[len(oldname):])
 		}
 	}
 	return nil
+}
+
+// moveLocked gives the handles of from the name to.
+func (c *Cache) moveLocked(from, to string) {
+	m := c.byPath[from]
+	if m == nil {
+		return
+	}
+	delete(c.byPath, from)
+	for h := range m {
+		h.name = to
+		c.track(h)
+	}
 }
 
 // Remove removes the named file or empty directory.
@@ -319,7 +333,7 @@ func (c *Cache) Remove(name string) error {
 		return err
 	}
 	c.mu.Lock()
-	c.unlinkLocked(name, false)
+	c.unlinkLocked(name)
 	c.mu.Unlock()
 	return nil
 }
@@ -331,7 +345,10 @@ func (c *Cache) RemoveAll(name string) error {
 	defer c.ns.Unlock()
 	err := c.inner.RemoveAll(name)
 	c.mu.Lock()
-	c.unlinkLocked(name, true)
+	c.unlinkLocked(name)
+	for _, p := range c.underLocked(name) {
+		c.unlinkLocked(p)
+	}
 	c.mu.Unlock()
 	return err
 }

@@ -121,16 +121,22 @@ func (l *Log) writeCheckpointAt(recoveryPoint int64) error {
 	if err := writeFileAtomic(l.fs, l.dir, checkpointFile, c.encode()); err != nil {
 		return l.fail("write checkpoint", err)
 	}
+	l.checkpointed = c
 	return nil
 }
 
 // Checkpoint persists the high watermark, log start offset and recovery
-// point; the partition actor calls it periodically.
+// point if any changed since the last checkpoint; the partition actor calls
+// it periodically, so an idle partition costs no write.
 func (l *Log) Checkpoint() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.writable(); err != nil {
 		return err
+	}
+	c := checkpoint{RecoveryPoint: min(l.durable.Load(), l.active().base), LogStartOffset: l.lso, HighWatermark: l.hw}
+	if c == l.checkpointed {
+		return nil
 	}
 	return l.writeCheckpoint()
 }

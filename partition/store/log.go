@@ -88,7 +88,8 @@ type Log struct {
 	isClosed bool
 	deleted  []deletedSegment // waiting for FileDeleteDelayMs
 
-	truncations      uint64 // counts truncations, so a sync racing one does not overclaim
+	checkpointed     checkpoint // what the checkpoint file says (zero before the first write)
+	truncations      uint64     // counts truncations, so a sync racing one does not overclaim
 	unflushedRecords int64
 	oldestUnflushed  time.Time
 
