@@ -113,7 +113,17 @@ func parseCheckpoint(data []byte) (checkpoint, error) {
 // active segment unless it is sealed: the active segment's indexes are in
 // memory, so after a crash recovery must rescan it.
 func (l *Log) writeCheckpoint() error {
-	return l.writeCheckpointAt(min(l.durable.Load(), l.active().base))
+	return l.writeCheckpointAt(l.recoveryPoint())
+}
+
+// recoveryPoint is where recovery would scan from after a crash now: the
+// durable offset, but not inside the active segment, whose indexes are in
+// memory; the log end while the log is clean (its active segment sealed).
+func (l *Log) recoveryPoint() int64 {
+	if l.clean {
+		return l.leo
+	}
+	return min(l.durable.Load(), l.active().base)
 }
 
 func (l *Log) writeCheckpointAt(recoveryPoint int64) error {
@@ -134,7 +144,7 @@ func (l *Log) Checkpoint() error {
 	if err := l.writable(); err != nil {
 		return err
 	}
-	c := checkpoint{RecoveryPoint: min(l.durable.Load(), l.active().base), LogStartOffset: l.lso, HighWatermark: l.hw}
+	c := checkpoint{RecoveryPoint: l.recoveryPoint(), LogStartOffset: l.lso, HighWatermark: l.hw}
 	if c == l.checkpointed {
 		return nil
 	}

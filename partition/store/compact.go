@@ -816,6 +816,9 @@ func (l *Log) swapCleaned(old []*segment, s *segment, gen uint64) (installed boo
 		}
 		return err
 	}
+	if err := l.writable(); err == nil {
+		err = l.prepareWrite()
+	}
 	if err := l.writable(); err != nil {
 		discard()
 		return false, err

@@ -84,7 +84,10 @@
 // # Recovery
 //
 // Open trusts the files only after a clean shutdown (the marker) or below
-// the recovery point. Every other segment is rescanned: each batch's header,
+// the recovery point. After a clean shutdown it writes nothing: the marker
+// stays, and the active segment sealed, until the first change to the
+// segments removes the marker durably (prepareWrite), so that ten thousand
+// idle partitions open and close without a sync. Every other segment is rescanned: each batch's header,
 // length, CRC and offsets are checked, the indexes rebuilt, and the file is
 // truncated at the first bad batch, the segments after it deleted. A read
 // error is not corruption: Open fails instead of truncating.

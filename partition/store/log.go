@@ -86,6 +86,10 @@ type Log struct {
 	epochs   epochCache
 	failed   error // set when a write or sync failed: the log takes no more writes
 	isClosed bool
+	// clean is set from an Open after a clean shutdown until the first
+	// change to the segments (prepareWrite): the marker is still on disk
+	// and the active segment sealed.
+	clean bool
 	deleted  []deletedSegment // waiting for FileDeleteDelayMs
 
 	checkpointed     checkpoint // what the checkpoint file says (zero before the first write)
@@ -141,6 +145,9 @@ func (l *Log) append(records []byte, leaderEpoch int32, assign bool) (AppendResu
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.writable(); err != nil {
+		return AppendResult{}, err
+	}
+	if err := l.prepareWrite(); err != nil {
 		return AppendResult{}, err
 	}
 	now := l.clock.Now()

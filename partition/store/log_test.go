@@ -8,6 +8,7 @@ import (
 	"io"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -266,13 +267,77 @@ func TestReopenAfterCleanClose(t *testing.T) {
 	if fmt.Sprint(before) != fmt.Sprint(after) {
 		t.Fatal("batches differ after reopen")
 	}
-	if _, err := fs.Stat(filepath.Join(tl.Dir(), cleanMarkerFile)); err == nil {
-		t.Fatal("clean-shutdown marker still there after open")
+	// Opening wrote nothing: the marker stands until the first write, so
+	// that idle partitions open and close without a sync.
+	if _, err := fs.Stat(filepath.Join(tl.Dir(), cleanMarkerFile)); err != nil {
+		t.Fatalf("clean-shutdown marker gone after an open that wrote nothing: %v", err)
 	}
-	// And appends go on where they stopped.
+	// And appends go on where they stopped; the marker is gone, durably,
+	// before the first of them is written.
 	if res := tl.append(1, 10); res.BaseOffset != leo {
 		t.Fatalf("append after reopen at %d, want %d", res.BaseOffset, leo)
 	}
+	crashed := fs.CrashClone(vfs.CrashOptions{})
+	if _, err := crashed.Stat(filepath.Join(tl.Dir(), cleanMarkerFile)); err == nil {
+		t.Fatal("clean-shutdown marker still there after an append")
+	}
+}
+
+// TestCleanOpenCloseWritesNothing: a log opened after a clean shutdown and
+// closed again without a write syncs nothing and leaves the files as they
+// were, marker included; a crash in between loses nothing.
+func TestCleanOpenCloseWritesNothing(t *testing.T) {
+	mem := vfs.NewCrashableMem()
+	tl := openTestLog(t, mem, testOptions())
+	for range 20 {
+		tl.append(3, 150)
+	}
+	tl.SetHighWatermark(tl.LogEndOffset())
+	want := readLog(t, tl.View(), 0)
+	if err := tl.Close(); err != nil {
+		t.Fatal(err)
+	}
+	syncs := &syncCounter{}
+	tl.cfg.FS = vfs.NewErrorFS(mem, syncs)
+	for range 3 {
+		l, err := Open(tl.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := readLog(t, l.View(), 0); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatal("batches differ after a clean open")
+		}
+		if err := l.Checkpoint(); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := syncs.n.Load(); n != 0 {
+		t.Fatalf("%d syncs and writes for opens and closes of a clean log", n)
+	}
+	tl.cfg.FS = mem.CrashClone(vfs.CrashOptions{})
+	l, err := Open(tl.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if got := readLog(t, l.View(), 0); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatal("batches differ after a crash of a clean log")
+	}
+}
+
+// syncCounter counts syncs, writes, creates, renames and removes, failing
+// none.
+type syncCounter struct{ n atomic.Int64 }
+
+func (c *syncCounter) MaybeError(op vfs.Op, _ string) error {
+	switch op {
+	case vfs.OpSync, vfs.OpWrite, vfs.OpCreate, vfs.OpRename, vfs.OpRemove, vfs.OpTruncate:
+		c.n.Add(1)
+	}
+	return nil
 }
 
 func TestTruncate(t *testing.T) {

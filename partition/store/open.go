@@ -83,12 +83,12 @@ func (l *Log) load() error {
 	if names, err = l.recoverSwaps(names); err != nil {
 		return err
 	}
-	clean := false
+	clean, marker := false, false
 	var bases []int64
 	for _, name := range names {
 		switch {
 		case name == cleanMarkerFile:
-			clean = true
+			clean, marker = true, true
 		case strings.HasSuffix(name, tmpSuffix), strings.HasSuffix(name, deletedSuffix):
 			// An interrupted checkpoint write or a deletion that did not
 			// finish: both are garbage now.
@@ -141,6 +141,9 @@ func (l *Log) load() error {
 				continue
 			}
 		}
+		// A rescan may rewrite the segment: the log is not as its clean
+		// shutdown left it.
+		clean = false
 		if err := s.recover(nextBase, &l.opts); err != nil {
 			if !errors.Is(err, ErrCorrupt) {
 				return err
@@ -154,6 +157,7 @@ func (l *Log) load() error {
 		}
 	}
 	if len(l.segs) == 0 {
+		clean = false
 		s, err := createSegment(l.fs, l.dir, max(ck.LogStartOffset, ck.RecoveryPoint), &l.opts)
 		if err != nil {
 			return err
@@ -166,9 +170,6 @@ func (l *Log) load() error {
 		}
 	}
 	act := l.active()
-	if err := act.unseal(&l.opts); err != nil {
-		return err
-	}
 	l.leo = act.next
 	l.lso = min(max(ck.LogStartOffset, l.segs[0].base), l.leo)
 	l.hw = min(max(ck.HighWatermark, l.lso), l.leo)
@@ -177,30 +178,67 @@ func (l *Log) load() error {
 			return err
 		}
 	}
-	// What was read back may still be only in the page cache (after a
-	// process crash): sync it before calling it durable.
-	if !clean {
-		if err := act.log.Sync(); err != nil {
+	l.advanceDurable(l.leo)
+	if clean {
+		// Nothing to write until the log changes: the marker and the
+		// checkpoint stand, and the active segment stays sealed, its
+		// indexes in their files (prepareWrite).
+		l.clean, l.checkpointed = true, ck
+		l.rebuildClosed()
+		return nil
+	}
+	if marker {
+		// The marker must go before anything new is written, or a crash
+		// later would skip the scan that catches a torn tail.
+		if err := l.fs.Remove(l.path(cleanMarkerFile)); err != nil {
+			return err
+		}
+		if err := syncDir(l.fs, l.dir); err != nil {
 			return err
 		}
 	}
-	l.advanceDurable(l.leo)
+	if err := act.unseal(&l.opts); err != nil {
+		return err
+	}
+	// What was read back may still be only in the page cache (after a
+	// process crash): sync it before calling it durable.
+	if err := act.log.Sync(); err != nil {
+		return err
+	}
 	l.rebuildClosed()
 	// A producer-state snapshot may have been durable when the log tail it
 	// covered was not (snapshot.go): it goes before anything is appended.
 	if err := l.removeSnapshotsAbove(l.leo); err != nil {
 		return err
 	}
-	if clean {
-		// The marker must go before anything new is written, or a crash
-		// later would skip the scan that catches a torn tail.
-		if err := l.fs.Remove(l.path(cleanMarkerFile)); err != nil {
-			return err
-		}
-	}
 	if err := syncDir(l.fs, l.dir); err != nil {
 		return err
 	}
+	return l.writeCheckpoint()
+}
+
+// prepareWrite ends the clean state of a log opened after a clean
+// shutdown, before its segments change: the clean-shutdown marker goes,
+// durably, so that a crash from now on rescans what it must; then the
+// active segment's indexes come back into memory (unseal, which
+// preallocates the index files: after the marker, or a crash could trust
+// them), and the checkpoint's recovery point moves back to the active
+// segment's base. A log opened after a crash has nothing to do here.
+func (l *Log) prepareWrite() error {
+	if !l.clean {
+		return nil
+	}
+	if err := l.fs.Remove(l.path(cleanMarkerFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return l.fail("remove the clean-shutdown marker", err)
+	}
+	if err := syncDir(l.fs, l.dir); err != nil {
+		return l.fail("remove the clean-shutdown marker", err)
+	}
+	l.clean = false
+	if err := l.active().unseal(&l.opts); err != nil {
+		return l.fail("unseal the active segment", err)
+	}
+	l.rebuildClosed()
 	return l.writeCheckpoint()
 }
 
@@ -405,7 +443,9 @@ func (l *Log) Close() error {
 	}
 	l.isClosed = true
 	err := l.failed
-	if err == nil {
+	if err == nil && !l.clean {
+		// (A log still clean has written nothing since its clean open:
+		// the marker and the checkpoint stand.)
 		err = l.shutdownCleanly()
 	}
 	for _, s := range l.segs {

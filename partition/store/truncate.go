@@ -22,6 +22,9 @@ func (l *Log) Truncate(offset int64) error {
 	if offset >= l.leo {
 		return nil
 	}
+	if err := l.prepareWrite(); err != nil {
+		return err
+	}
 	if offset < l.lso {
 		return fmt.Errorf("%w: truncate to %d below the log start offset %d", ErrOffsetOutOfRange, offset, l.lso)
 	}
@@ -140,6 +143,9 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.writable(); err != nil {
+		return err
+	}
+	if err := l.prepareWrite(); err != nil {
 		return err
 	}
 	l.truncations++
