@@ -89,8 +89,8 @@ type Log struct {
 	// clean is set from an Open after a clean shutdown until the first
 	// change to the segments (prepareWrite): the marker is still on disk
 	// and the active segment sealed.
-	clean bool
-	deleted  []deletedSegment // waiting for FileDeleteDelayMs
+	clean   bool
+	deleted []deletedSegment // waiting for FileDeleteDelayMs
 
 	checkpointed     checkpoint // what the checkpoint file says (zero before the first write)
 	truncations      uint64     // counts truncations, so a sync racing one does not overclaim
