@@ -390,6 +390,8 @@ func (l *Log) Close() error {
 		return nil
 	}
 	l.isClosed = true
+	clear(l.staged) // never written, so never acknowledged
+	l.staged = nil
 	err := l.failed
 	if err == nil {
 		err = l.shutdownCleanly()
