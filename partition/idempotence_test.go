@@ -65,15 +65,15 @@ func (k *keeper) Receive(ctx actor.Context) {
 	}
 }
 
-// crashAfter is a middleware that panics after the partition has handled
-// one Append while armed: the append happened, its reply is pending, and
-// the actor fails, as a bug would make it.
+// crashAfter is a middleware that panics after the partition has written
+// the Appends it queued, once while armed: the append happened, its reply
+// is pending, and the actor fails, as a bug would make it.
 type crashAfter struct{ armed atomic.Bool }
 
 func (c *crashAfter) middleware(next actor.ReceiverFunc) actor.ReceiverFunc {
 	return func(ctx actor.ReceiverContext, env *actor.MessageEnvelope) {
 		next(ctx, env)
-		if _, ok := env.Message.(*Append); ok && c.armed.CompareAndSwap(true, false) {
+		if _, ok := env.Message.(*writeAppends); ok && c.armed.CompareAndSwap(true, false) {
 			panic("test: partition fails after an append")
 		}
 	}
