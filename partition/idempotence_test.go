@@ -81,7 +81,7 @@ func (c *crashAfter) middleware(next actor.ReceiverFunc) actor.ReceiverFunc {
 
 // testPartition is one running partition actor.
 type testPartition struct {
-	t      *testing.T
+	t      testing.TB
 	sys    *actor.ActorSystem
 	keeper *actor.PID
 	pid    *actor.PID
@@ -99,7 +99,7 @@ func testConfig(fs vfs.FS, clk clock.Clock) Config {
 	}
 }
 
-func startTestPartition(t *testing.T, cfg Config, mw ...actor.ReceiverMiddleware) *testPartition {
+func startTestPartition(t testing.TB, cfg Config, mw ...actor.ReceiverMiddleware) *testPartition {
 	t.Helper()
 	sys := actors.NewSystem(zerolog.Nop())
 	h := newHandle(cfg.Topic, cfg.Partition, cfg.TopicID)
