@@ -13,13 +13,24 @@ import (
 // It stages each record set (Stage: offsets assigned, headers rewritten,
 // nothing written), deciding the next one's fate on the offsets the
 // previous got, then writes them all with WriteStaged: one vectored write
-// per segment they land in, instead of one write each. On Linux a write
+// per segment they land in and per MiB, instead of one write each. On Linux a write
 // into the page cache costs per call as well as per byte (the filesystem
 // reserves and maps blocks, and dirties pages, call by call), so small
 // record sets cost less written together.
 //
 // Until WriteStaged returns, staged sets are not in the log: the log end
 // offset, views and syncs do not count them.
+
+// maxWriteBytes bounds a vectored write of several record sets (a single
+// larger set is written alone). Past about 1 MiB a write into the page
+// cache costs per byte only, so longer vectors save nothing, and hold the
+// log's mutex longer. NB: on the shared test VM (virtio-balloon free page
+// reporting), writes of 2 MiB and more, whose page-cache folios are 2 MiB,
+// cost three to four times as much per byte as 1 MiB ones: the kernel
+// gives them memory that the host took back, which faults on first touch.
+// Record sets of 1 MiB (1 KiB values, franz-go's default batch size)
+// coalesced two and three at a time cost 18% more broker CPU per GB there.
+const maxWriteBytes = 1 << 20
 
 // stagedSet is a record set that Stage gave offsets to.
 type stagedSet struct {
@@ -157,15 +168,17 @@ func (l *Log) writeStaged() error {
 }
 
 // indexStaged takes into the active segment's size and in-memory indexes
-// the first sets that fit into it, one after the other, and returns how
-// many (at least one: the caller rolled for the first). Nothing is
-// written yet; nothing is published before writeSets has written them,
-// and a failed write fails the log, so readers never see entries for
-// bytes not in the file.
+// the first sets that fit into it, one after the other, up to
+// maxWriteBytes, and returns how many (at least one: the caller rolled for
+// the first). Nothing is written yet; nothing is published before
+// writeSets has written them, and a failed write fails the log, so readers
+// never see entries for bytes not in the file.
 func (l *Log) indexStaged(sets []stagedSet, now time.Time) int {
 	s := l.active()
+	size := 0
 	for i, set := range sets {
-		if i > 0 && !s.fits(int64(len(set.records)), set.last, now, &l.opts) {
+		size += len(set.records)
+		if i > 0 && (size > maxWriteBytes || !s.fits(int64(len(set.records)), set.last, now, &l.opts)) {
 			return i
 		}
 		if s.size == 0 {

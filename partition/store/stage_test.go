@@ -203,6 +203,35 @@ func TestWriteStagedOneWritePerSegment(t *testing.T) {
 	}
 }
 
+// TestWriteStagedBoundsWrites: a vectored write takes record sets up to
+// maxWriteBytes; a larger set goes alone.
+func TestWriteStagedBoundsWrites(t *testing.T) {
+	var vectored, plain atomic.Int64
+	fsys := writeCountingFS{FS: vfs.Default, vectored: &vectored, plain: &plain}
+	l, err := Open(Config{FS: fsys, Dir: filepath.Join(t.TempDir(), "topic-0"), Options: DefaultOptions()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	set := logBatch(100, 4000, 0) // about 400 KB
+	for _, sets := range [][][]byte{
+		{set, set, set, set, set}, // 2 MB: 2 + 2 + 1
+		{logBatch(300, 4000, 0), set},
+	} {
+		for _, s := range sets {
+			if _, err := l.Stage(bytes.Clone(s), 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := l.WriteStaged(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if vectored.Load() != 5 {
+		t.Fatalf("%d vectored writes, want 5", vectored.Load())
+	}
+}
+
 // TestStagedNotInLog: until WriteStaged, staged sets are not synced, not
 // read, and gone after Close; truncating under them is a bug.
 func TestStagedNotInLog(t *testing.T) {
