@@ -9,8 +9,11 @@
 // A partition actor handles:
 //
 //	message        from                   does                                                  reply
-//	Append         transport (Produce)    idempotence check, log.Append; waits for durability    Reply callback
-//	                                      per acks (a duplicate: for its original's)
+//	Append         transport (Produce)    queued for the next writeAppends                      Reply callback
+//	writeAppends   itself, after queuing  each queued Append in turn: idempotence check, staged  none
+//	               an Append              in the log; one write for all (append.go); then each
+//	                                      waits for durability per acks (a duplicate: for its
+//	                                      original's)
 //	DeleteRecords  transport              moves the log start offset (≤ high watermark)          Reply callback
 //	SetConfig      supervisor             applies a changed topic config                         none
 //	synced         its syncer goroutine   raises the high watermark, answers waiting appends     none

@@ -65,15 +65,15 @@ func (k *keeper) Receive(ctx actor.Context) {
 	}
 }
 
-// crashAfter is a middleware that panics after the partition has handled
-// one Append while armed: the append happened, its reply is pending, and
-// the actor fails, as a bug would make it.
+// crashAfter is a middleware that panics after the partition has written
+// the Appends it queued, once while armed: the append happened, its reply
+// is pending, and the actor fails, as a bug would make it.
 type crashAfter struct{ armed atomic.Bool }
 
 func (c *crashAfter) middleware(next actor.ReceiverFunc) actor.ReceiverFunc {
 	return func(ctx actor.ReceiverContext, env *actor.MessageEnvelope) {
 		next(ctx, env)
-		if _, ok := env.Message.(*Append); ok && c.armed.CompareAndSwap(true, false) {
+		if _, ok := env.Message.(*writeAppends); ok && c.armed.CompareAndSwap(true, false) {
 			panic("test: partition fails after an append")
 		}
 	}
@@ -81,7 +81,7 @@ func (c *crashAfter) middleware(next actor.ReceiverFunc) actor.ReceiverFunc {
 
 // testPartition is one running partition actor.
 type testPartition struct {
-	t      *testing.T
+	t      testing.TB
 	sys    *actor.ActorSystem
 	keeper *actor.PID
 	pid    *actor.PID
@@ -99,7 +99,7 @@ func testConfig(fs vfs.FS, clk clock.Clock) Config {
 	}
 }
 
-func startTestPartition(t *testing.T, cfg Config, mw ...actor.ReceiverMiddleware) *testPartition {
+func startTestPartition(t testing.TB, cfg Config, mw ...actor.ReceiverMiddleware) *testPartition {
 	t.Helper()
 	sys := actors.NewSystem(zerolog.Nop())
 	h := newHandle(cfg.Topic, cfg.Partition, cfg.TopicID)

@@ -102,8 +102,13 @@ type partition struct {
 	compactionOff bool
 	lastAppend    time.Time
 
-	waiters  []waiter // appends waiting for the high watermark, by offset
-	inflight *Append  // the Append being handled, answered if handling it panics
+	waiters []waiter // appends waiting for the high watermark, by offset
+
+	// appends are queued for the next writeAppends (append.go), and
+	// answered if the actor stops or restarts before they are handled.
+	appends     []*Append
+	writeQueued bool // a writeAppends is on its way
+	outcomes    []appendOutcome
 
 	producers *producers
 	// lastSnapshot is the offset of the newest producer-state snapshot
@@ -138,26 +143,19 @@ func (p *partition) Receive(ctx actor.Context) {
 		// be half updated; the next instance rebuilds it from the log.
 		p.shutdown(false)
 	case *Append:
-		// Should handling it panic, the old instance's Restarting answers
-		// it (indefinitely: it may be in the log), not the client's timeout.
-		m.Reply = replyOnce(m.Reply)
-		p.inflight = m
-		p.append(m)
-		p.inflight = nil
-		if m.Release != nil {
-			// Nothing reads the records after append: the log does not
-			// keep them, producer state keeps header values only.
-			m.Records = nil
-			m.Release()
-		}
+		p.queueAppend(ctx, m)
+	case *writeAppends:
+		p.writeAppends()
 	case *synced:
 		p.onSynced(m)
 	case *tick:
+		p.writeAppends()
 		p.onTick()
 	case *compacted:
 		p.compacting = false
 		p.onCompacted(m)
 	case *SetConfig:
+		p.writeAppends()
 		p.cfg.TopicConfig = m.Config
 		if p.log != nil {
 			if err := p.log.SetOptions(StoreOptions(m.Config)); err != nil {
@@ -166,6 +164,7 @@ func (p *partition) Receive(ctx actor.Context) {
 		}
 		p.publish()
 	case *DeleteRecords:
+		p.writeAppends()
 		p.deleteRecords(m)
 	}
 }
@@ -214,10 +213,10 @@ func (p *partition) shutdown(clean bool) {
 	close(p.stop)
 	p.stop = nil
 	p.goroutines.Wait()
-	if p.inflight != nil {
-		p.inflight.Reply(AppendResult{Err: kerr.RequestTimedOut, Message: "partition restarting"})
-		p.inflight = nil
+	for _, m := range p.appends {
+		m.Reply(AppendResult{Err: kerr.RequestTimedOut, Message: "partition restarting"})
 	}
+	p.appends = nil
 	for _, w := range p.waiters {
 		w.res.Err, w.res.Message = kerr.RequestTimedOut, "partition restarting"
 		w.reply(w.res)
@@ -283,76 +282,6 @@ func (p *partition) publish() {
 		v.Failure = &Failure{Cause: f.cause, Err: f.err.Error(), Since: f.since}
 	}
 	p.handle.publish(v)
-}
-
-func (p *partition) append(m *Append) {
-	if f := p.failure; f != nil {
-		m.Reply(AppendResult{Err: kerr.KafkaStorageError, Message: "partition storage failed (" + f.cause + "), retrying: " + f.err.Error()})
-		return
-	}
-	p.lastAppend = p.cfg.Clock.Now()
-	if m.Acks == -1 && int(p.cfg.TopicConfig.MinInsyncReplicas) > p.cfg.ISR {
-		m.Reply(AppendResult{Err: kerr.NotEnoughReplicas, Message: fmt.Sprintf(
-			"The size of the current ISR %d is insufficient to satisfy the min.isr requirement of %d", p.cfg.ISR, p.cfg.TopicConfig.MinInsyncReplicas)})
-		return
-	}
-	h, idempotent, bad := idempotentBatch(m.Records)
-	if bad != nil {
-		m.Reply(*bad)
-		return
-	}
-	if idempotent {
-		c := p.producers.check(&h)
-		switch {
-		case c.Err != nil:
-			m.Reply(AppendResult{Err: c.Err, Message: c.Message})
-			return
-		case c.Duplicate != nil:
-			p.answerDuplicate(m, c.Duplicate)
-			return
-		}
-	}
-	res, err := p.log.Append(m.Records, p.cfg.LeaderEpoch)
-	if err != nil {
-		r := appendError(err)
-		if r.Err == kerr.KafkaStorageError {
-			p.fail("append", err) // first: the answer is news of the failed state
-		}
-		m.Reply(r)
-		return
-	}
-	if idempotent {
-		h.BaseOffset = res.BaseOffset
-		if res.LogAppendTime >= 0 {
-			h.MaxTimestamp = res.LogAppendTime
-		}
-		p.producers.update(&h, p.cfg.Clock.Now().UnixMilli())
-	}
-	if p.log.View().ActiveSegmentBase() == res.BaseOffset {
-		// This append rolled the log (or was the first of an empty one):
-		// snapshot there, as Kafka does at a roll, so that a restart
-		// replays at most the active segment.
-		if err := p.snapshotProducers(); err != nil {
-			p.fail("producer-state snapshot", err)
-			m.Reply(AppendResult{Err: kerr.KafkaStorageError, Message: err.Error()})
-			return
-		}
-	}
-	out := AppendResult{BaseOffset: res.BaseOffset, LogAppendTime: res.LogAppendTime, LogStartOffset: res.LogStartOffset}
-	switch {
-	case m.Acks == 0:
-		m.Reply(out)
-	case p.cfg.Durability == configs.DurabilityReplicated:
-		// Kafka's model: in the page cache of every ISR member is enough.
-		p.log.SetHighWatermark(p.log.LogEndOffset())
-		p.publish()
-		m.Reply(out)
-	default:
-		p.waiters = append(p.waiters, waiter{next: res.LastOffset + 1, res: out, reply: m.Reply})
-	}
-	if p.cfg.Durability != configs.DurabilityReplicated || p.log.FlushDue() {
-		p.requestSync()
-	}
 }
 
 // idempotentBatch returns the header of records when they are one batch

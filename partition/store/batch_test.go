@@ -472,15 +472,22 @@ func TestValidateProducedAllocs(t *testing.T) {
 	}
 }
 
-// BenchmarkValidateProduced validates a 16 KiB uncompressed batch of 1 KiB
-// records, as the produce path does for every batch.
+// BenchmarkValidateProduced validates uncompressed batches as the produce
+// path does for every batch: 16 KiB of 1 KiB records (keyed, "default"
+// and "compacted"), and, as franz-go batches 100-byte values under load,
+// 1,500 records with null keys ("small").
 func BenchmarkValidateProduced(b *testing.B) {
 	for _, opts := range []struct {
 		name string
 		ValidateOptions
-	}{{"default", ValidateOptions{}}, {"compacted", ValidateOptions{RequireKeys: true}}} {
+		n, keySize, valueSize int
+	}{
+		{"default", ValidateOptions{}, 16, 16, 1024 - 16},
+		{"compacted", ValidateOptions{RequireKeys: true}, 16, 16, 1024 - 16},
+		{"small", ValidateOptions{}, 1500, -1, 100},
+	} {
 		b.Run(opts.name, func(b *testing.B) {
-			batch := makeBatch(b, 16, 16, 1024-16, CodecNone)
+			batch := makeBatch(b, opts.n, opts.keySize, opts.valueSize, CodecNone)
 			b.SetBytes(int64(len(batch)))
 			b.ReportAllocs()
 			for b.Loop() {

@@ -94,7 +94,9 @@
 //
 // # Durability
 //
-// Append writes; SyncTo makes durable, group-committed (see sync.go).
+// Append writes; Stage and WriteStaged write several record sets with one
+// vectored write (see stage.go); SyncTo makes durable, group-committed (see
+// sync.go).
 // Segment rolls and Close always sync, directory entries included. A failed
 // write or sync fails the log: it takes no more writes until reopened, since
 // the kernel may have dropped what it could not write.

@@ -103,6 +103,9 @@ type Log struct {
 
 	decomp Decompressor // for record-level work of the writer (timestamps)
 
+	staged []stagedSet // given offsets by Stage, waiting for WriteStaged (stage.go)
+	iov    [][]byte    // WriteStaged's scratch: the record sets of one write
+
 	cleaner cleanerState // compaction's state between passes (compact.go)
 }
 
@@ -129,6 +132,7 @@ type AppendResult struct {
 // caller keeps ownership of records, which the log does not retain.
 //
 // The records are in the file, not yet durable: wait with SyncTo for that.
+// Record sets staged before (Stage) are written with it, ahead of it.
 func (l *Log) Append(records []byte, leaderEpoch int32) (AppendResult, error) {
 	return l.append(records, leaderEpoch, true)
 }
@@ -144,92 +148,11 @@ func (l *Log) AppendAsFollower(records []byte) (AppendResult, error) {
 func (l *Log) append(records []byte, leaderEpoch int32, assign bool) (AppendResult, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := l.writable(); err != nil {
+	res, err := l.stage(records, leaderEpoch, assign)
+	if err != nil {
 		return AppendResult{}, err
 	}
-	if err := l.prepareWrite(); err != nil {
-		return AppendResult{}, err
-	}
-	now := l.clock.Now()
-	res := AppendResult{BaseOffset: -1, LogAppendTime: -1}
-	next := l.leo
-	var nrec int64
-	for pos := 0; pos < len(records); {
-		if len(records)-pos < HeaderSize {
-			return AppendResult{}, corruptf("record set ends in a partial batch header")
-		}
-		h, err := ParseHeader(records[pos:])
-		if err != nil {
-			return AppendResult{}, err
-		}
-		end := pos + int(h.Size())
-		if end > len(records) {
-			return AppendResult{}, corruptf("record set ends in a partial batch")
-		}
-		b := records[pos:end]
-		if assign {
-			SetBaseOffset(b, next)
-			SetPartitionLeaderEpoch(b, leaderEpoch)
-			if l.opts.LogAppendTime {
-				res.LogAppendTime = now.UnixMilli()
-				SetLogAppendTime(b, res.LogAppendTime)
-			}
-		} else if h.BaseOffset < next {
-			return AppendResult{}, fmt.Errorf("%w: follower batch at offset %d is below the log end offset %d", ErrInvalidRecord, h.BaseOffset, next)
-		} else {
-			next = h.BaseOffset
-		}
-		if res.BaseOffset < 0 {
-			res.BaseOffset = next
-		}
-		next += int64(h.LastOffsetDelta) + 1
-		nrec += int64(h.NumRecords)
-		pos = end
-	}
-	if res.BaseOffset < 0 {
-		return AppendResult{}, corruptf("empty record set")
-	}
-	res.LastOffset = next - 1
-
-	if !l.active().fits(int64(len(records)), res.LastOffset, now, &l.opts) {
-		if err := l.roll(); err != nil {
-			return AppendResult{}, err
-		}
-	}
-	s := l.active()
-	if err := s.pin(); err != nil {
-		// Nothing written: the log stays writable.
-		return AppendResult{}, fmt.Errorf("store: opening %s: %w", s.path(logSuffix), err)
-	}
-	if _, err := s.log.WriteAt(records, s.size); err != nil {
-		// Part of the record set may be in the file: nothing is acknowledged,
-		// and the log refuses further writes until reopened and recovered.
-		return AppendResult{}, l.fail("write", err)
-	}
-	if s.size == 0 {
-		s.firstAppend = now
-	}
-	for pos := 0; pos < len(records); {
-		h, _ := ParseHeader(records[pos:]) // validated above
-		s.indexBatch(&h, s.size+int64(pos), &l.opts)
-		if h.PartitionLeaderEpoch > l.epochs.latestEpoch() {
-			// The first batch of a new leader epoch: remember where it
-			// started (KIP-101), durably, before anyone is told about it.
-			if err := l.assignEpoch(h.PartitionLeaderEpoch, h.BaseOffset); err != nil {
-				return AppendResult{}, err
-			}
-		}
-		pos += int(h.Size())
-	}
-	s.size += int64(len(records))
-	l.leo = next
-	if l.unflushedRecords == 0 {
-		l.oldestUnflushed = now
-	}
-	l.unflushedRecords += nrec
-	res.LogStartOffset = l.lso
-	l.publish()
-	return res, nil
+	return res, l.writeStaged()
 }
 
 // ReleaseFiles gives the active segment's descriptor back to the descriptor

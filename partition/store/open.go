@@ -442,6 +442,8 @@ func (l *Log) Close() error {
 		return nil
 	}
 	l.isClosed = true
+	clear(l.staged) // never written, so never acknowledged
+	l.staged = nil
 	err := l.failed
 	if err == nil && !l.clean {
 		// (A log still clean has written nothing since its clean open:

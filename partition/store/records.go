@@ -113,17 +113,23 @@ func validateRecords(data []byte, numRecords int32, requireKeys bool) error {
 	if err := checkRecordCount(numRecords, len(data)); err != nil {
 		return err
 	}
-	var r Record
 	for i := int32(0); i < numRecords; i++ {
-		n, err := readRecord(data, &r)
-		if err != nil {
-			return recordErr(i, err)
+		n, offsetDelta, nullKey, ok := scanRecord(data)
+		if !ok {
+			// Not a record the fast path knows: readRecord decides, and
+			// says why it is refused.
+			var r Record
+			var err error
+			if n, err = readRecord(data, &r); err != nil {
+				return recordErr(i, err)
+			}
+			offsetDelta, nullKey = r.OffsetDelta, r.Key == nil
 		}
 		data = data[n:]
-		if r.OffsetDelta != i {
-			return &RecordError{Index: i, Err: invalidf("record %d has offset delta %d", i, r.OffsetDelta)}
+		if offsetDelta != i {
+			return &RecordError{Index: i, Err: invalidf("record %d has offset delta %d", i, offsetDelta)}
 		}
-		if requireKeys && r.Key == nil {
+		if requireKeys && nullKey {
 			return &RecordError{Index: i, Err: invalidf("record %d has no key, which a compacted topic requires", i)}
 		}
 	}
@@ -131,6 +137,67 @@ func validateRecords(data []byte, numRecords int32, requireKeys bool) error {
 		return corruptf("%d bytes after the last of %d records", len(data), numRecords)
 	}
 	return nil
+}
+
+// scanRecord is validateRecords' fast path over the record at the start of
+// src: readRecord's framing checks, inline, for the records producers
+// send most, those whose varints take one or two bytes (records under
+// 8 KiB) and that have no headers. It returns the record's size, offset
+// delta and whether its key is null; ok is false for anything else, valid
+// or not, which readRecord then decides. Where ok is true, readRecord
+// accepts the record and agrees on all three (FuzzScanRecord).
+//
+// NB: with 100-byte values the walk over the records was a fifth of the
+// broker's produce CPU, most of it calls: ten per record through
+// readRecord, varint32, binary.Varint, readNullable and scanHeaders.
+func scanRecord(src []byte) (n int, offsetDelta int32, nullKey, ok bool) {
+	length, p, ok := varint2(src, 0)
+	if !ok || length < 0 || int(length) > len(src)-p {
+		return 0, 0, false, false
+	}
+	body := src[p : p+int(length)]
+	if len(body) < 1 { // attributes
+		return 0, 0, false, false
+	}
+	q := 1
+	if _, q, ok = varint2(body, q); !ok { // timestamp delta
+		return 0, 0, false, false
+	}
+	if offsetDelta, q, ok = varint2(body, q); !ok {
+		return 0, 0, false, false
+	}
+	key, q, ok := varint2(body, q)
+	if !ok || key < -1 || int(key) > len(body)-q {
+		return 0, 0, false, false
+	}
+	q += max(int(key), 0)
+	value, q, ok := varint2(body, q)
+	if !ok || value < -1 || int(value) > len(body)-q {
+		return 0, 0, false, false
+	}
+	q += max(int(value), 0)
+	if headers, q, ok := varint2(body, q); !ok || headers != 0 || q != len(body) {
+		return 0, 0, false, false
+	}
+	return p + int(length), offsetDelta, key == -1, true
+}
+
+// varint2 decodes the zigzag varint at b[p:] if it takes one or two bytes
+// (as varint32 does, overlong encodings included), and returns the
+// position after it; ok is false otherwise.
+func varint2(b []byte, p int) (v int32, next int, ok bool) {
+	if p >= len(b) {
+		return 0, p, false
+	}
+	x := uint32(b[p])
+	if x >= 0x80 {
+		if p+1 >= len(b) || b[p+1] >= 0x80 {
+			return 0, p, false
+		}
+		x = x&0x7f | uint32(b[p+1])<<7
+		p++
+	}
+	return int32(x>>1) ^ -int32(x&1), p + 1, true
 }
 
 // checkRecordCount refuses a record count that the records section cannot

@@ -378,3 +378,55 @@ func BenchmarkForEachRecord(b *testing.B) {
 		})
 	}
 }
+
+// FuzzScanRecord holds validateRecords' fast path to readRecord: whatever
+// scanRecord accepts, readRecord accepts too, with the same size, offset
+// delta and key nullness; what it declines goes to readRecord anyway.
+func FuzzScanRecord(f *testing.F) {
+	key, value := cat(vi(1), []byte("k")), cat(vi(1), []byte("v"))
+	for _, seed := range [][]byte{
+		rec(body(0, key, value, vi(0))),
+		rec(body(1500, vi(-1), vi(100), make([]byte, 100), vi(0))),
+		rec(body(0, vi(-1, -1, 0))),
+		rec(body(0, vi(0, 0, 0))),
+		rec(body(0, key, value, vi(1, 1), []byte("a"), vi(-1))),
+		cat([]byte{0x80 | byte(2*len(body(0, key, value, vi(0)))), 0x00}, body(0, key, value, vi(0))),
+		rec(body(0, key, value, vi(0), []byte{0})),
+		rec(body(0, vi(-2), value, vi(0))),
+		rec(cat([]byte{0}, vi(-70000, 3), key, value, vi(0))),
+		rec(body(0, vi(9000), make([]byte, 9000), value, vi(0))),
+		{0x80},
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		n, offsetDelta, nullKey, ok := scanRecord(data)
+		if !ok {
+			return
+		}
+		var r Record
+		rn, err := readRecord(data, &r)
+		if err != nil {
+			t.Fatalf("scanRecord accepted what readRecord refuses: %v", err)
+		}
+		if n != rn || offsetDelta != r.OffsetDelta || nullKey != (r.Key == nil) {
+			t.Fatalf("scanRecord: size %d, offset delta %d, null key %v; readRecord: %d, %d, %v",
+				n, offsetDelta, nullKey, rn, r.OffsetDelta, r.Key == nil)
+		}
+	})
+}
+
+// TestScanRecordTakesProducedRecords: the fast path takes the records
+// producers send (no headers, fields under two varint bytes), so the
+// produce path does not fall back to readRecord for them.
+func TestScanRecordTakesProducedRecords(t *testing.T) {
+	for _, r := range testRecords(2000, -1, 100) {
+		b, err := appendRecords(nil, []Record{r})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, offsetDelta, nullKey, ok := scanRecord(b); !ok || n != len(b) || offsetDelta != r.OffsetDelta || !nullKey {
+			t.Fatalf("record %d: scanRecord = %d, %d, %v, %v", r.OffsetDelta, n, offsetDelta, nullKey, ok)
+		}
+	}
+}

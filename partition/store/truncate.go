@@ -16,6 +16,7 @@ import (
 func (l *Log) Truncate(offset int64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.mustHaveNoneStaged()
 	if err := l.writable(); err != nil {
 		return err
 	}
@@ -142,6 +143,7 @@ func (s *segment) truncateTo(offset int64) error {
 func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.mustHaveNoneStaged()
 	if err := l.writable(); err != nil {
 		return err
 	}
