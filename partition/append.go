@@ -78,6 +78,9 @@ func (p *partition) writeAppends() {
 		return
 	}
 	p.lastAppend = p.cfg.Clock.Now()
+	if p.tickEvery > p.cfg.TickInterval {
+		p.scheduleTick(p.cfg.TickInterval) // an idle partition's next tick may be far
+	}
 	leo := p.log.LogEndOffset()
 	now := p.lastAppend.UnixMilli()
 	outcomes := p.outcomes[:0]

@@ -16,10 +16,17 @@
 //	                                      original's)
 //	DeleteRecords  transport              moves the log start offset (≤ high watermark)          Reply callback
 //	SetConfig      supervisor             applies a changed topic config                         none
-//	synced         its syncer goroutine   raises the high watermark, answers waiting appends     none
-//	tick           its ticker goroutine   retention, compaction, checkpoints, flush.ms,          none
+//	synced         its fsync's goroutine  raises the high watermark, answers waiting appends;   none
+//	                                      starts the next fsync if appends came meanwhile
+//	tick           its timer              retention, compaction, checkpoints, flush.ms,          none
 //	                                      producer expiry, periodic producer snapshot, giving
-//	                                      back an idle log's descriptor; when failed, a retry
+//	                                      back an idle log's descriptor; when failed, a retry.
+//	                                      Every tick interval while the partition works,
+//	                                      doubling to 30 s while it idles
+//
+// An idle partition has no goroutine: an fsync runs on a goroutine of its
+// own while it lasts (one at a time: group commit), and ticks come from a
+// timer.
 //
 // It persists everything through partition/store: records before replying,
 // the high watermark and log start offset in checkpoints, the idempotent

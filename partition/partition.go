@@ -116,12 +116,29 @@ type partition struct {
 	lastSnapshot     int64
 	lastSnapshotTime time.Time
 
-	syncReq        chan *store.Log // the log to sync; the syncer reports for that log
-	stop           chan struct{}
-	goroutines     sync.WaitGroup
+	// syncing is the log an fsync runs on (nil: none); syncAgain asks for
+	// another once it ends, for what was appended meanwhile (group commit).
+	syncing   *store.Log
+	syncAgain bool
+	// tickTimer sends the next tick, tickEvery after the last: the tick
+	// interval while the partition works, doubling up to idleTickMax
+	// while it idles, so ten thousand idle partitions cost little.
+	tickTimer      *time.Timer
+	tickEvery      time.Duration
+	lastTick       time.Time
+	started        bool
+	goroutines     sync.WaitGroup // fsyncs and cleaner passes in flight
 	compacting     bool
 	lastCheckpoint time.Time
 }
+
+// idleTickMax bounds the time between two ticks of an idle partition: its
+// retention, producer expiry and file release are checked at least this
+// often (Kafka checks retention every 5 minutes).
+const idleTickMax = 30 * time.Second
+
+// tickMsg is the one tick message every partition sends itself.
+var tickMsg = &tick{}
 
 type waiter struct {
 	next  int64 // the high watermark that completes it
@@ -169,15 +186,14 @@ func (p *partition) Receive(ctx actor.Context) {
 	}
 }
 
-// start opens the log and starts the syncer and ticker goroutines; a log
-// that does not open puts the partition in the failed state, from which
-// the ticks retry.
+// start opens the log and arms the first tick; a log that does not open
+// puts the partition in the failed state, from which the ticks retry. An
+// idle partition has no goroutine: fsyncs run on goroutines of their own
+// while they last, ticks come from a timer.
 func (p *partition) start() {
-	p.syncReq, p.stop = make(chan *store.Log, 1), make(chan struct{})
-	p.goroutines.Add(2)
-	go p.syncer(p.syncReq, p.stop)
-	go p.ticker(p.stop)
-	p.lastCheckpoint, p.lastAppend = p.cfg.Clock.Now(), p.cfg.Clock.Now()
+	p.started = true
+	p.lastCheckpoint, p.lastAppend, p.lastTick = p.cfg.Clock.Now(), p.cfg.Clock.Now(), p.cfg.Clock.Now()
+	p.scheduleTick(p.cfg.TickInterval)
 	l, err := p.openLog()
 	if err != nil {
 		p.fail("open", err)
@@ -207,11 +223,11 @@ func (p *partition) openLog() (*store.Log, error) {
 // shutdown stops the goroutines, answers waiters, snapshots the producer
 // state when it can be trusted (clean), and closes the log.
 func (p *partition) shutdown(clean bool) {
-	if p.stop == nil {
+	if !p.started {
 		return
 	}
-	close(p.stop)
-	p.stop = nil
+	p.started = false
+	p.tickTimer.Stop() // a tick already sent goes to the dead letters, or to the next instance
 	p.goroutines.Wait()
 	for _, m := range p.appends {
 		m.Reply(AppendResult{Err: kerr.RequestTimedOut, Message: "partition restarting"})
@@ -236,41 +252,48 @@ func (p *partition) shutdown(clean bool) {
 	p.log = nil
 }
 
-// syncer runs the log's fsyncs off the actor's goroutine. Requests that
-// arrive during an fsync are covered by the next one: group commit.
-func (p *partition) syncer(req <-chan *store.Log, stop <-chan struct{}) {
-	defer p.goroutines.Done()
-	for {
-		var l *store.Log
-		select {
-		case <-stop:
-			return
-		case l = <-req:
-		}
-		err := l.Sync()
-		p.sys.Root.Send(p.self, &synced{log: l, durable: l.DurableOffset(), err: err})
-	}
-}
-
-func (p *partition) ticker(stop <-chan struct{}) {
-	defer p.goroutines.Done()
-	t := time.NewTicker(p.cfg.TickInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-			p.sys.Root.Send(p.self, &tick{})
-		}
-	}
-}
-
+// requestSync makes what was appended durable: an fsync on a goroutine of
+// its own, reporting with synced, or, while one runs, another once it
+// ends, covering everything appended meanwhile (group commit).
 func (p *partition) requestSync() {
-	select {
-	case p.syncReq <- p.log:
-	default: // one is pending already and will cover this append
+	if p.syncing != nil {
+		p.syncAgain = true
+		return
 	}
+	l, self, root := p.log, p.self, p.sys.Root
+	p.syncing = l
+	p.goroutines.Add(1)
+	go func() {
+		defer p.goroutines.Done()
+		err := l.Sync()
+		root.Send(self, &synced{log: l, durable: l.DurableOffset(), err: err})
+	}()
+}
+
+// scheduleTick arms the next tick d from now.
+func (p *partition) scheduleTick(d time.Duration) {
+	p.tickEvery = d
+	if p.tickTimer == nil {
+		self, root := p.self, p.sys.Root
+		p.tickTimer = time.AfterFunc(d, func() { root.Send(self, tickMsg) })
+		return
+	}
+	p.tickTimer.Reset(d)
+}
+
+// nextTick arms the tick after this one: soon while the partition works
+// or waits to retry, later and later while it idles.
+func (p *partition) nextTick(now time.Time) {
+	switch {
+	case p.failure != nil:
+		p.scheduleTick(max(p.failure.retryAt.Sub(now), p.cfg.TickInterval))
+	case p.lastAppend.After(p.lastTick) || len(p.waiters) > 0 || p.compacting || p.syncing != nil ||
+		p.log.DurableOffset() < p.log.LogEndOffset():
+		p.scheduleTick(p.cfg.TickInterval)
+	default:
+		p.scheduleTick(min(2*p.tickEvery, max(idleTickMax, p.cfg.TickInterval)))
+	}
+	p.lastTick = now
 }
 
 func (p *partition) publish() {
@@ -350,6 +373,13 @@ func appendError(err error) AppendResult {
 }
 
 func (p *partition) onSynced(m *synced) {
+	if m.log == p.syncing {
+		p.syncing = nil
+		if p.syncAgain && p.failure == nil {
+			p.syncAgain = false
+			p.requestSync()
+		}
+	}
 	if m.log != p.log || p.failure != nil {
 		return // a log given up since: its waiters were answered
 	}
@@ -378,6 +408,7 @@ func (p *partition) onSynced(m *synced) {
 
 func (p *partition) onTick() {
 	now := p.cfg.Clock.Now()
+	defer p.nextTick(now)
 	if p.failure != nil {
 		if !now.Before(p.failure.retryAt) {
 			p.retry()
