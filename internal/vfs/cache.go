@@ -40,6 +40,7 @@ import (
 // closed fails its next operation with fs.ErrNotExist.
 //
 // Read and Write use a position kept by the handle, not the descriptor's.
+// At most 64 Syncs run at once, each holding an OS thread.
 //
 // Concurrency: a Cache and its Files are safe for concurrent use, as the
 // inner FS's are. Descriptors are opened and closed outside the Cache's
@@ -61,8 +62,17 @@ type Cache struct {
 	idle    list                            // handles with a descriptor and no reference, most recent first
 	byPath  map[string]map[*cachedFile]bool // live handles by name
 
+	// syncs bounds the fsyncs running at once: each blocks an OS thread,
+	// and ten thousand partitions stopping together would otherwise ask
+	// for ten thousand threads (Go's limit), to no gain, since the
+	// filesystem's journal commits them in groups anyway.
+	syncs chan struct{}
+
 	hits, misses, evictions atomic.Int64
 }
+
+// maxSyncs is how many fsyncs a Cache runs at once.
+const maxSyncs = 64
 
 // CacheStats are a Cache's counters, for metrics.
 type CacheStats struct {
@@ -78,7 +88,7 @@ type CacheStats struct {
 // NewCache returns a Cache over inner holding at most limit descriptors
 // (at least 1).
 func NewCache(inner FS, limit int) *Cache {
-	c := &Cache{inner: inner, max: max(limit, 1), byPath: map[string]map[*cachedFile]bool{}}
+	c := &Cache{inner: inner, max: max(limit, 1), byPath: map[string]map[*cachedFile]bool{}, syncs: make(chan struct{}, maxSyncs)}
 	c.room.L = &c.mu
 	return c
 }
@@ -575,6 +585,8 @@ func (h *cachedFile) Write(p []byte) (int, error) {
 }
 
 func (h *cachedFile) Sync() error {
+	h.c.syncs <- struct{}{}
+	defer func() { <-h.c.syncs }()
 	f, err := h.acquire()
 	if err != nil {
 		return err

@@ -42,8 +42,9 @@
 // # Offset index (.index)
 //
 // Entries of 8 bytes, one every index.interval.bytes of batches, increasing
-// in both fields; the file is preallocated to segment.index.bytes while the
-// segment is active and trimmed to its entries when it seals:
+// in both fields. While the segment is active its entries are kept in
+// memory (the segment rolls when they would pass segment.index.bytes) and
+// the file is written when it seals:
 //
 //	+-----------------------------+----------------------+
 //	| offset - segment base  u32  | file position   u32  |   position of the batch whose base offset it is

@@ -197,7 +197,7 @@ func (l *Log) load() error {
 			return err
 		}
 	}
-	if err := act.unseal(&l.opts); err != nil {
+	if err := act.unseal(); err != nil {
 		return err
 	}
 	// What was read back may still be only in the page cache (after a
@@ -235,7 +235,7 @@ func (l *Log) prepareWrite() error {
 		return l.fail("remove the clean-shutdown marker", err)
 	}
 	l.clean = false
-	if err := l.active().unseal(&l.opts); err != nil {
+	if err := l.active().unseal(); err != nil {
 		return l.fail("unseal the active segment", err)
 	}
 	l.rebuildClosed()
@@ -343,7 +343,7 @@ const recoverBufSize = 1 << 20
 // segments after this one.
 func (s *segment) recover(nextBase int64, opts *Options) error {
 	s.idxMem, s.tidxMem, s.idxN, s.tidxN = s.idxMem[:0], s.tidxMem[:0], 0, 0
-	s.sealed = false
+	s.sealed, s.indexesDirty = false, true
 	s.next, s.maxTimestamp, s.offsetOfMaxTimestamp, s.lastIndexedTimestamp, s.bytesSinceIndex = s.base, -1, -1, -1, 0
 	buf := make([]byte, 0, recoverBufSize)
 	var bufPos int64 // file position of buf[0]
@@ -475,20 +475,35 @@ func (l *Log) Abandon() error {
 	return l.Close()
 }
 
+// shutdownCleanly makes the active segment's indexes, its records and the
+// checkpoint durable, then writes the marker. It skips what is durable
+// already, so that a partition that took no record since its last sync
+// costs the marker alone.
 func (l *Log) shutdownCleanly() error {
 	act := l.active()
 	act.maybeIndexTime()
-	if err := act.writeIndexes(true); err != nil {
-		return err
+	if act.indexesDirty {
+		if err := act.writeIndexes(true); err != nil {
+			return err
+		}
+		for _, f := range []vfs.File{act.idx, act.tidx} {
+			if err := f.Sync(); err != nil {
+				return err
+			}
+		}
+		act.indexesDirty = false
 	}
-	for _, f := range []vfs.File{act.log, act.idx, act.tidx} {
-		if err := f.Sync(); err != nil {
+	if l.durable.Load() < l.leo {
+		if err := act.log.Sync(); err != nil {
 			return err
 		}
 	}
 	l.advanceDurable(l.leo)
-	if err := l.writeCheckpointAt(l.leo); err != nil {
-		return err
+	c := checkpoint{RecoveryPoint: l.leo, LogStartOffset: l.lso, HighWatermark: l.hw}
+	if c != l.checkpointed {
+		if err := l.writeCheckpointAt(l.leo); err != nil {
+			return err
+		}
 	}
 	return writeFileAtomic(l.fs, l.dir, cleanMarkerFile, nil)
 }

@@ -59,6 +59,10 @@ type segment struct {
 	// pinned says the log file's descriptor is held open (vfs.Pin): the
 	// active segment's, while the partition writes.
 	pinned bool
+	// indexesDirty says the index files may not hold the entries in
+	// memory, durably: set by every entry and by unseal, cleared when they
+	// are written and synced (seal, a clean shutdown).
+	indexesDirty bool
 
 	bytesSinceIndex      int64
 	maxTimestamp         int64 // largest batch max timestamp, -1 while empty
@@ -95,9 +99,11 @@ func (s *segment) path(suffix string) string {
 	return filepath.Join(s.dir, segmentName(s.base, suffix))
 }
 
-// createSegment creates the files of an empty active segment. The index files
-// are preallocated to segment.index.bytes, as Kafka's are, and trimmed when
-// the segment seals. The caller syncs the directory.
+// createSegment creates the files of an empty active segment. The index
+// files stay empty while it is active (its entries are in memory) and get
+// them when it seals: unlike Kafka's, which are mmapped, they are not
+// preallocated, so a segment that never takes a record costs no write.
+// The caller syncs the directory.
 func createSegment(fs vfs.FS, dir string, base int64, opts *Options) (s *segment, err error) {
 	s = &segment{base: base, dir: dir, next: base, maxTimestamp: -1, offsetOfMaxTimestamp: -1, lastIndexedTimestamp: -1}
 	defer func() {
@@ -112,12 +118,6 @@ func createSegment(fs vfs.FS, dir string, base int64, opts *Options) (s *segment
 		return nil, err
 	}
 	if s.tidx, err = fs.Create(s.path(timeIndexSuffix)); err != nil {
-		return nil, err
-	}
-	if err = s.idx.Truncate(int64(opts.SegmentIndexBytes)); err != nil {
-		return nil, err
-	}
-	if err = s.tidx.Truncate(int64(opts.SegmentIndexBytes)); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -155,6 +155,7 @@ func (s *segment) indexBatch(h *Header, pos int64, opts *Options) {
 		s.offsetOfMaxTimestamp = h.BaseOffset
 	}
 	if s.bytesSinceIndex >= int64(opts.IndexIntervalBytes) || s.idxN == 0 {
+		s.indexesDirty = true
 		s.idxMem = appendOffsetEntry(s.idxMem[:s.idxN*offsetEntrySize], uint32(h.BaseOffset-s.base), uint32(pos))
 		s.idxN++
 		s.maybeIndexTime()
@@ -168,6 +169,7 @@ func (s *segment) indexBatch(h *Header, pos int64, opts *Options) {
 // it is newer than the last entry.
 func (s *segment) maybeIndexTime() {
 	if s.maxTimestamp > s.lastIndexedTimestamp {
+		s.indexesDirty = true
 		s.tidxMem = appendTimeEntry(s.tidxMem[:s.tidxN*timeEntrySize], s.maxTimestamp, uint32(s.offsetOfMaxTimestamp-s.base))
 		s.tidxN++
 		s.lastIndexedTimestamp = s.maxTimestamp
@@ -213,7 +215,7 @@ func (s *segment) seal() error {
 			return err
 		}
 	}
-	s.sealed = true
+	s.sealed, s.indexesDirty = true, false
 	s.idxMem, s.tidxMem = nil, nil
 	s.unpin()
 	return nil
@@ -239,9 +241,11 @@ func (s *segment) unpin() {
 	}
 }
 
-// unseal makes a sealed segment active again (after truncation into it):
-// its index entries come back into memory and the files are preallocated.
-func (s *segment) unseal(opts *Options) error {
+// unseal makes a sealed segment active again (after truncation into it, or
+// at the first write after a clean open): its index entries come back into
+// memory. The files keep their entries until it seals again; a crash
+// before then rescans the active segment, whatever they hold.
+func (s *segment) unseal() error {
 	if !s.sealed {
 		return nil
 	}
@@ -253,13 +257,7 @@ func (s *segment) unseal(opts *Options) error {
 	if _, err := s.tidx.ReadAt(s.tidxMem, 0); err != nil && !errors.Is(err, io.EOF) {
 		return err
 	}
-	if err := s.idx.Truncate(int64(opts.SegmentIndexBytes)); err != nil {
-		return err
-	}
-	if err := s.tidx.Truncate(int64(opts.SegmentIndexBytes)); err != nil {
-		return err
-	}
-	s.sealed = false
+	s.sealed, s.indexesDirty = false, true
 	return nil
 }
 

@@ -40,7 +40,7 @@ func (l *Log) Truncate(offset int64) error {
 	}
 	l.segs = l.segs[:i+1]
 	s := l.segs[i]
-	if err := s.unseal(&l.opts); err != nil {
+	if err := s.unseal(); err != nil {
 		return l.fail("truncate", err)
 	}
 	if err := s.truncateTo(offset); err != nil {
