@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -54,6 +55,29 @@ func (n *Node) closeIdleFiles() {
 			n.files.CloseIdle(fileIdleTimeout)
 		}
 	}
+}
+
+// newSyncer starts the node's group commit over the filesystem of dataDir:
+// syncfs(2) on a descriptor of the directory, held for the node's life so
+// that a writeback error anywhere on the filesystem since the node started
+// is reported (Linux 5.8 and later) and fails the partitions that waited.
+func newSyncer(dataDir string) (*partition.Syncer, error) {
+	dir, err := os.Open(dataDir)
+	if err != nil {
+		return nil, fmt.Errorf("node: opening data.dir for syncs: %w", err)
+	}
+	raw, err := dir.SyscallConn()
+	if err != nil {
+		dir.Close()
+		return nil, err
+	}
+	return partition.NewSyncer(func() error {
+		var serr error
+		if err := raw.Control(func(fd uintptr) { serr = unix.Syncfs(int(fd)) }); err != nil {
+			return err
+		}
+		return serr
+	}, func() { dir.Close() }), nil
 }
 
 // fileCollector exports the descriptor cache's counters and the

@@ -47,6 +47,9 @@ type Node struct {
 	// failures and recoveries.
 	files    *vfs.Cache
 	failures *logging.Limiter
+	// syncer makes every partition's appends durable together, with one
+	// syncfs(2) of the data directory's filesystem a round.
+	syncer *partition.Syncer
 	groups   *coordinator.Directory
 	children atomic.Pointer[children]
 	ln       net.Listener
@@ -90,6 +93,10 @@ func Start(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 	filesCap, capReason := openFilesCap(cfg.LogMaxOpenFiles)
 	n.files = vfs.NewCache(vfs.Default, filesCap)
 	n.failures = logging.NewLimiter(20, time.Second)
+	if n.syncer, err = newSyncer(cfg.DataDir); err != nil {
+		ln.Close()
+		return nil, err
+	}
 	n.image.Store(image.Empty())
 	n.sys = actors.NewSystem(log)
 	n.tree = actors.NewTree(n.sys, n.faults)
@@ -100,6 +107,7 @@ func Start(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 		ln.Close()
 		n.tree.Close()
 		n.sys.Shutdown()
+		n.syncer.Close()
 		return nil, err
 	}
 	props := actor.PropsFromProducer(
@@ -116,6 +124,7 @@ func Start(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 		ln.Close()
 		n.closeAdmin()
 		n.sys.Shutdown()
+		n.syncer.Close()
 		return nil, fmt.Errorf("node: spawning %s: %w", Name(cfg.NodeID), err)
 	}
 	n.root = root
@@ -124,6 +133,7 @@ func Start(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 	case <-n.done:
 		ln.Close()
 		n.closeAdmin()
+		n.syncer.Close()
 		return nil, errors.New("node: the actor tree failed to start (see the log)")
 	case <-time.After(startTimeout):
 		n.Stop(context.Background())
@@ -231,6 +241,7 @@ func (n *Node) Stop(ctx context.Context) error {
 		}
 		// NB: Shutdown stops no actor; it only marks the system stopped.
 		n.sys.Shutdown()
+		n.syncer.Close()
 		n.log.Info().Int32("node.id", n.cfg.NodeID).Msg("node stopped")
 	})
 	return n.stopErr
@@ -310,7 +321,7 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 	// metadata actor to host them again.
 	var metadata *actor.PID
 	partitions, err := c.SpawnNamed(partition.SupervisorProps(partition.SupervisorConfig{
-		Registry: n.registry, FS: n.files, Logger: n.log, Failures: n.failures,
+		Registry: n.registry, FS: n.files, Logger: n.log, Failures: n.failures, Syncer: n.syncer,
 		Restarted: func() { n.sys.Root.Send(metadata, &resync{}) },
 	}, actors.NewBackoffStrategy(actors.Backoff{})), "partitions")
 	if err != nil {
@@ -343,9 +354,11 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 		return err
 	}
 	host, port := n.advertised()
-	// The controller publishes its image at start: its siblings must be
-	// known first.
-	n.children.Store(&children{metadata: metadata, partitions: partitions, groups: groups})
+	// The controller publishes its image at start, and Start serves once
+	// it has: its siblings, and its own PID (a name's PID is known before
+	// the spawn), must be known first.
+	ctrlPID := actor.NewPID(c.ActorSystem().Address(), c.Self().Id+"/controller")
+	n.children.Store(&children{controller: ctrlPID, metadata: metadata, partitions: partitions, groups: groups})
 	ctrl, err := c.SpawnNamed(controller.Props(controller.Config{
 		NodeID: n.cfg.NodeID, Host: host, Port: port,
 		Dir: filepath.Join(n.cfg.DataDir, "__cluster_metadata-0"), FS: n.files, Clock: clock.Real,
@@ -354,7 +367,9 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 	if err != nil {
 		return err
 	}
-	n.children.Store(&children{controller: ctrl, metadata: metadata, partitions: partitions, groups: groups})
+	if !ctrl.Equal(ctrlPID) {
+		return fmt.Errorf("node: the controller is %s, expected %s", ctrl, ctrlPID)
+	}
 	return nil
 }
 

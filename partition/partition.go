@@ -49,6 +49,10 @@ type Config struct {
 	// Failures rate-limits the lines logged when partitions fail and
 	// recover, node-wide; nil means no limit.
 	Failures *logging.Limiter
+	// Syncer, when set, makes appends durable together with the node's
+	// other partitions' (one sync of the filesystem); nil means one fsync
+	// of the log's own files each time.
+	Syncer *Syncer
 }
 
 // StoreOptions maps a topic's configs to the log's options.
@@ -252,9 +256,10 @@ func (p *partition) shutdown(clean bool) {
 	p.log = nil
 }
 
-// requestSync makes what was appended durable: an fsync on a goroutine of
-// its own, reporting with synced, or, while one runs, another once it
-// ends, covering everything appended meanwhile (group commit).
+// requestSync makes what was appended durable: in the node's next sync of
+// the filesystem (Config.Syncer), or by an fsync on a goroutine of its
+// own, reporting with synced; while one runs, another once it ends,
+// covering everything appended meanwhile (group commit).
 func (p *partition) requestSync() {
 	if p.syncing != nil {
 		p.syncAgain = true
@@ -262,6 +267,10 @@ func (p *partition) requestSync() {
 	}
 	l, self, root := p.log, p.self, p.sys.Root
 	p.syncing = l
+	if p.cfg.Syncer != nil {
+		p.cfg.Syncer.Sync(l, func(err error) { root.Send(self, &synced{log: l, durable: l.DurableOffset(), err: err}) })
+		return
+	}
 	p.goroutines.Add(1)
 	go func() {
 		defer p.goroutines.Done()

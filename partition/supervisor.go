@@ -108,6 +108,9 @@ type SupervisorConfig struct {
 	// Failures rate-limits the lines partitions log when their storage
 	// fails and recovers, node-wide; nil means no limit.
 	Failures *logging.Limiter
+	// Syncer is the node-wide group commit the partitions share; nil
+	// means each fsyncs its own files.
+	Syncer *Syncer
 	// Middleware is applied to every partition actor (fault injection,
 	// metrics).
 	Middleware []actor.ReceiverMiddleware
@@ -205,6 +208,9 @@ func (s *supervisor) host(ctx actor.Context, cfg Config) {
 	}
 	if cfg.Failures == nil {
 		cfg.Failures = s.cfg.Failures
+	}
+	if cfg.Syncer == nil {
+		cfg.Syncer = s.cfg.Syncer
 	}
 	if cfg.FS == nil {
 		cfg.FS = s.cfg.FS

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"net"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -106,19 +107,70 @@ func (c *conn) read() {
 			c.readFailed(err)
 			return
 		}
-		p, err := c.decode(body)
+		p, err := c.safeDecode(body)
 		if c.body != nil {
 			// The handler has retained the body for what still reads it.
 			c.body.release()
 			c.body = nil
 		}
-		if err != nil {
+		var bug *handlerPanic
+		switch {
+		case errors.As(err, &bug):
+			return // logged where it was recovered
+		case err != nil:
 			c.s.log.Warn().Err(err).Str("remote", c.nc.RemoteAddr().String()).Str("client", c.client).
 				Msg("closing connection: malformed request")
 			return
 		}
 		c.pending <- p
 	}
+}
+
+// handlerPanic is a panic recovered from a request's handler: a bug. The
+// node stays up; the connection closes, which clients answer by
+// reconnecting and retrying.
+type handlerPanic struct {
+	key   int16
+	value any
+}
+
+func (e *handlerPanic) Error() string {
+	return fmt.Sprintf("handler of api key %d panicked: %v", e.key, e.value)
+}
+
+// recovered turns a panic in a handler into a handlerPanic, logged with
+// its stack.
+func (c *conn) recovered(key int16, v any) error {
+	e := &handlerPanic{key: key, value: v}
+	c.s.log.Error().Int16("key", key).Str("remote", c.nc.RemoteAddr().String()).Str("client", c.client).
+		Str("panic", fmt.Sprint(v)).Bytes("stack", debug.Stack()).Msg("request handler panicked: closing the connection")
+	return e
+}
+
+// safeDecode is decode with a handler's panic recovered.
+func (c *conn) safeDecode(body []byte) (p *pending, err error) {
+	key := int16(-1)
+	if len(body) >= 2 {
+		key = int16(binary.BigEndian.Uint16(body))
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			p, err = nil, c.recovered(key, v)
+		}
+	}()
+	return c.decode(body)
+}
+
+// safeFinish finishes a request, with a panic recovered: it returns nil
+// and false then.
+func (c *conn) safeFinish(p *pending) (resp kmsg.Response, ok bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			c.recovered(p.key, v)
+			resp, ok = nil, false
+		}
+	}()
+	return p.finish(), true
 }
 
 // readBody reads a request body of n bytes: a Produce request's into a
@@ -303,7 +355,13 @@ func (c *conn) write() {
 	defer o.release()
 	broken := false
 	for p := range c.pending {
-		resp := p.finish()
+		resp, ok := c.safeFinish(p)
+		if !ok && !broken {
+			// The response it owed is lost: the client must not read the
+			// next one as its answer.
+			broken = true
+			c.nc.Close()
+		}
 		if resp == nil || broken {
 			continue // acks=0, or the socket is gone: finish the rest, write nothing
 		}

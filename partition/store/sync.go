@@ -64,6 +64,50 @@ func (l *Log) SyncTo(offset int64) error {
 	return nil
 }
 
+// SyncPoint is what a sync of the whole filesystem covers of a log: every
+// offset below End, if no truncation intervened. Logs that share a
+// filesystem are made durable together (one syncfs(2) for all the
+// partitions of a node) by taking their points with PrepareSync, syncing the
+// filesystem once, and handing each point back to CompleteSync.
+type SyncPoint struct {
+	End int64 // the log end offset when the point was taken
+	gen uint64
+}
+
+// PrepareSync returns the point a filesystem sync starting now would make
+// durable, and false when there is nothing to sync or the log takes no
+// writes (the caller then skips it).
+func (l *Log) PrepareSync() (SyncPoint, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.writable() != nil || l.durable.Load() >= l.leo {
+		return SyncPoint{}, false
+	}
+	// Offsets below leo were written by calls that returned before now:
+	// a sync that starts after this covers them.
+	return SyncPoint{End: l.leo, gen: l.truncations}, true
+}
+
+// CompleteSync records the outcome of a filesystem sync that started after
+// PrepareSync returned p: the offsets below p.End are durable, or, on an
+// error, the log fails (as a failed fsync fails it) and the error is
+// returned.
+func (l *Log) CompleteSync(p SyncPoint, err error) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err != nil {
+		return l.fail("sync the filesystem", err)
+	}
+	if p.gen != l.truncations {
+		return nil // a truncation ran meanwhile: the next sync will tell
+	}
+	l.advanceDurable(p.End)
+	if l.leo == p.End {
+		l.unflushedRecords = 0
+	}
+	return nil
+}
+
 // advanceDurable raises the durable offset to offset if it is higher.
 func (l *Log) advanceDurable(offset int64) {
 	for {
