@@ -49,7 +49,7 @@ type Node struct {
 	failures *logging.Limiter
 	// syncer makes every partition's appends durable together, with one
 	// syncfs(2) of the data directory's filesystem a round.
-	syncer *partition.Syncer
+	syncer   *partition.Syncer
 	groups   *coordinator.Directory
 	children atomic.Pointer[children]
 	ln       net.Listener
