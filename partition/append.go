@@ -81,7 +81,7 @@ func (p *partition) writeAppends() {
 	if p.tickEvery > p.cfg.TickInterval {
 		p.scheduleTick(p.cfg.TickInterval) // an idle partition's next tick may be far
 	}
-	leo := p.log.LogEndOffset()
+	base := p.log.View().ActiveSegmentBase()
 	now := p.lastAppend.UnixMilli()
 	outcomes := p.outcomes[:0]
 	written, acked := false, false
@@ -96,10 +96,10 @@ func (p *partition) writeAppends() {
 	p.outcomes = outcomes
 	err := p.log.WriteStaged()
 	p.releaseAppends()
-	if err == nil && written && p.log.View().ActiveSegmentBase() >= leo {
-		// The write rolled the log (or was the first into an empty
-		// segment): snapshot there, as Kafka does at a roll, so that a
-		// restart replays at most the active segment.
+	if err == nil && written && p.log.View().ActiveSegmentBase() != base {
+		// The write rolled the log: snapshot there, as Kafka does at a
+		// roll, so that a restart replays at most the active segment.
+		// (Not at the first write into a new log: it has one segment.)
 		err = p.snapshotProducers()
 	}
 	if err != nil {

@@ -81,7 +81,7 @@ func TestFailedStateAndRecovery(t *testing.T) {
 			}
 			failing := batch(t, pid, 0, int32(acked), 1)
 			if tc.byTick {
-				clk.Advance(10 * time.Second) // a checkpoint is due
+				clk.Advance(2 * checkpointInterval) // a checkpoint is due
 				tp.tick()
 			}
 			tp.appendErr(failing, kerr.KafkaStorageError)
