@@ -6,7 +6,8 @@ package node
 //	                         errors, latencies, connections; actor restarts and
 //	                         mailbox lengths; log size and segments by partition;
 //	                         open files against their cap, the file cache's hits,
-//	                         misses and evictions, failed partitions by cause;
+//	                         misses and evictions, failed partitions by cause,
+//	                         failure lines the rate limit held back;
 //	                         Go runtime and process)
 //	GET    /healthz          200 while the process is up
 //	GET    /readyz           200 once the metadata is loaded and the Kafka
@@ -233,7 +234,7 @@ func (n *Node) registerNodeMetrics() {
 	n.metrics.MustRegister(
 		n.tree,
 		partitionCollector{n.registry},
-		fileCollector{n.files, n.registry},
+		fileCollector{n.files, n.registry, n.failures},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

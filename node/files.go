@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sys/unix"
 
+	"github.com/skeinlog/skein/internal/logging"
 	"github.com/skeinlog/skein/internal/vfs"
 	"github.com/skeinlog/skein/partition"
 )
@@ -83,8 +84,9 @@ func newSyncer(dataDir string) (*partition.Syncer, error) {
 // fileCollector exports the descriptor cache's counters and the
 // partitions in the failed state, by cause.
 type fileCollector struct {
-	files *vfs.Cache
-	reg   *partition.Registry
+	files    *vfs.Cache
+	reg      *partition.Registry
+	failures *logging.Limiter
 }
 
 var (
@@ -98,12 +100,14 @@ var (
 		"File opens: new files, and files reopened after the cache closed them.", nil, nil)
 	fileEvictionsDesc = prometheus.NewDesc("skein_file_cache_evictions_total",
 		"Descriptors the cache closed to stay under its cap.", nil, nil)
+	suppressedDesc = prometheus.NewDesc("skein_log_lines_suppressed_total",
+		"Lines about storage failures and recoveries the node-wide rate limit held back.", nil, nil)
 	failedDesc = prometheus.NewDesc("skein_partitions_failed",
 		"Hosted partitions in the failed state (storage errors: answering KAFKA_STORAGE_ERROR and retrying), by cause.", []string{"cause"}, nil)
 )
 
 func (c fileCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{openFilesDesc, openFilesMaxDesc, fileHitsDesc, fileMissesDesc, fileEvictionsDesc, failedDesc} {
+	for _, d := range []*prometheus.Desc{openFilesDesc, openFilesMaxDesc, fileHitsDesc, fileMissesDesc, fileEvictionsDesc, suppressedDesc, failedDesc} {
 		ch <- d
 	}
 }
@@ -115,6 +119,7 @@ func (c fileCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(fileHitsDesc, prometheus.CounterValue, float64(st.Hits))
 	ch <- prometheus.MustNewConstMetric(fileMissesDesc, prometheus.CounterValue, float64(st.Misses))
 	ch <- prometheus.MustNewConstMetric(fileEvictionsDesc, prometheus.CounterValue, float64(st.Evictions))
+	ch <- prometheus.MustNewConstMetric(suppressedDesc, prometheus.CounterValue, float64(c.failures.Suppressed()))
 	failed := map[string]int{}
 	for _, h := range c.reg.All() {
 		if v := h.View(); v != nil && v.Failure != nil {

@@ -140,6 +140,9 @@ func TestDiskFull(t *testing.T) {
 	if v := childMetric(t, node, "skein_partitions_failed", map[string]string{"cause": "disk_full"}); v != 1 {
 		t.Fatalf("skein_partitions_failed{cause=disk_full} = %v, want 1", v)
 	}
+	if v := childMetric(t, node, "skein_log_lines_suppressed_total", nil); v != 0 {
+		t.Fatalf("skein_log_lines_suppressed_total = %v with one partition failed, want 0", v)
+	}
 
 	// Space freed: a retrying producer's records land, the partition
 	// having recovered by itself.
