@@ -110,12 +110,18 @@ const (
 	modeDir
 )
 
-func (c *Cache) openInner(name string, m openMode) (File, error) {
+// reopen opens a handle's file again. NB: a file opened for writing is
+// looked up first, since OpenReadWrite creates a missing one: a segment
+// removed behind the cache's back must fail its reads, not come back empty.
+func (c *Cache) reopen(name string, m openMode) (File, error) {
 	switch m {
 	case modeRead:
 		return c.inner.Open(name)
 	case modeDir:
 		return c.inner.OpenDir(name)
+	}
+	if _, err := c.inner.Stat(name); err != nil {
+		return nil, err
 	}
 	return c.inner.OpenReadWrite(name)
 }
@@ -432,7 +438,7 @@ func (h *cachedFile) acquire() (File, error) {
 	if unlinked {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
 	}
-	f, err := c.openRoom(func() (File, error) { return c.openInner(name, h.mode) })
+	f, err := c.openRoom(func() (File, error) { return c.reopen(name, h.mode) })
 	if err != nil {
 		return nil, err
 	}

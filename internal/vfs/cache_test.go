@@ -457,3 +457,21 @@ func TestCacheCloseIdle(t *testing.T) {
 		t.Fatalf("reopen: %v", err)
 	}
 }
+
+// TestCacheReopenDoesNotRecreate: a file removed behind the cache's back
+// while its descriptor was closed fails its next operation instead of
+// coming back empty.
+func TestCacheReopenDoesNotRecreate(t *testing.T) {
+	inner := newCounted(t)
+	c := NewCache(inner, 1)
+	hs := makeFiles(t, c, 2) // the second evicts the first
+	if err := inner.FS.Remove("/d/000"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hs[0].ReadAt(make([]byte, 1), 0); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("read of a file removed behind the cache: %v", err)
+	}
+	if _, err := inner.FS.Stat("/d/000"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the file came back: %v", err)
+	}
+}
