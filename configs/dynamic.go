@@ -386,7 +386,7 @@ var docs = map[string]string{
 	"retention.bytes":        "The oldest segments are deleted while the partition is larger than this many bytes (cleanup.policy delete); -1 means no limit.",
 	"segment.bytes":          "The active segment rolls before it would grow past this many bytes.",
 	"segment.ms":             "The active segment rolls once its first record is this many milliseconds old, even if not full.",
-	"segment.index.bytes":    "The size the offset and time indexes of a segment are preallocated to; a segment also rolls when its index is full.",
+	"segment.index.bytes":    "The most bytes the offset and time indexes of a segment may hold; a segment rolls when its index is full.",
 	"index.interval.bytes":   "An offset index entry is added after at least this many bytes of batches.",
 	"cleanup.policy":         "delete (retention by time and size), compact (keep the newest record per key), or both.",
 	"delete.retention.ms":    "How long compaction keeps tombstones, in milliseconds.",

@@ -35,9 +35,11 @@ type Topic struct {
 	// Kafka: segment.ms.
 	SegmentMs int64 `mapstructure:"segment.ms" yaml:"segment.ms"`
 
-	// SegmentIndexBytes: the size the offset and time indexes are
-	// preallocated to; a segment also rolls when its index is full.
-	// Default 10485760 (10 MiB); at least 4. Kafka: segment.index.bytes.
+	// SegmentIndexBytes: the most bytes the offset and time indexes of a
+	// segment may hold; a segment also rolls when its index is full.
+	// (Kafka preallocates its index files to it; Skein keeps an active
+	// segment's entries in memory and writes them when it seals.) Default
+	// 10485760 (10 MiB); at least 4. Kafka: segment.index.bytes.
 	SegmentIndexBytes int32 `mapstructure:"segment.index.bytes" yaml:"segment.index.bytes"`
 
 	// IndexIntervalBytes: an index entry is added after at least this many

@@ -17,7 +17,7 @@ import (
 type Options struct {
 	SegmentBytes       int64 // segment.bytes: roll when the active segment would pass it
 	SegmentMs          int64 // segment.ms: roll when the active segment's first append is this old
-	SegmentIndexBytes  int32 // segment.index.bytes: index preallocation, roll when full
+	SegmentIndexBytes  int32 // segment.index.bytes: roll when the indexes would pass it
 	IndexIntervalBytes int32 // index.interval.bytes: bytes between index entries
 	RetentionMs        int64 // retention.ms, -1 for unlimited
 	RetentionBytes     int64 // retention.bytes, -1 for unlimited

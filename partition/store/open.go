@@ -219,10 +219,9 @@ func (l *Log) load() error {
 
 // prepareWrite ends the clean state of a log opened after a clean
 // shutdown, before its segments change: the clean-shutdown marker goes,
-// durably, so that a crash from now on rescans what it must; then the
-// active segment's indexes come back into memory (unseal, which
-// preallocates the index files: after the marker, or a crash could trust
-// them), and the checkpoint's recovery point moves back to the active
+// durably, so that a crash from now on rescans the active segment whatever
+// its files hold; then the active segment's indexes come back into memory
+// (unseal), and the checkpoint's recovery point moves back to the active
 // segment's base. A log opened after a crash has nothing to do here.
 func (l *Log) prepareWrite() error {
 	if !l.clean {
@@ -483,7 +482,7 @@ func (l *Log) shutdownCleanly() error {
 	act := l.active()
 	act.maybeIndexTime()
 	if act.indexesDirty {
-		if err := act.writeIndexes(true); err != nil {
+		if err := act.writeIndexes(); err != nil {
 			return err
 		}
 		for _, f := range []vfs.File{act.idx, act.tidx} {

@@ -176,9 +176,9 @@ func (s *segment) maybeIndexTime() {
 	}
 }
 
-// writeIndexes writes the in-memory entries to the index files and trims the
-// files to them (trim false keeps the preallocated size).
-func (s *segment) writeIndexes(trim bool) error {
+// writeIndexes writes the in-memory entries to the index files and trims
+// the files to them (they may hold older, longer entries: after unseal).
+func (s *segment) writeIndexes() error {
 	if s.sealed {
 		return nil
 	}
@@ -188,15 +188,10 @@ func (s *segment) writeIndexes(trim bool) error {
 	if _, err := s.tidx.WriteAt(s.tidxMem[:s.tidxN*timeEntrySize], 0); err != nil {
 		return err
 	}
-	if trim {
-		if err := s.idx.Truncate(int64(s.idxN * offsetEntrySize)); err != nil {
-			return err
-		}
-		if err := s.tidx.Truncate(int64(s.tidxN * timeEntrySize)); err != nil {
-			return err
-		}
+	if err := s.idx.Truncate(int64(s.idxN * offsetEntrySize)); err != nil {
+		return err
 	}
-	return nil
+	return s.tidx.Truncate(int64(s.tidxN * timeEntrySize))
 }
 
 // seal makes the segment read-only: a last time-index entry for its largest
@@ -207,7 +202,7 @@ func (s *segment) seal() error {
 		return nil
 	}
 	s.maybeIndexTime()
-	if err := s.writeIndexes(true); err != nil {
+	if err := s.writeIndexes(); err != nil {
 		return err
 	}
 	for _, f := range []vfs.File{s.log, s.idx, s.tidx} {
