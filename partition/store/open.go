@@ -504,5 +504,14 @@ func (l *Log) shutdownCleanly() error {
 			return err
 		}
 	}
-	return writeFileAtomic(l.fs, l.dir, cleanMarkerFile, nil)
+	// The marker says by its name alone: created and its directory synced
+	// is enough, without the temporary file and rename of a checkpoint.
+	f, err := l.fs.Create(l.path(cleanMarkerFile))
+	if err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return syncDir(l.fs, l.dir)
 }
