@@ -77,8 +77,8 @@ func (p *partition) fail(op string, err error) {
 	p.publish()
 }
 
-// retry opens the log anew. On success the new log, recovered from disk as
-// after a restart, replaces the one that failed; on failure the next try
+// retry opens the log anew and writes its checkpoint. On success the new
+// log, recovered from disk as after a restart, replaces the one that failed; on failure the next try
 // waits twice as long, up to retryMax. A cleaner still running on the old
 // log is waited for, since it writes files the new one would recover.
 func (p *partition) retry() {
@@ -87,6 +87,13 @@ func (p *partition) retry() {
 		return
 	}
 	l, err := p.openLog()
+	if err == nil {
+		// Opening may have written nothing: probe that the disk takes a
+		// write, a sync and a rename again.
+		if err = l.WriteCheckpoint(); err != nil {
+			l.Abandon()
+		}
+	}
 	if err != nil {
 		f.attempts++
 		f.err, f.cause = err, causeOf(err)

@@ -151,6 +151,18 @@ func (l *Log) Checkpoint() error {
 	return l.writeCheckpoint()
 }
 
+// WriteCheckpoint writes the checkpoint whether or not it changed: a write,
+// a sync and a rename, which a partition that failed uses to learn that its
+// disk takes them again before it serves.
+func (l *Log) WriteCheckpoint() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.writable(); err != nil {
+		return err
+	}
+	return l.writeCheckpoint()
+}
+
 // epochEntry says that leader epoch Epoch wrote its first record at
 // StartOffset.
 type epochEntry struct {

@@ -40,7 +40,7 @@ func Open(cfg Config) (*Log, error) {
 	l := &Log{fs: cfg.FS, dir: cfg.Dir, clock: cfg.Clock, opts: cfg.Options}
 	// A new partition directory must itself survive a crash: sync its entry
 	// in its parent, and so on up for every directory MkdirAll makes. One
-	// with a checkpoint was made durable by the Open that wrote it (a
+	// with a segment file was made durable by the Open that created it (a
 	// directory without one may be an Open's that crashed before that).
 	made := filepath.Clean(l.dir)
 	for ; filepath.Dir(made) != made; made = filepath.Dir(made) {
@@ -48,11 +48,14 @@ func Open(cfg Config) (*Log, error) {
 			break
 		}
 	}
-	_, ckErr := l.fs.Stat(l.path(checkpointFile))
 	if err := l.fs.MkdirAll(l.dir, 0o755); err != nil {
 		return nil, err
 	}
-	if ckErr != nil {
+	names, err := l.fs.List(l.dir)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.ContainsFunc(names, func(n string) bool { _, ok := parseSegmentName(n); return ok }) {
 		for d := filepath.Clean(l.dir); ; d = filepath.Dir(d) {
 			if err := syncDir(l.fs, filepath.Dir(d)); err != nil {
 				return nil, err
@@ -62,7 +65,7 @@ func Open(cfg Config) (*Log, error) {
 			}
 		}
 	}
-	if err := l.load(); err != nil {
+	if err := l.load(names); err != nil {
 		for _, s := range l.segs {
 			s.close()
 		}
@@ -72,12 +75,10 @@ func Open(cfg Config) (*Log, error) {
 	return l, nil
 }
 
-// load reads the directory, recovers, and leaves the log ready to append.
-func (l *Log) load() error {
-	names, err := l.fs.List(l.dir)
-	if err != nil {
-		return err
-	}
+// load recovers the log from the directory's names, and leaves it ready to
+// append.
+func (l *Log) load(names []string) error {
+	var err error
 	// A compaction swap that a crash interrupted decides which segment
 	// files are current: finish or discard it first (compact.go).
 	if names, err = l.recoverSwaps(names); err != nil {
@@ -110,7 +111,11 @@ func (l *Log) load() error {
 		if ck, err = parseCheckpoint(data); err != nil {
 			// A checkpoint is replaced atomically, so a bad one is not a
 			// torn write; rescanning everything is the safe answer.
+			// (And the checkpoint written at the end replaces it.)
 			ck, clean = checkpoint{}, false
+			l.checkpointed.RecoveryPoint = -1
+		} else {
+			l.checkpointed = ck
 		}
 	}
 	if data, err := readFile(l.fs, l.path(epochFile)); err != nil {
@@ -183,7 +188,7 @@ func (l *Log) load() error {
 		// Nothing to write until the log changes: the marker and the
 		// checkpoint stand, and the active segment stays sealed, its
 		// indexes in their files (prepareWrite).
-		l.clean, l.checkpointed = true, ck
+		l.clean = true
 		l.rebuildClosed()
 		return nil
 	}
@@ -213,6 +218,11 @@ func (l *Log) load() error {
 	}
 	if err := syncDir(l.fs, l.dir); err != nil {
 		return err
+	}
+	// A checkpoint that would say what the file says (or, for a new log,
+	// what its absence means: all zero) is not written.
+	if c := (checkpoint{RecoveryPoint: l.recoveryPoint(), LogStartOffset: l.lso, HighWatermark: l.hw}); c == l.checkpointed {
+		return nil
 	}
 	return l.writeCheckpoint()
 }
