@@ -174,10 +174,14 @@ func (p *partition) stageAppend(m *Append, now int64) appendOutcome {
 	}
 	res, err := p.log.Stage(m.Records, p.cfg.LeaderEpoch)
 	if err != nil {
-		// Nothing staged. A storage error here (the log failed) fails the
-		// WriteStaged that follows too, which puts the actor in the failed
-		// state.
-		m.Reply(appendError(err))
+		// Nothing staged. A storage error here means the log failed (a
+		// sync that failed on its own goroutine, whose report is still on
+		// its way): the partition is failed from now on.
+		r := appendError(err)
+		if r.Err == kerr.KafkaStorageError {
+			p.fail("append", err)
+		}
+		m.Reply(r)
 		return appendOutcome{answered: true}
 	}
 	if idempotent {

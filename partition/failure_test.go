@@ -88,7 +88,7 @@ func TestFailedStateAndRecovery(t *testing.T) {
 
 			v := tp.handle.View()
 			if v.Failure == nil || v.Failure.Cause != tc.cause {
-				t.Fatalf("view's failure %+v, want cause %s", v.Failure, tc.cause)
+				t.Fatalf("view's failure %+v, want cause %s; log:\n%s", v.Failure, tc.cause, logs.b.String())
 			}
 			if (v.Log != nil) != tc.hasOldLog {
 				t.Fatalf("view's log %v, want one: %v", v.Log, tc.hasOldLog)

@@ -144,11 +144,7 @@ func (l *Log) Checkpoint() error {
 	if err := l.writable(); err != nil {
 		return err
 	}
-	c := checkpoint{RecoveryPoint: l.recoveryPoint(), LogStartOffset: l.lso, HighWatermark: l.hw}
-	if c == l.checkpointed {
-		return nil
-	}
-	return l.writeCheckpoint()
+	return l.checkpointIfChanged()
 }
 
 // WriteCheckpoint writes the checkpoint whether or not it changed: a write,

@@ -161,13 +161,23 @@ func (l *Log) load(names []string) error {
 			break
 		}
 	}
-	if len(l.segs) == 0 {
-		clean = false
+	created := len(l.segs) == 0
+	if created {
+		// A new log is clean: there is nothing in it to scan after a
+		// crash. It starts as a cleanly shut down one does, with the
+		// marker, which goes at its first write (prepareWrite): so a
+		// partition that never takes a record costs nothing to stop and
+		// to open again.
 		s, err := createSegment(l.fs, l.dir, max(ck.LogStartOffset, ck.RecoveryPoint), &l.opts)
 		if err != nil {
 			return err
 		}
+		s.sealed = true // its index files, empty, hold its indexes
 		l.segs = append(l.segs, s)
+		if err := l.createMarker(); err != nil {
+			return err
+		}
+		clean, marker = true, true
 	}
 	for _, s := range l.segs[:len(l.segs)-1] {
 		if err := s.seal(); err != nil {
@@ -190,6 +200,9 @@ func (l *Log) load(names []string) error {
 		// indexes in their files (prepareWrite).
 		l.clean = true
 		l.rebuildClosed()
+		if created {
+			return syncDir(l.fs, l.dir) // the new files and the marker
+		}
 		return nil
 	}
 	if marker {
@@ -219,12 +232,7 @@ func (l *Log) load(names []string) error {
 	if err := syncDir(l.fs, l.dir); err != nil {
 		return err
 	}
-	// A checkpoint that would say what the file says (or, for a new log,
-	// what its absence means: all zero) is not written.
-	if c := (checkpoint{RecoveryPoint: l.recoveryPoint(), LogStartOffset: l.lso, HighWatermark: l.hw}); c == l.checkpointed {
-		return nil
-	}
-	return l.writeCheckpoint()
+	return l.checkpointIfChanged()
 }
 
 // prepareWrite ends the clean state of a log opened after a clean
@@ -248,7 +256,27 @@ func (l *Log) prepareWrite() error {
 		return l.fail("unseal the active segment", err)
 	}
 	l.rebuildClosed()
+	return l.checkpointIfChanged()
+}
+
+// checkpointIfChanged writes the checkpoint unless the file says the same
+// already (or, for a new log, its absence does: all zero).
+func (l *Log) checkpointIfChanged() error {
+	if c := (checkpoint{RecoveryPoint: l.recoveryPoint(), LogStartOffset: l.lso, HighWatermark: l.hw}); c == l.checkpointed {
+		return nil
+	}
 	return l.writeCheckpoint()
+}
+
+// createMarker creates the clean-shutdown marker; the caller syncs the
+// directory. Its name says all: no temporary file and rename as for a
+// checkpoint.
+func (l *Log) createMarker() error {
+	f, err := l.fs.Create(l.path(cleanMarkerFile))
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 // openSegment opens the files of the segment at base; missing index files
@@ -514,13 +542,7 @@ func (l *Log) shutdownCleanly() error {
 			return err
 		}
 	}
-	// The marker says by its name alone: created and its directory synced
-	// is enough, without the temporary file and rename of a checkpoint.
-	f, err := l.fs.Create(l.path(cleanMarkerFile))
-	if err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
+	if err := l.createMarker(); err != nil {
 		return err
 	}
 	return syncDir(l.fs, l.dir)
