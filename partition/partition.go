@@ -512,8 +512,8 @@ const producerSnapshotInterval = time.Minute
 // rebuild the state.
 func (p *partition) snapshotProducers() error {
 	leo := p.log.LogEndOffset()
-	if leo == p.lastSnapshot {
-		return nil
+	if leo == p.lastSnapshot || (leo == p.log.LogStartOffset() && len(p.producers.entries) == 0) {
+		return nil // nothing new; or nothing at all (a partition never written)
 	}
 	if err := p.log.WriteSnapshot(leo, p.producers.encode()); err != nil {
 		return fmt.Errorf("producer-state snapshot at offset %d: %w", leo, err)
