@@ -2,9 +2,7 @@ package partition
 
 import (
 	"path/filepath"
-	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -47,53 +45,19 @@ func (h *holder) hold(tp *testPartition, m any) {
 	<-h.held
 }
 
-// vectoredWrites counts the vectored writes into segment files (one
-// descriptor borrow each; the OS file underneath does the write).
-type vectoredWrites struct {
-	vfs.FS
-	n atomic.Int64
-}
-
-func (c *vectoredWrites) Create(name string) (vfs.File, error) {
-	f, err := c.FS.Create(name)
-	return c.wrap(name, f, err)
-}
-
-func (c *vectoredWrites) OpenReadWrite(name string) (vfs.File, error) {
-	f, err := c.FS.OpenReadWrite(name)
-	return c.wrap(name, f, err)
-}
-
-func (c *vectoredWrites) wrap(name string, f vfs.File, err error) (vfs.File, error) {
-	if err != nil || !strings.HasSuffix(name, ".log") {
-		return f, err
-	}
-	return countedFile{File: f, n: &c.n}, nil
-}
-
-type countedFile struct {
-	vfs.File
-	n *atomic.Int64
-}
-
-func (f countedFile) SyscallConn() (syscall.RawConn, error) {
-	f.n.Add(1)
-	return f.File.(syscall.Conn).SyscallConn()
-}
-
 // TestQueuedAppendsWrittenTogether: Appends that queue up while the actor
 // is busy are written with one write, and each is still handled as alone,
 // in order: offsets by arrival, KIP-98 checks against the batches before
 // it in the same write (a retry of one of them gets its offsets, a gap is
 // refused), and every reply once its records are durable.
 func TestQueuedAppendsWrittenTogether(t *testing.T) {
-	fsys := &vectoredWrites{FS: vfs.Default}
+	fsys := &writeCounter{FS: vfs.Default}
 	cfg := testConfig(fsys, clock.NewManual(time.UnixMilli(1e12)))
 	cfg.Dir = filepath.Join(t.TempDir(), "t-0")
 	h := newHolder()
 	tp := startTestPartition(t, cfg, h.middleware)
 	tp.appendOK(batch(t, 1, 0, 0, 1), 0)
-	before := fsys.n.Load()
+	before := fsys.writes.Load()
 
 	h.hold(tp, &DeleteRecords{Offset: 0, Reply: func(int64, *kerr.Error) {}})
 	replies := []chan AppendResult{
@@ -121,7 +85,7 @@ func TestQueuedAppendsWrittenTogether(t *testing.T) {
 	if leo := tp.logEnd(); leo != 9 {
 		t.Fatalf("log end %d, want 9", leo)
 	}
-	if n := fsys.n.Load() - before; n != 1 {
+	if n := fsys.writes.Load() - before; n != 1 {
 		t.Fatalf("%d writes for six queued Appends, want one", n)
 	}
 }

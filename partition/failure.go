@@ -34,7 +34,6 @@ type Failure struct {
 type failure struct {
 	cause    string
 	err      error // the first error, then the latest retry's
-	op       string
 	since    time.Time
 	attempts int       // retries that failed
 	retryAt  time.Time // the next retry is due at the first tick after it
@@ -42,6 +41,12 @@ type failure struct {
 
 // retryMax caps the time between two retries of a failed partition.
 const retryMax = 30 * time.Second
+
+// scheduleRetry sets the next retry: the tick interval after the first
+// failure, doubling with each failed retry, up to retryMax.
+func (f *failure) scheduleRetry(now time.Time, tick time.Duration) {
+	f.retryAt = now.Add(min(tick<<min(f.attempts, 16), retryMax))
+}
 
 // causeOf classifies a storage error.
 func causeOf(err error) string {
@@ -63,12 +68,11 @@ func causeOf(err error) string {
 func (p *partition) fail(op string, err error) {
 	now := p.cfg.Clock.Now()
 	if p.failure == nil {
-		p.failure = &failure{cause: causeOf(err), err: err, op: op, since: now}
+		p.failure = &failure{cause: causeOf(err), err: err, since: now}
 		p.limited(p.cfg.Logger.Error()).Err(err).Str("op", op).Str("cause", p.failure.cause).
 			Msg("partition storage failed: answering KAFKA_STORAGE_ERROR and retrying")
 	}
-	f := p.failure
-	f.retryAt = now.Add(min(p.cfg.TickInterval<<min(f.attempts, 16), retryMax))
+	p.failure.scheduleRetry(now, p.cfg.TickInterval)
 	for _, w := range p.waiters {
 		w.res.Err, w.res.Message = kerr.KafkaStorageError, err.Error()
 		w.reply(w.res)
@@ -78,8 +82,8 @@ func (p *partition) fail(op string, err error) {
 }
 
 // retry opens the log anew and writes its checkpoint. On success the new
-// log, recovered from disk as after a restart, replaces the one that failed; on failure the next try
-// waits twice as long, up to retryMax. A cleaner still running on the old
+// log, recovered from disk as after a restart, replaces the one that
+// failed; on failure the next try waits twice as long, up to retryMax. A cleaner still running on the old
 // log is waited for, since it writes files the new one would recover.
 func (p *partition) retry() {
 	f := p.failure
@@ -97,7 +101,7 @@ func (p *partition) retry() {
 	if err != nil {
 		f.attempts++
 		f.err, f.cause = err, causeOf(err)
-		f.retryAt = p.cfg.Clock.Now().Add(min(p.cfg.TickInterval<<min(f.attempts, 16), retryMax))
+		f.scheduleRetry(p.cfg.Clock.Now(), p.cfg.TickInterval)
 		p.publish()
 		return
 	}

@@ -159,10 +159,8 @@ func (c *Cache) newHandle(name string, m openMode, open func(string) (File, erro
 	c.mu.Lock()
 	c.track(h)
 	c.idle.pushFront(h)
-	toClose := c.trimLocked(c.max)
 	c.mu.Unlock()
 	c.ns.RUnlock()
-	closeAll(toClose)
 	c.misses.Add(1)
 	if _, ok := f.(syscall.Conn); ok {
 		return &cachedConnFile{h}, nil
@@ -223,15 +221,26 @@ func (c *Cache) CloseIdle(d time.Duration) int {
 	cutoff := time.Now().Add(-d)
 	var out []File
 	c.mu.Lock()
-	for h := c.idle.back(); h != nil && h.idleSince.Before(cutoff); h = c.idle.back() {
-		c.idle.remove(h)
-		out = append(out, h.f)
-		h.f = nil
-		c.closedLocked()
+	for c.idle.n > 0 && c.idle.back().idleSince.Before(cutoff) {
+		out = append(out, c.takeIdleLocked())
+	}
+	if c.waiting > 0 {
+		c.room.Signal()
 	}
 	c.mu.Unlock()
 	closeAll(out)
 	return len(out)
+}
+
+// takeIdleLocked takes the least recently used idle descriptor from its
+// handle and uncounts it; the caller closes it outside the lock.
+func (c *Cache) takeIdleLocked() File {
+	h := c.idle.back()
+	c.idle.remove(h)
+	f := h.f
+	h.f = nil
+	c.open--
+	return f
 }
 
 // trimLocked takes idle descriptors, least recently used first, until at
@@ -239,11 +248,7 @@ func (c *Cache) CloseIdle(d time.Duration) int {
 func (c *Cache) trimLocked(limit int) []File {
 	var out []File
 	for c.open > limit && c.idle.n > 0 {
-		h := c.idle.back()
-		c.idle.remove(h)
-		out = append(out, h.f)
-		h.f = nil
-		c.open--
+		out = append(out, c.takeIdleLocked())
 		c.evictions.Add(1)
 	}
 	if c.waiting > 0 && c.open < c.max {
@@ -485,11 +490,11 @@ func (h *cachedFile) release() {
 			h.f = nil
 			c.closedLocked()
 		case !h.unlinked:
+			// (No trim: the cap holds, reserveLocked saw to it.)
 			h.idleSince = time.Now()
 			c.idle.pushFront(h)
-			toClose = c.trimLocked(c.max)
 			if c.waiting > 0 {
-				c.room.Signal()
+				c.room.Signal() // an open waiting for room may take it
 			}
 		}
 	}
