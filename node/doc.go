@@ -11,6 +11,11 @@
 // spawned through an actors.Tree, which counts its mailbox and restarts
 // and installs the fault-injection middleware (actors.Faults).
 //
+// Every log's files are opened through one descriptor cache sized from the
+// open-file limit (vfs.Cache, files.go), and the partitions' appends are
+// made durable together, one syncfs(2) of data.dir's filesystem a round
+// (partition.Syncer).
+//
 // Besides the Kafka listener, a node serves the admin HTTP API on
 // admin.listen (admin.go): Prometheus metrics, health and readiness, the
 // live actor tree, and fault injection.

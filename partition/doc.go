@@ -16,17 +16,19 @@
 //	                                      original's)
 //	DeleteRecords  transport              moves the log start offset (≤ high watermark)          Reply callback
 //	SetConfig      supervisor             applies a changed topic config                         none
-//	synced         its fsync's goroutine  raises the high watermark, answers waiting appends;   none
-//	                                      starts the next fsync if appends came meanwhile
+//	synced         the node's Syncer, or  raises the high watermark, answers waiting appends;   none
+//	               its fsync's goroutine  starts the next sync if appends came meanwhile
 //	tick           its timer              retention, compaction, checkpoints, flush.ms,          none
 //	                                      producer expiry, periodic producer snapshot, giving
 //	                                      back an idle log's descriptor; when failed, a retry.
 //	                                      Every tick interval while the partition works,
 //	                                      doubling to 30 s while it idles
 //
-// An idle partition has no goroutine: an fsync runs on a goroutine of its
-// own while it lasts (one at a time: group commit), and ticks come from a
-// timer.
+// An idle partition has no goroutine: its appends are made durable by the
+// node's Syncer (syncer.go: one syncfs(2) a round for every partition
+// waiting), or, without one, by an fsync on a goroutine of its own while it
+// lasts; one sync at a time per partition (group commit). Ticks come from
+// a timer.
 //
 // It persists everything through partition/store: records before replying,
 // the high watermark and log start offset in checkpoints, the idempotent

@@ -8,6 +8,9 @@
 //     their directory, optionally with a torn prefix of the unsynced tail;
 //   - an error-injecting wrapper (NewErrorFS) that fails chosen operations.
 //
+// A Cache (NewCache) wraps any of them to bound the descriptors held open:
+// its files open on demand and are closed least recently used first.
+//
 // The contract follows POSIX as Linux implements it: a file's data is durable
 // only after File.Sync returns nil; a new, renamed or removed name is durable
 // only after the directory that holds it is opened with OpenDir and synced.

@@ -97,7 +97,8 @@
 //
 // Append writes; Stage and WriteStaged write several record sets with one
 // vectored write (see stage.go); SyncTo makes durable, group-committed (see
-// sync.go).
+// sync.go), and PrepareSync and CompleteSync let one sync of the whole
+// filesystem make several logs durable at once.
 // Segment rolls and Close always sync, directory entries included. A failed
 // write or sync fails the log: it takes no more writes until reopened, since
 // the kernel may have dropped what it could not write.
