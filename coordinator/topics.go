@@ -1,8 +1,6 @@
 package coordinator
 
 import (
-	"sort"
-
 	"github.com/skeinlog/skein/controller/image"
 )
 
@@ -15,8 +13,7 @@ type Topics interface {
 	// Name returns the name of the topic with an id.
 	Name(id [16]byte) (string, bool)
 	// Names returns the names of the topics a regular expression may
-	// subscribe to (internal topics are not among them), sorted, and a
-	// version that changes whenever they do.
+	// subscribe to, sorted, and a version that changes whenever they do.
 	Names() (names []string, version int64)
 }
 
@@ -58,16 +55,11 @@ func (t imageTopics) Name(id [16]byte) (string, bool) {
 	return tp.Name, true
 }
 
-// Names leaves out internal topics, as Kafka's regular expressions do
-// not match them. The image's offset versions them: every change to the
-// topics is a new record.
+// Names includes internal topics: Kafka's broker-side resolution of
+// KIP-848 regular expressions matches every topic of the image (only the
+// classic consumers' client-side exclude.internal.topics leaves them
+// out). The image's offset versions them: every change to the topics is a
+// new record.
 func (t imageTopics) Names() ([]string, int64) {
-	names := make([]string, 0, len(t.im.Topics))
-	for name, tp := range t.im.Topics {
-		if !tp.Internal {
-			names = append(names, name)
-		}
-	}
-	sort.Strings(names)
-	return names, t.im.Offset
+	return t.im.TopicNames(), t.im.Offset
 }

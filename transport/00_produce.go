@@ -43,7 +43,7 @@ import (
 
 func init() {
 	registrations = append(registrations, func(a *API) {
-		a.register(0, handler{min: 3, max: 13, advertiseMin: 0, handle: a.handleProduce, refuse: refuseProduce})
+		a.register(0, handler{min: 3, max: 13, handle: a.handleProduce, refuse: refuseProduce})
 	})
 }
 

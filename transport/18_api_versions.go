@@ -45,7 +45,7 @@ func (a *API) apiKeys() []kmsg.ApiVersionsResponseApiKey {
 			continue
 		}
 		k := kmsg.NewApiVersionsResponseApiKey()
-		k.ApiKey, k.MinVersion, k.MaxVersion = int16(key), h.advertiseMin, h.max
+		k.ApiKey, k.MinVersion, k.MaxVersion = int16(key), h.advertisedMin(), h.max
 		keys = append(keys, k)
 	}
 	return keys

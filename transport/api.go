@@ -73,9 +73,6 @@ func (a *API) requestVersionOK(key, version int16) bool {
 
 // register adds a handler for key.
 func (a *API) register(key int16, h handler) {
-	if h.advertiseMin == 0 || h.advertiseMin > h.min {
-		h.advertiseMin = h.min
-	}
 	a.handlers[key] = h
 }
 

@@ -325,7 +325,7 @@ func (c *conn) decode(body []byte) (*pending, error) {
 	}
 	if !api.requestVersionOK(key, version) {
 		h := api.handler(key)
-		if h.refuse == nil || version < h.advertiseMin || version > h.max {
+		if h.refuse == nil || version < 0 || version > h.max {
 			return nil, fmt.Errorf("api key %d version %d is not supported", key, version)
 		}
 		// Advertised for old clients but refused (Produce v0-2): parse it

@@ -163,17 +163,25 @@ func (s *Server) Close(ctx context.Context) error {
 // handler serves one API key.
 type handler struct {
 	min, max int16 // versions served
-	// advertiseMin is the lowest version advertised, when lower than min:
-	// Produce is advertised from v0 as Kafka 4 does, for old librdkafka,
-	// and refuse answers v0-2 requests with UNSUPPORTED_VERSION.
-	advertiseMin int16
-	refuse       func(req kmsg.Request) kmsg.Response
-	handle       func(c *conn, req kmsg.Request) finish
+	// refuse, when set, answers the versions below min, which are then
+	// advertised from v0 although not served: Produce v0-2, as Kafka 4
+	// does for librdkafka versions that decide compression support from
+	// the advertised range.
+	refuse func(req kmsg.Request) kmsg.Response
+	handle func(c *conn, req kmsg.Request) finish
 }
 
 // finish completes a started request on the connection's writer goroutine,
 // in request order, and returns the response (nil for none, as for acks=0).
 type finish func() kmsg.Response
+
+// advertisedMin is the lowest version ApiVersions advertises.
+func (h handler) advertisedMin() int16 {
+	if h.refuse != nil {
+		return 0
+	}
+	return h.min
+}
 
 // respond wraps a response that is ready at once.
 func respond(r kmsg.Response) finish { return func() kmsg.Response { return r } }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"io"
+	"maps"
 	"net"
 	"testing"
 	"time"
@@ -47,14 +48,23 @@ func TestApiVersionsWithFranzGo(t *testing.T) {
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
 		t.Fatal(err)
 	}
-	found := false
-	for _, k := range resp.ApiKeys {
-		if k.ApiKey == 18 && k.MinVersion == 0 && k.MaxVersion == 4 {
-			found = true
-		}
+	// Every key's advertised range, pinned: a change here is a change
+	// clients see. Produce is advertised from v0 although v0-2 are
+	// refused, as Kafka 4 does (some librdkafka versions decide
+	// compression support from the advertised range).
+	want := map[int16][2]int16{
+		0: {0, 13}, 1: {4, 18}, 2: {1, 11}, 3: {0, 13}, 8: {2, 10}, 9: {1, 10},
+		10: {0, 6}, 11: {0, 9}, 12: {0, 4}, 13: {0, 5}, 14: {0, 5}, 15: {0, 6},
+		16: {0, 5}, 18: {0, 4}, 19: {2, 7}, 20: {1, 6}, 21: {0, 2}, 22: {0, 5},
+		23: {2, 4}, 32: {1, 4}, 33: {0, 2}, 35: {1, 4}, 37: {0, 3}, 42: {0, 2},
+		44: {0, 1}, 47: {0, 0}, 60: {0, 2}, 68: {0, 1}, 69: {0, 1},
 	}
-	if !found {
-		t.Fatalf("ApiVersions 0-4 not advertised: %+v", resp.ApiKeys)
+	got := map[int16][2]int16{}
+	for _, k := range resp.ApiKeys {
+		got[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
+	}
+	if !maps.Equal(got, want) {
+		t.Fatalf("advertised ranges:\n got %v\nwant %v", got, want)
 	}
 }
 
@@ -102,6 +112,44 @@ func TestApiVersionsNewerThanServed(t *testing.T) {
 	}
 	if resp.ErrorCode != kerr.UnsupportedVersion.Code || len(resp.ApiKeys) == 0 {
 		t.Fatalf("got error %d with %d keys", resp.ErrorCode, len(resp.ApiKeys))
+	}
+}
+
+// TestProduceBelowV3IsRefused checks that Produce v0-2, advertised for
+// old librdkafka, are answered UNSUPPORTED_VERSION for every partition and
+// leave the connection open.
+func TestProduceBelowV3IsRefused(t *testing.T) {
+	s := startServer(t)
+	nc, err := net.Dial("tcp", s.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	for version := int16(0); version <= 2; version++ {
+		req := kmsg.NewPtrProduceRequest()
+		req.Version, req.Acks, req.TimeoutMillis = version, 1, 1000
+		tp := kmsg.NewProduceRequestTopic()
+		tp.Topic = "t"
+		for p := int32(0); p < 2; p++ {
+			pp := kmsg.NewProduceRequestTopicPartition()
+			pp.Partition = p
+			tp.Partitions = append(tp.Partitions, pp)
+		}
+		req.Topics = append(req.Topics, tp)
+		body := rawRequest(t, nc, 0, version, int32(version), req.AppendTo(nil))
+		resp := req.ResponseKind().(*kmsg.ProduceResponse)
+		resp.Version = version
+		if err := resp.ReadFrom(body); err != nil {
+			t.Fatalf("v%d: %v", version, err)
+		}
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 2 {
+			t.Fatalf("v%d: answered %+v", version, resp.Topics)
+		}
+		for _, p := range resp.Topics[0].Partitions {
+			if p.ErrorCode != kerr.UnsupportedVersion.Code {
+				t.Errorf("v%d partition %d: error %d, want UNSUPPORTED_VERSION", version, p.Partition, p.ErrorCode)
+			}
+		}
 	}
 }
 
