@@ -7,7 +7,7 @@ BENCH     ?= .
 BENCHTIME ?= 1x
 PKGS      ?= ./...
 
-.PHONY: build run test bench bench-broker fuzz lint clean
+.PHONY: build run test bench bench-broker fuzz lint generate clean
 
 build:
 	$(GO) build -o bin/skein ./cmd/skein
@@ -41,6 +41,14 @@ fuzz:
 lint:
 	$(GO) vet $(PKGS)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+# Regenerates actors/frame.pb.go, the one protobuf type remoting carries;
+# needs protoc (Debian's protobuf-compiler). protoc-gen-go is pinned to the
+# google.golang.org/protobuf of go.mod.
+PROTOC_GEN_GO_VERSION ?= $(shell $(GO) list -m -f '{{.Version}}' google.golang.org/protobuf)
+generate:
+	GOBIN=$(CURDIR)/bin $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+	cd actors && protoc --plugin=protoc-gen-go=$(CURDIR)/bin/protoc-gen-go --go_out=. --go_opt=paths=source_relative frame.proto
 
 clean:
 	rm -rf bin

@@ -1,7 +1,7 @@
 // Package actors is the shared actor plumbing of Skein: actor-system setup,
-// the bridge that sends protoactor-go's slog output into zerolog, the msgpack
-// serializer for remoting frames, supervision strategies, stable actor names,
-// the fault-injection middleware, and the extension API.
+// the bridge that sends protoactor-go's slog output into zerolog,
+// remoting and its one wire type, supervision strategies, stable actor
+// names, and the fault-injection middleware.
 //
 // Every other package that runs actors builds them through this package, so
 // that supervision, logging and fault injection are the same everywhere.
@@ -14,6 +14,18 @@
 // protoactor's OpenTelemetry metrics off. SlogHandler is the bridge itself,
 // for other slog users. See ../shared/protoactor.md §6.1 for the traps this
 // avoids.
+//
+// # Remoting
+//
+// StartRemote starts protoactor's remote on a node's actor system with
+// Skein's limits. Exactly one protobuf type travels between nodes, Frame
+// (frame.proto; `make generate` regenerates frame.pb.go): a message's
+// stable type id, its msgpack body, and raw bytes kept out of msgpack. A
+// message type is a struct registered with Register under an id that
+// never changes, and embeds Origin (sender node and incarnation). A frame
+// the receiver cannot decode reaches its target as *Unknown instead of
+// tearing the connection down. Remoting is at-most-once: protocols on it
+// pull or retry.
 //
 // # Supervision
 //

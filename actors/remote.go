@@ -1,0 +1,228 @@
+package actors
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"reflect"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/remote"
+	"github.com/vmihailenco/msgpack/v5"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/keepalive"
+)
+
+// Messages between nodes travel as one Frame each (frame.proto): the
+// message's stable type id, its msgpack encoding, and, for messages that
+// implement RawCarrier, bytes kept out of msgpack. Every such message is a
+// pointer to a struct registered with Register and has the one-line method
+//
+//	func (m *T) Serialize() (actors.Serialized, error) { return actors.Encode(m) }
+//
+// which is protoactor's hook (remote.RootSerializable) for turning a
+// message into its wire form: protoactor's own serializer choice is never
+// used when sending (../shared/protoactor.md §4.3).
+//
+// A frame the receiving binary cannot turn back into a message (an id it
+// does not know, a body that does not decode) is delivered to the target
+// as *Unknown. Returning an error instead would make protoactor tear down
+// the whole connection and lose every message behind it.
+
+// Serialized is a message in its wire form (a *Frame).
+type Serialized = remote.RootSerialized
+
+// RawCarrier is a message that carries bytes outside its msgpack body
+// (record batches): Raw returns them for sending, SetRaw hands the
+// received ones to a decoded message. The field holding them is tagged
+// `msgpack:"-"`.
+type RawCarrier interface {
+	Raw() []byte
+	SetRaw([]byte)
+}
+
+// Origin says which node, in which incarnation, sent a message. Messages
+// between nodes embed it: remoting delivers to whatever process now has
+// the address, so a receiver fences a message from an incarnation it no
+// longer trusts by this, not by the connection.
+type Origin struct {
+	Node        int32  `msgpack:"node"`
+	Incarnation uint64 `msgpack:"inc"`
+}
+
+// Unknown is what a target receives for a frame this binary cannot
+// decode: an unregistered type id (a newer peer) or a body that does not
+// decode as its type.
+type Unknown struct {
+	TypeID uint32
+	Reason string
+}
+
+// Serialize refuses: an Unknown is never sent on.
+func (u *Unknown) Serialize() (Serialized, error) {
+	return nil, fmt.Errorf("actors: an Unknown frame (type %d) cannot be sent", u.TypeID)
+}
+
+var wire struct {
+	sync.RWMutex
+	byID   map[uint32]reflect.Type // the struct type
+	byType map[reflect.Type]uint32
+}
+
+// Register registers *T as a message that travels between nodes under
+// id, which must never change or be reused: nodes of different versions
+// talk to each other. It panics on a duplicate id or type (a programming
+// error); call it from init.
+func Register[T any](id uint32) {
+	t := reflect.TypeFor[T]()
+	if t.Kind() != reflect.Struct {
+		panic(fmt.Sprintf("actors: Register(%d): %v is not a struct type", id, t))
+	}
+	if _, ok := reflect.New(t).Interface().(remote.RootSerializable); !ok {
+		panic(fmt.Sprintf("actors: Register(%d): *%v has no Serialize method", id, t))
+	}
+	wire.Lock()
+	defer wire.Unlock()
+	if wire.byID == nil {
+		wire.byID, wire.byType = map[uint32]reflect.Type{}, map[reflect.Type]uint32{}
+	}
+	if old, ok := wire.byID[id]; ok {
+		panic(fmt.Sprintf("actors: Register(%d): id taken by %v", id, old))
+	}
+	if old, ok := wire.byType[t]; ok {
+		panic(fmt.Sprintf("actors: Register(%d): %v registered as %d", id, t, old))
+	}
+	wire.byID[id], wire.byType[t] = t, id
+}
+
+// Encode returns m's frame. m must be a pointer to a registered struct.
+func Encode(m any) (Serialized, error) {
+	t := reflect.TypeOf(m)
+	if t == nil || t.Kind() != reflect.Pointer {
+		return nil, fmt.Errorf("%w: %T", ErrNotRegistered, m)
+	}
+	wire.RLock()
+	id, ok := wire.byType[t.Elem()]
+	wire.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("%w: %T", ErrNotRegistered, m)
+	}
+	body, err := msgpack.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("actors: encoding %T: %w", m, err)
+	}
+	f := &Frame{TypeId: id, Body: body}
+	if rc, ok := m.(RawCarrier); ok {
+		f.Raw = rc.Raw()
+	}
+	return f, nil
+}
+
+// Deserialize returns the frame's message, or an *Unknown; never an
+// error (see the package comment on frames).
+func (f *Frame) Deserialize() (remote.RootSerializable, error) {
+	wire.RLock()
+	t, ok := wire.byID[f.TypeId]
+	wire.RUnlock()
+	if !ok {
+		return &Unknown{TypeID: f.TypeId, Reason: "unregistered type id"}, nil
+	}
+	v := reflect.New(t)
+	if err := msgpack.Unmarshal(f.Body, v.Interface()); err != nil {
+		return &Unknown{TypeID: f.TypeId, Reason: fmt.Sprintf("%v: %v", t, err)}, nil
+	}
+	if rc, ok := v.Interface().(RawCarrier); ok {
+		rc.SetRaw(f.Raw)
+	}
+	return v.Interface().(remote.RootSerializable), nil
+}
+
+// Remoting limits. A gRPC message holds one writer batch of frames, so
+// the receive limit must exceed RemoteBatch × MaxRemoteMessage, or the
+// stream dies and every message on it is lost (protoactor.md §4.5).
+const (
+	RemoteBatch      = 64
+	MaxRemoteMessage = 2 << 20 // bytes of one frame: a capped fetch answer and its framing
+	maxRecvMsgSize   = RemoteBatch*MaxRemoteMessage + 1<<20
+)
+
+// RemoteConfig configures a node's remoting endpoint.
+type RemoteConfig struct {
+	// Listen is the address to bind (host:port; port 0 picks one).
+	Listen string
+	// Advertise is the address other nodes reach this one at, which goes
+	// into this node's PIDs; empty means the bound address.
+	Advertise string
+}
+
+// StartRemote binds cfg.Listen and starts protoactor remoting on sys with
+// Skein's settings: writer batches of RemoteBatch, gRPC limits above a
+// batch of the largest frames on both the server and the dialing side,
+// and keepalives (which only clean up dead connections: a node's liveness
+// is the controller's heartbeat, not remoting's endpoint events). It
+// returns the address other nodes reach it at.
+//
+// NB: remote.Start replaces gRPC's global logger, which races with gRPC
+// traffic already under way in the process: start every node's remoting
+// before traffic (protoactor.md §7).
+func StartRemote(sys *actor.ActorSystem, cfg RemoteConfig) (*remote.Remote, string, error) {
+	// remote.Start panics when it cannot listen; bind first to report it.
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, "", fmt.Errorf("actors: remoting: %w", err)
+	}
+	bound := ln.Addr().(*net.TCPAddr)
+	ln.Close()
+	host, _, err := net.SplitHostPort(cfg.Listen)
+	if err != nil {
+		return nil, "", fmt.Errorf("actors: remoting: %w", err)
+	}
+	advertise := cfg.Advertise
+	if advertise == "" {
+		advertise = net.JoinHostPort(bound.IP.String(), strconv.Itoa(bound.Port))
+	}
+	rcfg := remote.Configure(host, bound.Port,
+		remote.WithAdvertisedHost(advertise),
+		remote.WithEndpointWriterBatchSize(RemoteBatch),
+		// The writer's queue is unbounded; this is only its first
+		// allocation (the default preallocates 16 MB per peer).
+		remote.WithEndpointWriterQueueSize(1024),
+		remote.WithEndpointManagerQueueSize(1024),
+		remote.WithServerOptions(
+			grpc.MaxRecvMsgSize(maxRecvMsgSize),
+			grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
+		),
+		// NB: WithDialOptions replaces the defaults, insecure credentials
+		// included.
+		remote.WithDialOptions(
+			grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRecvMsgSize)),
+			grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 10 * time.Second, Timeout: 5 * time.Second, PermitWithoutStream: true}),
+		),
+	)
+	r := remote.NewRemote(sys, rcfg)
+	if err := startRemote(r); err != nil {
+		return nil, "", err
+	}
+	return r, advertise, nil
+}
+
+// startRemote runs r.Start, which panics if the port was taken between
+// the probe and the bind.
+func startRemote(r *remote.Remote) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("actors: remoting: %v", p)
+		}
+	}()
+	r.Start()
+	return nil
+}
+
+// ErrNotRegistered is returned by Encode for a message type never
+// registered.
+var ErrNotRegistered = errors.New("actors: not a registered message")
