@@ -104,6 +104,13 @@ func TestDefaultNode(t *testing.T) {
 		"group.consumer.heartbeat.interval.ms": "5000",
 		"group.consumer.migration.policy":      "bidirectional",
 		"offsets.retention.minutes":            "10080",
+		"process.roles":                        "broker,controller",
+		"controller.quorum.voters":             "",
+		"cluster.listen":                       "127.0.0.1:9093",
+		"cluster.advertise":                    "127.0.0.1:9093",
+		"broker.rack":                          "",
+		"broker.heartbeat.interval.ms":         "2000",
+		"broker.session.timeout.ms":            "9000",
 		// Kafka's broker defaults for the topic configs.
 		"log.retention.ms":                  "604800000",
 		"log.retention.bytes":               "-1",

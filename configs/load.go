@@ -34,7 +34,13 @@ var nodeFlags = []struct{ flag, key, usage string }{
 	{"log-level", "log.level", "log level: trace, debug, info, warn, error"},
 	{"log-format", "log.format", "log format: auto (console on a terminal, JSON otherwise), console, json"},
 	{"durability", "durability", "when a write counts as done: fsync (on disk on each replica) or replicated (Kafka's: in memory on each in-sync replica)"},
+	{"roles", "process.roles", "this node's roles: broker, controller, or both (comma-separated)"},
+	{"controller-quorum", "controller.quorum.voters", "the controller quorum, id@host:port,...; empty runs a cluster of one"},
+	{"cluster-listen", "cluster.listen", "host:port of the remoting between nodes (with --controller-quorum)"},
 }
+
+// defaultsFrom are the keys whose default is another key's value.
+var defaultsFrom = map[string]string{"advertise": "listen", "cluster.advertise": "cluster.listen"}
 
 // EnvPrefix starts the environment variable of every key: the key in upper
 // case, dots and dashes turned into underscores, after this prefix
@@ -101,7 +107,7 @@ func RegisterFlags(fs *pflag.FlagSet) {
 	for _, nf := range nodeFlags {
 		f := nodeByKey[nf.key]
 		value := f.format(def)
-		if nf.key == "advertise" {
+		if _, ok := defaultsFrom[nf.key]; ok {
 			value = ""
 		}
 		fs.Var(&flagValue{value: value, typ: flagType(f.typ)}, nf.flag, nf.usage+" ("+nf.key+")")
@@ -167,7 +173,9 @@ func Load(fs *pflag.FlagSet, environ []string) (Node, error) {
 	for _, f := range nodeFields {
 		v.SetDefault(f.key, f.format(def))
 	}
-	v.SetDefault("advertise", "") // empty means: the listen address
+	for key := range defaultsFrom {
+		v.SetDefault(key, "") // empty means: the other key's value
+	}
 	explicit := map[string]string{}
 	for _, layer := range []map[string]string{file, env, flags} {
 		resolved, err := resolveAliases(layer)
@@ -197,6 +205,9 @@ func Load(fs *pflag.FlagSet, environ []string) (Node, error) {
 	}
 	if n.Advertise == "" {
 		n.Advertise = n.Listen
+	}
+	if n.ClusterAdvertise == "" {
+		n.ClusterAdvertise = n.ClusterListen
 	}
 	n.Explicit = explicit
 	if err := n.Validate(); err != nil {

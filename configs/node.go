@@ -151,6 +151,46 @@ type Node struct {
 	// offsets.retention.minutes.
 	OffsetsRetentionMinutes int32 `mapstructure:"offsets.retention.minutes" yaml:"offsets.retention.minutes"`
 
+	// ProcessRoles are the roles this node plays: broker (hosts
+	// partitions and serves clients), controller (a voter of the metadata
+	// quorum), or both, comma-separated. Default "broker,controller".
+	// Kafka: process.roles.
+	ProcessRoles string `mapstructure:"process.roles" yaml:"process.roles"`
+
+	// ControllerQuorumVoters are the controller quorum's voters,
+	// id@host:port of each one's cluster address, comma-separated (e.g.
+	// "1@10.0.0.1:9093,2@10.0.0.2:9093,3@10.0.0.3:9093"). Nodes started
+	// with the same voters form one cluster. Default empty: this node is
+	// a cluster of its own, its only controller and broker, and does not
+	// open cluster.listen. Kafka: controller.quorum.voters.
+	ControllerQuorumVoters string `mapstructure:"controller.quorum.voters" yaml:"controller.quorum.voters"`
+
+	// ClusterListen is the host:port the node's remoting (messages between
+	// nodes: the controller quorum, heartbeats, replication) binds when
+	// controller.quorum.voters is set. Default "127.0.0.1:9093".
+	// Skein-only (Kafka's controller and inter-broker listeners).
+	ClusterListen string `mapstructure:"cluster.listen" yaml:"cluster.listen"`
+
+	// ClusterAdvertise is the host:port other nodes reach this one's
+	// remoting at. Default: the value of cluster.listen. For a controller
+	// it must be its address in controller.quorum.voters. Skein-only.
+	ClusterAdvertise string `mapstructure:"cluster.advertise" yaml:"cluster.advertise"`
+
+	// BrokerRack is the rack (or zone) of this broker, used to place a
+	// partition's replicas in different racks. Default empty. Kafka:
+	// broker.rack.
+	BrokerRack string `mapstructure:"broker.rack" yaml:"broker.rack"`
+
+	// BrokerHeartbeatIntervalMs is how often a broker heartbeats the
+	// active controller. Default 2000, at least 1. Kafka:
+	// broker.heartbeat.interval.ms.
+	BrokerHeartbeatIntervalMs int32 `mapstructure:"broker.heartbeat.interval.ms" yaml:"broker.heartbeat.interval.ms"`
+
+	// BrokerSessionTimeoutMs is how long the active controller waits for a
+	// broker's heartbeat before fencing it. Default 9000, at least
+	// broker.heartbeat.interval.ms. Kafka: broker.session.timeout.ms.
+	BrokerSessionTimeoutMs int32 `mapstructure:"broker.session.timeout.ms" yaml:"broker.session.timeout.ms"`
+
 	// LogMaxOpenFiles caps the descriptors the node's partitions keep open:
 	// segment files and indexes are opened on demand through a node-wide
 	// least-recently-used cache, and only the segment being written stays
@@ -295,6 +335,11 @@ func Default() Node {
 		GroupConsumerSessionTimeoutMs:    45000,
 		GroupConsumerHeartbeatIntervalMs: 5000,
 		OffsetsRetentionMinutes:          10080,
+		ProcessRoles:                     "broker,controller",
+		ClusterListen:                    "127.0.0.1:9093",
+		ClusterAdvertise:                 "127.0.0.1:9093",
+		BrokerHeartbeatIntervalMs:        2000,
+		BrokerSessionTimeoutMs:           9000,
 		TopicDefaults:                    DefaultTopic().brokerDefaults(),
 	}
 }
@@ -332,6 +377,7 @@ func (n Node) Validate() error {
 	v.atLeast("group.consumer.heartbeat.interval.ms", int64(n.GroupConsumerHeartbeatIntervalMs), 1)
 	v.atLeast("offsets.retention.minutes", int64(n.OffsetsRetentionMinutes), 1)
 	v.atLeast("log.max.open.files", int64(n.LogMaxOpenFiles), 0)
+	n.validateCluster(&v)
 	d := n.TopicDefaults
 	d.Topic().validate(&v, brokerName)
 	// NB: Kafka's broker refuses log.retention.ms = 0 (every segment would

@@ -80,6 +80,12 @@ const startTimeout = 30 * time.Second
 // metadata to load, and then serves clients. cfg must be valid
 // (configs.Load validates it). The node runs until Stop.
 func Start(cfg configs.Node, log zerolog.Logger) (*Node, error) {
+	if cfg.Clustered() {
+		// NB: the settings are read and checked, but a node does not yet
+		// join others; refusing is better than running alone and letting
+		// the operator believe it is one cluster.
+		return nil, errors.New("node: controller.quorum.voters is set, but this build runs only single-node clusters; leave it empty")
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("node: creating data.dir: %w", err)
 	}
