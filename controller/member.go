@@ -32,10 +32,14 @@ type raftDisk interface {
 	// and the entries after it, in index order. Empty values for a new
 	// member.
 	Load() (*pb.HardState, *pb.Snapshot, []*pb.Entry, error)
-	// Save makes hs (if not empty), snap (if not empty, replacing every
-	// entry up to its index) and entries (replacing every saved entry
-	// from the first one's index on) durable before it returns.
-	Save(hs *pb.HardState, snap *pb.Snapshot, entries []*pb.Entry) error
+	// Save makes entries (replacing every saved entry from the first
+	// one's index on) and then hs, if not empty, durable before it
+	// returns.
+	Save(hs *pb.HardState, entries []*pb.Entry) error
+	// SaveSnapshot makes snap durable. With replace (a snapshot from the
+	// leader), every saved entry goes; otherwise (compaction) the entries
+	// up to its index.
+	SaveSnapshot(snap *pb.Snapshot, replace bool) error
 }
 
 // Raft ids are node ids plus one: node ids start at 0, and raft reserves
@@ -159,14 +163,17 @@ func (m *member) ready() (readyResult, error) {
 	var out readyResult
 	for m.rn.HasReady() {
 		rd := m.rn.Ready()
-		if err := m.disk.Save(rd.HardState, rd.Snapshot, rd.Entries); err != nil {
-			return out, err
-		}
 		if rd.Snapshot != nil && !raft.IsEmptySnap(rd.Snapshot) {
+			if err := m.disk.SaveSnapshot(rd.Snapshot, true); err != nil {
+				return out, err
+			}
 			if err := m.mem.ApplySnapshot(rd.Snapshot); err != nil {
 				return out, err
 			}
 			out.Snapshot, out.Committed = rd.Snapshot, nil
+		}
+		if err := m.disk.Save(rd.HardState, rd.Entries); err != nil {
+			return out, err
 		}
 		if err := m.mem.Append(rd.Entries); err != nil {
 			return out, err
@@ -203,7 +210,7 @@ func (m *member) compact(index uint64, data []byte) error {
 	if err != nil {
 		return err
 	}
-	if err := m.disk.Save(nil, snap, nil); err != nil {
+	if err := m.disk.SaveSnapshot(snap, false); err != nil {
 		return err
 	}
 	return m.mem.Compact(index)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skeinlog/skein/internal/clock"
+	"github.com/skeinlog/skein/internal/vfs"
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
@@ -36,14 +38,16 @@ func (d *memDisk) Load() (*pb.HardState, *pb.Snapshot, []*pb.Entry, error) {
 	return hs, snap, es, nil
 }
 
-func (d *memDisk) Save(hs *pb.HardState, snap *pb.Snapshot, entries []*pb.Entry) error {
+func (d *memDisk) SaveSnapshot(snap *pb.Snapshot, replace bool) error {
+	d.snap = proto.Clone(snap).(*pb.Snapshot)
+	i := snap.GetMetadata().GetIndex()
+	d.entries = slices.DeleteFunc(d.entries, func(e *pb.Entry) bool { return replace || e.GetIndex() <= i })
+	return nil
+}
+
+func (d *memDisk) Save(hs *pb.HardState, entries []*pb.Entry) error {
 	if hs != nil && !raft.IsEmptyHardState(hs) {
 		d.hs = proto.Clone(hs).(*pb.HardState)
-	}
-	if snap != nil && !raft.IsEmptySnap(snap) {
-		d.snap = proto.Clone(snap).(*pb.Snapshot)
-		i := snap.GetMetadata().GetIndex()
-		d.entries = slices.DeleteFunc(d.entries, func(e *pb.Entry) bool { return e.GetIndex() <= i })
 	}
 	if len(entries) > 0 {
 		first := entries[0].GetIndex()
@@ -63,23 +67,27 @@ type quorumSim struct {
 	rng     *rand.Rand
 	ids     []uint64
 	members map[uint64]*member
-	disks   map[uint64]*memDisk
-	net     []*pb.Message
-	cut     map[uint64]bool // members cut off from every other
+	disks   map[uint64]raftDisk
+	// crash returns a member's disk as a crash leaves it.
+	crash func(id uint64, d raftDisk) raftDisk
+	net   []*pb.Message
+	cut   map[uint64]bool // members cut off from every other
 	// applied is each member's state machine: the commands it applied,
 	// in order, rebuilt from the snapshot and the log on restart.
 	applied map[uint64][]string
 	next    int // the next command's number
 }
 
-func newQuorumSim(t *testing.T, seed uint64, n int) *quorumSim {
+// newQuorumSim starts n members on the disks newDisk makes; crash
+// returns a disk as a crash of its member leaves it.
+func newQuorumSim(t *testing.T, seed uint64, n int, newDisk func(id uint64) raftDisk, crash func(id uint64, d raftDisk) raftDisk) *quorumSim {
 	s := &quorumSim{t: t, rng: rand.New(rand.NewPCG(seed, seed)), members: map[uint64]*member{},
-		disks: map[uint64]*memDisk{}, cut: map[uint64]bool{}, applied: map[uint64][]string{}}
+		disks: map[uint64]raftDisk{}, crash: crash, cut: map[uint64]bool{}, applied: map[uint64][]string{}}
 	for i := range n {
 		s.ids = append(s.ids, raftID(int32(i)))
 	}
 	for _, id := range s.ids {
-		s.disks[id] = &memDisk{}
+		s.disks[id] = newDisk(id)
 		s.start(id)
 	}
 	return s
@@ -92,7 +100,7 @@ func (s *quorumSim) start(id uint64) {
 	}
 	s.members[id] = m
 	s.applied[id] = nil
-	if snap := s.disks[id].snap; snap != nil {
+	if _, snap, _, _ := s.disks[id].Load(); snap != nil {
 		s.applied[id] = decodeState(snap.GetData())
 	}
 }
@@ -175,7 +183,8 @@ func (s *quorumSim) step(lossy bool) {
 			}
 		}
 	case lossy && r < 97:
-		s.start(id) // a crash: what was saved survives
+		s.disks[id] = s.crash(id, s.disks[id]) // what was saved survives
+		s.start(id)
 	case lossy && r < 99:
 		s.cut[id] = !s.cut[id]
 	}
@@ -213,39 +222,73 @@ func TestQuorumSafetyAndRecovery(t *testing.T) {
 	for _, n := range []int{3, 5} {
 		for seed := range uint64(20) {
 			t.Run(fmt.Sprintf("%d members seed %d", n, seed), func(t *testing.T) {
-				s := newQuorumSim(t, seed, n)
-				for range 4000 {
-					s.step(true)
-					s.check()
-				}
-				// Heal: no cuts, no losses, every member up.
-				clear(s.cut)
-				var final string
-				for i := 0; i < 20000; i++ {
-					s.step(false)
-					s.check()
-					if final == "" {
-						if l := s.leader(); l != 0 {
-							s.next++
-							final = fmt.Sprintf("c%d", s.next)
-							if s.members[l].propose([]byte(final)) == nil {
-								s.process(l)
-							} else {
-								final = ""
-							}
-						}
-						continue
-					}
-					done := true
-					for _, id := range s.ids {
-						done = done && slices.Contains(s.applied[id], final)
-					}
-					if done {
-						return
-					}
-				}
-				t.Fatalf("after healing, command %q did not reach every member: %v", final, s.applied)
+				s := newQuorumSim(t, seed, n, func(uint64) raftDisk { return &memDisk{} }, func(_ uint64, d raftDisk) raftDisk { return d })
+				s.run(4000)
 			})
 		}
 	}
+}
+
+// TestQuorumOnDisk runs the same over the metadata log on crashable
+// in-memory filesystems: a restart is a crash that keeps only what was
+// synced, and the member comes back from the log, the snapshot and the
+// hard state file.
+func TestQuorumOnDisk(t *testing.T) {
+	for seed := range uint64(6) {
+		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
+			fss := map[uint64]*vfs.MemFS{}
+			crashRand := rand.New(rand.NewPCG(seed, 1))
+			open := func(id uint64) raftDisk {
+				d, err := openLogDisk(fss[id], "meta", clock.Real)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return d
+			}
+			s := newQuorumSim(t, seed, 3, func(id uint64) raftDisk {
+				fss[id] = vfs.NewCrashableMem()
+				return open(id)
+			}, func(id uint64, _ raftDisk) raftDisk {
+				fss[id] = fss[id].CrashClone(vfs.CrashOptions{Rand: crashRand, KeepUnsyncedProb: 0.5})
+				return open(id)
+			})
+			s.run(1500)
+		})
+	}
+}
+
+// run takes lossy steps, then heals and checks a new command reaches
+// every member.
+func (s *quorumSim) run(lossySteps int) {
+	for range lossySteps {
+		s.step(true)
+		s.check()
+	}
+	// Heal: no cuts, no losses, every member up.
+	clear(s.cut)
+	var final string
+	for range 20000 {
+		s.step(false)
+		s.check()
+		if final == "" {
+			if l := s.leader(); l != 0 {
+				s.next++
+				final = fmt.Sprintf("c%d", s.next)
+				if s.members[l].propose([]byte(final)) == nil {
+					s.process(l)
+				} else {
+					final = ""
+				}
+			}
+			continue
+		}
+		done := true
+		for _, id := range s.ids {
+			done = done && slices.Contains(s.applied[id], final)
+		}
+		if done {
+			return
+		}
+	}
+	s.t.Fatalf("after healing, command %q did not reach every member: %v", final, s.applied)
 }

@@ -27,6 +27,14 @@ const (
 	checkpointV0    = 0
 )
 
+// WriteFileAtomic replaces name in dir with data durably: written to a
+// temporary name, synced, renamed over the old one, and the directory
+// synced, so a crash leaves the old file or the new one. For state files
+// beside a log (the controller's raft hard state and snapshot).
+func WriteFileAtomic(fsys vfs.FS, dir, name string, data []byte) error {
+	return writeFileAtomic(fsys, dir, name, data)
+}
+
 // writeFileAtomic replaces name in dir with data.
 func writeFileAtomic(fsys vfs.FS, dir, name string, data []byte) error {
 	tmp := filepath.Join(dir, name+tmpSuffix)
