@@ -7,8 +7,10 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -95,7 +97,7 @@ func sum(b []byte) uint64 {
 }
 
 // startPeer runs the peer process and returns its echo actor's PID.
-func startPeer(t *testing.T) *actor.PID {
+func startPeer(t testing.TB) *actor.PID {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), peerEnv+"=1")
@@ -135,9 +137,13 @@ var local struct {
 	err  error
 }
 
+// callers numbers the callers, whose names must differ: a stopped one's
+// name may not be free yet.
+var callers atomic.Int64
+
 // startLocal returns an actor on this process's remoting that sends what
 // it is told to target, as itself, and reports the answers.
-func startLocal(t *testing.T, target *actor.PID) (*actor.ActorSystem, *actor.PID, <-chan *testPong) {
+func startLocal(t testing.TB, target *actor.PID) (*actor.ActorSystem, *actor.PID, <-chan *testPong) {
 	t.Helper()
 	local.once.Do(func() {
 		local.sys = NewSystem(zerolog.Nop())
@@ -154,7 +160,7 @@ func startLocal(t *testing.T, target *actor.PID) (*actor.ActorSystem, *actor.PID
 		case *testPong:
 			got <- m
 		}
-	}), "caller-"+t.Name())
+	}), fmt.Sprintf("caller-%d", callers.Add(1)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,4 +246,31 @@ func TestRegisterRefusesDuplicates(t *testing.T) {
 	if _, err := Encode(&Unknown{}); err == nil {
 		t.Error("an unregistered type encoded")
 	}
+}
+
+// BenchmarkRemoteRoundTrip measures a control message's round trip
+// between two processes on loopback: a small registered message to an
+// actor in the peer and its answer, one outstanding. It reports the
+// median and 99th percentile.
+func BenchmarkRemoteRoundTrip(b *testing.B) {
+	sys, caller, got := startLocal(b, startPeer(b))
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := range b.N {
+		start := time.Now()
+		sys.Root.Send(caller, &testPing{Seq: i})
+		select {
+		case p := <-got:
+			if p.Seq != i {
+				b.Fatalf("answer %d to %d", p.Seq, i)
+			}
+		case <-time.After(30 * time.Second):
+			b.Fatal("no answer in 30 s")
+		}
+		lat = append(lat, time.Since(start))
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 }
