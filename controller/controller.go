@@ -11,7 +11,6 @@ import (
 	"github.com/skeinlog/skein/controller/image"
 	"github.com/skeinlog/skein/internal/clock"
 	"github.com/skeinlog/skein/internal/vfs"
-	"github.com/skeinlog/skein/partition/store"
 )
 
 // Config configures the controller actor.
@@ -83,9 +82,7 @@ func (c *Controller) Receive(ctx actor.Context) {
 }
 
 func (c *Controller) start() error {
-	opts := store.DefaultOptions()
-	opts.RetentionMs, opts.RetentionBytes = -1, -1
-	l, err := store.Open(store.Config{FS: c.cfg.FS, Dir: c.cfg.Dir, Clock: c.cfg.Clock, Options: opts})
+	l, err := openMetadataLog(c.cfg.FS, c.cfg.Dir, c.cfg.Clock)
 	if err != nil {
 		return err
 	}

@@ -56,34 +56,21 @@ func (d *logDisk) Load() (*pb.HardState, *pb.Snapshot, []*pb.Entry, error) {
 	after := snap.GetMetadata().GetIndex()
 	var entries []*pb.Entry
 	v := d.log.View()
-	var dec store.Decompressor
-	for next := max(v.LogStartOffset, int64(after)); next < v.LogEndOffset; {
-		b, err := v.ReadBytes(next, store.ReadOptions{MaxBytes: 1 << 20, MaxOffset: v.LogEndOffset, MinOneBatch: true})
-		if err != nil {
-			return nil, nil, nil, err
+	err = forEachRecord(v, max(v.LogStartOffset, int64(after)), func(offset int64, r *store.Record) error {
+		e := &pb.Entry{}
+		if err := proto.Unmarshal(r.Value, e); err != nil {
+			return err
 		}
-		if len(b) == 0 {
-			return nil, nil, nil, fmt.Errorf("controller: metadata log: nothing at offset %d below its end %d", next, v.LogEndOffset)
+		if e.GetIndex() != uint64(offset)+1 {
+			return fmt.Errorf("entry %d at offset %d", e.GetIndex(), offset)
 		}
-		err = store.ForEachBatch(b, func(batch []byte, h store.Header) error {
-			next = h.NextOffset()
-			return store.ForEachRecord(batch, &dec, func(r *store.Record) error {
-				e := &pb.Entry{}
-				if err := proto.Unmarshal(r.Value, e); err != nil {
-					return err
-				}
-				if off := h.BaseOffset + int64(r.OffsetDelta); e.GetIndex() != uint64(off)+1 {
-					return fmt.Errorf("entry %d at offset %d", e.GetIndex(), off)
-				}
-				if e.GetIndex() > after {
-					entries = append(entries, e)
-				}
-				return nil
-			})
-		})
-		if err != nil {
-			return nil, nil, nil, fmt.Errorf("controller: metadata log: %w", err)
+		if e.GetIndex() > after {
+			entries = append(entries, e)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	if n := len(entries); n > 0 && entries[0].GetIndex() != after+1 {
 		return nil, nil, nil, fmt.Errorf("controller: metadata log starts at entry %d, after a snapshot at %d", entries[0].GetIndex(), after)
@@ -203,9 +190,7 @@ func (d *logDisk) SaveSnapshot(snap *pb.Snapshot, replace bool) error {
 
 // openLogDisk opens the metadata log in dir.
 func openLogDisk(fsys vfs.FS, dir string, clk clock.Clock) (*logDisk, error) {
-	opts := store.DefaultOptions()
-	opts.RetentionMs, opts.RetentionBytes = -1, -1
-	l, err := store.Open(store.Config{FS: fsys, Dir: dir, Clock: clk, Options: opts})
+	l, err := openMetadataLog(fsys, dir, clk)
 	if err != nil {
 		return nil, err
 	}

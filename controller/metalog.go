@@ -8,6 +8,8 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/skeinlog/skein/controller/image"
+	"github.com/skeinlog/skein/internal/clock"
+	"github.com/skeinlog/skein/internal/vfs"
 	"github.com/skeinlog/skein/partition/store"
 )
 
@@ -68,31 +70,51 @@ func (m *metaLog) appendRecords(records []image.Record, now int64) (int64, error
 // replay applies every record in the log to im and returns the result.
 func (m *metaLog) replay(im *image.Image) (*image.Image, error) {
 	v := m.log.View()
+	err := forEachRecord(v, v.LogStartOffset, func(offset int64, r *store.Record) error {
+		rec, err := decodeRecord(r.Key, r.Value)
+		if err != nil {
+			return err
+		}
+		im, err = im.Apply(offset, rec)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return im, nil
+}
+
+// forEachRecord calls fn with each record of v from offset from on, and
+// the record's offset.
+func forEachRecord(v *store.View, from int64, fn func(offset int64, r *store.Record) error) error {
 	var dec store.Decompressor
-	for next := v.LogStartOffset; next < v.LogEndOffset; {
+	for next := from; next < v.LogEndOffset; {
 		b, err := v.ReadBytes(next, store.ReadOptions{MaxBytes: 1 << 20, MaxOffset: v.LogEndOffset, MinOneBatch: true})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if len(b) == 0 {
-			return nil, fmt.Errorf("controller: metadata log: nothing at offset %d below its end %d", next, v.LogEndOffset)
+			return fmt.Errorf("controller: metadata log: nothing at offset %d below its end %d", next, v.LogEndOffset)
 		}
 		err = store.ForEachBatch(b, func(batch []byte, h store.Header) error {
 			next = h.NextOffset()
 			return store.ForEachRecord(batch, &dec, func(r *store.Record) error {
-				rec, err := decodeRecord(r.Key, r.Value)
-				if err != nil {
-					return err
-				}
-				im, err = im.Apply(h.BaseOffset+int64(r.OffsetDelta), rec)
-				return err
+				return fn(h.BaseOffset+int64(r.OffsetDelta), r)
 			})
 		})
 		if err != nil {
-			return nil, fmt.Errorf("controller: metadata log: %w", err)
+			return fmt.Errorf("controller: metadata log: %w", err)
 		}
 	}
-	return im, nil
+	return nil
+}
+
+// openMetadataLog opens the metadata log in dir: a partition log that
+// nothing deletes by time or size.
+func openMetadataLog(fsys vfs.FS, dir string, clk clock.Clock) (*store.Log, error) {
+	opts := store.DefaultOptions()
+	opts.RetentionMs, opts.RetentionBytes = -1, -1
+	return store.Open(store.Config{FS: fsys, Dir: dir, Clock: clk, Options: opts})
 }
 
 var errUnknownRecord = errors.New("controller: unknown metadata record type")
