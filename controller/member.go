@@ -6,7 +6,6 @@ import (
 
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
-	"google.golang.org/protobuf/proto"
 )
 
 // A member is one controller's seat in the raft quorum: etcd raft's
@@ -200,9 +199,6 @@ func (m *member) sent(msg *pb.Message) {
 	}
 }
 
-// unreachable tells raft a message to peer could not be sent.
-func (m *member) unreachable(peer uint64) { m.rn.ReportUnreachable(peer) }
-
 // compact takes a snapshot of the state machine at index (applied), with
 // data its encoding, and drops the log before it from memory and disk.
 func (m *member) compact(index uint64, data []byte) error {
@@ -214,17 +210,6 @@ func (m *member) compact(index uint64, data []byte) error {
 		return err
 	}
 	return m.mem.Compact(index)
-}
-
-// encodeRaft and decodeRaft carry raft messages between nodes.
-func encodeRaft(msg *pb.Message) ([]byte, error) { return proto.Marshal(msg) }
-
-func decodeRaft(b []byte) (*pb.Message, error) {
-	msg := &pb.Message{}
-	if err := proto.Unmarshal(b, msg); err != nil {
-		return nil, err
-	}
-	return msg, nil
 }
 
 // discardRaftLog drops raft's own log: the controller logs what matters
