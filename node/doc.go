@@ -1,6 +1,8 @@
-// Package node composes one Skein process: the actor system, remoting, the
-// controller and broker roles, and the listeners; it owns start-up and
-// graceful stop.
+// Package node composes one Skein process: the actor system, the
+// controller, the partitions and group coordinators, and the listeners; it
+// owns start-up and graceful stop. A node is a cluster of its own (both
+// roles, no remoting); Start refuses a configuration that names a
+// controller quorum.
 //
 // A node's actors form one tree under its root actor, node/<id> (DESIGN.md
 // "The actor tree"): controller, metadata, partitions with one child per
