@@ -1,12 +1,22 @@
 package controller
 
 import (
+	"cmp"
 	"crypto/rand"
 	"fmt"
+	"maps"
+	"slices"
+	"sync/atomic"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/vmihailenco/msgpack/v5"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
 
+	"github.com/skeinlog/skein/actors"
 	"github.com/skeinlog/skein/configs"
 	"github.com/skeinlog/skein/controller/image"
 	"github.com/skeinlog/skein/internal/clock"
@@ -16,9 +26,14 @@ import (
 // Config configures the controller actor.
 type Config struct {
 	NodeID int32
-	// Host and Port are what this broker advertises to clients.
-	Host string
-	Port int32
+	// Incarnation tells this run of the node from earlier ones.
+	Incarnation uint64
+	// Broker is this node's broker, registered with the cluster: its id,
+	// the host and port it advertises to clients, and its rack.
+	Broker image.Broker
+	// Peers are the other voters' controllers, by node id; none for a
+	// one-node cluster.
+	Peers map[int32]*actor.PID
 	// Dir is the metadata log's directory.
 	Dir   string
 	FS    vfs.FS
@@ -27,33 +42,108 @@ type Config struct {
 	// broker-level topic config defaults used to validate configs.
 	Node   configs.Node
 	Logger zerolog.Logger
-	// Publish is called on the controller's goroutine with every new image,
-	// and once at start. It must not block.
+	// Publish is called on the controller's goroutine with every new
+	// image once the image names a cluster. It must not block.
 	Publish func(*image.Image)
+	// Tick is raft's clock: a follower campaigns after 10 to 20 ticks
+	// without a leader, a leader heartbeats every tick. Default 100 ms.
+	Tick time.Duration
+	// CommandTimeout bounds how long a command waits for the quorum
+	// before it is answered REQUEST_TIMED_OUT. Default 20 s.
+	CommandTimeout time.Duration
+	// SnapshotBytes is how many bytes of entries are applied between
+	// snapshots, which compact the log. Default 20 MiB.
+	SnapshotBytes int
 }
 
 // ProducerIDBlockSize is how many producer ids one AllocateProducerIDs hands out.
 const ProducerIDBlockSize = 1000
 
-// Controller is the actor that owns the cluster metadata: the only writer
-// of the metadata log. It validates each command against the current image,
-// writes the resulting records as one synced batch, applies them, publishes
-// the new image, and answers.
+// maxAnswered is how many recent answers every controller keeps, so that
+// a forwarded command retried after its entry committed gets its answer
+// instead of being decided again.
+const maxAnswered = 1000
+
+// retryInterval is how long a forwarded command waits for an answer
+// before it is sent again (remoting is at-most-once).
+const retryInterval = time.Second
+
+// Controller is a node's seat in the controller quorum. It drives a raft
+// member (member.go): ticks come from a timer, raft messages from the
+// other voters over remoting, and every entry committed is applied to the
+// image, which is then published. The member that leads raft is the
+// active controller: it decides commands against its image plus what it
+// has proposed, and proposes each command's records and result as one
+// entry. Commands given to any other controller are forwarded to it,
+// with a request id, and retried until answered or timed out.
 //
-// Restart: the image is rebuilt by replaying the metadata log.
+// Restart: the member reloads its snapshot, entries and hard state from
+// disk, and the image is rebuilt as raft hands the committed entries back.
 type Controller struct {
 	cfg  Config
-	meta metaLog
-	im   *image.Image
+	self actor.Context // valid within Receive only
+
+	disk *logDisk
+	m    *member
+	gen  uint64 // this instance's tick chain
+
+	committed *image.Image // every committed entry applied
+	published *image.Image // the last image published
+	applied   uint64       // the index of the last entry applied
+	answered  []answer     // the last maxAnswered results, oldest first
+	unsnapped int          // bytes of entries applied since the last snapshot
+
+	// Leadership, as of the last ready.
+	leader, term uint64
+	// Active-controller state: head is committed plus every entry this
+	// leader proposed; decisions are made against it. caughtUp is set
+	// once the entries of earlier terms are applied.
+	head     *image.Image
+	caughtUp bool
+	termFrom uint64 // the index of this leader's first entry
+	proposed map[RequestID]bool
+
+	// outbox holds the commands taken by this controller and not yet
+	// answered.
+	outbox map[RequestID]*pending
+	seq    uint64
 }
+
+type pending struct {
+	cmd      command
+	reply    *actor.PID // nil for the controller's own commands
+	deadline time.Time
+	sent     time.Time // last forwarded
+}
+
+// answer is a command's result as committed.
+type answer struct {
+	Request RequestID   `msgpack:"req"`
+	Kind    commandKind `msgpack:"kind"`
+	Result  []byte      `msgpack:"res"`
+}
+
+// tick is the raft timer, from this instance's tick chain.
+type tick struct{ gen uint64 }
 
 // Props returns the actor's props; spawn it as "controller" under the node.
 func Props(cfg Config) *actor.Props {
+	if cfg.Tick <= 0 {
+		cfg.Tick = 100 * time.Millisecond
+	}
+	if cfg.CommandTimeout <= 0 {
+		cfg.CommandTimeout = 20 * time.Second
+	}
+	if cfg.SnapshotBytes <= 0 {
+		cfg.SnapshotBytes = 20 << 20
+	}
 	return actor.PropsFromProducer(func() actor.Actor { return &Controller{cfg: cfg} })
 }
 
 // Receive handles the controller's messages.
 func (c *Controller) Receive(ctx actor.Context) {
+	c.self = ctx
+	defer func() { c.self = nil }()
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		if err := c.start(); err != nil {
@@ -61,80 +151,424 @@ func (c *Controller) Receive(ctx actor.Context) {
 			// the decision to the supervisor, which restarts with backoff.
 			panic(fmt.Errorf("controller: start: %w", err))
 		}
+		c.scheduleTick()
 	case *actor.Stopping, *actor.Restarting:
-		if c.meta.log != nil {
-			if err := c.meta.log.Close(); err != nil {
-				c.cfg.Logger.Error().Err(err).Msg("closing the metadata log")
-			}
-			c.meta.log = nil
+		c.gen = 0
+		c.close()
+		return
+	case *tick:
+		if m.gen != c.gen {
+			return
 		}
-	case *CreateTopics:
-		ctx.Respond(c.createTopics(m))
-	case *DeleteTopics:
-		ctx.Respond(c.deleteTopics(m))
-	case *CreatePartitions:
-		ctx.Respond(c.createPartitions(m))
-	case *AlterConfigs:
-		ctx.Respond(c.alterConfigs(m))
-	case *AllocateProducerIDs:
-		ctx.Respond(c.allocateProducerIDs())
+		c.m.tick()
+		c.expire()
+		c.scheduleTick()
+	case *RaftMessage:
+		msg := &pb.Message{}
+		if err := proto.Unmarshal(m.Data, msg); err != nil || msg.GetFrom() != raftID(m.Origin.Node) {
+			c.cfg.Logger.Warn().Err(err).Int32("from", m.Origin.Node).Msg("controller: dropping a raft message that does not decode or names another sender")
+			return
+		}
+		if err := c.m.step(msg); err != nil {
+			c.cfg.Logger.Warn().Err(err).Int32("from", m.Origin.Node).Msg("controller: raft refused a message")
+		}
+	case *Forward:
+		cmd, err := decodeCommand(m.Kind, m.Command)
+		if err != nil {
+			c.cfg.Logger.Warn().Err(err).Int32("from", m.Origin.Node).Msg("controller: dropping a forwarded command")
+			return
+		}
+		c.decideForwarded(m.Request, cmd, ctx.Sender())
+	case *ForwardAnswer:
+		c.answer(m.Request, m.Result)
+	case *actors.Unknown:
+		c.cfg.Logger.Warn().Uint32("type", m.TypeID).Str("reason", m.Reason).Msg("controller: dropping a message from a peer")
+		return
+	case command:
+		c.seq++
+		id := RequestID{Node: c.cfg.NodeID, Incarnation: c.cfg.Incarnation, Seq: c.seq}
+		c.take(id, m, ctx.Sender())
+	default:
+		return
 	}
+	c.process()
 }
 
 func (c *Controller) start() error {
-	l, err := openMetadataLog(c.cfg.FS, c.cfg.Dir, c.cfg.Clock)
+	disk, err := openLogDisk(c.cfg.FS, c.cfg.Dir, c.cfg.Clock)
 	if err != nil {
 		return err
 	}
-	c.meta = metaLog{log: l}
-	im, err := c.meta.replay(image.Empty())
+	c.disk = disk
+	voters := []uint64{raftID(c.cfg.NodeID)}
+	for id := range c.cfg.Peers {
+		voters = append(voters, raftID(id))
+	}
+	slices.Sort(voters)
+	if err := c.migrate(voters); err != nil {
+		return err
+	}
+	if c.m, err = newMember(raftID(c.cfg.NodeID), voters, disk); err != nil {
+		return err
+	}
+	c.committed, c.head, c.published = image.Empty(), image.Empty(), nil
+	c.answered = nil
+	c.outbox, c.proposed = map[RequestID]*pending{}, map[RequestID]bool{}
+	c.leader, c.term, c.caughtUp = 0, 0, false
+	if snap, err := disk.loadSnapshot(); err != nil {
+		return err
+	} else if snap != nil {
+		if err := c.restore(snap); err != nil {
+			return err
+		}
+	}
+	c.gen = nextGen()
+	if len(voters) == 1 {
+		// Alone, there is nobody to wait for: lead at once.
+		if err := c.m.rn.Campaign(); err != nil {
+			return err
+		}
+	}
+	c.process()
+	return nil
+}
+
+func (c *Controller) close() {
+	if c.disk != nil {
+		if err := c.disk.log.Close(); err != nil {
+			c.cfg.Logger.Error().Err(err).Msg("closing the metadata log")
+		}
+		c.disk = nil
+	}
+}
+
+var gens atomic.Uint64
+
+// nextGen numbers tick chains: a restarted controller ignores the ticks
+// its earlier instance scheduled.
+func nextGen() uint64 { return gens.Add(1) }
+
+func (c *Controller) scheduleTick() {
+	sys, self, msg := c.self.ActorSystem(), c.self.Self(), &tick{gen: c.gen}
+	time.AfterFunc(c.cfg.Tick, func() { sys.Root.Send(self, msg) })
+}
+
+// take accepts a command from this node and sends it on its way.
+func (c *Controller) take(id RequestID, cmd command, reply *actor.PID) {
+	p := &pending{cmd: cmd, reply: reply, deadline: c.cfg.Clock.Now().Add(c.cfg.CommandTimeout)}
+	c.outbox[id] = p
+	c.dispatch(id, p)
+}
+
+// dispatch decides a command here if this controller is active, forwards
+// it to the active one otherwise, or leaves it for a later tick while
+// there is none.
+func (c *Controller) dispatch(id RequestID, p *pending) {
+	switch {
+	case c.active():
+		c.decide(id, p.cmd, nil)
+	case c.leader != 0 && c.leader != raftID(c.cfg.NodeID):
+		to := c.cfg.Peers[nodeID(c.leader)]
+		if to == nil {
+			return
+		}
+		body, err := msgpack.Marshal(p.cmd)
+		if err != nil {
+			c.answerLocal(id, p.cmd.failed(kerr.UnknownServerError, err.Error()))
+			return
+		}
+		c.self.Request(to, &Forward{
+			Origin:  actors.Origin{Node: c.cfg.NodeID, Incarnation: c.cfg.Incarnation},
+			Request: id, Kind: p.cmd.kind(), Command: body,
+		})
+		p.sent = c.cfg.Clock.Now()
+	}
+}
+
+// active reports whether this controller leads and may decide.
+func (c *Controller) active() bool {
+	return c.leader == raftID(c.cfg.NodeID) && c.caughtUp
+}
+
+// decideForwarded decides a command forwarded by another controller;
+// one that reached a controller no longer active is dropped, and its
+// origin sends it again.
+func (c *Controller) decideForwarded(id RequestID, cmd command, reply *actor.PID) {
+	if !c.active() {
+		return
+	}
+	c.decide(id, cmd, reply)
+}
+
+// decide decides a command at the active controller, at most once per
+// request id: an answered one is answered again, a proposed one waits
+// for its entry. reply is the forwarding controller, nil for our own.
+func (c *Controller) decide(id RequestID, cmd command, reply *actor.PID) {
+	for _, a := range c.answered {
+		if a.Request == id && a.Kind == cmd.kind() {
+			c.reply(id, reply, a.Result)
+			return
+		}
+	}
+	if c.proposed[id] {
+		return
+	}
+	result, records := cmd.decide(c)
+	body, err := msgpack.Marshal(result)
+	if err != nil {
+		body, _ = msgpack.Marshal(cmd.failed(kerr.UnknownServerError, err.Error()))
+		records = nil
+	}
+	if len(records) == 0 {
+		c.reply(id, reply, body)
+		return
+	}
+	head := c.head
+	for _, r := range records {
+		if head, err = head.Apply(head.Offset, r); err != nil {
+			// The planners checked every record against head: a bug.
+			b, _ := msgpack.Marshal(cmd.failed(kerr.UnknownServerError, err.Error()))
+			c.reply(id, reply, b)
+			return
+		}
+	}
+	recs, err := encodeRecords(records)
+	if err == nil {
+		var data []byte
+		if data, err = msgpack.Marshal(&entry{Request: id, Kind: cmd.kind(), Records: recs, Result: body}); err == nil {
+			err = c.m.propose(data)
+		}
+	}
+	if err != nil {
+		// Not proposed (leadership just moved, or too much uncommitted):
+		// our own command is dispatched again at the next change or
+		// tick, a forwarded one is sent again by its origin.
+		c.cfg.Logger.Debug().Err(err).Msg("controller: proposal dropped")
+		return
+	}
+	c.head = head
+	c.proposed[id] = true
+}
+
+// reply sends a result: to the forwarding controller, or to our own
+// caller.
+func (c *Controller) reply(id RequestID, to *actor.PID, result []byte) {
+	if to != nil {
+		c.self.Send(to, &ForwardAnswer{Request: id, Result: result})
+		return
+	}
+	c.answer(id, result)
+}
+
+// answer answers a command of this node's, if it still waits.
+func (c *Controller) answer(id RequestID, result []byte) {
+	p := c.outbox[id]
+	if p == nil {
+		return
+	}
+	res := p.cmd.newResult()
+	if err := msgpack.Unmarshal(result, res); err != nil {
+		res = p.cmd.failed(kerr.UnknownServerError, fmt.Sprintf("controller: decode a result: %v", err))
+	}
+	c.answerLocal(id, res)
+}
+
+func (c *Controller) answerLocal(id RequestID, res any) {
+	p := c.outbox[id]
+	delete(c.outbox, id)
+	if p != nil && p.reply != nil {
+		c.self.Send(p.reply, res)
+	}
+	if d, ok := res.(*commandDone); ok && d.Err != nil {
+		c.cfg.Logger.Warn().Str("error", d.Err.Message).Str("message", d.Message).Msgf("controller: %T failed", p.cmd)
+	}
+}
+
+// expire answers the commands past their deadline, and sends again the
+// forwards not answered within retryInterval.
+func (c *Controller) expire() {
+	now := c.cfg.Clock.Now()
+	for _, id := range c.waiting() {
+		p := c.outbox[id]
+		switch {
+		case now.After(p.deadline):
+			c.answerLocal(id, p.cmd.failed(kerr.RequestTimedOut, "No active controller committed the request in time: is a majority of controller.quorum.voters running and reachable?"))
+		case c.active() && !c.proposed[id], !c.active() && now.Sub(p.sent) >= retryInterval:
+			c.dispatch(id, p)
+		}
+	}
+}
+
+// process handles what raft has ready: persisted by the member, then
+// messages out, the snapshot and committed entries applied, leadership
+// followed, the image published and the waiting answered.
+func (c *Controller) process() {
+	rd, err := c.m.ready()
+	if err != nil {
+		panic(fmt.Errorf("controller: raft storage: %w", err))
+	}
+	for _, msg := range rd.Messages {
+		c.send(msg)
+	}
+	if rd.Snapshot != nil {
+		if err := c.restore(rd.Snapshot); err != nil {
+			panic(err)
+		}
+	}
+	var answers []answer
+	for _, e := range rd.Committed {
+		if a, ok := c.apply(e); ok {
+			answers = append(answers, a)
+		}
+	}
+	c.follow()
+	if c.committed != c.published && c.committed.ClusterID != "" {
+		c.published = c.committed
+		c.cfg.Publish(c.committed)
+	}
+	for _, a := range answers {
+		c.answer(a.Request, a.Result)
+	}
+	if c.unsnapped >= c.cfg.SnapshotBytes {
+		c.snapshot()
+	}
+}
+
+func (c *Controller) send(msg *pb.Message) {
+	to := c.cfg.Peers[nodeID(msg.GetTo())]
+	if to == nil {
+		return
+	}
+	b, err := proto.Marshal(msg)
+	if err != nil {
+		c.cfg.Logger.Error().Err(err).Msg("controller: encode a raft message")
+		return
+	}
+	c.self.Send(to, &RaftMessage{Origin: actors.Origin{Node: c.cfg.NodeID, Incarnation: c.cfg.Incarnation}, Data: b})
+	c.m.sent(msg)
+}
+
+// apply applies one committed entry to the image; ok when it answers a
+// request.
+func (c *Controller) apply(e *pb.Entry) (a answer, ok bool) {
+	c.applied = e.GetIndex()
+	if e.GetType() != pb.EntryType_EntryNormal || len(e.GetData()) == 0 {
+		return a, false // a new leader's empty entry
+	}
+	c.unsnapped += len(e.GetData())
+	var en entry
+	if err := msgpack.Unmarshal(e.GetData(), &en); err != nil {
+		c.cfg.Logger.Error().Err(err).Uint64("index", e.GetIndex()).Msg("controller: skipping a metadata entry that does not decode")
+		return a, false
+	}
+	a = answer{Request: en.Request, Kind: en.Kind, Result: en.Result}
+	c.remember(a)
+	delete(c.proposed, en.Request)
+	records, err := decodeRecords(en.Records)
+	im := c.committed
+	for _, r := range records {
+		if err != nil {
+			break
+		}
+		im, err = im.Apply(int64(e.GetIndex())-1, r)
+	}
+	if err != nil {
+		// Every controller skips it alike, so their images agree.
+		c.cfg.Logger.Error().Err(err).Uint64("index", e.GetIndex()).Msg("controller: skipping a metadata entry that does not apply")
+		return a, true
+	}
+	c.committed = im
+	return a, true
+}
+
+func (c *Controller) remember(a answer) {
+	c.answered = append(c.answered, a)
+	if n := len(c.answered) - maxAnswered; n > 0 {
+		c.answered = slices.Delete(c.answered, 0, n)
+	}
+}
+
+// restore replaces the state machine with a snapshot's.
+func (c *Controller) restore(snap *pb.Snapshot) error {
+	im, answered, err := decodeSnapshot(snap.GetData())
 	if err != nil {
 		return err
 	}
-	c.im = im
-	var boot []image.Record
-	if im.ClusterID == "" {
-		boot = append(boot, &image.Cluster{ClusterID: newClusterID()})
-	}
-	self := image.Broker{ID: c.cfg.NodeID, Host: c.cfg.Host, Port: c.cfg.Port}
-	if b, ok := im.Brokers[c.cfg.NodeID]; !ok || b != self {
-		boot = append(boot, &image.RegisterBroker{ID: self.ID, Host: self.Host, Port: self.Port})
-	}
-	if len(boot) > 0 {
-		if err := c.commit(boot); err != nil {
-			return err
-		}
-	}
-	c.cfg.Publish(c.im)
+	c.committed, c.answered = im, answered
+	c.applied = snap.GetMetadata().GetIndex()
+	c.unsnapped = 0
 	return nil
 }
 
-// commit applies records to the image, writes them as one batch, and
-// publishes the new image. Records are applied first, to a copy, so that
-// the log never holds a record that does not apply.
-func (c *Controller) commit(records []image.Record) error {
-	base := c.meta.log.LogEndOffset()
-	im := c.im
-	for i, r := range records {
-		var err error
-		if im, err = im.Apply(base+int64(i), r); err != nil {
-			return err
-		}
+// snapshot compacts the log up to what is applied.
+func (c *Controller) snapshot() {
+	data, err := encodeSnapshot(c.committed, c.answered)
+	if err == nil {
+		err = c.m.compact(c.applied, data)
 	}
-	if _, err := c.meta.appendRecords(records, c.cfg.Clock.Now().UnixMilli()); err != nil {
-		return err
+	if err != nil {
+		c.cfg.Logger.Error().Err(err).Msg("controller: snapshot failed; the metadata log keeps growing until one succeeds")
+		return
 	}
-	c.im = im
-	c.cfg.Publish(im)
-	return nil
+	c.unsnapped = 0
 }
 
-func (c *Controller) allocateProducerIDs() *AllocateProducerIDsResult {
-	first := c.im.NextProducerID
-	if err := c.commit([]image.Record{&image.AllocateProducerIDs{First: first, Size: ProducerIDBlockSize}}); err != nil {
-		return &AllocateProducerIDsResult{Err: err}
+// follow takes note of leadership after a ready: a new leader catches up
+// before deciding, a deposed one forgets what it proposed, and commands
+// waiting here go to the new active controller.
+func (c *Controller) follow() {
+	st := c.m.status()
+	self := raftID(c.cfg.NodeID)
+	if st.Lead != c.leader || st.GetTerm() != c.term {
+		if st.Lead != c.leader {
+			c.cfg.Logger.Info().Int32("leader", nodeID(st.Lead)).Uint64("term", st.GetTerm()).Msg("controller: quorum leader changed")
+		}
+		c.leader, c.term = st.Lead, st.GetTerm()
+		c.head, c.caughtUp = c.committed, false
+		c.proposed = map[RequestID]bool{}
+		if c.leader == self {
+			c.termFrom = c.m.lastIndex()
+		}
+		c.redispatch()
 	}
-	return &AllocateProducerIDsResult{First: first, Size: ProducerIDBlockSize}
+	if c.leader == self && !c.caughtUp && c.applied >= c.termFrom {
+		c.caughtUp, c.head = true, c.committed
+		if c.committed.ClusterID == "" {
+			c.seq++
+			c.take(RequestID{Node: c.cfg.NodeID, Incarnation: c.cfg.Incarnation, Seq: c.seq}, &bootCluster{ClusterID: newClusterID()}, nil)
+		}
+		c.redispatch()
+	}
+	c.register()
+}
+
+// register asks for this node's broker registration when the image lacks
+// it or holds another, once the cluster is named.
+func (c *Controller) register() {
+	if c.committed.ClusterID == "" {
+		return
+	}
+	if b, ok := c.committed.Brokers[c.cfg.NodeID]; ok && b == c.cfg.Broker {
+		return
+	}
+	for _, p := range c.outbox {
+		if _, ok := p.cmd.(*registerBroker); ok {
+			return
+		}
+	}
+	c.seq++
+	c.take(RequestID{Node: c.cfg.NodeID, Incarnation: c.cfg.Incarnation, Seq: c.seq}, &registerBroker{Broker: c.cfg.Broker}, nil)
+}
+
+func (c *Controller) redispatch() {
+	for _, id := range c.waiting() {
+		c.dispatch(id, c.outbox[id])
+	}
+}
+
+// waiting returns the ids of the commands in the outbox, oldest first.
+func (c *Controller) waiting() []RequestID {
+	return slices.SortedFunc(maps.Keys(c.outbox), func(a, b RequestID) int { return cmp.Compare(a.Seq, b.Seq) })
 }
 
 func newClusterID() string {

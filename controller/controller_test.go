@@ -27,7 +27,7 @@ type harness struct {
 func newHarness(t *testing.T, fs vfs.FS) *harness {
 	h := &harness{t: t, sys: actors.NewSystem(zerolog.Nop())}
 	h.cfg = Config{
-		NodeID: 1, Host: "127.0.0.1", Port: 9092,
+		NodeID: 1, Broker: image.Broker{ID: 1, Host: "127.0.0.1", Port: 9092},
 		Dir: "/data/__cluster_metadata-0", FS: fs, Clock: clock.Real,
 		Node: configs.Default(), Logger: zerolog.Nop(),
 		Publish: func(im *image.Image) { h.latest.Store(im) },
@@ -38,6 +38,7 @@ func newHarness(t *testing.T, fs vfs.FS) *harness {
 }
 
 func (h *harness) spawn() {
+	h.cfg.Incarnation++
 	pid, err := h.sys.Root.SpawnNamed(Props(h.cfg), "controller")
 	if err != nil {
 		h.t.Fatal(err)

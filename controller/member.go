@@ -140,6 +140,12 @@ func (m *member) step(msg *pb.Message) error {
 // leads. Committed, it comes out of ready on every member.
 func (m *member) propose(data []byte) error { return m.rn.Propose(data) }
 
+// lastIndex returns the index of the member's last entry.
+func (m *member) lastIndex() uint64 {
+	i, _ := m.mem.LastIndex()
+	return i
+}
+
 // status returns the member's view: leader (raft id, 0 for none), term,
 // commit index.
 func (m *member) status() raft.BasicStatus { return m.rn.BasicStatus() }

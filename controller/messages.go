@@ -8,9 +8,11 @@ import (
 
 // Commands to the controller actor. Each is sent by transport (or the CLI
 // through it) with Request or RequestFuture and answered with its Result.
-// A command is all-or-nothing on disk: its records are one batch of the
-// metadata log, synced before the Result is sent and the new image is
-// published.
+// The active controller decides a command against its image; its records
+// are one entry of the quorum's log, all-or-nothing, and the Result is
+// sent once that entry is committed and applied on the node that was
+// asked, after the new image is published there. A command the quorum
+// does not commit within CommandTimeout is answered REQUEST_TIMED_OUT.
 
 // CreateTopics creates topics (CreateTopics, and Metadata/Produce with
 // auto-creation). Results come in request order.
@@ -135,7 +137,8 @@ type AllocateProducerIDs struct{}
 // AllocateProducerIDsResult answers AllocateProducerIDs: [First, First+Size).
 type AllocateProducerIDsResult struct {
 	First, Size int64
-	Err         error
+	Err         *kerr.Error
+	Message     string
 }
 
 // ImagePublished is sent by the controller to its subscribers after every

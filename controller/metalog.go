@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/vmihailenco/msgpack/v5"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/skeinlog/skein/controller/image"
 	"github.com/skeinlog/skein/internal/clock"
@@ -13,64 +15,35 @@ import (
 	"github.com/skeinlog/skein/partition/store"
 )
 
-// The metadata log is a partition log (partition/store) of its own, in
-// <data.dir>/__cluster_metadata-0. Each command the controller accepts is
-// one batch, so it survives a crash whole or not at all; each record in it
-// is one image.Record:
-//
-//	key:   record type, uint16 big-endian (image.RecordType)
-//	value: the record's msgpack encoding
-//
-// The raft quorum of a later issue replicates exactly these batches.
-
-// metaLog appends records to and replays them from the metadata log.
-type metaLog struct {
-	log *store.Log
-	buf []byte
-}
-
-// appendRecords writes records as one batch and syncs it. It returns the
-// offset of the first record.
-func (m *metaLog) appendRecords(records []image.Record, now int64) (int64, error) {
-	recs := make([]store.Record, len(records))
-	for i, r := range records {
-		body, err := msgpack.Marshal(r)
-		if err != nil {
-			return 0, fmt.Errorf("controller: encode %T: %w", r, err)
-		}
-		recs[i] = store.Record{
-			OffsetDelta: int32(i),
-			Key:         binary.BigEndian.AppendUint16(nil, uint16(r.Type())),
-			Value:       body,
-		}
+// Before the controller quorum, the metadata log of a node held its
+// commands directly: one batch per command, each record one image.Record
+// (key: record type, uint16 big-endian; value: its msgpack encoding).
+// migrate turns such a log into the quorum's form: a snapshot of the
+// image it builds, with the log empty after it. Quorum entries have no
+// key, so the first record tells the two apart.
+func (c *Controller) migrate(voters []uint64) error {
+	l := c.disk.log
+	v := l.View()
+	if v.LogEndOffset == v.LogStartOffset {
+		return nil
 	}
-	h := store.Header{
-		LastOffsetDelta: int32(len(records) - 1),
-		BaseTimestamp:   now,
-		MaxTimestamp:    now,
-		ProducerID:      -1,
-		ProducerEpoch:   -1,
-		BaseSequence:    -1,
+	old := false
+	errStop := errors.New("stop")
+	err := forEachRecord(v, v.LogStartOffset, func(_ int64, r *store.Record) error {
+		old = len(r.Key) == 2
+		return errStop
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return err
 	}
-	b, err := store.AppendBatch(m.buf[:0], h, recs, store.CodecNone)
-	if err != nil {
-		return 0, err
+	if !old {
+		return nil
 	}
-	m.buf = b
-	res, err := m.log.Append(b, 0)
-	if err != nil {
-		return 0, err
+	if len(voters) > 1 {
+		return fmt.Errorf("%s holds the metadata of a one-node cluster (written by an earlier Skein), which cannot join a quorum of %d voters: start this node without controller.quorum.voters, or give it an empty data.dir", l.Dir(), len(voters))
 	}
-	if err := m.log.SyncTo(res.LastOffset + 1); err != nil {
-		return 0, err
-	}
-	return res.BaseOffset, nil
-}
-
-// replay applies every record in the log to im and returns the result.
-func (m *metaLog) replay(im *image.Image) (*image.Image, error) {
-	v := m.log.View()
-	err := forEachRecord(v, v.LogStartOffset, func(offset int64, r *store.Record) error {
+	im := image.Empty()
+	err = forEachRecord(v, v.LogStartOffset, func(offset int64, r *store.Record) error {
 		rec, err := decodeRecord(r.Key, r.Value)
 		if err != nil {
 			return err
@@ -79,9 +52,17 @@ func (m *metaLog) replay(im *image.Image) (*image.Image, error) {
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return im, nil
+	data, err := encodeSnapshot(im, nil)
+	if err != nil {
+		return err
+	}
+	snap := &pb.Snapshot{Data: data, Metadata: &pb.SnapshotMetadata{
+		Index: proto.Uint64(uint64(v.LogEndOffset)), Term: proto.Uint64(1), ConfState: &pb.ConfState{Voters: voters},
+	}}
+	c.cfg.Logger.Info().Int64("records", v.LogEndOffset-v.LogStartOffset).Msg("controller: metadata log of an earlier Skein turned into a quorum snapshot")
+	return c.disk.SaveSnapshot(snap, true)
 }
 
 // forEachRecord calls fn with each record of v from offset from on, and

@@ -46,7 +46,7 @@ func ValidateTopicName(name string) string {
 // Kafka replaces '.' with '_'.
 func collisionName(name string) string { return strings.ReplaceAll(name, ".", "_") }
 
-func (c *Controller) createTopics(m *CreateTopics) *CreateTopicsResult {
+func (c *Controller) createTopics(m *CreateTopics) (*CreateTopicsResult, []image.Record) {
 	res := &CreateTopicsResult{Topics: make([]TopicResult, len(m.Topics))}
 	var records []image.Record
 	planned := map[string]string{}
@@ -68,13 +68,10 @@ func (c *Controller) createTopics(m *CreateTopics) *CreateTopicsResult {
 		r.ReplicationFactor = int16(len(rec.Partitions[0].Replicas))
 		records = append(records, rec)
 	}
-	if m.ValidateOnly || len(records) == 0 {
-		return res
+	if m.ValidateOnly {
+		return res, nil
 	}
-	c.commitOrFail(records, len(res.Topics), func(i int) (**kerr.Error, *string) {
-		return &res.Topics[i].Err, &res.Topics[i].Message
-	})
-	return res
+	return res, records
 }
 
 // planTopic validates one new topic and returns its record.
@@ -82,12 +79,12 @@ func (c *Controller) planTopic(t NewTopic, planned map[string]string) (*image.Cr
 	if msg := ValidateTopicName(t.Name); msg != "" {
 		return nil, kerr.InvalidTopicException, msg
 	}
-	if _, ok := c.im.Topics[t.Name]; ok {
+	if _, ok := c.head.Topics[t.Name]; ok {
 		return nil, kerr.TopicAlreadyExists, fmt.Sprintf("Topic '%s' already exists.", t.Name)
 	}
 	col := collisionName(t.Name)
 	other, collides := planned[col]
-	for name := range c.im.Topics {
+	for name := range c.head.Topics {
 		if collisionName(name) == col {
 			other, collides = name, true
 		}
@@ -123,10 +120,10 @@ func (c *Controller) planTopic(t NewTopic, planned map[string]string) (*image.Cr
 		if rf <= 0 {
 			return nil, kerr.InvalidReplicationFactor, "Replication factor must be larger than 0."
 		}
-		if int(rf) > len(c.im.Brokers) {
-			return nil, kerr.InvalidReplicationFactor, fmt.Sprintf("Unable to replicate the partition %d time(s): The target replication factor of %d cannot be reached because only %d broker(s) are registered.", rf, rf, len(c.im.Brokers))
+		if int(rf) > len(c.head.Brokers) {
+			return nil, kerr.InvalidReplicationFactor, fmt.Sprintf("Unable to replicate the partition %d time(s): The target replication factor of %d cannot be reached because only %d broker(s) are registered.", rf, rf, len(c.head.Brokers))
 		}
-		assign = c.place(0, int(n), int(rf), len(c.im.Topics))
+		assign = c.place(0, int(n), int(rf), len(c.head.Topics))
 	}
 	rec := &image.CreateTopic{Name: t.Name, ID: newTopicID(), Configs: maps.Clone(t.Configs), Internal: t.Internal}
 	for i, replicas := range assign {
@@ -142,7 +139,7 @@ func newPartition(index int32, replicas []int32) image.Partition {
 // place spreads partitions [from, from+n) over the brokers round robin,
 // starting at an offset that differs per topic so leaders spread too.
 func (c *Controller) place(from, n, rf, start int) [][]int32 {
-	brokers := c.im.BrokerIDs()
+	brokers := c.head.BrokerIDs()
 	out := make([][]int32, n)
 	for p := range n {
 		replicas := make([]int32, rf)
@@ -162,7 +159,7 @@ func (c *Controller) checkAssignments(assign [][]int32) (*kerr.Error, string) {
 		}
 		seen := map[int32]bool{}
 		for _, b := range replicas {
-			if _, ok := c.im.Brokers[b]; !ok {
+			if _, ok := c.head.Brokers[b]; !ok {
 				return kerr.InvalidReplicaAssignment, fmt.Sprintf("Broker %d in the assignment of partition %d is not registered.", b, i)
 			}
 			if seen[b] {
@@ -174,7 +171,7 @@ func (c *Controller) checkAssignments(assign [][]int32) (*kerr.Error, string) {
 	return nil, ""
 }
 
-func (c *Controller) deleteTopics(m *DeleteTopics) *DeleteTopicsResult {
+func (c *Controller) deleteTopics(m *DeleteTopics) (*DeleteTopicsResult, []image.Record) {
 	res := &DeleteTopicsResult{}
 	var records []image.Record
 	seen := map[image.TopicID]bool{}
@@ -186,7 +183,7 @@ func (c *Controller) deleteTopics(m *DeleteTopics) *DeleteTopicsResult {
 		res.Topics = append(res.Topics, r)
 	}
 	for _, name := range m.Names {
-		t := c.im.Topics[name]
+		t := c.head.Topics[name]
 		r := TopicResult{Name: name}
 		if t == nil {
 			r.Err, r.Message = kerr.UnknownTopicOrPartition, "This server does not host this topic-partition."
@@ -196,7 +193,7 @@ func (c *Controller) deleteTopics(m *DeleteTopics) *DeleteTopicsResult {
 		add(t, r)
 	}
 	for _, id := range m.IDs {
-		t := c.im.TopicsByID[id]
+		t := c.head.TopicsByID[id]
 		r := TopicResult{ID: id}
 		if t == nil {
 			r.Err, r.Message = kerr.UnknownTopicID, "This server does not host this topic ID."
@@ -205,23 +202,17 @@ func (c *Controller) deleteTopics(m *DeleteTopics) *DeleteTopicsResult {
 		}
 		add(t, r)
 	}
-	if len(records) == 0 {
-		return res
-	}
-	c.commitOrFail(records, len(res.Topics), func(i int) (**kerr.Error, *string) {
-		return &res.Topics[i].Err, &res.Topics[i].Message
-	})
-	return res
+	return res, records
 }
 
-func (c *Controller) createPartitions(m *CreatePartitions) *CreatePartitionsResult {
+func (c *Controller) createPartitions(m *CreatePartitions) (*CreatePartitionsResult, []image.Record) {
 	res := &CreatePartitionsResult{Topics: make([]TopicResult, len(m.Topics))}
 	var records []image.Record
 	dup := duplicates(len(m.Topics), func(i int) string { return m.Topics[i].Name })
 	for i, pc := range m.Topics {
 		r := &res.Topics[i]
 		r.Name = pc.Name
-		t := c.im.Topics[pc.Name]
+		t := c.head.Topics[pc.Name]
 		switch {
 		case dup[pc.Name]:
 			r.Err, r.Message = kerr.InvalidRequest, "Duplicate topic in request."
@@ -260,16 +251,13 @@ func (c *Controller) createPartitions(m *CreatePartitions) *CreatePartitionsResu
 		}
 		records = append(records, rec)
 	}
-	if m.ValidateOnly || len(records) == 0 {
-		return res
+	if m.ValidateOnly {
+		return res, nil
 	}
-	c.commitOrFail(records, len(res.Topics), func(i int) (**kerr.Error, *string) {
-		return &res.Topics[i].Err, &res.Topics[i].Message
-	})
-	return res
+	return res, records
 }
 
-func (c *Controller) alterConfigs(m *AlterConfigs) *AlterConfigsResult {
+func (c *Controller) alterConfigs(m *AlterConfigs) (*AlterConfigsResult, []image.Record) {
 	res := &AlterConfigsResult{Resources: make([]ConfigResult, len(m.Resources))}
 	var records []image.Record
 	dup := duplicates(len(m.Resources), func(i int) string { return fmt.Sprint(m.Resources[i].Type, "/", m.Resources[i].Name) })
@@ -287,13 +275,10 @@ func (c *Controller) alterConfigs(m *AlterConfigs) *AlterConfigsResult {
 		}
 		records = append(records, rec)
 	}
-	if m.ValidateOnly || len(records) == 0 {
-		return res
+	if m.ValidateOnly {
+		return res, nil
 	}
-	c.commitOrFail(records, len(res.Resources), func(i int) (**kerr.Error, *string) {
-		return &res.Resources[i].Err, &res.Resources[i].Message
-	})
-	return res
+	return res, records
 }
 
 // planConfigs computes a resource's configs after the ops and validates them
@@ -307,21 +292,21 @@ func (c *Controller) planConfigs(rsc ConfigResource, incremental bool) (*image.S
 	name, validate := rsc.Name, configs.ValidateTopicOverrides
 	switch rsc.Type {
 	case image.ResourceTopic:
-		t := c.im.Topics[rsc.Name]
+		t := c.head.Topics[rsc.Name]
 		if t == nil {
 			return nil, kerr.UnknownTopicOrPartition, fmt.Sprintf("Topic %s does not exist.", rsc.Name)
 		}
 		current = t.Configs
 	case image.ResourceBroker:
 		if rsc.Name == "" {
-			current = c.im.BrokerConfigs
+			current = c.head.BrokerConfigs
 			break
 		}
 		id, err := strconv.ParseInt(rsc.Name, 10, 32)
 		if err != nil {
 			return nil, kerr.InvalidRequest, fmt.Sprintf("Invalid broker name %s", rsc.Name)
 		}
-		current = c.im.PerBrokerConfigs[int32(id)]
+		current = c.head.PerBrokerConfigs[int32(id)]
 		name = strconv.Itoa(int(id)) // "01" and "1" are the same broker
 	default:
 		return nil, kerr.InvalidRequest, fmt.Sprintf("Altering configs of resource type %d is not supported.", rsc.Type)
@@ -431,20 +416,4 @@ func duplicates(n int, key func(int) string) map[string]bool {
 		}
 	}
 	return dup
-}
-
-// commitOrFail commits a command's records; if that fails, every one of its
-// n results that had no error of its own gets KAFKA_STORAGE_ERROR, since
-// nothing of the command was written. result returns the i-th result's
-// error and message fields.
-func (c *Controller) commitOrFail(records []image.Record, n int, result func(i int) (**kerr.Error, *string)) {
-	err := c.commit(records)
-	if err == nil {
-		return
-	}
-	for i := range n {
-		if e, msg := result(i); *e == nil {
-			*e, *msg = kerr.KafkaStorageError, err.Error()
-		}
-	}
 }

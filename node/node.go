@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/remote"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
@@ -39,7 +41,7 @@ type Node struct {
 	done chan struct{} // closed when the root actor has stopped
 
 	image      atomic.Pointer[image.Image]
-	firstImage chan struct{} // closed at the first published image
+	firstImage chan struct{} // closed at the first published image naming this broker
 	imageOnce  sync.Once
 	registry   *partition.Registry
 	// files is the node-wide descriptor cache every log opens its files
@@ -53,7 +55,13 @@ type Node struct {
 	groups   *coordinator.Directory
 	children atomic.Pointer[children]
 	ln       net.Listener
+	// remote is the node's remoting, nil for a one-node cluster.
+	remote *remote.Remote
+	// server serves the Kafka listener once the metadata has loaded;
+	// serverMu orders that against Stop.
+	serverMu sync.Mutex
 	server   *transport.Server
+	stopping bool
 	metrics  *prometheus.Registry
 	// faults are the injected faults (none unless the admin API sets
 	// some); tree instruments every actor of the node with them and with
@@ -62,6 +70,9 @@ type Node struct {
 	tree    *actors.Tree
 	admin   *adminServer
 	serving atomic.Bool // the Kafka listener serves; cleared when Stop begins
+
+	// incarnation tells this run of the node from every earlier one.
+	incarnation uint64
 
 	stopOnce sync.Once
 	stopErr  error
@@ -80,11 +91,11 @@ const startTimeout = 30 * time.Second
 // metadata to load, and then serves clients. cfg must be valid
 // (configs.Load validates it). The node runs until Stop.
 func Start(cfg configs.Node, log zerolog.Logger) (*Node, error) {
-	if cfg.Clustered() {
-		// NB: the settings are read and checked, but a node does not yet
-		// join others; refusing is better than running alone and letting
-		// the operator believe it is one cluster.
-		return nil, errors.New("node: controller.quorum.voters is set, but this build runs only single-node clusters; leave it empty")
+	if cfg.Clustered() && !cfg.HasRole(configs.RoleController) {
+		// NB: a broker-only node would follow the metadata log from the
+		// controllers; until it can, refusing is better than a node that
+		// never learns the cluster.
+		return nil, errors.New("node: process.roles=broker (without controller) is not supported yet: run every node with process.roles=broker,controller and list it in controller.quorum.voters")
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("node: creating data.dir: %w", err)
@@ -95,7 +106,8 @@ func Start(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 		return nil, fmt.Errorf("node: listen: %w", err)
 	}
 	n := &Node{cfg: cfg, log: log, done: make(chan struct{}), firstImage: make(chan struct{}),
-		registry: partition.NewRegistry(), groups: &coordinator.Directory{}, ln: ln, metrics: prometheus.NewRegistry(), faults: actors.NewFaults()}
+		incarnation: newIncarnation(),
+		registry:    partition.NewRegistry(), groups: &coordinator.Directory{}, ln: ln, metrics: prometheus.NewRegistry(), faults: actors.NewFaults()}
 	filesCap, capReason := openFilesCap(cfg.LogMaxOpenFiles)
 	n.files = vfs.NewCache(vfs.Default, filesCap)
 	n.failures = logging.NewLimiter(20, time.Second)
@@ -107,6 +119,17 @@ func Start(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 	n.sys = actors.NewSystem(log)
 	n.tree = actors.NewTree(n.sys, n.faults)
 	n.registerNodeMetrics()
+	if cfg.Clustered() {
+		// Remoting starts before any traffic (actors.StartRemote), and
+		// before the tree, whose PIDs carry its address.
+		if n.remote, _, err = actors.StartRemote(n.sys, actors.RemoteConfig{Listen: cfg.ClusterListen, Advertise: cfg.ClusterAdvertise}); err != nil {
+			ln.Close()
+			n.tree.Close()
+			n.sys.Shutdown()
+			n.syncer.Close()
+			return nil, fmt.Errorf("node: cluster.listen: %w", err)
+		}
+	}
 	// The admin listener comes up before the actor tree, so that /healthz
 	// answers and /readyz says why not while the metadata loads.
 	if n.admin, err = n.startAdmin(); err != nil {
@@ -134,6 +157,20 @@ func Start(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 		return nil, fmt.Errorf("node: spawning %s: %w", Name(cfg.NodeID), err)
 	}
 	n.root = root
+	if cfg.Clustered() {
+		// The metadata comes once a majority of the voters runs, which
+		// may be long after this one started: clients connect meanwhile
+		// and wait, and /readyz says why.
+		go func() {
+			select {
+			case <-n.firstImage:
+				n.serve()
+			case <-n.done:
+			}
+		}()
+		n.logStarted(filesCap, capReason)
+		return n, nil
+	}
 	select {
 	case <-n.firstImage:
 	case <-n.done:
@@ -145,12 +182,20 @@ func Start(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 		n.Stop(context.Background())
 		return nil, errors.New("node: the cluster metadata did not load in time")
 	}
+	n.serve()
+	n.logStarted(filesCap, capReason)
+	return n, nil
+}
+
+// serve starts the Kafka listener's server.
+func (n *Node) serve() {
+	cfg, log := n.cfg, n.log
 	c := n.children.Load()
 	tcfg := transport.DefaultConfig()
 	tcfg.Logger = log
 	tcfg.MaxRequestBytes = cfg.SocketRequestMaxBytes
 	tcfg.IdleTimeout = time.Duration(cfg.ConnectionsMaxIdleMs) * time.Millisecond
-	n.server = transport.NewServer(tcfg, transport.NewAPI(transport.Deps{
+	server := transport.NewServer(tcfg, transport.NewAPI(transport.Deps{
 		System:     n.sys,
 		Controller: c.controller,
 		Image:      n.image.Load,
@@ -161,13 +206,25 @@ func Start(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 		Logger:     log,
 		Failures:   n.failures,
 	}, transport.NewMetrics(n.metrics)))
-	n.server.Serve(ln)
+	n.serverMu.Lock()
+	defer n.serverMu.Unlock()
+	if n.stopping {
+		return
+	}
+	n.server = server
+	n.server.Serve(n.ln)
 	n.serving.Store(true)
 	go n.closeIdleFiles()
-	log.Info().Int32("node.id", cfg.NodeID).Str("data.dir", cfg.DataDir).Str("actor", root.Id).
-		Str("listen", ln.Addr().String()).Str("admin.listen", n.admin.ln.Addr().String()).
-		Int("log.max.open.files", filesCap).Str("from", capReason).Msg("node started")
-	return n, nil
+}
+
+func (n *Node) logStarted(filesCap int, capReason string) {
+	e := n.log.Info().Int32("node.id", n.cfg.NodeID).Str("data.dir", n.cfg.DataDir).Str("actor", n.root.Id).
+		Str("listen", n.ln.Addr().String()).Str("admin.listen", n.admin.ln.Addr().String()).
+		Int("log.max.open.files", filesCap).Str("from", capReason)
+	if n.remote != nil {
+		e = e.Str("cluster.listen", n.cfg.ClusterListen).Str("controller.quorum.voters", n.cfg.ControllerQuorumVoters)
+	}
+	e.Msg("node started")
 }
 
 // Name returns the name of a node's root actor, under which its whole actor
@@ -228,8 +285,12 @@ func (n *Node) Stop(ctx context.Context) error {
 			}
 			n.tree.Close()
 		}()
-		if n.server != nil {
-			if err := n.server.Close(ctx); err != nil {
+		n.serverMu.Lock()
+		n.stopping = true
+		server := n.server
+		n.serverMu.Unlock()
+		if server != nil {
+			if err := server.Close(ctx); err != nil {
 				n.log.Warn().Err(err).Msg("closing the Kafka listener")
 			}
 		} else {
@@ -244,6 +305,9 @@ func (n *Node) Stop(ctx context.Context) error {
 		case <-ctx.Done():
 			n.stopErr = fmt.Errorf("node: stopping %s: %w", n.root.Id, ctx.Err())
 			return
+		}
+		if n.remote != nil {
+			n.remote.Shutdown(true)
 		}
 		// NB: Shutdown stops no actor; it only marks the system stopped.
 		n.sys.Shutdown()
@@ -260,7 +324,11 @@ func (n *Node) publish(im *image.Image) {
 	if c := n.children.Load(); c != nil {
 		n.sys.Root.Send(c.metadata, &controller.ImagePublished{Image: im})
 	}
-	n.imageOnce.Do(func() { close(n.firstImage) })
+	// Clients are served once the image names this node's broker: before,
+	// Metadata would not list the node they are talking to.
+	if _, ok := im.Brokers[n.cfg.NodeID]; ok {
+		n.imageOnce.Do(func() { close(n.firstImage) })
+	}
 }
 
 // advertised returns the host and port clients are told to use: the
@@ -365,9 +433,18 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 	// the spawn), must be known first.
 	ctrlPID := actor.NewPID(c.ActorSystem().Address(), c.Self().Id+"/controller")
 	n.children.Store(&children{controller: ctrlPID, metadata: metadata, partitions: partitions, groups: groups})
+	peers := map[int32]*actor.PID{}
+	voters, _ := n.cfg.Voters() // valid: Start's caller validated cfg
+	for _, v := range voters {
+		if v.ID != n.cfg.NodeID {
+			peers[v.ID] = actor.NewPID(v.Addr, Name(v.ID)+"/controller")
+		}
+	}
 	ctrl, err := c.SpawnNamed(controller.Props(controller.Config{
-		NodeID: n.cfg.NodeID, Host: host, Port: port,
-		Dir: filepath.Join(n.cfg.DataDir, "__cluster_metadata-0"), FS: n.files, Clock: clock.Real,
+		Peers:  peers,
+		NodeID: n.cfg.NodeID, Incarnation: n.incarnation,
+		Broker: image.Broker{ID: n.cfg.NodeID, Host: host, Port: port, Rack: n.cfg.BrokerRack},
+		Dir:    filepath.Join(n.cfg.DataDir, "__cluster_metadata-0"), FS: n.files, Clock: clock.Real,
 		Node: n.cfg, Logger: n.log, Publish: n.publish,
 	}), "controller")
 	if err != nil {
@@ -377,6 +454,15 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 		return fmt.Errorf("node: the controller is %s, expected %s", ctrl, ctrlPID)
 	}
 	return nil
+}
+
+// newIncarnation returns a number no earlier run of this node had: the
+// start time, which only a clock set back could repeat, in its high bits,
+// and random low bits against that.
+func newIncarnation() uint64 {
+	var b [2]byte
+	rand.Read(b[:])
+	return uint64(time.Now().UnixMilli())<<16 | uint64(b[0])<<8 | uint64(b[1])
 }
 
 func rootDecider(reason any) actor.Directive {

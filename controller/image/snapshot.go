@@ -1,0 +1,42 @@
+package image
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+)
+
+// Records returns records that, applied in order to the empty image,
+// rebuild im (all but its Offset): the content of a metadata snapshot.
+func (im *Image) Records() []Record {
+	var out []Record
+	if im.ClusterID != "" {
+		out = append(out, &Cluster{ClusterID: im.ClusterID})
+	}
+	for _, id := range im.BrokerIDs() {
+		b := im.Brokers[id]
+		out = append(out, &RegisterBroker{ID: b.ID, Host: b.Host, Port: b.Port, Rack: b.Rack})
+	}
+	for _, name := range im.TopicNames() {
+		t := im.Topics[name]
+		out = append(out, &CreateTopic{Name: t.Name, ID: t.ID, Partitions: slices.Clone(t.Partitions), Configs: maps.Clone(t.Configs), Internal: t.Internal})
+	}
+	if len(im.BrokerConfigs) > 0 {
+		out = append(out, &SetConfigs{Resource: ResourceBroker, Configs: pointers(im.BrokerConfigs)})
+	}
+	for _, id := range slices.Sorted(maps.Keys(im.PerBrokerConfigs)) {
+		out = append(out, &SetConfigs{Resource: ResourceBroker, Name: strconv.Itoa(int(id)), Configs: pointers(im.PerBrokerConfigs[id])})
+	}
+	if im.NextProducerID > 0 {
+		out = append(out, &AllocateProducerIDs{First: 0, Size: im.NextProducerID})
+	}
+	return out
+}
+
+func pointers(m map[string]string) map[string]*string {
+	out := make(map[string]*string, len(m))
+	for k, v := range m {
+		out[k] = &v
+	}
+	return out
+}

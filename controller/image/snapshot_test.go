@@ -1,0 +1,48 @@
+package image
+
+import (
+	"reflect"
+	"testing"
+)
+
+// A snapshot's records rebuild the image they were taken from.
+func TestRecordsRebuildTheImage(t *testing.T) {
+	v := "compact"
+	steps := []Record{
+		&Cluster{ClusterID: "c1"},
+		&RegisterBroker{ID: 2, Host: "h2", Port: 9092, Rack: "r2"},
+		&RegisterBroker{ID: 1, Host: "h1", Port: 9092},
+		&CreateTopic{Name: "orders", ID: TopicID{1}, Partitions: []Partition{
+			{Index: 0, Leader: 1, Replicas: []int32{1}, ISR: []int32{1}},
+			{Index: 1, Leader: 2, LeaderEpoch: 3, PartitionEpoch: 4, Replicas: []int32{2}, ISR: []int32{2}},
+		}, Configs: map[string]string{"retention.ms": "1000"}},
+		&CreateTopic{Name: "__consumer_offsets", ID: TopicID{2}, Partitions: []Partition{{Index: 0, Leader: 1, Replicas: []int32{1}, ISR: []int32{1}}}, Internal: true},
+		&CreateTopic{Name: "gone", ID: TopicID{3}, Partitions: []Partition{{Index: 0, Leader: 1, Replicas: []int32{1}, ISR: []int32{1}}}},
+		&DeleteTopic{ID: TopicID{3}},
+		&SetConfigs{Resource: ResourceTopic, Name: "orders", Configs: map[string]*string{"cleanup.policy": &v}},
+		&SetConfigs{Resource: ResourceBroker, Configs: map[string]*string{"log.retention.ms": new("5000")}},
+		&SetConfigs{Resource: ResourceBroker, Name: "2", Configs: map[string]*string{"log.retention.bytes": new("100")}},
+		&AllocateProducerIDs{First: 0, Size: 1000},
+		&AllocateProducerIDs{First: 1000, Size: 1000},
+	}
+	im := Empty()
+	for i, r := range steps {
+		var err error
+		if im, err = im.Apply(int64(i), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	back := Empty()
+	for _, r := range im.Records() {
+		var err error
+		if back, err = back.Apply(im.Offset, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !reflect.DeepEqual(back, im) {
+		t.Fatalf("rebuilt image differs:\n got %+v\nwant %+v", back, im)
+	}
+	if len(Empty().Records()) != 0 {
+		t.Fatal("the empty image has records")
+	}
+}
