@@ -45,6 +45,9 @@ type Config struct {
 	// Publish is called on the controller's goroutine with every new
 	// image once the image names a cluster. It must not block.
 	Publish func(*image.Image)
+	// Quorum, if set, is called on the controller's goroutine whenever
+	// its Status changes. It must not block.
+	Quorum func(Status)
 	// Tick is raft's clock: a follower campaigns after 10 to 20 ticks
 	// without a leader, a leader heartbeats every tick. Default 100 ms.
 	Tick time.Duration
@@ -54,6 +57,16 @@ type Config struct {
 	// SnapshotBytes is how many bytes of entries are applied between
 	// snapshots, which compact the log. Default 20 MiB.
 	SnapshotBytes int
+}
+
+// Status is what a controller knows of the quorum.
+type Status struct {
+	// Leader is the active controller's node id, -1 when none is known.
+	Leader int32
+	Term   uint64
+	// Commit is the index of the newest entry known committed, Applied
+	// the newest applied here.
+	Commit, Applied uint64
 }
 
 // ProducerIDBlockSize is how many producer ids one AllocateProducerIDs hands out.
@@ -102,6 +115,8 @@ type Controller struct {
 	caughtUp bool
 	termFrom uint64 // the index of this leader's first entry
 	proposed map[RequestID]bool
+
+	status Status // as last reported
 
 	// outbox holds the commands taken by this controller and not yet
 	// answered.
@@ -432,6 +447,20 @@ func (c *Controller) process() {
 	if c.unsnapped >= c.cfg.SnapshotBytes {
 		c.snapshot()
 	}
+	c.report()
+}
+
+// report hands the quorum's status to cfg.Quorum when it changed.
+func (c *Controller) report() {
+	st := c.m.status()
+	s := Status{Leader: -1, Term: st.GetTerm(), Commit: st.GetCommit(), Applied: c.applied}
+	if st.Lead != 0 {
+		s.Leader = nodeID(st.Lead)
+	}
+	if s != c.status && c.cfg.Quorum != nil {
+		c.cfg.Quorum(s)
+	}
+	c.status = s
 }
 
 func (c *Controller) send(msg *pb.Message) {

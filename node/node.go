@@ -41,6 +41,7 @@ type Node struct {
 	done chan struct{} // closed when the root actor has stopped
 
 	image      atomic.Pointer[image.Image]
+	quorum     atomic.Pointer[controller.Status]
 	firstImage chan struct{} // closed at the first published image naming this broker
 	imageOnce  sync.Once
 	registry   *partition.Registry
@@ -203,6 +204,7 @@ func (n *Node) serve() {
 		Groups:     n.groups,
 		GroupsPID:  c.groups,
 		Node:       cfg,
+		Quorum:     n.quorumStatus,
 		Logger:     log,
 		Failures:   n.failures,
 	}, transport.NewMetrics(n.metrics)))
@@ -331,6 +333,14 @@ func (n *Node) publish(im *image.Image) {
 	}
 }
 
+// quorumStatus returns what the controller last reported of the quorum.
+func (n *Node) quorumStatus() controller.Status {
+	if s := n.quorum.Load(); s != nil {
+		return *s
+	}
+	return controller.Status{Leader: -1}
+}
+
 // advertised returns the host and port clients are told to use: the
 // advertise setting, with the bound port when it names port 0.
 func (n *Node) advertised() (string, int32) {
@@ -446,6 +456,7 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 		Broker: image.Broker{ID: n.cfg.NodeID, Host: host, Port: port, Rack: n.cfg.BrokerRack},
 		Dir:    filepath.Join(n.cfg.DataDir, "__cluster_metadata-0"), FS: n.files, Clock: clock.Real,
 		Node: n.cfg, Logger: n.log, Publish: n.publish,
+		Quorum: func(s controller.Status) { n.quorum.Store(&s) },
 	}), "controller")
 	if err != nil {
 		return err

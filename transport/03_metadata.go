@@ -93,7 +93,7 @@ func (a *API) metadataResponse(req *kmsg.MetadataRequest, im *image.Image, all b
 		resp.Brokers = append(resp.Brokers, rb)
 	}
 	resp.ClusterID = kmsg.StringPtr(im.ClusterID)
-	resp.ControllerID = a.Node.NodeID
+	resp.ControllerID = a.activeController()
 	resp.AuthorizedOperations = authorizedOperationsUnset
 	if all {
 		for _, name := range im.TopicNames() {

@@ -51,7 +51,7 @@ func (a *API) handleDescribeCluster(_ *conn, kreq kmsg.Request) finish {
 	}
 	im := a.Image()
 	resp.ClusterID = im.ClusterID
-	resp.ControllerID = a.Node.NodeID
+	resp.ControllerID = a.activeController()
 	for _, id := range im.BrokerIDs() {
 		b := im.Brokers[id]
 		rb := kmsg.NewDescribeClusterResponseBroker()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/skeinlog/skein/actors"
 	"github.com/skeinlog/skein/configs"
+	"github.com/skeinlog/skein/controller"
 	"github.com/skeinlog/skein/controller/image"
 	"github.com/skeinlog/skein/coordinator"
 	"github.com/skeinlog/skein/internal/logging"
@@ -47,12 +48,24 @@ type Deps struct {
 	GroupsPID *actor.PID
 	// Node is this node's configuration.
 	Node configs.Node
+	// Quorum returns what this node knows of the controller quorum (the
+	// active controller); nil means this node is the only controller.
+	Quorum func() controller.Status
 	// RequestTimeout bounds how long a handler waits for an actor.
 	RequestTimeout time.Duration
 	Logger         zerolog.Logger
 	// Failures rate-limits the lines logged about storage failures
 	// (segment reads that fail), node-wide; nil means no limit.
 	Failures *logging.Limiter
+}
+
+// activeController returns the node id of the active controller, -1 if
+// none is known.
+func (a *API) activeController() int32 {
+	if a.Quorum == nil {
+		return a.Node.NodeID
+	}
+	return a.Quorum().Leader
 }
 
 // maxKey bounds the API keys this broker can know.

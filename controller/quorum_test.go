@@ -1,0 +1,265 @@
+package controller
+
+import (
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/skeinlog/skein/actors"
+	"github.com/skeinlog/skein/configs"
+	"github.com/skeinlog/skein/controller/image"
+	"github.com/skeinlog/skein/internal/clock"
+	"github.com/skeinlog/skein/internal/vfs"
+)
+
+// quorum is three controller actors in one actor system, each with its
+// own filesystem, talking raft to each other.
+type quorum struct {
+	t      *testing.T
+	sys    *actor.ActorSystem
+	fs     map[int32]*vfs.MemFS
+	pids   map[int32]*actor.PID
+	latest map[int32]*atomic.Pointer[image.Image]
+	status map[int32]*atomic.Pointer[Status]
+	inc    uint64
+}
+
+func newQuorum(t *testing.T, ids ...int32) *quorum {
+	q := &quorum{t: t, sys: actors.NewSystem(zerolog.Nop()), fs: map[int32]*vfs.MemFS{}, pids: map[int32]*actor.PID{},
+		latest: map[int32]*atomic.Pointer[image.Image]{}, status: map[int32]*atomic.Pointer[Status]{}}
+	for _, id := range ids {
+		q.fs[id] = vfs.NewCrashableMem()
+		q.latest[id], q.status[id] = &atomic.Pointer[image.Image]{}, &atomic.Pointer[Status]{}
+	}
+	for _, id := range ids {
+		q.start(id)
+	}
+	t.Cleanup(func() {
+		for id := range q.pids {
+			q.stop(id)
+		}
+	})
+	return q
+}
+
+// waitRegistered waits until every member's image has every member's
+// broker, as a node waits before it serves clients.
+func (q *quorum) waitRegistered() {
+	q.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for id := range q.pids {
+		for {
+			if im := q.latest[id].Load(); im != nil && len(im.Brokers) == len(q.fs) {
+				break
+			}
+			if time.Now().After(deadline) {
+				q.t.Fatalf("member %d: brokers not all registered", id)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+}
+
+func name(id int32) string { return fmt.Sprintf("n%d", id) }
+
+func (q *quorum) start(id int32) {
+	peers := map[int32]*actor.PID{}
+	for other := range q.fs {
+		if other != id {
+			peers[other] = actor.NewPID(q.sys.Address(), name(other))
+		}
+	}
+	q.inc++
+	latest, status := q.latest[id], q.status[id]
+	cfg := Config{
+		NodeID: id, Incarnation: q.inc, Peers: peers,
+		Broker: image.Broker{ID: id, Host: "127.0.0.1", Port: 9090 + id},
+		Dir:    "/data/__cluster_metadata-0", FS: q.fs[id], Clock: clock.Real,
+		Node: configs.Default(), Logger: zerolog.Nop(),
+		Publish: func(im *image.Image) { latest.Store(im) },
+		Quorum:  func(s Status) { status.Store(&s) },
+		Tick:    5 * time.Millisecond, SnapshotBytes: 2000,
+	}
+	pid, err := q.sys.Root.SpawnNamed(Props(cfg), name(id))
+	if err != nil {
+		q.t.Fatal(err)
+	}
+	q.pids[id] = pid
+}
+
+func (q *quorum) stop(id int32) {
+	q.sys.Root.StopFuture(q.pids[id]).Wait()
+	delete(q.pids, id)
+}
+
+// crash stops a controller and keeps only what it had synced.
+func (q *quorum) crash(id int32) {
+	q.stop(id)
+	q.fs[id] = q.fs[id].CrashClone(vfs.CrashOptions{})
+}
+
+func (q *quorum) ask(id int32, m any) any {
+	q.t.Helper()
+	res, err := actors.Ask(q.sys, q.pids[id], m, 30*time.Second)
+	if err != nil {
+		q.t.Fatal(err)
+	}
+	return res
+}
+
+// leader returns the active controller, as the given member last knew it.
+func (q *quorum) leader(from int32) int32 {
+	if s := q.status[from].Load(); s != nil {
+		return s.Leader
+	}
+	return -1
+}
+
+func (q *quorum) create(id int32, topic string) TopicResult {
+	q.t.Helper()
+	return q.ask(id, &CreateTopics{Topics: []NewTopic{{Name: topic, NumPartitions: 3, ReplicationFactor: 1}}}).(*CreateTopicsResult).Topics[0]
+}
+
+// Commands given to any member are decided once by the active controller,
+// reach every member's image, and survive the crash of the leader; a
+// restarted member catches up (from a snapshot: the log is compacted
+// every 2000 bytes here).
+func TestQuorumOfControllers(t *testing.T) {
+	q := newQuorum(t, 1, 2, 3)
+	q.waitRegistered()
+	var blocks []*AllocateProducerIDsResult
+	for i := range 6 {
+		id := int32(i%3 + 1)
+		if r := q.create(id, fmt.Sprintf("t%d", i)); r.Err != nil {
+			t.Fatalf("create t%d at member %d: %v %s", i, id, r.Err, r.Message)
+		}
+		if r := q.create(id, fmt.Sprintf("t%d", i)); r.Err != kerr.TopicAlreadyExists {
+			t.Fatalf("create t%d again: %v", i, r.Err)
+		}
+		blocks = append(blocks, q.ask(id, &AllocateProducerIDs{}).(*AllocateProducerIDsResult))
+	}
+	// A member answers once it has applied the entry itself.
+	for id := range q.pids {
+		im := q.latest[id].Load()
+		if len(im.Topics) < 1 || len(im.Brokers) != 3 || im.ClusterID == "" {
+			t.Fatalf("member %d: %d topics, brokers %v, cluster %q", id, len(im.Topics), im.Brokers, im.ClusterID)
+		}
+	}
+
+	// A follower stopped while the others go on comes back behind the
+	// compacted log, and catches up from the leader's snapshot.
+	follower := q.leader(1)%3 + 1
+	q.crash(follower)
+	for i := range 10 {
+		live := follower%3 + 1
+		if r := q.create(live, fmt.Sprintf("while-%d-is-down-%d", follower, i)); r.Err != nil {
+			t.Fatalf("create while a follower is down: %v %s", r.Err, r.Message)
+		}
+	}
+	q.start(follower)
+	blocks = append(blocks, q.ask(follower, &AllocateProducerIDs{}).(*AllocateProducerIDsResult))
+	if n := len(q.latest[follower].Load().Topics); n != 16 {
+		t.Fatalf("the restarted follower has %d topics, want 16", n)
+	}
+
+	// Crash the active controller: the other two elect another and go on.
+	old := q.leader(1)
+	if old < 1 {
+		t.Fatalf("no leader known to member 1 after %d commands", 18)
+	}
+	q.crash(old)
+	other := old%3 + 1
+	if r := q.create(other, "after-crash"); r.Err != nil {
+		t.Fatalf("create after the leader crashed: %v %s", r.Err, r.Message)
+	}
+	blocks = append(blocks, q.ask(other, &AllocateProducerIDs{}).(*AllocateProducerIDsResult))
+	if l := q.leader(other); l == old || l < 1 {
+		t.Fatalf("leader after the crash of %d: %d", old, l)
+	}
+	// The crashed member comes back and catches up.
+	q.start(old)
+	blocks = append(blocks, q.ask(old, &AllocateProducerIDs{}).(*AllocateProducerIDsResult))
+	want := q.latest[other].Load()
+	got := q.latest[old].Load()
+	for name, tp := range want.Topics {
+		if g := got.Topic(name); g == nil || g.ID != tp.ID {
+			t.Fatalf("restarted member %d has %s as %+v, want id %v", old, name, g, tp.ID)
+		}
+	}
+	for i, b := range blocks {
+		if b.Err != nil {
+			t.Fatalf("block %d: %v", i, b.Err)
+		}
+		for _, a := range blocks[:i] {
+			if b.First < a.First+a.Size && a.First < b.First+b.Size {
+				t.Fatalf("producer id blocks overlap: %+v %+v", a, b)
+			}
+		}
+	}
+}
+
+// A forwarded command that arrives twice (its origin retried after a lost
+// answer) is decided once: the second gets the first's answer.
+func TestForwardedCommandDecidedOnce(t *testing.T) {
+	q := newQuorum(t, 1, 2, 3)
+	q.waitRegistered()
+	q.create(1, "warm-up") // a leader exists and has caught up
+	leader := q.leader(1)
+	body, err := msgpack.Marshal(&CreateTopics{Topics: []NewTopic{{Name: "once", NumPartitions: 1, ReplicationFactor: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fwd := &Forward{Origin: actors.Origin{Node: 9, Incarnation: 1}, Request: RequestID{Node: 9, Incarnation: 1, Seq: 1}, Kind: kindCreateTopics, Command: body}
+	q.sys.Root.Send(q.pids[leader], fwd)
+	q.ask(leader, &AllocateProducerIDs{}) // applied after the forward
+	id := q.latest[leader].Load().Topic("once").ID
+	ans := q.ask(leader, fwd).(*ForwardAnswer)
+	var res CreateTopicsResult
+	if err := msgpack.Unmarshal(ans.Result, &res); err != nil {
+		t.Fatal(err)
+	}
+	if r := res.Topics[0]; r.Err != nil || r.ID != id {
+		t.Fatalf("second delivery answered %v %s id %v; the topic has id %v", r.Err, r.Message, r.ID, id)
+	}
+}
+
+// Controller messages survive the trip through a remoting frame, Kafka
+// errors as the very kerr values callers compare with.
+func TestWireMessagesRoundTrip(t *testing.T) {
+	res := &CreateTopicsResult{Topics: []TopicResult{{Name: "a", Err: kerr.TopicAlreadyExists, Message: "m"}, {Name: "b", ID: image.TopicID{1}}}}
+	b, err := msgpack.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := &ForwardAnswer{Request: RequestID{Node: 1, Incarnation: 2, Seq: 3}, Result: b}
+	f, err := actors.Encode(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := f.(*actors.Frame).Deserialize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fa := out.(*ForwardAnswer)
+	var back CreateTopicsResult
+	if err := msgpack.Unmarshal(fa.Result, &back); err != nil {
+		t.Fatal(err)
+	}
+	if fa.Request != in.Request || back.Topics[0].Err != kerr.TopicAlreadyExists || back.Topics[1].Err != nil || back.Topics[1].ID != (image.TopicID{1}) {
+		t.Fatalf("round trip: %+v %+v", fa, back)
+	}
+	rm, err := actors.Encode(&RaftMessage{Origin: actors.Origin{Node: 2}, Data: []byte{1, 2, 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := rm.(*actors.Frame).Deserialize()
+	if r := m.(*RaftMessage); r.Origin.Node != 2 || string(r.Data) != "\x01\x02\x03" {
+		t.Fatalf("raft message: %+v", r)
+	}
+}
