@@ -36,6 +36,7 @@ const (
 	kindAllocateProducerIDs
 	kindRegisterBroker
 	kindBootCluster
+	kindFenceBroker
 )
 
 func newCommand(k commandKind) command {
@@ -54,6 +55,8 @@ func newCommand(k commandKind) command {
 		return &registerBroker{}
 	case kindBootCluster:
 		return &bootCluster{}
+	case kindFenceBroker:
+		return &fenceBroker{}
 	}
 	return nil
 }
@@ -135,11 +138,10 @@ func (*AllocateProducerIDs) failed(err *kerr.Error, msg string) any {
 }
 func (*AllocateProducerIDs) newResult() any { return &AllocateProducerIDsResult{} }
 
-// registerBroker records a broker's registration: a node's controller
-// sends it for its own broker when the image lacks it or holds older
-// addresses.
-type registerBroker struct {
-	Broker image.Broker `msgpack:"broker"`
+// bootCluster names a new cluster: the first active controller of a
+// quorum whose log holds no cluster id decides it.
+type bootCluster struct {
+	ClusterID string `msgpack:"id"`
 }
 
 // commandDone answers the internal commands, which have nobody waiting
@@ -147,25 +149,6 @@ type registerBroker struct {
 type commandDone struct {
 	Err     *kerr.Error `msgpack:"err"`
 	Message string      `msgpack:"msg"`
-}
-
-func (*registerBroker) kind() commandKind { return kindRegisterBroker }
-func (m *registerBroker) decide(c *Controller) (any, []image.Record) {
-	if old, ok := c.head.Brokers[m.Broker.ID]; ok && old == m.Broker {
-		return &commandDone{}, nil
-	}
-	b := m.Broker
-	return &commandDone{}, []image.Record{&image.RegisterBroker{ID: b.ID, Host: b.Host, Port: b.Port, Rack: b.Rack}}
-}
-func (*registerBroker) failed(err *kerr.Error, msg string) any {
-	return &commandDone{Err: err, Message: msg}
-}
-func (*registerBroker) newResult() any { return &commandDone{} }
-
-// bootCluster names a new cluster: the first active controller of a
-// quorum whose log holds no cluster id decides it.
-type bootCluster struct {
-	ClusterID string `msgpack:"id"`
 }
 
 func (*bootCluster) kind() commandKind { return kindBootCluster }

@@ -28,8 +28,9 @@ type Config struct {
 	NodeID int32
 	// Incarnation tells this run of the node from earlier ones.
 	Incarnation uint64
-	// Broker is this node's broker, registered with the cluster: its id,
-	// the host and port it advertises to clients, and its rack.
+	// Broker is this node's broker, registered with the cluster: the
+	// host and port it advertises to clients, its rack and its remoting
+	// address (its id and incarnation are NodeID's and Incarnation's).
 	Broker image.Broker
 	// Peers are the other voters' controllers, by node id; none for a
 	// one-node cluster.
@@ -54,6 +55,14 @@ type Config struct {
 	// CommandTimeout bounds how long a command waits for the quorum
 	// before it is answered REQUEST_TIMED_OUT. Default 20 s.
 	CommandTimeout time.Duration
+	// HeartbeatInterval is how often this node's broker heartbeats the
+	// active controller (broker.heartbeat.interval.ms); SessionTimeout
+	// how long the active controller waits for one before it fences the
+	// broker (broker.session.timeout.ms). Defaults 2 s and 9 s.
+	HeartbeatInterval, SessionTimeout time.Duration
+	// Refused, if set, is called when this node's broker cannot register
+	// because another live node has its id: the node should stop.
+	Refused func(error)
 	// SnapshotBytes is how many bytes of entries are applied between
 	// snapshots, which compact the log. Default 20 MiB.
 	SnapshotBytes int
@@ -118,6 +127,16 @@ type Controller struct {
 
 	status Status // as last reported
 
+	// Broker liveness: heard and activeSince are the active
+	// controller's, the time of each broker's last heartbeat (or
+	// registration) here and when it became active; lastBeat is when
+	// this node's broker last heartbeat; refusedSince when its
+	// registration was first refused (zero when it was not).
+	heard        map[int32]time.Time
+	activeSince  time.Time
+	lastBeat     time.Time
+	refusedSince time.Time
+
 	// outbox holds the commands taken by this controller and not yet
 	// answered.
 	outbox map[RequestID]*pending
@@ -143,11 +162,18 @@ type tick struct{ gen uint64 }
 
 // Props returns the actor's props; spawn it as "controller" under the node.
 func Props(cfg Config) *actor.Props {
+	cfg.Broker.ID, cfg.Broker.Incarnation = cfg.NodeID, cfg.Incarnation
 	if cfg.Tick <= 0 {
 		cfg.Tick = 100 * time.Millisecond
 	}
 	if cfg.CommandTimeout <= 0 {
 		cfg.CommandTimeout = 20 * time.Second
+	}
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = 2 * time.Second
+	}
+	if cfg.SessionTimeout <= 0 {
+		cfg.SessionTimeout = 9 * time.Second
 	}
 	if cfg.SnapshotBytes <= 0 {
 		cfg.SnapshotBytes = 20 << 20
@@ -177,6 +203,11 @@ func (c *Controller) Receive(ctx actor.Context) {
 		}
 		c.m.tick()
 		c.expire()
+		if now := c.cfg.Clock.Now(); now.Sub(c.lastBeat) >= c.cfg.HeartbeatInterval {
+			c.lastBeat = now
+			c.beat()
+		}
+		c.fenceSilent()
 		c.scheduleTick()
 	case *RaftMessage:
 		msg := &pb.Message{}
@@ -196,6 +227,8 @@ func (c *Controller) Receive(ctx actor.Context) {
 		c.decideForwarded(m.Request, cmd, ctx.Sender())
 	case *ForwardAnswer:
 		c.answer(m.Request, m.Result)
+	case *BrokerHeartbeat:
+		c.heartbeat(m.Origin)
 	case *actors.Unknown:
 		c.cfg.Logger.Warn().Uint32("type", m.TypeID).Str("reason", m.Reason).Msg("controller: dropping a message from a peer")
 		return
@@ -228,7 +261,7 @@ func (c *Controller) start() error {
 	}
 	c.committed, c.head, c.published = image.Empty(), image.Empty(), nil
 	c.answered = nil
-	c.outbox, c.proposed = map[RequestID]*pending{}, map[RequestID]bool{}
+	c.outbox, c.proposed, c.heard = map[RequestID]*pending{}, map[RequestID]bool{}, map[int32]time.Time{}
 	c.leader, c.term, c.caughtUp = 0, 0, false
 	if snap, err := disk.loadSnapshot(); err != nil {
 		return err
@@ -266,6 +299,12 @@ func nextGen() uint64 { return gens.Add(1) }
 func (c *Controller) scheduleTick() {
 	sys, self, msg := c.self.ActorSystem(), c.self.Self(), &tick{gen: c.gen}
 	time.AfterFunc(c.cfg.Tick, func() { sys.Root.Send(self, msg) })
+}
+
+// takeOwn takes a command of the controller's own.
+func (c *Controller) takeOwn(cmd command) {
+	c.seq++
+	c.take(RequestID{Node: c.cfg.NodeID, Incarnation: c.cfg.Incarnation, Seq: c.seq}, cmd, nil)
 }
 
 // take accepts a command from this node and sends it on its way.
@@ -391,10 +430,18 @@ func (c *Controller) answer(id RequestID, result []byte) {
 func (c *Controller) answerLocal(id RequestID, res any) {
 	p := c.outbox[id]
 	delete(c.outbox, id)
-	if p != nil && p.reply != nil {
+	if p == nil {
+		return
+	}
+	if p.reply != nil {
 		c.self.Send(p.reply, res)
 	}
-	if d, ok := res.(*commandDone); ok && d.Err != nil {
+	d, own := res.(*commandDone)
+	switch {
+	case !own:
+	case isRegistration(p.cmd):
+		c.registered(d)
+	case d.Err != nil:
 		c.cfg.Logger.Warn().Str("error", d.Err.Message).Str("message", d.Message).Msgf("controller: %T failed", p.cmd)
 	}
 }
@@ -562,31 +609,22 @@ func (c *Controller) follow() {
 	}
 	if c.leader == self && !c.caughtUp && c.applied >= c.termFrom {
 		c.caughtUp, c.head = true, c.committed
+		c.activeSince, c.heard = c.cfg.Clock.Now(), map[int32]time.Time{}
 		if c.committed.ClusterID == "" {
-			c.seq++
-			c.take(RequestID{Node: c.cfg.NodeID, Incarnation: c.cfg.Incarnation, Seq: c.seq}, &bootCluster{ClusterID: newClusterID()}, nil)
+			c.takeOwn(&bootCluster{ClusterID: newClusterID()})
 		}
 		c.redispatch()
 	}
-	c.register()
+	// The first registration goes as soon as the cluster is named, not a
+	// heartbeat later: the node serves clients once it is registered.
+	if _, ok := c.committed.Brokers[c.cfg.NodeID]; !ok && c.committed.ClusterID != "" && c.refusedSince.IsZero() && c.leader != 0 {
+		c.register()
+	}
 }
 
-// register asks for this node's broker registration when the image lacks
-// it or holds another, once the cluster is named.
-func (c *Controller) register() {
-	if c.committed.ClusterID == "" {
-		return
-	}
-	if b, ok := c.committed.Brokers[c.cfg.NodeID]; ok && b == c.cfg.Broker {
-		return
-	}
-	for _, p := range c.outbox {
-		if _, ok := p.cmd.(*registerBroker); ok {
-			return
-		}
-	}
-	c.seq++
-	c.take(RequestID{Node: c.cfg.NodeID, Incarnation: c.cfg.Incarnation, Seq: c.seq}, &registerBroker{Broker: c.cfg.Broker}, nil)
+func isRegistration(cmd command) bool {
+	_, ok := cmd.(*registerBroker)
+	return ok
 }
 
 func (c *Controller) redispatch() {

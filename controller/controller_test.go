@@ -31,6 +31,9 @@ func newHarness(t *testing.T, fs vfs.FS) *harness {
 		Dir: "/data/__cluster_metadata-0", FS: fs, Clock: clock.Real,
 		Node: configs.Default(), Logger: zerolog.Nop(),
 		Publish: func(im *image.Image) { h.latest.Store(im) },
+		// A refused registration would wait out the session: a test
+		// that waits for one fails instead.
+		SessionTimeout: time.Hour,
 	}
 	h.spawn()
 	t.Cleanup(h.stop)
@@ -107,6 +110,15 @@ func TestCreateTopicsValidationAndRestart(t *testing.T) {
 	}
 	if im.Brokers[1].Port != 9092 || im.ClusterID == "" {
 		t.Fatalf("broker registration lost: %+v %q", im.Brokers, im.ClusterID)
+	}
+	// The restarted node registers its new incarnation at once: its old
+	// one is not taken for another live node with its id.
+	deadline := time.Now().Add(30 * time.Second)
+	for h.latest.Load().Brokers[1].Incarnation != h.cfg.Incarnation {
+		if time.Now().After(deadline) {
+			t.Fatalf("the restarted node's incarnation %d is not registered: %+v", h.cfg.Incarnation, h.latest.Load().Brokers[1])
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 

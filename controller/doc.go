@@ -1,13 +1,29 @@
-// Package controller owns the cluster metadata. Its actor, Controller, is
-// the only writer of the metadata log: it validates each command against
-// the current image (controller/image), places new partitions, writes the
-// command's records as one synced batch, applies them and publishes the
-// new image. On a restart it rebuilds the image by replaying the log.
+// Package controller owns the cluster metadata. Every node that has the
+// controller role runs a Controller actor, its seat in the controller
+// quorum: etcd raft's RawNode (member.go), with the voters of
+// controller.quorum.voters (this node alone when that is empty), driven
+// by the actor. Raft's entries, hard state and snapshots live in the
+// node's metadata log directory (logDisk, disk.go); its messages travel
+// to the other voters' controllers over remoting (RaftMessage).
 //
-// The package also holds a raft quorum member (member.go): etcd raft's
-// RawNode as a deterministic state machine with static voters, whose
-// entries, hard state and snapshot are kept by logDisk (disk.go) in a
-// metadata log directory. It is tested on its own, over a simulated
-// network and crashable filesystems; the Controller actor does not use it
-// yet, so a node's metadata is still its own.
+// The raft leader is the active controller. It decides each command
+// (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
+// AllocateProducerIDs, and the brokers' registrations and fencing)
+// against its image (controller/image) and places new partitions on live
+// brokers; the command's records and its result are one raft entry. Every
+// member applies committed entries in order and publishes each new image;
+// the member that took a command answers it once it has applied the
+// entry itself. A command given to another member is forwarded to the
+// active controller with a request id, and sent again until answered or
+// timed out; the result kept in the log lets a retry be answered without
+// deciding it twice.
+//
+// Brokers register (id, incarnation, addresses, rack) and heartbeat the
+// active controller (brokers.go); one silent for broker.session.timeout.ms
+// is fenced and its partitions lose their leader until it heartbeats or
+// registers again.
+//
+// On a restart the member reloads its snapshot and entries and the image
+// is rebuilt as raft hands the committed entries back. A metadata log
+// written by a Skein from before the quorum becomes its first snapshot.
 package controller

@@ -2,6 +2,8 @@ package controller
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -28,19 +30,33 @@ type quorum struct {
 	latest map[int32]*atomic.Pointer[image.Image]
 	status map[int32]*atomic.Pointer[Status]
 	inc    uint64
+	incs   map[int32]uint64
+	// edit, if set, changes a member's config before it starts.
+	edit func(*Config)
 }
 
 func newQuorum(t *testing.T, ids ...int32) *quorum {
+	return prepareQuorum(t, ids...).run()
+}
+
+// prepareQuorum makes the members' disks; run starts them.
+func prepareQuorum(t *testing.T, ids ...int32) *quorum {
 	q := &quorum{t: t, sys: actors.NewSystem(zerolog.Nop()), fs: map[int32]*vfs.MemFS{}, pids: map[int32]*actor.PID{},
-		latest: map[int32]*atomic.Pointer[image.Image]{}, status: map[int32]*atomic.Pointer[Status]{}}
+		latest: map[int32]*atomic.Pointer[image.Image]{}, status: map[int32]*atomic.Pointer[Status]{}, incs: map[int32]uint64{}}
 	for _, id := range ids {
 		q.fs[id] = vfs.NewCrashableMem()
 		q.latest[id], q.status[id] = &atomic.Pointer[image.Image]{}, &atomic.Pointer[Status]{}
 	}
+	return q
+}
+
+// run starts the members.
+func (q *quorum) run() *quorum {
+	ids := slices.Sorted(maps.Keys(q.fs))
 	for _, id := range ids {
 		q.start(id)
 	}
-	t.Cleanup(func() {
+	q.t.Cleanup(func() {
 		for id := range q.pids {
 			q.stop(id)
 		}
@@ -85,6 +101,10 @@ func (q *quorum) start(id int32) {
 		Publish: func(im *image.Image) { latest.Store(im) },
 		Quorum:  func(s Status) { status.Store(&s) },
 		Tick:    5 * time.Millisecond, SnapshotBytes: 2000,
+	}
+	q.incs[id] = q.inc
+	if q.edit != nil {
+		q.edit(&cfg)
 	}
 	pid, err := q.sys.Root.SpawnNamed(Props(cfg), name(id))
 	if err != nil {
@@ -262,4 +282,79 @@ func TestWireMessagesRoundTrip(t *testing.T) {
 	if r := m.(*RaftMessage); r.Origin.Node != 2 || string(r.Data) != "\x01\x02\x03" {
 		t.Fatalf("raft message: %+v", r)
 	}
+}
+
+// waitFor waits until member id's image satisfies cond.
+func (q *quorum) waitFor(id int32, what string, cond func(*image.Image) bool) {
+	q.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if im := q.latest[id].Load(); im != nil && cond(im) {
+			return
+		}
+		if time.Now().After(deadline) {
+			q.t.Fatalf("member %d: waited in vain for %s", id, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// ledBy returns the partitions of topic led by broker.
+func ledBy(im *image.Image, topic string, broker int32) []image.Partition {
+	var out []image.Partition
+	for _, p := range im.Topic(topic).Partitions {
+		if p.Leader == broker {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// A broker that stops heartbeating is fenced after its session timeout
+// and its partitions go offline; a heartbeat of the same incarnation
+// unfences it and gives them back; a restart registers a new incarnation.
+func TestBrokerFencing(t *testing.T) {
+	q := prepareQuorum(t, 1, 2, 3)
+	q.edit = func(c *Config) {
+		c.HeartbeatInterval, c.SessionTimeout = 10*time.Millisecond, 300*time.Millisecond
+		if c.NodeID == 3 {
+			c.HeartbeatInterval = time.Hour // registers, then never heartbeats
+		}
+	}
+	q.run()
+	q.waitRegistered()
+	if r := q.create(1, "f"); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	im := q.latest[1].Load()
+	led := ledBy(im, "f", 3)
+	if len(led) != 1 {
+		t.Fatalf("broker 3 leads %d of 3 partitions", len(led))
+	}
+	q.waitFor(1, "broker 3 fenced", func(im *image.Image) bool { return im.Brokers[3].Fenced })
+	im = q.latest[1].Load()
+	if p := im.Topic("f").Partitions[led[0].Index]; p.Leader != -1 || p.LeaderEpoch != led[0].LeaderEpoch+1 {
+		t.Fatalf("partition of fenced broker 3: %+v", p)
+	}
+	if ids := im.LiveBrokerIDs(); len(ids) != 2 {
+		t.Fatalf("live brokers %v", ids)
+	}
+	if r := q.create(1, "g"); r.Err != nil || len(ledBy(q.latest[1].Load(), "g", 3)) != 0 {
+		t.Fatalf("topic created while 3 is fenced: %v, placed on 3: %v", r.Err, ledBy(q.latest[1].Load(), "g", 3))
+	}
+
+	leader := q.leader(1)
+	q.sys.Root.Send(q.pids[leader], &BrokerHeartbeat{Origin: actors.Origin{Node: 3, Incarnation: q.incs[3]}})
+	q.waitFor(1, "broker 3 unfenced", func(im *image.Image) bool { return !im.Brokers[3].Fenced })
+	if p := q.latest[1].Load().Topic("f").Partitions[led[0].Index]; p.Leader != 3 || p.LeaderEpoch != led[0].LeaderEpoch+2 {
+		t.Fatalf("partition of unfenced broker 3: %+v", p)
+	}
+
+	q.crash(3)
+	q.edit = func(c *Config) { c.HeartbeatInterval, c.SessionTimeout = 10*time.Millisecond, 300*time.Millisecond }
+	q.start(3)
+	q.waitFor(1, "broker 3's new incarnation", func(im *image.Image) bool {
+		b := im.Brokers[3]
+		return b.Incarnation == q.incs[3] && !b.Fenced
+	})
 }

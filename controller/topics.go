@@ -3,6 +3,7 @@ package controller
 import (
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -120,10 +121,13 @@ func (c *Controller) planTopic(t NewTopic, planned map[string]string) (*image.Cr
 		if rf <= 0 {
 			return nil, kerr.InvalidReplicationFactor, "Replication factor must be larger than 0."
 		}
-		if int(rf) > len(c.head.Brokers) {
-			return nil, kerr.InvalidReplicationFactor, fmt.Sprintf("Unable to replicate the partition %d time(s): The target replication factor of %d cannot be reached because only %d broker(s) are registered.", rf, rf, len(c.head.Brokers))
+		if live := len(c.head.LiveBrokerIDs()); int(rf) > live {
+			return nil, kerr.InvalidReplicationFactor, fmt.Sprintf("Unable to replicate the partition %d time(s): The target replication factor of %d cannot be reached because only %d broker(s) are registered and unfenced.", rf, rf, live)
 		}
-		assign = c.place(0, int(n), int(rf), len(c.head.Topics))
+		if rf > 1 {
+			return nil, kerr.InvalidReplicationFactor, noReplication
+		}
+		assign = c.place(int(n), int(rf))
 	}
 	rec := &image.CreateTopic{Name: t.Name, ID: newTopicID(), Configs: maps.Clone(t.Configs), Internal: t.Internal}
 	for i, replicas := range assign {
@@ -136,31 +140,39 @@ func newPartition(index int32, replicas []int32) image.Partition {
 	return image.Partition{Index: index, Leader: replicas[0], Replicas: slices.Clone(replicas), ISR: slices.Clone(replicas)}
 }
 
-// place spreads partitions [from, from+n) over the brokers round robin,
-// starting at an offset that differs per topic so leaders spread too.
-func (c *Controller) place(from, n, rf, start int) [][]int32 {
-	brokers := c.head.BrokerIDs()
+// place spreads n partitions over the live brokers round robin, from a
+// random one, so that leaders spread evenly across topics too. The
+// caller has checked that rf brokers are live.
+func (c *Controller) place(n, rf int) [][]int32 {
+	brokers := c.head.LiveBrokerIDs()
+	start := rand.IntN(len(brokers))
 	out := make([][]int32, n)
 	for p := range n {
 		replicas := make([]int32, rf)
 		for r := range rf {
-			replicas[r] = brokers[(start+from+p+r)%len(brokers)]
+			replicas[r] = brokers[(start+p+r)%len(brokers)]
 		}
 		out[p] = replicas
 	}
 	return out
 }
 
+// noReplication is why a replication factor above 1 is refused.
+const noReplication = "Replication is not available yet: Skein keeps one copy of each partition, so a topic's replication factor must be 1."
+
 func (c *Controller) checkAssignments(assign [][]int32) (*kerr.Error, string) {
 	rf := len(assign[0])
+	if rf > 1 {
+		return kerr.InvalidReplicationFactor, noReplication
+	}
 	for i, replicas := range assign {
 		if len(replicas) == 0 || len(replicas) != rf {
 			return kerr.InvalidReplicaAssignment, fmt.Sprintf("Partition %d has %d replicas; every partition needs the same number, at least one.", i, len(replicas))
 		}
 		seen := map[int32]bool{}
 		for _, b := range replicas {
-			if _, ok := c.head.Brokers[b]; !ok {
-				return kerr.InvalidReplicaAssignment, fmt.Sprintf("Broker %d in the assignment of partition %d is not registered.", b, i)
+			if rb, ok := c.head.Brokers[b]; !ok || rb.Fenced {
+				return kerr.InvalidReplicaAssignment, fmt.Sprintf("Broker %d in the assignment of partition %d is not registered, or fenced.", b, i)
 			}
 			if seen[b] {
 				return kerr.InvalidReplicaAssignment, fmt.Sprintf("Partition %d names broker %d twice.", i, b)
@@ -243,7 +255,12 @@ func (c *Controller) createPartitions(m *CreatePartitions) (*CreatePartitionsRes
 				continue
 			}
 		} else {
-			assign = c.place(len(t.Partitions), add, len(t.Partitions[0].Replicas), 0)
+			rf := len(t.Partitions[0].Replicas)
+			if live := len(c.head.LiveBrokerIDs()); rf > live {
+				r.Err, r.Message = kerr.InvalidReplicationFactor, fmt.Sprintf("Unable to replicate the new partitions %d time(s): only %d broker(s) are registered and unfenced.", rf, live)
+				continue
+			}
+			assign = c.place(add, rf)
 		}
 		rec := &image.AddPartitions{ID: t.ID}
 		for j, replicas := range assign {

@@ -1,8 +1,12 @@
 // Package node composes one Skein process: the actor system, the
 // controller, the partitions and group coordinators, and the listeners; it
-// owns start-up and graceful stop. A node is a cluster of its own (both
-// roles, no remoting); Start refuses a configuration that names a
-// controller quorum.
+// owns start-up and graceful stop. With controller.quorum.voters empty a
+// node is a cluster of its own; with it set, the node starts remoting on
+// cluster.listen, its controller joins the quorum, and the node serves
+// clients once its broker is registered in the cluster's metadata. Every
+// node of a cluster must have both roles for now (Start refuses a
+// broker-only node), and a partition has one replica: each node hosts and
+// leads the partitions placed on it.
 //
 // A node's actors form one tree under its root actor, node/<id> (DESIGN.md
 // "The actor tree"): controller, metadata, partitions with one child per

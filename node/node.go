@@ -326,11 +326,18 @@ func (n *Node) publish(im *image.Image) {
 	if c := n.children.Load(); c != nil {
 		n.sys.Root.Send(c.metadata, &controller.ImagePublished{Image: im})
 	}
-	// Clients are served once the image names this node's broker: before,
-	// Metadata would not list the node they are talking to.
-	if _, ok := im.Brokers[n.cfg.NodeID]; ok {
+	// Clients are served once the image names this run of this node's
+	// broker: before, Metadata would not list the node they talk to.
+	if b, ok := im.Brokers[n.cfg.NodeID]; ok && b.Incarnation == n.incarnation {
 		n.imageOnce.Do(func() { close(n.firstImage) })
 	}
+}
+
+// refused stops a node the cluster will not take (another live node has
+// its id).
+func (n *Node) refused(err error) {
+	n.log.Error().Err(err).Msg("node: refused by the cluster; stopping")
+	go n.Stop(context.Background())
 }
 
 // quorumStatus returns what the controller last reported of the quorum.
@@ -443,6 +450,10 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 	// the spawn), must be known first.
 	ctrlPID := actor.NewPID(c.ActorSystem().Address(), c.Self().Id+"/controller")
 	n.children.Store(&children{controller: ctrlPID, metadata: metadata, partitions: partitions, groups: groups})
+	var clusterAddr string
+	if n.remote != nil {
+		clusterAddr = n.cfg.ClusterAdvertise
+	}
 	peers := map[int32]*actor.PID{}
 	voters, _ := n.cfg.Voters() // valid: Start's caller validated cfg
 	for _, v := range voters {
@@ -453,8 +464,11 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 	ctrl, err := c.SpawnNamed(controller.Props(controller.Config{
 		Peers:  peers,
 		NodeID: n.cfg.NodeID, Incarnation: n.incarnation,
-		Broker: image.Broker{ID: n.cfg.NodeID, Host: host, Port: port, Rack: n.cfg.BrokerRack},
-		Dir:    filepath.Join(n.cfg.DataDir, "__cluster_metadata-0"), FS: n.files, Clock: clock.Real,
+		Broker:            image.Broker{Host: host, Port: port, Rack: n.cfg.BrokerRack, ClusterAddr: clusterAddr},
+		HeartbeatInterval: time.Duration(n.cfg.BrokerHeartbeatIntervalMs) * time.Millisecond,
+		SessionTimeout:    time.Duration(n.cfg.BrokerSessionTimeoutMs) * time.Millisecond,
+		Refused:           n.refused,
+		Dir:               filepath.Join(n.cfg.DataDir, "__cluster_metadata-0"), FS: n.files, Clock: clock.Real,
 		Node: n.cfg, Logger: n.log, Publish: n.publish,
 		Quorum: func(s controller.Status) { n.quorum.Store(&s) },
 	}), "controller")

@@ -156,6 +156,9 @@ func (a *API) handleProduce(c *conn, kreq kmsg.Request) finish {
 				}
 			}
 		}
+		if req.Version >= 10 {
+			produceLeaderHints(a.Image(), resp)
+		}
 		return resp
 	}
 }

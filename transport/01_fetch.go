@@ -261,6 +261,9 @@ func (a *API) fetchAnswer(req *kmsg.FetchRequest, fc *fetchContext, res []fetchR
 		fr.slices = append(fr.slices, r.slice)
 		a.metrics.errorCode(1, req.Version, r.part.ErrorCode)
 	}
+	if req.Version >= 12 {
+		fetchLeaderHints(a.Image(), resp)
+	}
 	return fr
 }
 

@@ -83,7 +83,7 @@ func (a *API) handleMetadata(_ *conn, kreq kmsg.Request) finish {
 // errors of topics that could not be auto-created.
 func (a *API) metadataResponse(req *kmsg.MetadataRequest, im *image.Image, all bool, failed map[string]*kerr.Error) *kmsg.MetadataResponse {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
-	for _, id := range im.BrokerIDs() {
+	for _, id := range im.LiveBrokerIDs() {
 		b := im.Brokers[id]
 		rb := kmsg.NewMetadataResponseBroker()
 		rb.NodeID, rb.Host, rb.Port = b.ID, b.Host, b.Port

@@ -52,7 +52,7 @@ func (a *API) handleDescribeCluster(_ *conn, kreq kmsg.Request) finish {
 	im := a.Image()
 	resp.ClusterID = im.ClusterID
 	resp.ControllerID = a.activeController()
-	for _, id := range im.BrokerIDs() {
+	for _, id := range im.LiveBrokerIDs() {
 		b := im.Brokers[id]
 		rb := kmsg.NewDescribeClusterResponseBroker()
 		rb.NodeID, rb.Host, rb.Port = b.ID, b.Host, b.Port

@@ -32,7 +32,9 @@ func (a *API) hosted(topic string, p int32) (*partition.Handle, *partition.View,
 	// NB: a deleted topic's partition stays hosted until the metadata actor
 	// unhosts it; a topic created again under its name must not reach it
 	// (its records would go to the old log and be deleted with it).
-	if t := a.Image().Topic(topic); t == nil || t.ID != h.TopicID {
+	// Nor does a partition this node hosts but no longer leads (its
+	// broker was fenced).
+	if t := a.Image().Topic(topic); t == nil || t.ID != h.TopicID || int(p) >= len(t.Partitions) || t.Partitions[p].Leader != a.Node.NodeID {
 		return nil, nil, kerr.NotLeaderForPartition
 	}
 	v := h.View()

@@ -44,9 +44,28 @@ type Image struct {
 // Broker is a registered broker.
 type Broker struct {
 	ID   int32
-	Host string
+	Host string // Host and Port are the Kafka listener advertised to clients
 	Port int32
 	Rack string
+	// ClusterAddr is the broker's remoting address (cluster.advertise).
+	ClusterAddr string
+	// Incarnation tells the broker's runs apart: a restarted broker
+	// registers again with a new one.
+	Incarnation uint64
+	// Fenced is set when the broker missed its heartbeats for a session
+	// timeout: it leads nothing and clients are not told of it.
+	Fenced bool
+}
+
+// LiveBrokerIDs returns the ids of the brokers not fenced, sorted.
+func (im *Image) LiveBrokerIDs() []int32 {
+	var ids []int32
+	for _, id := range im.BrokerIDs() {
+		if !im.Brokers[id].Fenced {
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }
 
 // Topic is one topic. Treat it as read-only.

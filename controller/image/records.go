@@ -33,6 +33,7 @@ const (
 	TypeSetConfigs
 	TypeAllocateProducerIDs
 	TypeChangePartition
+	TypeFenceBroker
 )
 
 // New returns an empty record of type t, for decoding, or nil for a type
@@ -55,6 +56,8 @@ func New(t RecordType) Record {
 		return &AllocateProducerIDs{}
 	case TypeChangePartition:
 		return &ChangePartition{}
+	case TypeFenceBroker:
+		return &FenceBroker{}
 	}
 	return nil
 }
@@ -86,17 +89,40 @@ func (r *Cluster) apply(im *Image) error {
 	return nil
 }
 
-// RegisterBroker adds or updates a broker.
+// RegisterBroker adds a broker, or replaces its registration (a new
+// incarnation, new addresses), unfenced.
 type RegisterBroker struct {
-	ID   int32  `msgpack:"id"`
-	Host string `msgpack:"host"`
-	Port int32  `msgpack:"port"`
-	Rack string `msgpack:"rack"`
+	ID          int32  `msgpack:"id"`
+	Host        string `msgpack:"host"`
+	Port        int32  `msgpack:"port"`
+	Rack        string `msgpack:"rack"`
+	ClusterAddr string `msgpack:"cluster"`
+	Incarnation uint64 `msgpack:"inc"`
 }
 
 func (*RegisterBroker) Type() RecordType { return TypeRegisterBroker }
 func (r *RegisterBroker) apply(im *Image) error {
-	im.Brokers[r.ID] = Broker{ID: r.ID, Host: r.Host, Port: r.Port, Rack: r.Rack}
+	im.Brokers[r.ID] = Broker{ID: r.ID, Host: r.Host, Port: r.Port, Rack: r.Rack, ClusterAddr: r.ClusterAddr, Incarnation: r.Incarnation}
+	return nil
+}
+
+// FenceBroker fences a broker's incarnation (it missed its heartbeats) or
+// unfences it (it heartbeats again). The controller moves the leadership
+// of its partitions in ChangePartition records of the same entry.
+type FenceBroker struct {
+	ID          int32  `msgpack:"id"`
+	Incarnation uint64 `msgpack:"inc"`
+	Fenced      bool   `msgpack:"fenced"`
+}
+
+func (*FenceBroker) Type() RecordType { return TypeFenceBroker }
+func (r *FenceBroker) apply(im *Image) error {
+	b, ok := im.Brokers[r.ID]
+	if !ok || b.Incarnation != r.Incarnation {
+		return fmt.Errorf("no broker %d of incarnation %d", r.ID, r.Incarnation)
+	}
+	b.Fenced = r.Fenced
+	im.Brokers[r.ID] = b
 	return nil
 }
 

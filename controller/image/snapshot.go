@@ -15,7 +15,10 @@ func (im *Image) Records() []Record {
 	}
 	for _, id := range im.BrokerIDs() {
 		b := im.Brokers[id]
-		out = append(out, &RegisterBroker{ID: b.ID, Host: b.Host, Port: b.Port, Rack: b.Rack})
+		out = append(out, &RegisterBroker{ID: b.ID, Host: b.Host, Port: b.Port, Rack: b.Rack, ClusterAddr: b.ClusterAddr, Incarnation: b.Incarnation})
+		if b.Fenced {
+			out = append(out, &FenceBroker{ID: b.ID, Incarnation: b.Incarnation, Fenced: true})
+		}
 	}
 	for _, name := range im.TopicNames() {
 		t := im.Topics[name]

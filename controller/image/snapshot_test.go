@@ -10,7 +10,8 @@ func TestRecordsRebuildTheImage(t *testing.T) {
 	v := "compact"
 	steps := []Record{
 		&Cluster{ClusterID: "c1"},
-		&RegisterBroker{ID: 2, Host: "h2", Port: 9092, Rack: "r2"},
+		&RegisterBroker{ID: 2, Host: "h2", Port: 9092, Rack: "r2", ClusterAddr: "h2:9093", Incarnation: 7},
+		&FenceBroker{ID: 2, Incarnation: 7, Fenced: true},
 		&RegisterBroker{ID: 1, Host: "h1", Port: 9092},
 		&CreateTopic{Name: "orders", ID: TopicID{1}, Partitions: []Partition{
 			{Index: 0, Leader: 1, Replicas: []int32{1}, ISR: []int32{1}},

@@ -1,0 +1,235 @@
+package controller
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/skeinlog/skein/actors"
+	"github.com/skeinlog/skein/controller/image"
+)
+
+// Brokers and their liveness, as KRaft keeps them: every node's
+// controller registers the node's broker (id, incarnation, addresses,
+// rack) and then heartbeats the active controller every heartbeat
+// interval. The active controller keeps the time of each broker's last
+// heartbeat in memory only, and commits a change only when a broker's
+// state changes: one that misses its heartbeats for a session timeout is
+// fenced (its partitions lose their leader), and one that heartbeats
+// again, same incarnation, is unfenced (they get it back). A restarted
+// broker registers its new incarnation, which replaces the old
+// registration unless that one is still heartbeating (two live nodes with
+// one id). A newly active controller starts every broker's session when
+// it becomes active, so a leader change fences nobody.
+
+func init() {
+	actors.Register[BrokerHeartbeat](103)
+}
+
+// BrokerHeartbeat says that a broker's incarnation is alive. It is sent
+// to the active controller and not answered: the next one follows.
+type BrokerHeartbeat struct {
+	Origin actors.Origin `msgpack:"origin"`
+}
+
+func (m *BrokerHeartbeat) Serialize() (actors.Serialized, error) { return actors.Encode(m) }
+
+// registerBroker records a broker's registration.
+type registerBroker struct {
+	Broker image.Broker `msgpack:"broker"`
+}
+
+func (*registerBroker) kind() commandKind { return kindRegisterBroker }
+func (m *registerBroker) decide(c *Controller) (any, []image.Record) {
+	b := m.Broker
+	old, ok := c.head.Brokers[b.ID]
+	if ok && old == b {
+		return &commandDone{}, nil
+	}
+	if ok && !old.Fenced && old.Incarnation != b.Incarnation && c.heartbeating(b.ID) {
+		return &commandDone{Err: kerr.DuplicateBrokerRegistration, Message: fmt.Sprintf(
+			"node %d at %s (Kafka %s:%d) is registered and heartbeating", old.ID, old.ClusterAddr, old.Host, old.Port)}, nil
+	}
+	// Its session starts now: it just spoke.
+	c.heard[b.ID] = c.cfg.Clock.Now()
+	records := []image.Record{&image.RegisterBroker{ID: b.ID, Host: b.Host, Port: b.Port, Rack: b.Rack, ClusterAddr: b.ClusterAddr, Incarnation: b.Incarnation}}
+	return &commandDone{}, append(records, c.leadAgain(b.ID)...)
+}
+func (*registerBroker) failed(err *kerr.Error, msg string) any {
+	return &commandDone{Err: err, Message: msg}
+}
+func (*registerBroker) newResult() any { return &commandDone{} }
+
+// fenceBroker fences or unfences one incarnation of a broker.
+type fenceBroker struct {
+	ID          int32  `msgpack:"id"`
+	Incarnation uint64 `msgpack:"inc"`
+	Fenced      bool   `msgpack:"fenced"`
+}
+
+func (*fenceBroker) kind() commandKind { return kindFenceBroker }
+func (m *fenceBroker) decide(c *Controller) (any, []image.Record) {
+	b, ok := c.head.Brokers[m.ID]
+	if !ok || b.Incarnation != m.Incarnation || b.Fenced == m.Fenced {
+		return &commandDone{}, nil
+	}
+	records := []image.Record{&image.FenceBroker{ID: m.ID, Incarnation: m.Incarnation, Fenced: m.Fenced}}
+	if m.Fenced {
+		records = append(records, c.stopLeading(m.ID)...)
+	} else {
+		records = append(records, c.leadAgain(m.ID)...)
+	}
+	return &commandDone{}, records
+}
+func (*fenceBroker) failed(err *kerr.Error, msg string) any {
+	return &commandDone{Err: err, Message: msg}
+}
+func (*fenceBroker) newResult() any { return &commandDone{} }
+
+// stopLeading takes the leadership of every partition broker leads away:
+// with replication factor 1 nobody else can lead, so they go offline.
+func (c *Controller) stopLeading(broker int32) []image.Record {
+	return c.changeLeaders(func(p image.Partition) (int32, bool) { return -1, p.Leader == broker })
+}
+
+// leadAgain gives broker back the leaderless partitions it is in sync for.
+func (c *Controller) leadAgain(broker int32) []image.Record {
+	return c.changeLeaders(func(p image.Partition) (int32, bool) {
+		return broker, p.Leader < 0 && slices.Contains(p.ISR, broker)
+	})
+}
+
+// changeLeaders sets the leader of the partitions change picks, each a
+// new leader epoch, in topic name order.
+func (c *Controller) changeLeaders(change func(image.Partition) (leader int32, ok bool)) []image.Record {
+	var records []image.Record
+	for _, name := range c.head.TopicNames() {
+		t := c.head.Topics[name]
+		for _, p := range t.Partitions {
+			leader, ok := change(p)
+			if !ok {
+				continue
+			}
+			p.Leader, p.LeaderEpoch, p.PartitionEpoch = leader, p.LeaderEpoch+1, p.PartitionEpoch+1
+			p.Replicas, p.ISR = slices.Clone(p.Replicas), slices.Clone(p.ISR)
+			records = append(records, &image.ChangePartition{ID: t.ID, Partition: p})
+		}
+	}
+	return records
+}
+
+// heartbeat records a broker's heartbeat at the active controller, and
+// unfences it if it was fenced.
+func (c *Controller) heartbeat(o actors.Origin) {
+	if !c.active() {
+		return
+	}
+	b, ok := c.head.Brokers[o.Node]
+	if !ok || b.Incarnation != o.Incarnation {
+		return // its registration is on the way
+	}
+	c.heard[o.Node] = c.cfg.Clock.Now()
+	if b.Fenced && !c.pendingFence(o.Node, false) {
+		c.takeOwn(&fenceBroker{ID: o.Node, Incarnation: o.Incarnation, Fenced: false})
+	}
+}
+
+// heartbeating reports whether broker has heartbeat this active
+// controller within a session timeout.
+func (c *Controller) heartbeating(broker int32) bool {
+	heard, ok := c.heard[broker]
+	return ok && c.cfg.Clock.Now().Sub(heard) < c.cfg.SessionTimeout
+}
+
+// silent reports whether broker's session, which starts at the latest of
+// its last heartbeat and this controller becoming active, has expired.
+func (c *Controller) silent(broker int32) bool {
+	last := c.activeSince
+	if heard := c.heard[broker]; heard.After(last) {
+		last = heard
+	}
+	return c.cfg.Clock.Now().Sub(last) >= c.cfg.SessionTimeout
+}
+
+// fenceSilent fences, at the active controller, the brokers not heard
+// from for a session timeout.
+func (c *Controller) fenceSilent() {
+	if !c.active() {
+		return
+	}
+	for _, id := range c.head.BrokerIDs() {
+		b := c.head.Brokers[id]
+		if !b.Fenced && c.silent(id) && !c.pendingFence(id, true) {
+			c.cfg.Logger.Warn().Int32("broker", id).Dur("broker.session.timeout.ms", c.cfg.SessionTimeout).Msg("controller: fencing a broker that stopped heartbeating")
+			c.takeOwn(&fenceBroker{ID: id, Incarnation: b.Incarnation, Fenced: true})
+		}
+	}
+}
+
+func (c *Controller) pendingFence(broker int32, fenced bool) bool {
+	for _, p := range c.outbox {
+		if f, ok := p.cmd.(*fenceBroker); ok && f.ID == broker && f.Fenced == fenced {
+			return true
+		}
+	}
+	return false
+}
+
+// beat runs every heartbeat interval on every controller: its own
+// broker's registration when the image lacks it or holds another, else
+// its heartbeat to the active controller.
+func (c *Controller) beat() {
+	if c.committed.ClusterID == "" || c.leader == 0 {
+		return
+	}
+	me := c.cfg.Broker
+	if b, ok := c.committed.Brokers[me.ID]; !ok || b.Incarnation != me.Incarnation || !sameAddresses(b, me) {
+		c.register()
+		return
+	}
+	hb := &BrokerHeartbeat{Origin: actors.Origin{Node: c.cfg.NodeID, Incarnation: c.cfg.Incarnation}}
+	if c.leader == raftID(c.cfg.NodeID) {
+		c.heartbeat(hb.Origin)
+	} else if to := c.cfg.Peers[nodeID(c.leader)]; to != nil {
+		c.self.Send(to, hb)
+	}
+}
+
+func sameAddresses(a, b image.Broker) bool {
+	return a.Host == b.Host && a.Port == b.Port && a.Rack == b.Rack && a.ClusterAddr == b.ClusterAddr
+}
+
+// register asks for this broker's registration, unless a request is
+// under way.
+func (c *Controller) register() {
+	for _, p := range c.outbox {
+		if _, ok := p.cmd.(*registerBroker); ok {
+			return
+		}
+	}
+	c.takeOwn(&registerBroker{Broker: c.cfg.Broker})
+}
+
+// registered takes a registration's answer. A refusal because another
+// live node has this id is retried (the other may be this node's own
+// earlier run, not yet fenced) for two session timeouts, and then this
+// node gives up: cfg.Refused.
+func (c *Controller) registered(d *commandDone) {
+	now := c.cfg.Clock.Now()
+	if d.Err == nil {
+		if !c.refusedSince.IsZero() {
+			c.cfg.Logger.Info().Msg("controller: broker registered after all")
+		}
+		c.refusedSince = time.Time{}
+		return
+	}
+	if c.refusedSince.IsZero() {
+		c.refusedSince = now
+		c.cfg.Logger.Warn().Str("error", d.Err.Message).Str("reason", d.Message).Msg("controller: broker registration refused; retrying until the other registration's session expires")
+	}
+	if d.Err == kerr.DuplicateBrokerRegistration && now.Sub(c.refusedSince) > 2*c.cfg.SessionTimeout && c.cfg.Refused != nil {
+		c.cfg.Refused(fmt.Errorf("another live node has node.id %d: %s; give this node an id of its own (node.id)", c.cfg.NodeID, d.Message))
+	}
+}
