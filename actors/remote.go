@@ -3,10 +3,13 @@ package actors
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"reflect"
+	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -71,6 +74,33 @@ var wire struct {
 	sync.RWMutex
 	byID   map[uint32]reflect.Type // the struct type
 	byType map[reflect.Type]uint32
+	counts map[uint32]*frameCounts
+}
+
+// frameCounts count one type's frames, for RemoteFrames.
+type frameCounts struct{ sent, received atomic.Uint64 }
+
+// unknownFrames counts the frames received as *Unknown.
+var unknownFrames atomic.Uint64
+
+// FrameCount is how many frames of one message type this process sent
+// and received.
+type FrameCount struct {
+	Type           string
+	Sent, Received uint64
+}
+
+// RemoteFrames returns the frames counted per registered type, in type id
+// order, and the undecodable ones received, as type "unknown".
+func RemoteFrames() []FrameCount {
+	wire.RLock()
+	defer wire.RUnlock()
+	var out []FrameCount
+	for _, id := range slices.Sorted(maps.Keys(wire.counts)) {
+		c := wire.counts[id]
+		out = append(out, FrameCount{Type: wire.byID[id].Name(), Sent: c.sent.Load(), Received: c.received.Load()})
+	}
+	return append(out, FrameCount{Type: "unknown", Received: unknownFrames.Load()})
 }
 
 // Register registers *T as a message that travels between nodes under
@@ -88,7 +118,7 @@ func Register[T any](id uint32) {
 	wire.Lock()
 	defer wire.Unlock()
 	if wire.byID == nil {
-		wire.byID, wire.byType = map[uint32]reflect.Type{}, map[reflect.Type]uint32{}
+		wire.byID, wire.byType, wire.counts = map[uint32]reflect.Type{}, map[reflect.Type]uint32{}, map[uint32]*frameCounts{}
 	}
 	if old, ok := wire.byID[id]; ok {
 		panic(fmt.Sprintf("actors: Register(%d): id taken by %v", id, old))
@@ -96,7 +126,7 @@ func Register[T any](id uint32) {
 	if old, ok := wire.byType[t]; ok {
 		panic(fmt.Sprintf("actors: Register(%d): %v registered as %d", id, t, old))
 	}
-	wire.byID[id], wire.byType[t] = t, id
+	wire.byID[id], wire.byType[t], wire.counts[id] = t, id, &frameCounts{}
 }
 
 // Encode returns m's frame. m must be a pointer to a registered struct.
@@ -107,10 +137,12 @@ func Encode(m any) (Serialized, error) {
 	}
 	wire.RLock()
 	id, ok := wire.byType[t.Elem()]
+	counts := wire.counts[id]
 	wire.RUnlock()
 	if !ok {
 		return nil, fmt.Errorf("%w: %T", ErrNotRegistered, m)
 	}
+	counts.sent.Add(1)
 	body, err := msgpack.Marshal(m)
 	if err != nil {
 		return nil, fmt.Errorf("actors: encoding %T: %w", m, err)
@@ -127,14 +159,18 @@ func Encode(m any) (Serialized, error) {
 func (f *Frame) Deserialize() (remote.RootSerializable, error) {
 	wire.RLock()
 	t, ok := wire.byID[f.TypeId]
+	counts := wire.counts[f.TypeId]
 	wire.RUnlock()
 	if !ok {
+		unknownFrames.Add(1)
 		return &Unknown{TypeID: f.TypeId, Reason: "unregistered type id"}, nil
 	}
 	v := reflect.New(t)
 	if err := msgpack.Unmarshal(f.Body, v.Interface()); err != nil {
+		unknownFrames.Add(1)
 		return &Unknown{TypeID: f.TypeId, Reason: fmt.Sprintf("%v: %v", t, err)}, nil
 	}
+	counts.received.Add(1)
 	if rc, ok := v.Interface().(RawCarrier); ok {
 		rc.SetRaw(f.Raw)
 	}

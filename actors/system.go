@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/remote"
 	"github.com/rs/zerolog"
 )
 
@@ -38,14 +39,21 @@ func NewSystem(logger zerolog.Logger, opts ...actor.ConfigOption) *actor.ActorSy
 	if lvl := logger.GetLevel(); lvl > zerolog.DebugLevel && lvl < zerolog.WarnLevel {
 		bridged = bridged.Level(zerolog.WarnLevel)
 	}
+	lk := &links{down: map[string]int{}}
 	all := append([]actor.ConfigOption{
 		actor.WithLoggerFactory(func(s *actor.ActorSystem) *slog.Logger {
-			return slog.New(SlogHandler(bridged)).With("actor_system", s.ID)
+			return slog.New(linkLog{next: SlogHandler(bridged), links: lk}).With("actor_system", s.ID)
 		}),
 		actor.WithDeadLetterThrottleCount(DeadLetterThrottleCount),
 		actor.WithDeadLetterThrottleInterval(DeadLetterThrottleInterval),
 	}, opts...)
-	return actor.NewActorSystem(all...)
+	sys := actor.NewActorSystem(all...)
+	sys.EventStream.Subscribe(func(evt any) {
+		if e, ok := evt.(*remote.EndpointConnectedEvent); ok {
+			lk.up(e.Address, sys.Logger())
+		}
+	})
+	return sys
 }
 
 // SlogHandler returns a slog.Handler that writes to logger, for libraries

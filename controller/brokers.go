@@ -131,6 +131,7 @@ func (c *Controller) heartbeat(o actors.Origin) {
 		return // its registration is on the way
 	}
 	c.heard[o.Node] = c.cfg.Clock.Now()
+	c.heartbeatsReceived++
 	if b.Fenced && !c.pendingFence(o.Node, false) {
 		c.takeOwn(&fenceBroker{ID: o.Node, Incarnation: o.Incarnation, Fenced: false})
 	}
@@ -190,6 +191,7 @@ func (c *Controller) beat() {
 		return
 	}
 	hb := &BrokerHeartbeat{Origin: actors.Origin{Node: c.cfg.NodeID, Incarnation: c.cfg.Incarnation}}
+	c.heartbeatsSent++
 	if c.leader == raftID(c.cfg.NodeID) {
 		c.heartbeat(hb.Origin)
 	} else if to := c.cfg.Peers[nodeID(c.leader)]; to != nil {

@@ -76,6 +76,9 @@ type Status struct {
 	// Commit is the index of the newest entry known committed, Applied
 	// the newest applied here.
 	Commit, Applied uint64
+	// HeartbeatsSent counts this node's broker heartbeats,
+	// HeartbeatsReceived those this controller took while active.
+	HeartbeatsSent, HeartbeatsReceived uint64
 }
 
 // ProducerIDBlockSize is how many producer ids one AllocateProducerIDs hands out.
@@ -126,6 +129,11 @@ type Controller struct {
 	proposed map[RequestID]bool
 
 	status Status // as last reported
+	// heartbeatsSent and heartbeatsReceived count for Status.
+	heartbeatsSent, heartbeatsReceived uint64
+	// At the leader, when each voter was last heard from and last
+	// caught up (DescribeQuorum).
+	peerHeard, peerCaughtUp map[int32]time.Time
 
 	// Broker liveness: heard and activeSince are the active
 	// controller's, the time of each broker's last heartbeat (or
@@ -215,6 +223,7 @@ func (c *Controller) Receive(ctx actor.Context) {
 			c.cfg.Logger.Warn().Err(err).Int32("from", m.Origin.Node).Msg("controller: dropping a raft message that does not decode or names another sender")
 			return
 		}
+		c.heardFrom(msg, c.cfg.Clock.Now())
 		if err := c.m.step(msg); err != nil {
 			c.cfg.Logger.Warn().Err(err).Int32("from", m.Origin.Node).Msg("controller: raft refused a message")
 		}
@@ -229,6 +238,9 @@ func (c *Controller) Receive(ctx actor.Context) {
 		c.answer(m.Request, m.Result)
 	case *BrokerHeartbeat:
 		c.heartbeat(m.Origin)
+	case *DescribeQuorum:
+		ctx.Respond(c.describe())
+		return
 	case *actors.Unknown:
 		c.cfg.Logger.Warn().Uint32("type", m.TypeID).Str("reason", m.Reason).Msg("controller: dropping a message from a peer")
 		return
@@ -262,6 +274,7 @@ func (c *Controller) start() error {
 	c.committed, c.head, c.published = image.Empty(), image.Empty(), nil
 	c.answered = nil
 	c.outbox, c.proposed, c.heard = map[RequestID]*pending{}, map[RequestID]bool{}, map[int32]time.Time{}
+	c.peerHeard, c.peerCaughtUp = map[int32]time.Time{}, map[int32]time.Time{}
 	c.leader, c.term, c.caughtUp = 0, 0, false
 	if snap, err := disk.loadSnapshot(); err != nil {
 		return err
@@ -500,7 +513,8 @@ func (c *Controller) process() {
 // report hands the quorum's status to cfg.Quorum when it changed.
 func (c *Controller) report() {
 	st := c.m.status()
-	s := Status{Leader: -1, Term: st.GetTerm(), Commit: st.GetCommit(), Applied: c.applied}
+	s := Status{Leader: -1, Term: st.GetTerm(), Commit: st.GetCommit(), Applied: c.applied,
+		HeartbeatsSent: c.heartbeatsSent, HeartbeatsReceived: c.heartbeatsReceived}
 	if st.Lead != 0 {
 		s.Leader = nodeID(st.Lead)
 	}
@@ -508,6 +522,7 @@ func (c *Controller) report() {
 		c.cfg.Quorum(s)
 	}
 	c.status = s
+	c.trackPeers()
 }
 
 func (c *Controller) send(msg *pb.Message) {

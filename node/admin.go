@@ -235,6 +235,7 @@ func (n *Node) registerNodeMetrics() {
 		n.tree,
 		partitionCollector{n.registry},
 		fileCollector{n.files, n.registry, n.failures},
+		clusterCollector{n},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

@@ -72,6 +72,8 @@ type Node struct {
 	admin   *adminServer
 	serving atomic.Bool // the Kafka listener serves; cleared when Stop begins
 
+	// peers are the other voters' controllers.
+	peers map[int32]*actor.PID
 	// incarnation tells this run of the node from every earlier one.
 	incarnation uint64
 
@@ -120,6 +122,13 @@ func Start(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 	n.sys = actors.NewSystem(log)
 	n.tree = actors.NewTree(n.sys, n.faults)
 	n.registerNodeMetrics()
+	n.peers = map[int32]*actor.PID{}
+	voters, _ := cfg.Voters() // valid: the caller validated cfg
+	for _, v := range voters {
+		if v.ID != cfg.NodeID {
+			n.peers[v.ID] = actor.NewPID(v.Addr, Name(v.ID)+"/controller")
+		}
+	}
 	if cfg.Clustered() {
 		// Remoting starts before any traffic (actors.StartRemote), and
 		// before the tree, whose PIDs carry its address.
@@ -205,8 +214,14 @@ func (n *Node) serve() {
 		GroupsPID:  c.groups,
 		Node:       cfg,
 		Quorum:     n.quorumStatus,
-		Logger:     log,
-		Failures:   n.failures,
+		ControllerOf: func(id int32) *actor.PID {
+			if id == cfg.NodeID {
+				return c.controller
+			}
+			return n.peers[id]
+		},
+		Logger:   log,
+		Failures: n.failures,
 	}, transport.NewMetrics(n.metrics)))
 	n.serverMu.Lock()
 	defer n.serverMu.Unlock()
@@ -454,15 +469,8 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 	if n.remote != nil {
 		clusterAddr = n.cfg.ClusterAdvertise
 	}
-	peers := map[int32]*actor.PID{}
-	voters, _ := n.cfg.Voters() // valid: Start's caller validated cfg
-	for _, v := range voters {
-		if v.ID != n.cfg.NodeID {
-			peers[v.ID] = actor.NewPID(v.Addr, Name(v.ID)+"/controller")
-		}
-	}
 	ctrl, err := c.SpawnNamed(controller.Props(controller.Config{
-		Peers:  peers,
+		Peers:  n.peers,
 		NodeID: n.cfg.NodeID, Incarnation: n.incarnation,
 		Broker:            image.Broker{Host: host, Port: port, Rack: n.cfg.BrokerRack, ClusterAddr: clusterAddr},
 		HeartbeatInterval: time.Duration(n.cfg.BrokerHeartbeatIntervalMs) * time.Millisecond,

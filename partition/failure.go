@@ -73,12 +73,14 @@ func (p *partition) fail(op string, err error) {
 			Msg("partition storage failed: answering KAFKA_STORAGE_ERROR and retrying")
 	}
 	p.failure.scheduleRetry(now, p.cfg.TickInterval)
+	// The failed view is published before the waiting appends hear of
+	// the failure, so that whoever they answer sees it.
+	p.publish()
 	for _, w := range p.waiters {
 		w.res.Err, w.res.Message = kerr.KafkaStorageError, err.Error()
 		w.reply(w.res)
 	}
 	p.waiters = nil
-	p.publish()
 }
 
 // retry opens the log anew and writes its checkpoint. On success the new

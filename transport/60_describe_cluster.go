@@ -3,16 +3,14 @@ package transport
 // DescribeCluster: v0-2
 //
 // Behaviour:
-//   - The cluster id, the controller and the registered brokers from the
-//     newest image, as Metadata reports them. The controller id is this
-//     node's, as in Metadata: clients cannot reach Skein's controller
-//     except through a broker.
+//   - The cluster id, the active controller and the registered brokers
+//     from the newest image, as Metadata reports them: fenced brokers only
+//     when IncludeFencedBrokers (v2) asks, marked IsFenced.
 //   - EndpointType (v1+): brokers (1) are served; controllers (2) are
 //     MISMATCHED_ENDPOINT_TYPE, as a Kafka broker answers, since Skein
 //     has no separate controller listener; any other value is
 //     UNSUPPORTED_ENDPOINT_TYPE (KIP-919).
 //   - Authorized operations are not computed (no ACLs): -2147483648.
-//   - No broker is fenced yet (v2 IsFenced, IncludeFencedBrokers).
 //
 // Version notes: v0 (KIP-700); v1 endpoint type (KIP-919); v2 fenced
 // brokers (KIP-1073).
@@ -52,10 +50,14 @@ func (a *API) handleDescribeCluster(_ *conn, kreq kmsg.Request) finish {
 	im := a.Image()
 	resp.ClusterID = im.ClusterID
 	resp.ControllerID = a.activeController()
-	for _, id := range im.LiveBrokerIDs() {
+	ids := im.LiveBrokerIDs()
+	if req.IncludeFencedBrokers {
+		ids = im.BrokerIDs()
+	}
+	for _, id := range ids {
 		b := im.Brokers[id]
 		rb := kmsg.NewDescribeClusterResponseBroker()
-		rb.NodeID, rb.Host, rb.Port = b.ID, b.Host, b.Port
+		rb.NodeID, rb.Host, rb.Port, rb.IsFenced = b.ID, b.Host, b.Port, b.Fenced
 		if b.Rack != "" {
 			rb.Rack = kmsg.StringPtr(b.Rack)
 		}

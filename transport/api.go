@@ -51,6 +51,9 @@ type Deps struct {
 	// Quorum returns what this node knows of the controller quorum (the
 	// active controller); nil means this node is the only controller.
 	Quorum func() controller.Status
+	// ControllerOf returns the PID of a voter's controller actor, nil for
+	// a node that is not a voter.
+	ControllerOf func(node int32) *actor.PID
 	// RequestTimeout bounds how long a handler waits for an actor.
 	RequestTimeout time.Duration
 	Logger         zerolog.Logger

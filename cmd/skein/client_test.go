@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -476,7 +477,8 @@ func TestNoBroker(t *testing.T) {
 	fails(t, "", 2, "--brokers is empty", "", "topic", "list", "--brokers", ",")
 }
 
-// TestClusterInfo: the cluster id, the controller and the brokers.
+// TestClusterInfo: the cluster id, the controller, the nodes and the
+// quorum.
 func TestClusterInfo(t *testing.T) {
 	addr := startNode(t)
 	ok(t, addr, "", "topic", "create", "a")
@@ -486,9 +488,19 @@ func TestClusterInfo(t *testing.T) {
 	if r := row(out, "CLUSTER"); len(r) != 2 || r[1] == "" {
 		t.Errorf("no cluster id:\n%s", out)
 	}
-	for _, want := range [][]string{{"CONTROLLER", "1"}, {"TOPICS", "2", "(0", "internal)"}, {"1*", "127.0.0.1", port}} {
+	for _, want := range [][]string{{"CONTROLLER", "1"}, {"TOPICS", "2", "(0", "internal)"}, {"1*", "broker,controller", "127.0.0.1", port, "live"}} {
 		if r := row(out, want[0]); !slices.Equal(r, want) {
 			t.Errorf("row %v, want %v:\n%s", r, want, out)
 		}
+	}
+	// The one voter leads, holds every committed entry (the cluster id,
+	// its registration, two topics: at least 4) and lags by none.
+	q := row(out, "QUORUM")
+	hw, _ := strconv.Atoi(q[len(q)-1])
+	if len(q) != 8 || q[2] != "1," || hw < 4 {
+		t.Errorf("quorum row %v:\n%s", q, out)
+	}
+	if v := row(out, "1"); len(v) < 4 || v[1] != strconv.Itoa(hw) || v[2] != "0" {
+		t.Errorf("voter row %v, want log end %d, lag 0:\n%s", v, hw, out)
 	}
 }

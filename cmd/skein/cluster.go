@@ -1,15 +1,20 @@
 package main
 
-// skein cluster info: what a Metadata request tells of the cluster.
+// skein cluster info: what Metadata, DescribeCluster and DescribeQuorum
+// tell of the cluster.
 
 import (
 	"context"
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func newClusterCommand(environ []string, stdout io.Writer) *cobra.Command {
@@ -19,37 +24,108 @@ func newClusterCommand(environ []string, stdout io.Writer) *cobra.Command {
 func newClusterInfoCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
 	return &cobra.Command{
 		Use:   "info",
-		Short: "Show the cluster id, the controller, the brokers and the number of topics",
+		Short: "Show the cluster id, the nodes (roles, addresses, fenced or live) and the controller quorum",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return flags.withAdmin(cmd, func(ctx context.Context, adm *kadm.Client) error {
-				// One Metadata request for every topic answers it all.
-				m, err := adm.Metadata(ctx)
-				if err != nil {
-					return err
+			cl, err := flags.connect(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			ctx, cancel := flags.requestContext(cmd.Context())
+			defer cancel()
+			// One Metadata request for every topic counts them.
+			m, err := kadm.NewClient(cl).Metadata(ctx)
+			if err != nil {
+				return err
+			}
+			internal := 0
+			for _, t := range m.Topics {
+				if t.IsInternal {
+					internal++
 				}
-				internal := 0
-				for _, t := range m.Topics {
-					if t.IsInternal {
-						internal++
-					}
+			}
+			dreq := kmsg.NewPtrDescribeClusterRequest()
+			dreq.IncludeFencedBrokers = true
+			dc, err := dreq.RequestWith(ctx, cl)
+			if err == nil {
+				err = kerr.ErrorForCode(dc.ErrorCode)
+			}
+			if err != nil {
+				return fmt.Errorf("DescribeCluster: %w", err)
+			}
+			q, qerr := describeQuorum(ctx, cl)
+			fmt.Fprintf(stdout, "CLUSTER     %s\nCONTROLLER  %d\nTOPICS      %d (%d internal)\n\n",
+				dc.ClusterID, dc.ControllerID, len(m.Topics), internal)
+			voters := map[int32]kmsg.DescribeQuorumResponseTopicPartitionReplicaState{}
+			if q != nil {
+				for _, v := range q.CurrentVoters {
+					voters[v.ReplicaID] = v
 				}
-				fmt.Fprintf(stdout, "CLUSTER     %s\nCONTROLLER  %d\nTOPICS      %d (%d internal)\n\n",
-					m.Cluster, m.Controller, len(m.Topics), internal)
-				rows := [][]string{{"BROKER", "HOST", "PORT", "RACK"}}
-				for _, b := range m.Brokers {
-					rack := ""
-					if b.Rack != nil {
-						rack = *b.Rack
-					}
-					id := strconv.Itoa(int(b.NodeID))
-					if b.NodeID == m.Controller {
-						id += "*"
-					}
-					rows = append(rows, []string{id, b.Host, strconv.Itoa(int(b.Port)), rack})
+			}
+			rows := [][]string{{"NODE", "ROLES", "HOST", "PORT", "RACK", "STATE"}}
+			for _, b := range dc.Brokers {
+				id := strconv.Itoa(int(b.NodeID))
+				if b.NodeID == dc.ControllerID {
+					id += "*"
 				}
-				return printTable(stdout, rows)
-			})
+				roles := []string{"broker"}
+				if _, ok := voters[b.NodeID]; ok {
+					roles = append(roles, "controller")
+				}
+				rack, state := "", "live"
+				if b.Rack != nil {
+					rack = *b.Rack
+				}
+				if b.IsFenced {
+					state = "fenced"
+				}
+				rows = append(rows, []string{id, strings.Join(roles, ","), b.Host, strconv.Itoa(int(b.Port)), rack, state})
+			}
+			if err := printTable(stdout, rows); err != nil {
+				return err
+			}
+			fmt.Fprintln(stdout)
+			if qerr != nil {
+				fmt.Fprintf(stdout, "QUORUM      unknown: %v\n", qerr)
+				return nil
+			}
+			fmt.Fprintf(stdout, "QUORUM      leader %d, epoch %d, high watermark %d\n\n", q.LeaderID, q.LeaderEpoch, q.HighWatermark)
+			rows = [][]string{{"VOTER", "LOG END", "LAG", "LAST FETCH"}}
+			now := time.Now().UnixMilli()
+			for _, v := range q.CurrentVoters {
+				fetch := "never"
+				if v.LastFetchTimestamp >= 0 {
+					fetch = (time.Duration(max(now-v.LastFetchTimestamp, 0)) * time.Millisecond).Round(time.Millisecond).String() + " ago"
+				}
+				rows = append(rows, []string{strconv.Itoa(int(v.ReplicaID)), strconv.FormatInt(v.LogEndOffset, 10),
+					strconv.FormatInt(max(q.HighWatermark-v.LogEndOffset, 0), 10), fetch})
+			}
+			return printTable(stdout, rows)
 		},
 	}
+}
+
+// describeQuorum asks for the controller quorum's state.
+func describeQuorum(ctx context.Context, cl kmsg.Requestor) (*kmsg.DescribeQuorumResponseTopicPartition, error) {
+	req := kmsg.NewPtrDescribeQuorumRequest()
+	t := kmsg.NewDescribeQuorumRequestTopic()
+	t.Topic = "__cluster_metadata"
+	t.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{kmsg.NewDescribeQuorumRequestTopicPartition()}
+	req.Topics = append(req.Topics, t)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return nil, err
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return nil, fmt.Errorf("DescribeQuorum: an answer without the quorum's partition")
+	}
+	p := resp.Topics[0].Partitions[0]
+	if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+		return nil, err
+	}
+	return &p, nil
 }

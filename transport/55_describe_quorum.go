@@ -1,0 +1,119 @@
+package transport
+
+// DescribeQuorum: v0-2
+//
+// Behaviour:
+//   - Answered by any node: it asks the active controller (over remoting
+//     when that is another node) for the quorum of __cluster_metadata-0,
+//     Skein's controller.quorum.voters. The leader epoch is the raft term,
+//     offsets are raft indexes (the high watermark is the commit index, a
+//     voter's log end offset the last index the leader knows it holds),
+//     timestamps the leader's clock. There are no observers: every node is
+//     a voter.
+//   - Any other topic or partition is UNKNOWN_TOPIC_OR_PARTITION. No
+//     known or reachable active controller is NOT_LEADER_OR_FOLLOWER
+//     (retriable), as a Kafka controller answers when it does not lead.
+//   - v2 lists each voter's remoting address as its CONTROLLER listener.
+//
+// Version notes: v1 (KIP-836) adds the fetch and caught-up timestamps; v2
+// (KIP-853) the directory ids (zero: Skein has one directory) and nodes.
+
+import (
+	"net"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skeinlog/skein/actors"
+	"github.com/skeinlog/skein/controller"
+)
+
+func init() {
+	registrations = append(registrations, func(a *API) {
+		a.register(55, handler{min: 0, max: 2, handle: a.handleDescribeQuorum})
+	})
+}
+
+// metadataTopic is the name Kafka gives the controller quorum's log.
+const metadataTopic = "__cluster_metadata"
+
+func (a *API) handleDescribeQuorum(_ *conn, kreq kmsg.Request) finish {
+	req := kreq.(*kmsg.DescribeQuorumRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeQuorumResponse)
+	var d *controller.QuorumDescription
+	for _, rt := range req.Topics {
+		t := kmsg.NewDescribeQuorumResponseTopic()
+		t.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			p := kmsg.NewDescribeQuorumResponseTopicPartition()
+			p.Partition = rp.Partition
+			if rt.Topic != metadataTopic || rp.Partition != 0 {
+				p.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				t.Partitions = append(t.Partitions, p)
+				continue
+			}
+			if d == nil {
+				d = a.describeQuorum()
+			}
+			if d.Err != nil {
+				p.ErrorCode = d.Err.Code
+				t.Partitions = append(t.Partitions, p)
+				continue
+			}
+			p.LeaderID, p.LeaderEpoch, p.HighWatermark = d.Leader, int32(d.Term), int64(d.HighWatermark)
+			p.Observers = []kmsg.DescribeQuorumResponseTopicPartitionReplicaState{}
+			for _, v := range d.Voters {
+				rs := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
+				rs.ReplicaID, rs.LogEndOffset = v.ID, int64(v.LogEnd)
+				rs.LastFetchTimestamp, rs.LastCaughtUpTimestamp = v.LastFetchMs, v.LastCaughtUpMs
+				p.CurrentVoters = append(p.CurrentVoters, rs)
+			}
+			t.Partitions = append(t.Partitions, p)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	if d != nil && d.Err == nil && req.Version >= 2 {
+		resp.Nodes = a.voterNodes(d)
+	}
+	return respond(resp)
+}
+
+// describeQuorum asks the active controller for the quorum's state.
+func (a *API) describeQuorum() *controller.QuorumDescription {
+	leader := a.activeController()
+	pid := a.Controller
+	if a.ControllerOf != nil && leader != a.Node.NodeID {
+		pid = a.ControllerOf(leader)
+	}
+	if leader < 0 || pid == nil {
+		return &controller.QuorumDescription{Err: kerr.NotLeaderForPartition}
+	}
+	res, err := actors.Ask(a.System, pid, &controller.DescribeQuorum{}, a.RequestTimeout)
+	d, ok := res.(*controller.QuorumDescription)
+	if err != nil || !ok {
+		return &controller.QuorumDescription{Err: kerr.NotLeaderForPartition}
+	}
+	return d
+}
+
+// voterNodes lists the voters' remoting addresses as their controller
+// listeners (DescribeQuorum v2).
+func (a *API) voterNodes(d *controller.QuorumDescription) []kmsg.DescribeQuorumResponseNode {
+	im := a.Image()
+	var out []kmsg.DescribeQuorumResponseNode
+	for _, v := range d.Voters {
+		n := kmsg.NewDescribeQuorumResponseNode()
+		n.NodeID = v.ID
+		if b, ok := im.Brokers[v.ID]; ok && b.ClusterAddr != "" {
+			host, port, err := net.SplitHostPort(b.ClusterAddr)
+			if p, perr := strconv.Atoi(port); err == nil && perr == nil {
+				l := kmsg.NewDescribeQuorumResponseNodeListener()
+				l.Name, l.Host, l.Port = "CONTROLLER", host, uint16(p)
+				n.Listeners = append(n.Listeners, l)
+			}
+		}
+		out = append(out, n)
+	}
+	return out
+}
