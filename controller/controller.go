@@ -129,6 +129,8 @@ type Controller struct {
 	proposed map[RequestID]bool
 
 	status Status // as last reported
+	// foreign are the voters heard from with another cluster id, and it.
+	foreign map[int32]string
 	// heartbeatsSent and heartbeatsReceived count for Status.
 	heartbeatsSent, heartbeatsReceived uint64
 	// At the leader, when each voter was last heard from and last
@@ -218,6 +220,9 @@ func (c *Controller) Receive(ctx actor.Context) {
 		c.fenceSilent()
 		c.scheduleTick()
 	case *RaftMessage:
+		if !c.sameCluster(m) {
+			return
+		}
 		msg := &pb.Message{}
 		if err := proto.Unmarshal(m.Data, msg); err != nil || msg.GetFrom() != raftID(m.Origin.Node) {
 			c.cfg.Logger.Warn().Err(err).Int32("from", m.Origin.Node).Msg("controller: dropping a raft message that does not decode or names another sender")
@@ -275,6 +280,7 @@ func (c *Controller) start() error {
 	c.answered = nil
 	c.outbox, c.proposed, c.heard = map[RequestID]*pending{}, map[RequestID]bool{}, map[int32]time.Time{}
 	c.peerHeard, c.peerCaughtUp = map[int32]time.Time{}, map[int32]time.Time{}
+	c.foreign = map[int32]string{}
 	c.leader, c.term, c.caughtUp = 0, 0, false
 	if snap, err := disk.loadSnapshot(); err != nil {
 		return err
@@ -312,6 +318,23 @@ func nextGen() uint64 { return gens.Add(1) }
 func (c *Controller) scheduleTick() {
 	sys, self, msg := c.self.ActorSystem(), c.self.Self(), &tick{gen: c.gen}
 	time.AfterFunc(c.cfg.Tick, func() { sys.Root.Send(self, msg) })
+}
+
+// sameCluster reports whether a raft message comes from this member's
+// cluster (or either does not know its cluster yet); it logs a peer of
+// another cluster once.
+func (c *Controller) sameCluster(m *RaftMessage) bool {
+	mine := c.committed.ClusterID
+	if m.Cluster == "" || mine == "" || m.Cluster == mine {
+		delete(c.foreign, m.Origin.Node)
+		return true
+	}
+	if c.foreign[m.Origin.Node] != m.Cluster {
+		c.foreign[m.Origin.Node] = m.Cluster
+		c.cfg.Logger.Error().Int32("peer", m.Origin.Node).Str("peer.cluster", m.Cluster).Str("cluster", mine).
+			Msg("controller: a voter belongs to another cluster, and its raft messages are dropped: one of the two nodes has another cluster's data.dir; start that one on an empty data.dir")
+	}
+	return false
 }
 
 // takeOwn takes a command of the controller's own.
@@ -535,7 +558,7 @@ func (c *Controller) send(msg *pb.Message) {
 		c.cfg.Logger.Error().Err(err).Msg("controller: encode a raft message")
 		return
 	}
-	c.self.Send(to, &RaftMessage{Origin: actors.Origin{Node: c.cfg.NodeID, Incarnation: c.cfg.Incarnation}, Data: b})
+	c.self.Send(to, &RaftMessage{Origin: actors.Origin{Node: c.cfg.NodeID, Incarnation: c.cfg.Incarnation}, Cluster: c.committed.ClusterID, Data: b})
 	c.m.sent(msg)
 }
 

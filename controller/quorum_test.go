@@ -358,3 +358,38 @@ func TestBrokerFencing(t *testing.T) {
 		return b.Incarnation == q.incs[3] && !b.Fenced
 	})
 }
+
+// A voter started on another cluster's data directory is kept out: the
+// others drop its raft messages (it could otherwise win an election with
+// that log), and the cluster goes on without it.
+func TestVoterOfAnotherClusterKeptOut(t *testing.T) {
+	other := newQuorum(t, 3)
+	other.waitRegistered()
+	for i := range 5 {
+		other.create(3, fmt.Sprintf("foreign-%d", i)) // a longer log, a later term
+	}
+	foreign := other.latest[3].Load().ClusterID
+	other.stop(3)
+
+	q := newQuorum(t, 1, 2, 3)
+	q.waitRegistered()
+	cluster := q.latest[1].Load().ClusterID
+	q.stop(3)
+	q.fs[3] = other.fs[3]
+	q.start(3)
+	for i := range 5 {
+		if r := q.create(int32(i%2+1), fmt.Sprintf("t%d", i)); r.Err != nil {
+			t.Fatalf("create with a foreign voter around: %v %s", r.Err, r.Message)
+		}
+	}
+	im := q.latest[1].Load()
+	if im.ClusterID != cluster || im.Topic("foreign-0") != nil || len(im.Topics) != 5 {
+		t.Fatalf("cluster %q (want %q), topics %v", im.ClusterID, cluster, im.TopicNames())
+	}
+	if l := q.leader(1); l == 3 {
+		t.Fatal("the foreign voter leads")
+	}
+	if got := q.latest[3].Load().ClusterID; got != foreign {
+		t.Fatalf("the foreign voter's cluster is %q, want its own %q", got, foreign)
+	}
+}

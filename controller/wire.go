@@ -27,9 +27,13 @@ func init() {
 
 // RaftMessage is one raft message from the controller of Origin: the
 // raftpb.Message's protobuf encoding rides in the frame's raw bytes.
+// Cluster is the sender's cluster id, empty before it knows one: a member
+// drops messages of another cluster, so that a node started on another
+// cluster's data directory cannot win an election with that log.
 type RaftMessage struct {
-	Origin actors.Origin `msgpack:"origin"`
-	Data   []byte        `msgpack:"-"`
+	Origin  actors.Origin `msgpack:"origin"`
+	Cluster string        `msgpack:"cluster"`
+	Data    []byte        `msgpack:"-"`
 }
 
 func (m *RaftMessage) Serialize() (actors.Serialized, error) { return actors.Encode(m) }
