@@ -3,11 +3,8 @@ package controller
 import (
 	"encoding/binary"
 	"fmt"
-	"reflect"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/vmihailenco/msgpack/v5"
-	"github.com/vmihailenco/msgpack/v5/msgpcode"
 
 	"github.com/skeinlog/skein/actors"
 	"github.com/skeinlog/skein/controller/image"
@@ -19,10 +16,6 @@ func init() {
 	actors.Register[RaftMessage](100)
 	actors.Register[Forward](101)
 	actors.Register[ForwardAnswer](102)
-	// Results hold Kafka errors as kerr's values, which callers compare
-	// by identity: they travel as their code and come back as the same
-	// value.
-	msgpack.Register((*kerr.Error)(nil), encodeKafkaError, decodeKafkaError)
 }
 
 // RaftMessage is one raft message from the controller of Origin: the
@@ -68,34 +61,6 @@ type RequestID struct {
 	Node        int32  `msgpack:"node"`
 	Incarnation uint64 `msgpack:"inc"`
 	Seq         uint64 `msgpack:"seq"`
-}
-
-func encodeKafkaError(e *msgpack.Encoder, v reflect.Value) error {
-	if v.IsNil() {
-		return e.EncodeNil()
-	}
-	return e.EncodeInt16(v.Interface().(*kerr.Error).Code)
-}
-
-func decodeKafkaError(d *msgpack.Decoder, v reflect.Value) error {
-	c, err := d.PeekCode()
-	if err != nil {
-		return err
-	}
-	if c == msgpcode.Nil {
-		v.Set(reflect.Zero(v.Type()))
-		return d.DecodeNil()
-	}
-	code, err := d.DecodeInt16()
-	if err != nil {
-		return err
-	}
-	ke, _ := kerr.ErrorForCode(code).(*kerr.Error)
-	if ke == nil {
-		ke = kerr.UnknownServerError
-	}
-	v.Set(reflect.ValueOf(ke))
-	return nil
 }
 
 // An entry of the quorum's log is one decided command: its records and

@@ -324,7 +324,11 @@ func (n *Node) Stop(ctx context.Context) error {
 			return
 		}
 		if n.remote != nil {
-			n.remote.Shutdown(true)
+			// NB: not graceful: protoactor's graceful shutdown races with its
+			// own stream goroutines (endpointReader.suspended, the endpoint
+			// manager's map), and the actors that used remoting are
+			// stopped by now.
+			n.remote.Shutdown(false)
 		}
 		// NB: Shutdown stops no actor; it only marks the system stopped.
 		n.sys.Shutdown()
@@ -396,7 +400,8 @@ func removeDeletedDirs(dataDir string, log zerolog.Logger) {
 //	├── metadata     this node's image of the cluster; tells partitions their role
 //	├── partitions   supervisor of the partition actors
 //	├── groups       supervisor of the group coordinators, one per group
-//	└── controller   the metadata log's single writer
+//	├── appends      takes appends from other nodes (partition.RemoteAppend)
+//	└── controller   this node's seat in the controller quorum
 //
 // Supervised by a one-for-one guardian that restarts it up to 10 times a
 // minute and then stops it, which closes Node.Done. A restart stops its
@@ -457,6 +462,13 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 			current: n.image.Load, hosted: map[partition.Key]image.TopicID{}}
 	}), "metadata")
 	if err != nil {
+		return err
+	}
+	// Appends from other nodes (partition.RemoteAppend) come to
+	// node/<id>/appends.
+	if _, err := c.SpawnNamed(partition.AppendsProps(partition.AppendsConfig{
+		NodeID: n.cfg.NodeID, Registry: n.registry, Image: n.image.Load,
+	}), "appends"); err != nil {
 		return err
 	}
 	host, port := n.advertised()
