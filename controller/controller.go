@@ -35,6 +35,10 @@ type Config struct {
 	// Peers are the other voters' controllers, by node id; none for a
 	// one-node cluster.
 	Peers map[int32]*actor.PID
+	// Observer makes this controller a follower of the committed log
+	// that is not a voter (a broker-only node): it fetches the entries
+	// from the voters (observer.go) instead of running a raft member.
+	Observer bool
 	// Dir is the metadata log's directory.
 	Dir   string
 	FS    vfs.FS
@@ -129,6 +133,11 @@ type Controller struct {
 	proposed map[RequestID]bool
 
 	status Status // as last reported
+	// An observer's fetch: under way since fetchSent, to the voter
+	// fetchTurn picks when the active controller does not answer.
+	fetching  bool
+	fetchSent time.Time
+	fetchTurn int
 	// foreign are the voters heard from with another cluster id, and it.
 	foreign map[int32]string
 	// heartbeatsSent and heartbeatsReceived count for Status.
@@ -211,7 +220,11 @@ func (c *Controller) Receive(ctx actor.Context) {
 		if m.gen != c.gen {
 			return
 		}
-		c.m.tick()
+		if c.m != nil {
+			c.m.tick()
+		} else {
+			c.fetch()
+		}
 		c.expire()
 		if now := c.cfg.Clock.Now(); now.Sub(c.lastBeat) >= c.cfg.HeartbeatInterval {
 			c.lastBeat = now
@@ -220,7 +233,7 @@ func (c *Controller) Receive(ctx actor.Context) {
 		c.fenceSilent()
 		c.scheduleTick()
 	case *RaftMessage:
-		if !c.sameCluster(m) {
+		if c.m == nil || !c.sameCluster(m) {
 			return
 		}
 		msg := &pb.Message{}
@@ -246,6 +259,13 @@ func (c *Controller) Receive(ctx actor.Context) {
 	case *DescribeQuorum:
 		ctx.Respond(c.describe())
 		return
+	case *MetadataFetch:
+		if c.m != nil {
+			ctx.Respond(c.serveFetch(m))
+		}
+		return
+	case *MetadataEntries:
+		c.fetched(m)
 	case *actors.Unknown:
 		c.cfg.Logger.Warn().Uint32("type", m.TypeID).Str("reason", m.Reason).Msg("controller: dropping a message from a peer")
 		return
@@ -260,6 +280,16 @@ func (c *Controller) Receive(ctx actor.Context) {
 }
 
 func (c *Controller) start() error {
+	c.committed, c.head, c.published = image.Empty(), image.Empty(), nil
+	c.answered, c.applied = nil, 0
+	c.outbox, c.proposed, c.heard = map[RequestID]*pending{}, map[RequestID]bool{}, map[int32]time.Time{}
+	c.peerHeard, c.peerCaughtUp = map[int32]time.Time{}, map[int32]time.Time{}
+	c.foreign = map[int32]string{}
+	c.leader, c.term, c.caughtUp = 0, 0, false
+	c.gen = nextGen()
+	if c.cfg.Observer {
+		return nil // it fetches at its first tick
+	}
 	disk, err := openLogDisk(c.cfg.FS, c.cfg.Dir, c.cfg.Clock)
 	if err != nil {
 		return err
@@ -276,12 +306,6 @@ func (c *Controller) start() error {
 	if c.m, err = newMember(raftID(c.cfg.NodeID), voters, disk); err != nil {
 		return err
 	}
-	c.committed, c.head, c.published = image.Empty(), image.Empty(), nil
-	c.answered = nil
-	c.outbox, c.proposed, c.heard = map[RequestID]*pending{}, map[RequestID]bool{}, map[int32]time.Time{}
-	c.peerHeard, c.peerCaughtUp = map[int32]time.Time{}, map[int32]time.Time{}
-	c.foreign = map[int32]string{}
-	c.leader, c.term, c.caughtUp = 0, 0, false
 	if snap, err := disk.loadSnapshot(); err != nil {
 		return err
 	} else if snap != nil {
@@ -289,7 +313,6 @@ func (c *Controller) start() error {
 			return err
 		}
 	}
-	c.gen = nextGen()
 	if len(voters) == 1 {
 		// Alone, there is nobody to wait for: lead at once.
 		if err := c.m.rn.Campaign(); err != nil {
@@ -501,6 +524,10 @@ func (c *Controller) expire() {
 // messages out, the snapshot and committed entries applied, leadership
 // followed, the image published and the waiting answered.
 func (c *Controller) process() {
+	if c.m == nil {
+		c.report()
+		return
+	}
 	rd, err := c.m.ready()
 	if err != nil {
 		panic(fmt.Errorf("controller: raft storage: %w", err))
@@ -520,26 +547,42 @@ func (c *Controller) process() {
 		}
 	}
 	c.follow()
-	if c.committed != c.published && c.committed.ClusterID != "" {
-		c.published = c.committed
-		c.cfg.Publish(c.committed)
-	}
-	for _, a := range answers {
-		c.answer(a.Request, a.Result)
-	}
+	c.appliedEntries(answers)
 	if c.unsnapped >= c.cfg.SnapshotBytes {
 		c.snapshot()
 	}
 	c.report()
 }
 
+// appliedEntries publishes the image after entries were applied, asks for this
+// broker's first registration once the cluster is named, and answers the
+// commands whose entries were applied.
+func (c *Controller) appliedEntries(answers []answer) {
+	if c.committed != c.published && c.committed.ClusterID != "" {
+		c.published = c.committed
+		c.cfg.Publish(c.committed)
+	}
+	// The first registration goes as soon as the cluster is named, not a
+	// heartbeat later: the node serves clients once it is registered.
+	if _, ok := c.committed.Brokers[c.cfg.NodeID]; !ok && c.committed.ClusterID != "" && c.refusedSince.IsZero() && c.leader != 0 {
+		c.register()
+	}
+	for _, a := range answers {
+		c.answer(a.Request, a.Result)
+	}
+}
+
 // report hands the quorum's status to cfg.Quorum when it changed.
 func (c *Controller) report() {
-	st := c.m.status()
-	s := Status{Leader: -1, Term: st.GetTerm(), Commit: st.GetCommit(), Applied: c.applied,
+	s := Status{Leader: -1, Term: c.term, Commit: c.applied, Applied: c.applied,
 		HeartbeatsSent: c.heartbeatsSent, HeartbeatsReceived: c.heartbeatsReceived}
-	if st.Lead != 0 {
-		s.Leader = nodeID(st.Lead)
+	lead := c.leader
+	if c.m != nil {
+		st := c.m.status()
+		s.Term, s.Commit, lead = st.GetTerm(), st.GetCommit(), st.Lead
+	}
+	if lead != 0 {
+		s.Leader = nodeID(lead)
 	}
 	if s != c.status && c.cfg.Quorum != nil {
 		c.cfg.Quorum(s)
@@ -652,11 +695,6 @@ func (c *Controller) follow() {
 			c.takeOwn(&bootCluster{ClusterID: newClusterID()})
 		}
 		c.redispatch()
-	}
-	// The first registration goes as soon as the cluster is named, not a
-	// heartbeat later: the node serves clients once it is registered.
-	if _, ok := c.committed.Brokers[c.cfg.NodeID]; !ok && c.committed.ClusterID != "" && c.refusedSince.IsZero() && c.leader != 0 {
-		c.register()
 	}
 }
 

@@ -77,7 +77,7 @@ func (c *Controller) describe() *QuorumDescription {
 // trackPeers notes, at the leader, when each voter was last caught up
 // with the commit index.
 func (c *Controller) trackPeers() {
-	if c.leader != raftID(c.cfg.NodeID) {
+	if c.m == nil || c.leader != raftID(c.cfg.NodeID) {
 		return
 	}
 	now := c.cfg.Clock.Now()

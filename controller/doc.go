@@ -23,6 +23,9 @@
 // is fenced and its partitions lose their leader until it heartbeats or
 // registers again.
 //
+// A broker-only node's Controller is an observer (observer.go): no raft
+// member, it fetches committed entries from the voters and applies them.
+//
 // On a restart the member reloads its snapshot and entries and the image
 // is rebuilt as raft hands the committed entries back. A metadata log
 // written by a Skein from before the quorum becomes its first snapshot.

@@ -33,6 +33,8 @@ type quorum struct {
 	incs   map[int32]uint64
 	// edit, if set, changes a member's config before it starts.
 	edit func(*Config)
+	// observers are the members that are not voters.
+	observers map[int32]bool
 }
 
 func newQuorum(t *testing.T, ids ...int32) *quorum {
@@ -87,7 +89,7 @@ func name(id int32) string { return fmt.Sprintf("n%d", id) }
 func (q *quorum) start(id int32) {
 	peers := map[int32]*actor.PID{}
 	for other := range q.fs {
-		if other != id {
+		if other != id && !q.observers[other] {
 			peers[other] = actor.NewPID(q.sys.Address(), name(other))
 		}
 	}
@@ -101,6 +103,7 @@ func (q *quorum) start(id int32) {
 		Publish: func(im *image.Image) { latest.Store(im) },
 		Quorum:  func(s Status) { status.Store(&s) },
 		Tick:    5 * time.Millisecond, SnapshotBytes: 2000,
+		Observer: q.observers[id],
 	}
 	q.incs[id] = q.inc
 	if q.edit != nil {
@@ -391,5 +394,52 @@ func TestVoterOfAnotherClusterKeptOut(t *testing.T) {
 	}
 	if got := q.latest[3].Load().ClusterID; got != foreign {
 		t.Fatalf("the foreign voter's cluster is %q, want its own %q", got, foreign)
+	}
+}
+
+// A member that is not a voter (a broker-only node) follows the committed
+// log from the voters: it catches up from a snapshot, forwards its
+// commands, registers its broker, and follows a new active controller.
+func TestObserverFollowsTheLog(t *testing.T) {
+	q := prepareQuorum(t, 1, 2, 3, 4)
+	q.observers = map[int32]bool{4: true}
+	t.Cleanup(func() {
+		for id := range q.pids {
+			q.stop(id)
+		}
+	})
+	for _, id := range []int32{1, 2, 3} {
+		q.start(id)
+	}
+	q.waitFor(1, "the voters registered", func(im *image.Image) bool { return len(im.Brokers) == 3 })
+	for i := range 12 { // past a snapshot or two
+		if r := q.create(int32(i%3+1), fmt.Sprintf("early-%d", i)); r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	q.start(4)
+	q.waitRegistered()
+	if r := q.create(4, "from-the-observer"); r.Err != nil {
+		t.Fatalf("create through the observer: %v %s", r.Err, r.Message)
+	}
+	im := q.latest[4].Load()
+	if im.Topic("from-the-observer") == nil || im.Topic("early-0") == nil || len(im.Topics) != 13 {
+		t.Fatalf("the observer's image has topics %v", im.TopicNames())
+	}
+	old := q.leader(4)
+	q.crash(old)
+	survivor := old%3 + 1
+	if r := q.create(4, "after-the-crash"); r.Err != nil {
+		t.Fatalf("create through the observer after the leader crashed: %v %s", r.Err, r.Message)
+	}
+	if l := q.leader(4); l == old || l < 1 {
+		t.Fatalf("the observer follows %d, after %d crashed", l, old)
+	}
+	if q.latest[survivor].Load().Topic("after-the-crash") == nil {
+		// The survivor answered nothing yet: a round trip makes sure.
+		q.ask(survivor, &AllocateProducerIDs{})
+		if q.latest[survivor].Load().Topic("after-the-crash") == nil {
+			t.Fatal("the observer's command is not in the voters' image")
+		}
 	}
 }

@@ -3,9 +3,9 @@
 // owns start-up and graceful stop. With controller.quorum.voters empty a
 // node is a cluster of its own; with it set, the node starts remoting on
 // cluster.listen, its controller joins the quorum, and the node serves
-// clients once its broker is registered in the cluster's metadata. Every
-// node of a cluster must have both roles for now (Start refuses a
-// broker-only node), and a partition has one replica: each node hosts and
+// clients once its broker is registered in the cluster's metadata. A
+// broker-only node (not a voter) follows the voters' log; Start refuses a
+// controller-only node. A partition has one replica: each node hosts and
 // leads the partitions placed on it.
 //
 // A node's actors form one tree under its root actor, node/<id> (DESIGN.md

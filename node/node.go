@@ -94,11 +94,11 @@ const startTimeout = 30 * time.Second
 // metadata to load, and then serves clients. cfg must be valid
 // (configs.Load validates it). The node runs until Stop.
 func Start(cfg configs.Node, log zerolog.Logger) (*Node, error) {
-	if cfg.Clustered() && !cfg.HasRole(configs.RoleController) {
-		// NB: a broker-only node would follow the metadata log from the
-		// controllers; until it can, refusing is better than a node that
-		// never learns the cluster.
-		return nil, errors.New("node: process.roles=broker (without controller) is not supported yet: run every node with process.roles=broker,controller and list it in controller.quorum.voters")
+	if !cfg.HasRole(configs.RoleBroker) {
+		// NB: a controller-only node would serve no Kafka client and host
+		// no partition; until it can, it is refused rather than run as a
+		// broker the operator did not ask for.
+		return nil, errors.New("node: process.roles=controller (without broker) is not supported yet: give the node both roles")
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("node: creating data.dir: %w", err)
@@ -482,8 +482,10 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 		clusterAddr = n.cfg.ClusterAdvertise
 	}
 	ctrl, err := c.SpawnNamed(controller.Props(controller.Config{
-		Peers:  n.peers,
-		NodeID: n.cfg.NodeID, Incarnation: n.incarnation,
+		Peers: n.peers,
+		// A broker-only node follows the voters' log.
+		Observer: !n.cfg.HasRole(configs.RoleController),
+		NodeID:   n.cfg.NodeID, Incarnation: n.incarnation,
 		Broker:            image.Broker{Host: host, Port: port, Rack: n.cfg.BrokerRack, ClusterAddr: clusterAddr},
 		HeartbeatInterval: time.Duration(n.cfg.BrokerHeartbeatIntervalMs) * time.Millisecond,
 		SessionTimeout:    time.Duration(n.cfg.BrokerSessionTimeoutMs) * time.Millisecond,

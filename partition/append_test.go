@@ -141,3 +141,16 @@ func TestLostWriteAppends(t *testing.T) {
 	}
 	tp.appendOK(batch(t, 1, 0, 1, 1), 1)
 }
+
+// TestSetLeaderEpoch: a partition that leads in a new epoch says so in its
+// view, which Fetch and Produce check clients' epochs against.
+func TestSetLeaderEpoch(t *testing.T) {
+	tp := startTestPartition(t, testConfig(vfs.NewCrashableMem(), clock.NewManual(time.UnixMilli(1e12))))
+	tp.appendOK(batch(t, 1, 0, 0, 1), 0)
+	tp.sys.Root.Send(tp.pid, &SetLeaderEpoch{Epoch: 3})
+	tp.barrier()
+	if e := tp.handle.View().LeaderEpoch; e != 3 {
+		t.Fatalf("leader epoch %d in the view, want 3", e)
+	}
+	tp.appendOK(batch(t, 1, 0, 1, 1), 1)
+}

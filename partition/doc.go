@@ -16,6 +16,7 @@
 //	                                      original's)
 //	DeleteRecords  transport              moves the log start offset (≤ high watermark)          Reply callback
 //	SetConfig      supervisor             applies a changed topic config                         none
+//	SetLeaderEpoch supervisor             leads in a new leader epoch                            none
 //	synced         the node's Syncer, or  raises the high watermark, answers waiting appends;   none
 //	               its fsync's goroutine  starts the next sync if appends came meanwhile
 //	tick           its timer              retention, compaction, checkpoints, flush.ms,          none

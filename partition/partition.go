@@ -184,6 +184,11 @@ func (p *partition) Receive(ctx actor.Context) {
 	case *compacted:
 		p.compacting = false
 		p.onCompacted(m)
+	case *SetLeaderEpoch:
+		// Appends staged so far belong to the old epoch.
+		p.writeAppends()
+		p.cfg.LeaderEpoch = m.Epoch
+		p.publish()
 	case *SetConfig:
 		p.writeAppends()
 		p.cfg.TopicConfig = m.Config

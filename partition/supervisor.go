@@ -198,6 +198,10 @@ func (s *supervisor) host(ctx actor.Context, cfg Config) {
 			c.cfg.TopicConfig = cfg.TopicConfig
 			ctx.Send(c.handle.PID, &SetConfig{Config: cfg.TopicConfig})
 		}
+		if c.cfg.LeaderEpoch != cfg.LeaderEpoch {
+			c.cfg.LeaderEpoch = cfg.LeaderEpoch
+			ctx.Send(c.handle.PID, &SetLeaderEpoch{Epoch: cfg.LeaderEpoch})
+		}
 		return
 	}
 	if cfg.TickInterval <= 0 {
@@ -221,11 +225,12 @@ func (s *supervisor) host(ctx actor.Context, cfg Config) {
 	cfg.Logger = s.cfg.Logger.With().Str("topic", cfg.Topic).Int32("partition", cfg.Partition).Logger()
 	h := newHandle(cfg.Topic, cfg.Partition, cfg.TopicID)
 	props := actor.PropsFromProducer(func() actor.Actor {
-		// NB: a restart must keep the topic config in force (SetConfig may
-		// have changed it since the spawn): the handle's last view has it.
+		// NB: a restart must keep the topic config and leader epoch in
+		// force (SetConfig and SetLeaderEpoch may have changed them since
+		// the spawn): the handle's last view has them.
 		c := cfg
 		if v := h.View(); v != nil {
-			c.TopicConfig = v.Config
+			c.TopicConfig, c.LeaderEpoch = v.Config, v.LeaderEpoch
 		}
 		return newPartition(c, h)
 	}, actor.WithReceiverMiddleware(s.cfg.Middleware...))

@@ -68,10 +68,11 @@ func runTests(m *testing.M) int {
 
 // cluster is numNodes `skein node` processes forming one controller
 // quorum. Its methods are called from the test's goroutine only, except
-// addr, which any goroutine may call.
+// addr and host, which any goroutine may call.
 type cluster struct {
-	t     *testing.T
-	nodes [numNodes + 1]*node // by node id; [0] unused
+	t      *testing.T
+	layout layout
+	nodes  [numNodes + 1]*node // by node id; [0] unused
 	// seeds[i] is a client seeded with node i only, whose seed connection
 	// asks node i itself (view).
 	seeds [numNodes + 1]*kgo.Client
@@ -114,13 +115,36 @@ func voters() string {
 	return strings.Join(vs, ",")
 }
 
+// layout says where a cluster's nodes run and what they are told. The
+// zero layout is newCluster's: node i on 127.0.0.1i, in the test's own
+// network namespace, with the harness's flags only.
+type layout struct {
+	// host returns node i's address, where all its listeners are (its
+	// voter address too); nil means host(i).
+	host func(i int) string
+	// wrap returns the command line node i's `skein node` runs under,
+	// the skein binary and its arguments following it (e.g. ip netns exec
+	// NS); nil, or an empty answer, runs skein directly. The wrapper must
+	// exec skein in its own process, as ip netns exec does, so that the
+	// harness's kill and stop signal the node itself.
+	wrap func(i int) []string
+	// flags are added to every node's command line (e.g. --set k=v).
+	flags []string
+}
+
 // newCluster prepares the nodes (started by start or startAll) and their
 // cleanup: every node still running is killed, a node that exited on its
 // own or reported a data race fails the test, and on failure the tail of
 // every node's log is printed.
 func newCluster(t *testing.T) *cluster {
 	t.Helper()
-	c := &cluster{t: t}
+	return newClusterIn(t, layout{})
+}
+
+// newClusterIn is newCluster with the nodes placed and started as l says.
+func newClusterIn(t *testing.T, l layout) *cluster {
+	t.Helper()
+	c := &cluster{t: t, layout: l}
 	dir := t.TempDir()
 	for i := 1; i <= numNodes; i++ {
 		c.nodes[i] = &node{
@@ -161,10 +185,30 @@ func newCluster(t *testing.T) *cluster {
 	return c
 }
 
-// addr is node i's Kafka listener.
-func (c *cluster) addr(i int) string { return fmt.Sprintf("%s:%d", host(i), kafkaPort) }
+// host is node i's address in this cluster's layout.
+func (c *cluster) host(i int) string {
+	if c.layout.host != nil {
+		return c.layout.host(i)
+	}
+	return host(i)
+}
 
-func (c *cluster) adminURL(i int) string { return fmt.Sprintf("http://%s:%d", host(i), adminPort) }
+// voters is controller.quorum.voters in this cluster's layout.
+func (c *cluster) voters() string {
+	if c.layout.host == nil {
+		return voters()
+	}
+	var vs []string
+	for i := 1; i <= numNodes; i++ {
+		vs = append(vs, fmt.Sprintf("%d@%s:%d", i, c.host(i), clusterPort))
+	}
+	return strings.Join(vs, ",")
+}
+
+// addr is node i's Kafka listener.
+func (c *cluster) addr(i int) string { return fmt.Sprintf("%s:%d", c.host(i), kafkaPort) }
+
+func (c *cluster) adminURL(i int) string { return fmt.Sprintf("http://%s:%d", c.host(i), adminPort) }
 
 // startAll starts every node at once, then waits for each to be ready: a
 // node serves only once a majority of the quorum runs, so nodes started
@@ -194,16 +238,21 @@ func (c *cluster) start(i int) {
 	defer logf.Close() // the child has its own descriptor
 	n.runs++
 	fmt.Fprintf(logf, "=== harness: run %d of node %d ===\n", n.runs, i)
-	cmd := exec.Command(skeinBin, "node",
+	args := []string{skeinBin, "node",
 		"--node-id", strconv.Itoa(i),
 		"--data-dir", n.dataDir,
 		"--listen", c.addr(i),
-		"--admin-listen", fmt.Sprintf("%s:%d", host(i), adminPort),
-		"--controller-quorum", voters(),
-		"--cluster-listen", fmt.Sprintf("%s:%d", host(i), clusterPort),
+		"--admin-listen", fmt.Sprintf("%s:%d", c.host(i), adminPort),
+		"--controller-quorum", c.voters(),
+		"--cluster-listen", fmt.Sprintf("%s:%d", c.host(i), clusterPort),
 		"--log-format", "json",
 		"--set", "group.initial.rebalance.delay.ms=0",
-	)
+	}
+	args = append(args, c.layout.flags...)
+	if c.layout.wrap != nil {
+		args = slices.Concat(c.layout.wrap(i), args)
+	}
+	cmd := exec.Command(args[0], args[1:]...)
 	// The developer's SKEIN_* settings must not reach the nodes under test.
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "SKEIN_") {
