@@ -25,7 +25,11 @@
 // never changes, and embeds Origin (sender node and incarnation). A frame
 // the receiver cannot decode reaches its target as *Unknown instead of
 // tearing the connection down. Remoting is at-most-once: protocols on it
-// pull or retry.
+// pull or retry. A *kerr.Error in a message travels as its code and comes
+// back as kerr's own value (kerr.go). RemoteFrames counts the frames sent
+// and received per type, for /metrics. A peer that cannot be reached is
+// logged when its link fails and when it works again, not at every retry
+// protoactor makes (links.go).
 //
 // # Supervision
 //

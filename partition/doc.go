@@ -51,6 +51,15 @@
 // Validate runs on the connection's goroutine before Append is sent, so the
 // actor only assigns offsets and writes: CRCs are checked in parallel.
 //
+// # Appends from other nodes
+//
+// RemoteAppend (remote.go) is an Append sent over remoting by a writer on
+// another node. The node's appends actor (AppendsProps) checks that this
+// node leads the partition in the writer's epoch, validates the batches as
+// a Produce's, hands them to the partition's actor, and answers
+// RemoteAppendResult. A writer retries a lost answer; its idempotent
+// producer id and sequence make the retry return the first offsets.
+//
 // # Failed state
 //
 // Storage that fails (no file descriptor, no space, an I/O error, at any
