@@ -87,6 +87,7 @@ func (n Node) validateCluster(v *validator) {
 	v.hostPort("cluster.advertise", n.ClusterAdvertise, true)
 	v.atLeast("broker.heartbeat.interval.ms", int64(n.BrokerHeartbeatIntervalMs), 1)
 	v.atLeast("broker.session.timeout.ms", int64(n.BrokerSessionTimeoutMs), int64(n.BrokerHeartbeatIntervalMs))
+	v.atLeast("metadata.log.max.record.bytes.between.snapshots", n.MetadataSnapshotBytes, 1)
 	voters, err := n.Voters()
 	if err != nil {
 		v.fail("controller.quorum.voters", n.ControllerQuorumVoters, err.Error())

@@ -191,6 +191,13 @@ type Node struct {
 	// broker.heartbeat.interval.ms. Kafka: broker.session.timeout.ms.
 	BrokerSessionTimeoutMs int32 `mapstructure:"broker.session.timeout.ms" yaml:"broker.session.timeout.ms"`
 
+	// MetadataSnapshotBytes is how many bytes of metadata entries a
+	// controller applies between two snapshots of its image, which
+	// compact its log and bring a lagging or new member up to date.
+	// Default 20971520 (20 MiB), at least 1. Kafka:
+	// metadata.log.max.record.bytes.between.snapshots.
+	MetadataSnapshotBytes int64 `mapstructure:"metadata.log.max.record.bytes.between.snapshots" yaml:"metadata.log.max.record.bytes.between.snapshots"`
+
 	// LogMaxOpenFiles caps the descriptors the node's partitions keep open:
 	// segment files and indexes are opened on demand through a node-wide
 	// least-recently-used cache, and only the segment being written stays
@@ -340,6 +347,7 @@ func Default() Node {
 		ClusterAdvertise:                 "127.0.0.1:9093",
 		BrokerHeartbeatIntervalMs:        2000,
 		BrokerSessionTimeoutMs:           9000,
+		MetadataSnapshotBytes:            20 << 20,
 		TopicDefaults:                    DefaultTopic().brokerDefaults(),
 	}
 }

@@ -489,6 +489,7 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 		Broker:            image.Broker{Host: host, Port: port, Rack: n.cfg.BrokerRack, ClusterAddr: clusterAddr},
 		HeartbeatInterval: time.Duration(n.cfg.BrokerHeartbeatIntervalMs) * time.Millisecond,
 		SessionTimeout:    time.Duration(n.cfg.BrokerSessionTimeoutMs) * time.Millisecond,
+		SnapshotBytes:     int(n.cfg.MetadataSnapshotBytes),
 		Refused:           n.refused,
 		Dir:               filepath.Join(n.cfg.DataDir, "__cluster_metadata-0"), FS: n.files, Clock: clock.Real,
 		Node: n.cfg, Logger: n.log, Publish: n.publish,
