@@ -1,5 +1,8 @@
 # Skein's build. `make run` starts a single node on the embedded defaults;
-# `make test` runs every Go test with the race detector.
+# `make test` runs every Go test with the race detector, and then the
+# in-process clusters of node/nodetest without it (several protoactor
+# remotes in one process race on gRPC's global logger; the same code runs
+# race-built in tests/cluster's node processes).
 
 GO        ?= go
 FUZZTIME  ?= 10s
@@ -17,6 +20,7 @@ run: build
 
 test:
 	$(GO) test -race -timeout 20m $(PKGS)
+	$(GO) test -count=1 -timeout 10m ./node/nodetest/
 
 # Benchmarks report MB/s and allocs/op; BENCH selects them, BENCHTIME sets -benchtime.
 bench:

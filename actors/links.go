@@ -3,7 +3,11 @@ package actors
 import (
 	"context"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
 )
 
 // protoactor's remote logs every failed attempt to reach a peer, two
@@ -80,4 +84,61 @@ func (l linkLog) WithAttrs(attrs []slog.Attr) slog.Handler {
 
 func (l linkLog) WithGroup(name string) slog.Handler {
 	return linkLog{next: l.next.WithGroup(name), links: l.links}
+}
+
+// Links are the network faults injected between this node and others,
+// by the peer's remoting address: a message that an actor of the tree
+// sends to a PID there is dropped (the link is cut, or at a rate) or
+// delayed. Set on both nodes, a fault cuts or slows both directions.
+// Messages sent from outside any actor (the root context) pass.
+type Links struct {
+	mu     sync.RWMutex
+	faults map[string]LinkFault
+}
+
+// LinkFault is what happens to messages to one peer.
+type LinkFault struct {
+	Cut      bool          // drop every message
+	DropRate float64       // drop this fraction of messages, at random
+	Delay    time.Duration // deliver the others this much later
+}
+
+// NewLinks returns Links with no fault.
+func NewLinks() *Links { return &Links{faults: map[string]LinkFault{}} }
+
+// Set sets the fault on the link to the peer at addr.
+func (l *Links) Set(addr string, f LinkFault) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.faults[addr] = f
+}
+
+// Heal removes every fault.
+func (l *Links) Heal() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	clear(l.faults)
+}
+
+func (l *Links) fault(addr string) (LinkFault, bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	f, ok := l.faults[addr]
+	return f, ok
+}
+
+// Middleware is the sender middleware that applies the faults.
+func (l *Links) Middleware(next actor.SenderFunc) actor.SenderFunc {
+	return func(ctx actor.SenderContext, target *actor.PID, env *actor.MessageEnvelope) {
+		f, ok := l.fault(target.GetAddress())
+		switch {
+		case !ok:
+			next(ctx, target, env)
+		case f.Cut, f.DropRate > 0 && rand.Float64() < f.DropRate:
+		case f.Delay > 0:
+			time.AfterFunc(f.Delay, func() { next(ctx, target, env) })
+		default:
+			next(ctx, target, env)
+		}
+	}
 }

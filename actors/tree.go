@@ -49,6 +49,7 @@ type Kinded interface {
 type Tree struct {
 	sys    *actor.ActorSystem
 	faults *Faults
+	links  *Links
 	sub    *eventstream.Subscription
 
 	mu   sync.RWMutex
@@ -58,12 +59,13 @@ type Tree struct {
 	mailbox  *prometheus.Desc
 }
 
-// NewTree returns a Tree for sys that installs faults' middleware (faults
-// may be nil). Close it when the system stops.
-func NewTree(sys *actor.ActorSystem, faults *Faults) *Tree {
+// NewTree returns a Tree for sys that installs faults' middleware and
+// links' (either may be nil). Close it when the system stops.
+func NewTree(sys *actor.ActorSystem, faults *Faults, links *Links) *Tree {
 	t := &Tree{
 		sys:    sys,
 		faults: faults,
+		links:  links,
 		byID:   map[string]*actorStats{},
 		restarts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "skein_actor_restarts_total", Help: "Actor restarts by supervisors, by actor name.",
@@ -108,6 +110,9 @@ func (t *Tree) spawn(next actor.SpawnFunc) actor.SpawnFunc {
 		)
 		if t.faults != nil {
 			cp.Configure(actor.WithReceiverMiddleware(t.faults.Middleware))
+		}
+		if t.links != nil {
+			cp.Configure(actor.WithSenderMiddleware(t.links.Middleware))
 		}
 		t.mu.Lock()
 		prev := t.byID[id]

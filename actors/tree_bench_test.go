@@ -43,7 +43,7 @@ func BenchmarkMessages(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				tree := NewTree(sys, faults)
+				tree := NewTree(sys, faults, nil)
 				defer tree.Close()
 				pid, err = tree.SpawnNamed(props, "sink")
 			} else {

@@ -67,13 +67,18 @@ type Node struct {
 	// faults are the injected faults (none unless the admin API sets
 	// some); tree instruments every actor of the node with them and with
 	// mailbox and restart counters.
-	faults  *actors.Faults
+	faults *actors.Faults
+	// links are the injected network faults to other nodes.
+	links   *actors.Links
 	tree    *actors.Tree
 	admin   *adminServer
 	serving atomic.Bool // the Kafka listener serves; cleared when Stop begins
 
 	// peers are the other voters' controllers.
 	peers map[int32]*actor.PID
+	// filesCap is log.max.open.files in force, and capReason why.
+	filesCap  int
+	capReason string
 	// incarnation tells this run of the node from every earlier one.
 	incarnation uint64
 
@@ -94,6 +99,53 @@ const startTimeout = 30 * time.Second
 // metadata to load, and then serves clients. cfg must be valid
 // (configs.Load validates it). The node runs until Stop.
 func Start(cfg configs.Node, log zerolog.Logger) (*Node, error) {
+	n, err := prepare(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	if err := n.run(); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// StartAll starts nodes in this process, as node/nodetest's in-process
+// clusters do: every node's remoting starts before any node's actors,
+// because protoactor's remote start races with remoting traffic already
+// under way in the process (actors.StartRemote). The nodes must be of a
+// cluster (controller.quorum.voters set). On an error, the nodes started
+// are stopped.
+func StartAll(cfgs []configs.Node, log zerolog.Logger) ([]*Node, error) {
+	var nodes []*Node
+	stopAll := func() {
+		for _, n := range nodes {
+			n.Stop(context.Background())
+		}
+	}
+	for _, cfg := range cfgs {
+		if !cfg.Clustered() {
+			stopAll()
+			return nil, fmt.Errorf("node: StartAll: node %d is not of a cluster", cfg.NodeID)
+		}
+		n, err := prepare(cfg, log.With().Int32("node", cfg.NodeID).Logger())
+		if err != nil {
+			stopAll()
+			return nil, err
+		}
+		nodes = append(nodes, n)
+	}
+	for _, n := range nodes {
+		if err := n.run(); err != nil {
+			stopAll()
+			return nil, err
+		}
+	}
+	return nodes, nil
+}
+
+// prepare binds the node's listeners, creates its actor system and starts
+// its remoting; run starts its actors.
+func prepare(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 	if !cfg.HasRole(configs.RoleBroker) {
 		// NB: a controller-only node would serve no Kafka client and host
 		// no partition; until it can, it is refused rather than run as a
@@ -110,7 +162,7 @@ func Start(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 	}
 	n := &Node{cfg: cfg, log: log, done: make(chan struct{}), firstImage: make(chan struct{}),
 		incarnation: newIncarnation(),
-		registry:    partition.NewRegistry(), groups: &coordinator.Directory{}, ln: ln, metrics: prometheus.NewRegistry(), faults: actors.NewFaults()}
+		registry:    partition.NewRegistry(), groups: &coordinator.Directory{}, ln: ln, metrics: prometheus.NewRegistry(), faults: actors.NewFaults(), links: actors.NewLinks()}
 	filesCap, capReason := openFilesCap(cfg.LogMaxOpenFiles)
 	n.files = vfs.NewCache(vfs.Default, filesCap)
 	n.failures = logging.NewLimiter(20, time.Second)
@@ -120,7 +172,7 @@ func Start(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 	}
 	n.image.Store(image.Empty())
 	n.sys = actors.NewSystem(log)
-	n.tree = actors.NewTree(n.sys, n.faults)
+	n.tree = actors.NewTree(n.sys, n.faults, n.links)
 	n.registerNodeMetrics()
 	n.peers = map[int32]*actor.PID{}
 	voters, _ := cfg.Voters() // valid: the caller validated cfg
@@ -149,6 +201,15 @@ func Start(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 		n.syncer.Close()
 		return nil, err
 	}
+	n.filesCap, n.capReason = filesCap, capReason
+	return n, nil
+}
+
+// run spawns the actor tree and, once the metadata has loaded, serves:
+// a one-node cluster's run waits for that, a clustered node's serves when
+// it comes.
+func (n *Node) run() error {
+	cfg, ln := n.cfg, n.ln
 	props := actor.PropsFromProducer(
 		func() actor.Actor { return &rootActor{node: n} },
 		// NB: without a guardian, protoactor's default for a root-spawned
@@ -164,7 +225,7 @@ func Start(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 		n.closeAdmin()
 		n.sys.Shutdown()
 		n.syncer.Close()
-		return nil, fmt.Errorf("node: spawning %s: %w", Name(cfg.NodeID), err)
+		return fmt.Errorf("node: spawning %s: %w", Name(cfg.NodeID), err)
 	}
 	n.root = root
 	if cfg.Clustered() {
@@ -178,8 +239,8 @@ func Start(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 			case <-n.done:
 			}
 		}()
-		n.logStarted(filesCap, capReason)
-		return n, nil
+		n.logStarted()
+		return nil
 	}
 	select {
 	case <-n.firstImage:
@@ -187,14 +248,14 @@ func Start(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 		ln.Close()
 		n.closeAdmin()
 		n.syncer.Close()
-		return nil, errors.New("node: the actor tree failed to start (see the log)")
+		return errors.New("node: the actor tree failed to start (see the log)")
 	case <-time.After(startTimeout):
 		n.Stop(context.Background())
-		return nil, errors.New("node: the cluster metadata did not load in time")
+		return errors.New("node: the cluster metadata did not load in time")
 	}
 	n.serve()
-	n.logStarted(filesCap, capReason)
-	return n, nil
+	n.logStarted()
+	return nil
 }
 
 // serve starts the Kafka listener's server.
@@ -234,10 +295,10 @@ func (n *Node) serve() {
 	go n.closeIdleFiles()
 }
 
-func (n *Node) logStarted(filesCap int, capReason string) {
+func (n *Node) logStarted() {
 	e := n.log.Info().Int32("node.id", n.cfg.NodeID).Str("data.dir", n.cfg.DataDir).Str("actor", n.root.Id).
 		Str("listen", n.ln.Addr().String()).Str("admin.listen", n.admin.ln.Addr().String()).
-		Int("log.max.open.files", filesCap).Str("from", capReason)
+		Int("log.max.open.files", n.filesCap).Str("from", n.capReason)
 	if n.remote != nil {
 		e = e.Str("cluster.listen", n.cfg.ClusterListen).Str("controller.quorum.voters", n.cfg.ControllerQuorumVoters)
 	}
@@ -257,6 +318,13 @@ func (n *Node) AdminAddr() net.Addr { return n.admin.ln.Addr() }
 // Faults returns the node's fault-injection registry, which the admin API
 // drives.
 func (n *Node) Faults() *actors.Faults { return n.faults }
+
+// Links returns the node's network faults to other nodes, by their
+// remoting address (node/nodetest drives them).
+func (n *Node) Links() *actors.Links { return n.links }
+
+// Ready reports whether the node serves clients, as /readyz does.
+func (n *Node) Ready() bool { return n.notReady() == "" }
 
 // notReady says why the node is not ready to serve clients, or "" if it
 // is: the cluster metadata is loaded and the Kafka listener serves.

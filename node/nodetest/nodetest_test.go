@@ -1,0 +1,167 @@
+//go:build !race
+
+// NB: not under the race detector: every in-process node starts a
+// protoactor remote, and remote.Start writes gRPC's global logger while
+// the remotes started before it read it (protoactor-go remote/server.go).
+// `make test` runs this package without -race; tests/cluster runs the same
+// code race-built, one node per process.
+
+package nodetest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// metadata asks node i itself for the controller and the topics it knows.
+func metadata(t *testing.T, ctx context.Context, c *Cluster, i int) (controller int32, topics []string) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addr(i)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	resp, err := cl.Request(ctx, kmsg.NewPtrMetadataRequest())
+	if err != nil {
+		t.Fatalf("node %d: %v", i+1, err)
+	}
+	m := resp.(*kmsg.MetadataResponse)
+	for _, tp := range m.Topics {
+		topics = append(topics, *tp.Topic)
+	}
+	slices.Sort(topics)
+	return m.ControllerID, topics
+}
+
+// waitFor polls cond until it returns "", failing with its last answer
+// after a minute.
+func waitFor(t *testing.T, what string, cond func() string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		last := cond()
+		if last == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waited in vain for %s: %s", what, last)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Five nodes: clients seeded with any node create topics and produce and
+// consume through the leaders; the active controller cut off from the
+// other four cannot stop them, and it catches up once the cut heals.
+func TestFiveNodesAndAnIsolatedController(t *testing.T) {
+	c := Start(t, 5)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addr(4)), kgo.DefaultProduceTopic("five"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	if _, err := adm.CreateTopic(ctx, 10, 1, nil, "five"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		if err := cl.ProduceSync(ctx, kgo.StringRecord(fmt.Sprint(i))).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cons, err := kgo.NewClient(kgo.SeedBrokers(c.Addr(2)), kgo.ConsumeTopics("five"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	for got := 0; got < 100; {
+		fs := cons.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatal(err)
+		}
+		got += fs.NumRecords()
+	}
+
+	active, _ := metadata(t, ctx, c, 0)
+	iso := int(active) - 1
+	c.Isolate(iso)
+	other := (iso + 1) % 5
+	waitFor(t, "a new active controller among the other four", func() string {
+		if id, _ := metadata(t, ctx, c, other); id < 1 || id == active {
+			return fmt.Sprintf("node %d names %d", other+1, id)
+		}
+		return ""
+	})
+	ocl, err := kgo.NewClient(kgo.SeedBrokers(c.Addr(other)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ocl.Close()
+	for i := range 3 {
+		if _, err := kadm.NewClient(ocl).CreateTopic(ctx, 1, 1, nil, fmt.Sprintf("during-%d", i)); err != nil {
+			t.Fatalf("create while node %d is isolated: %v", iso+1, err)
+		}
+	}
+	if _, topics := metadata(t, ctx, c, iso); slices.Contains(topics, "during-0") {
+		t.Fatalf("the isolated node knows a topic created without it: %v", topics)
+	}
+	c.Heal()
+	want := []string{"during-0", "during-1", "during-2", "five"}
+	waitFor(t, "the isolated node catching up", func() string {
+		if id, got := metadata(t, ctx, c, iso); !slices.Equal(got, want) {
+			return fmt.Sprintf("node %d (controller %d) has %v, want %v", iso+1, id, got, want)
+		}
+		return ""
+	})
+}
+
+// Three nodes whose every link drops a third of the messages and delays
+// the rest: metadata commands sent to any node still commit (raft
+// retransmits, forwards are retried), once each, and every node ends
+// with the same topics.
+func TestLossyLinks(t *testing.T) {
+	c := Start(t, 3)
+	for a := range 3 {
+		for b := a + 1; b < 3; b++ {
+			c.Drop(a, b, 0.3)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var want []string
+	for i := range 9 {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addr(i % 3)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := fmt.Sprintf("lossy-%d", i)
+		res, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, name)
+		cl.Close()
+		if err != nil {
+			t.Fatalf("create %s through node %d: %v", name, i%3+1, err)
+		}
+		if res.Err != nil {
+			t.Fatalf("create %s through node %d: %v", name, i%3+1, res.Err)
+		}
+		want = append(want, name)
+	}
+	c.Heal()
+	slices.Sort(want)
+	for i := range 3 {
+		waitFor(t, fmt.Sprintf("node %d knowing every topic", i+1), func() string {
+			if _, got := metadata(t, ctx, c, i); !slices.Equal(got, want) {
+				return fmt.Sprintf("%v", got)
+			}
+			return ""
+		})
+	}
+}
