@@ -87,9 +87,7 @@ func (a *API) metadataResponse(req *kmsg.MetadataRequest, im *image.Image, all b
 		b := im.Brokers[id]
 		rb := kmsg.NewMetadataResponseBroker()
 		rb.NodeID, rb.Host, rb.Port = b.ID, b.Host, b.Port
-		if b.Rack != "" {
-			rb.Rack = kmsg.StringPtr(b.Rack)
-		}
+		rb.Rack = rack(b)
 		resp.Brokers = append(resp.Brokers, rb)
 	}
 	resp.ClusterID = kmsg.StringPtr(im.ClusterID)

@@ -58,9 +58,7 @@ func (a *API) handleDescribeCluster(_ *conn, kreq kmsg.Request) finish {
 		b := im.Brokers[id]
 		rb := kmsg.NewDescribeClusterResponseBroker()
 		rb.NodeID, rb.Host, rb.Port, rb.IsFenced = b.ID, b.Host, b.Port, b.Fenced
-		if b.Rack != "" {
-			rb.Rack = kmsg.StringPtr(b.Rack)
-		}
+		rb.Rack = rack(b)
 		resp.Brokers = append(resp.Brokers, rb)
 	}
 	return respond(resp)

@@ -30,32 +30,18 @@ func currentLeader(im *image.Image, topic string, partition int32) (leader, epoc
 
 // produceLeaderHints fills the KIP-951 fields of a Produce v10+ answer.
 func produceLeaderHints(im *image.Image, resp *kmsg.ProduceResponse) {
-	var leaders []int32
+	var h hints
 	for i := range resp.Topics {
 		rt := &resp.Topics[i]
-		name := rt.Topic
-		if resp.Version >= 13 {
-			if t := im.TopicsByID[image.TopicID(rt.TopicID)]; t != nil {
-				name = t.Name
-			}
-		}
+		name := h.topic(im, resp.Version, rt.Topic, rt.TopicID)
 		for j := range rt.Partitions {
 			p := &rt.Partitions[j]
-			if p.ErrorCode != kerr.NotLeaderForPartition.Code {
-				continue
-			}
-			if id, epoch, ok := currentLeader(im, name, p.Partition); ok {
-				p.CurrentLeader.LeaderID, p.CurrentLeader.LeaderEpoch = id, epoch
-				leaders = append(leaders, id)
-			}
+			h.hint(im, name, p.Partition, p.ErrorCode, &p.CurrentLeader.LeaderID, &p.CurrentLeader.LeaderEpoch)
 		}
 	}
-	for _, b := range endpoints(im, leaders) {
+	for _, b := range endpoints(im, h.leaders) {
 		rb := kmsg.NewProduceResponseBroker()
-		rb.NodeID, rb.Host, rb.Port = b.ID, b.Host, b.Port
-		if b.Rack != "" {
-			rb.Rack = kmsg.StringPtr(b.Rack)
-		}
+		rb.NodeID, rb.Host, rb.Port, rb.Rack = b.ID, b.Host, b.Port, rack(b)
 		resp.Brokers = append(resp.Brokers, rb)
 	}
 }
@@ -63,37 +49,54 @@ func produceLeaderHints(im *image.Image, resp *kmsg.ProduceResponse) {
 // fetchLeaderHints fills the KIP-951 fields of a Fetch answer: the
 // current leader from v12, the endpoints from v16.
 func fetchLeaderHints(im *image.Image, resp *kmsg.FetchResponse) {
-	var leaders []int32
+	var h hints
 	for i := range resp.Topics {
 		rt := &resp.Topics[i]
-		name := rt.Topic
-		if resp.Version >= 13 {
-			if t := im.TopicsByID[image.TopicID(rt.TopicID)]; t != nil {
-				name = t.Name
-			}
-		}
+		name := h.topic(im, resp.Version, rt.Topic, rt.TopicID)
 		for j := range rt.Partitions {
 			p := &rt.Partitions[j]
-			if p.ErrorCode != kerr.NotLeaderForPartition.Code {
-				continue
-			}
-			if id, epoch, ok := currentLeader(im, name, p.Partition); ok {
-				p.CurrentLeader.LeaderID, p.CurrentLeader.LeaderEpoch = id, epoch
-				leaders = append(leaders, id)
-			}
+			h.hint(im, name, p.Partition, p.ErrorCode, &p.CurrentLeader.LeaderID, &p.CurrentLeader.LeaderEpoch)
 		}
 	}
 	if resp.Version < 16 {
 		return
 	}
-	for _, b := range endpoints(im, leaders) {
+	for _, b := range endpoints(im, h.leaders) {
 		rb := kmsg.NewFetchResponseBroker()
-		rb.NodeID, rb.Host, rb.Port = b.ID, b.Host, b.Port
-		if b.Rack != "" {
-			rb.Rack = kmsg.StringPtr(b.Rack)
-		}
+		rb.NodeID, rb.Host, rb.Port, rb.Rack = b.ID, b.Host, b.Port, rack(b)
 		resp.Brokers = append(resp.Brokers, rb)
 	}
+}
+
+// hints collects the leaders named in one answer.
+type hints struct{ leaders []int32 }
+
+// topic returns an answer's topic name: v13+ name topics by id.
+func (hints) topic(im *image.Image, version int16, name string, id [16]byte) string {
+	if version >= 13 {
+		if t := im.TopicsByID[image.TopicID(id)]; t != nil {
+			return t.Name
+		}
+	}
+	return name
+}
+
+// hint sets a NOT_LEADER_OR_FOLLOWER partition's current leader and epoch.
+func (h *hints) hint(im *image.Image, topic string, partition int32, code int16, leader, epoch *int32) {
+	if code != kerr.NotLeaderForPartition.Code {
+		return
+	}
+	if id, e, ok := currentLeader(im, topic, partition); ok {
+		*leader, *epoch = id, e
+		h.leaders = append(h.leaders, id)
+	}
+}
+
+func rack(b image.Broker) *string {
+	if b.Rack == "" {
+		return nil
+	}
+	return kmsg.StringPtr(b.Rack)
 }
 
 // endpoints returns the brokers of ids, once each, in id order.
