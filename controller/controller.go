@@ -357,6 +357,15 @@ func (c *Controller) sameCluster(m *RaftMessage) bool {
 		c.cfg.Logger.Error().Int32("peer", m.Origin.Node).Str("peer.cluster", m.Cluster).Str("cluster", mine).
 			Msg("controller: a voter belongs to another cluster, and its raft messages are dropped: one of the two nodes has another cluster's data.dir; start that one on an empty data.dir")
 	}
+	// Only a leader sends appends and heartbeats, and a leader has a
+	// majority of the voters behind it (check quorum): one of another
+	// cluster means this node is the one on a foreign data directory,
+	// and it gives up.
+	msg := &pb.Message{}
+	if err := proto.Unmarshal(m.Data, msg); err == nil && c.cfg.Refused != nil &&
+		(msg.GetType() == pb.MessageType_MsgApp || msg.GetType() == pb.MessageType_MsgHeartbeat) {
+		c.cfg.Refused(fmt.Errorf("data.dir %s holds cluster %s, but the voters' active controller, node %d, leads cluster %s: start this node on an empty data.dir to join them", c.cfg.Dir, mine, m.Origin.Node, m.Cluster))
+	}
 	return false
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -379,6 +380,15 @@ func TestVoterOfAnotherClusterKeptOut(t *testing.T) {
 	cluster := q.latest[1].Load().ClusterID
 	q.stop(3)
 	q.fs[3] = other.fs[3]
+	refused := make(chan error, 10)
+	q.edit = func(c *Config) {
+		c.Refused = func(err error) {
+			select {
+			case refused <- fmt.Errorf("member %d: %w", c.NodeID, err):
+			default:
+			}
+		}
+	}
 	q.start(3)
 	for i := range 5 {
 		if r := q.create(int32(i%2+1), fmt.Sprintf("t%d", i)); r.Err != nil {
@@ -394,6 +404,15 @@ func TestVoterOfAnotherClusterKeptOut(t *testing.T) {
 	}
 	if got := q.latest[3].Load().ClusterID; got != foreign {
 		t.Fatalf("the foreign voter's cluster is %q, want its own %q", got, foreign)
+	}
+	// The foreign one, outvoted, gives up; the others do not.
+	if err := <-refused; !strings.Contains(err.Error(), "member 3:") || !strings.Contains(err.Error(), "empty data.dir") {
+		t.Fatalf("refusal: %v", err)
+	}
+	for len(refused) > 0 {
+		if err := <-refused; !strings.Contains(err.Error(), "member 3:") {
+			t.Fatalf("a member of the majority gave up: %v", err)
+		}
 	}
 }
 

@@ -82,8 +82,9 @@ type Node struct {
 	// incarnation tells this run of the node from every earlier one.
 	incarnation uint64
 
-	stopOnce sync.Once
-	stopErr  error
+	stopOnce   sync.Once
+	refuseOnce sync.Once
+	stopErr    error
 }
 
 // children are the root actor's children, published for the listener.
@@ -423,8 +424,10 @@ func (n *Node) publish(im *image.Image) {
 // refused stops a node the cluster will not take (another live node has
 // its id).
 func (n *Node) refused(err error) {
-	n.log.Error().Err(err).Msg("node: refused by the cluster; stopping")
-	go n.Stop(context.Background())
+	n.refuseOnce.Do(func() {
+		n.log.Error().Err(err).Msg("node: refused by the cluster; stopping")
+		go n.Stop(context.Background())
+	})
 }
 
 // quorumStatus returns what the controller last reported of the quorum.
