@@ -70,7 +70,7 @@ func runTests(m *testing.M) int {
 // quorum. Its methods are called from the test's goroutine only, except
 // addr and host, which any goroutine may call.
 type cluster struct {
-	t      *testing.T
+	t      testing.TB
 	layout layout
 	nodes  [numNodes + 1]*node // by node id; [0] unused
 	// seeds[i] is a client seeded with node i only, whose seed connection
@@ -136,13 +136,13 @@ type layout struct {
 // cleanup: every node still running is killed, a node that exited on its
 // own or reported a data race fails the test, and on failure the tail of
 // every node's log is printed.
-func newCluster(t *testing.T) *cluster {
+func newCluster(t testing.TB) *cluster {
 	t.Helper()
 	return newClusterIn(t, layout{})
 }
 
 // newClusterIn is newCluster with the nodes placed and started as l says.
-func newClusterIn(t *testing.T, l layout) *cluster {
+func newClusterIn(t testing.TB, l layout) *cluster {
 	t.Helper()
 	c := &cluster{t: t, layout: l}
 	dir := t.TempDir()
@@ -412,7 +412,7 @@ func (c *cluster) view(ctx context.Context, i int) (view, error) {
 
 // waitFor polls cond until it returns "" (done), failing the test with
 // its last answer after timeout. cond says what it still waits for.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() string) {
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() string) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
