@@ -133,6 +133,8 @@ type Controller struct {
 	proposed map[RequestID]bool
 
 	status Status // as last reported
+	// flushing is set while a flush is on its way.
+	flushing bool
 	// An observer's fetch: under way since fetchSent, to the voter
 	// fetchTurn picks when the active controller does not answer.
 	fetching  bool
@@ -178,6 +180,19 @@ type answer struct {
 
 // tick is the raft timer, from this instance's tick chain.
 type tick struct{ gen uint64 }
+
+// flush makes the controller handle what raft has ready after the
+// commands queued before it: their entries are persisted together, with
+// one sync (group commit).
+type flush struct{}
+
+// flushLater sends flush, unless one is on its way.
+func (c *Controller) flushLater() {
+	if !c.flushing {
+		c.flushing = true
+		c.self.Send(c.self.Self(), &flush{})
+	}
+}
 
 // Props returns the actor's props; spawn it as "controller" under the node.
 func Props(cfg Config) *actor.Props {
@@ -252,6 +267,10 @@ func (c *Controller) Receive(ctx actor.Context) {
 			return
 		}
 		c.decideForwarded(m.Request, cmd, ctx.Sender())
+		c.flushLater()
+		return
+	case *flush:
+		c.flushing = false
 	case *ForwardAnswer:
 		c.answer(m.Request, m.Result)
 	case *BrokerHeartbeat:
@@ -273,6 +292,8 @@ func (c *Controller) Receive(ctx actor.Context) {
 		c.seq++
 		id := RequestID{Node: c.cfg.NodeID, Incarnation: c.cfg.Incarnation, Seq: c.seq}
 		c.take(id, m, ctx.Sender())
+		c.flushLater()
+		return
 	default:
 		return
 	}

@@ -34,6 +34,8 @@ type logDisk struct {
 	fs  vfs.FS
 	log *store.Log
 	buf []byte
+	// written is the hard state as last written.
+	written *pb.HardState
 }
 
 // The state files beside the log.
@@ -83,6 +85,7 @@ func (d *logDisk) loadHardState() (*pb.HardState, error) {
 	if ok, err := d.readState(quorumStateFile, hs); err != nil || !ok {
 		return nil, err
 	}
+	d.written = proto.Clone(hs).(*pb.HardState)
 	return hs, nil
 }
 
@@ -164,10 +167,23 @@ func (d *logDisk) Save(hs *pb.HardState, entries []*pb.Entry) error {
 		// everything written is the member's own.
 		d.log.SetHighWatermark(res.LastOffset + 1)
 	}
-	if hs == nil || raft.IsEmptyHardState(hs) {
+	// Only the term and the vote must never go back. A commit index
+	// written late is safe (a member restarted with an older one applies
+	// less until the leader tells it the newer), as long as it is not
+	// below the snapshot's (SaveSnapshot), and writing it at every
+	// command would double the syncs of each.
+	if hs == nil || raft.IsEmptyHardState(hs) || hs.GetTerm() == d.written.GetTerm() && hs.GetVote() == d.written.GetVote() {
 		return nil
 	}
-	return d.writeState(quorumStateFile, hs)
+	return d.writeHardState(hs)
+}
+
+func (d *logDisk) writeHardState(hs *pb.HardState) error {
+	if err := d.writeState(quorumStateFile, hs); err != nil {
+		return err
+	}
+	d.written = proto.Clone(hs).(*pb.HardState)
+	return nil
 }
 
 func (d *logDisk) SaveSnapshot(snap *pb.Snapshot, replace bool) error {
@@ -176,6 +192,13 @@ func (d *logDisk) SaveSnapshot(snap *pb.Snapshot, replace bool) error {
 	// a gap.
 	if err := d.writeState(snapshotFile, snap); err != nil {
 		return err
+	}
+	// Raft refuses to start with a commit index below the snapshot's.
+	if d.written.GetCommit() < snap.GetMetadata().GetIndex() {
+		hs := &pb.HardState{Term: proto.Uint64(d.written.GetTerm()), Vote: proto.Uint64(d.written.GetVote()), Commit: proto.Uint64(snap.GetMetadata().GetIndex())}
+		if err := d.writeHardState(hs); err != nil {
+			return err
+		}
 	}
 	index := int64(snap.GetMetadata().GetIndex())
 	if replace || index > d.log.LogEndOffset() {
