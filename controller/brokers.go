@@ -41,7 +41,8 @@ type registerBroker struct {
 	Broker image.Broker `msgpack:"broker"`
 }
 
-func (*registerBroker) kind() commandKind { return kindRegisterBroker }
+func (*registerBroker) kind() commandKind      { return kindRegisterBroker }
+func (*registerBroker) timeout() time.Duration { return 0 }
 func (m *registerBroker) decide(c *Controller) (any, []image.Record) {
 	b := m.Broker
 	old, ok := c.head.Brokers[b.ID]
@@ -69,7 +70,8 @@ type fenceBroker struct {
 	Fenced      bool   `msgpack:"fenced"`
 }
 
-func (*fenceBroker) kind() commandKind { return kindFenceBroker }
+func (*fenceBroker) kind() commandKind      { return kindFenceBroker }
+func (*fenceBroker) timeout() time.Duration { return 0 }
 func (m *fenceBroker) decide(c *Controller) (any, []image.Record) {
 	b, ok := c.head.Brokers[m.ID]
 	if !ok || b.Incarnation != m.Incarnation || b.Fenced == m.Fenced {

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/vmihailenco/msgpack/v5"
@@ -16,6 +17,8 @@ import (
 // kind and is plain data.
 type command interface {
 	kind() commandKind
+	// timeout is the command's own bound on its wait, 0 for none.
+	timeout() time.Duration
 	decide(c *Controller) (result any, records []image.Record)
 	// failed returns the result of a command that was not decided: every
 	// item gets err and msg.
@@ -73,6 +76,9 @@ func decodeCommand(k commandKind, body []byte) (command, error) {
 }
 
 func (*CreateTopics) kind() commandKind { return kindCreateTopics }
+func (m *CreateTopics) timeout() time.Duration {
+	return time.Duration(m.TimeoutMs) * time.Millisecond
+}
 func (m *CreateTopics) decide(c *Controller) (any, []image.Record) {
 	return c.createTopics(m)
 }
@@ -86,6 +92,9 @@ func (m *CreateTopics) failed(err *kerr.Error, msg string) any {
 func (*CreateTopics) newResult() any { return &CreateTopicsResult{} }
 
 func (*DeleteTopics) kind() commandKind { return kindDeleteTopics }
+func (m *DeleteTopics) timeout() time.Duration {
+	return time.Duration(m.TimeoutMs) * time.Millisecond
+}
 func (m *DeleteTopics) decide(c *Controller) (any, []image.Record) {
 	return c.deleteTopics(m)
 }
@@ -102,6 +111,9 @@ func (m *DeleteTopics) failed(err *kerr.Error, msg string) any {
 func (*DeleteTopics) newResult() any { return &DeleteTopicsResult{} }
 
 func (*CreatePartitions) kind() commandKind { return kindCreatePartitions }
+func (m *CreatePartitions) timeout() time.Duration {
+	return time.Duration(m.TimeoutMs) * time.Millisecond
+}
 func (m *CreatePartitions) decide(c *Controller) (any, []image.Record) {
 	return c.createPartitions(m)
 }
@@ -114,7 +126,8 @@ func (m *CreatePartitions) failed(err *kerr.Error, msg string) any {
 }
 func (*CreatePartitions) newResult() any { return &CreatePartitionsResult{} }
 
-func (*AlterConfigs) kind() commandKind { return kindAlterConfigs }
+func (*AlterConfigs) kind() commandKind      { return kindAlterConfigs }
+func (*AlterConfigs) timeout() time.Duration { return 0 }
 func (m *AlterConfigs) decide(c *Controller) (any, []image.Record) {
 	return c.alterConfigs(m)
 }
@@ -127,7 +140,8 @@ func (m *AlterConfigs) failed(err *kerr.Error, msg string) any {
 }
 func (*AlterConfigs) newResult() any { return &AlterConfigsResult{} }
 
-func (*AllocateProducerIDs) kind() commandKind { return kindAllocateProducerIDs }
+func (*AllocateProducerIDs) kind() commandKind      { return kindAllocateProducerIDs }
+func (*AllocateProducerIDs) timeout() time.Duration { return 0 }
 func (*AllocateProducerIDs) decide(c *Controller) (any, []image.Record) {
 	first := c.head.NextProducerID
 	return &AllocateProducerIDsResult{First: first, Size: ProducerIDBlockSize},
@@ -151,7 +165,8 @@ type commandDone struct {
 	Message string      `msgpack:"msg"`
 }
 
-func (*bootCluster) kind() commandKind { return kindBootCluster }
+func (*bootCluster) kind() commandKind      { return kindBootCluster }
+func (*bootCluster) timeout() time.Duration { return 0 }
 func (m *bootCluster) decide(c *Controller) (any, []image.Record) {
 	if c.head.ClusterID != "" {
 		return &commandDone{}, nil

@@ -398,7 +398,11 @@ func (c *Controller) takeOwn(cmd command) {
 
 // take accepts a command from this node and sends it on its way.
 func (c *Controller) take(id RequestID, cmd command, reply *actor.PID) {
-	p := &pending{cmd: cmd, reply: reply, deadline: c.cfg.Clock.Now().Add(c.cfg.CommandTimeout)}
+	wait := c.cfg.CommandTimeout
+	if t := cmd.timeout(); t > 0 && t < wait {
+		wait = t
+	}
+	p := &pending{cmd: cmd, reply: reply, deadline: c.cfg.Clock.Now().Add(wait)}
 	c.outbox[id] = p
 	c.dispatch(id, p)
 }

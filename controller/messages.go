@@ -19,6 +19,9 @@ import (
 type CreateTopics struct {
 	Topics       []NewTopic
 	ValidateOnly bool
+	// TimeoutMs, when positive, is the request's own bound on the wait
+	// for the quorum, if shorter than Config.CommandTimeout.
+	TimeoutMs int32
 }
 
 // NewTopic is one topic to create. NumPartitions and ReplicationFactor of
@@ -54,8 +57,9 @@ type TopicResult struct {
 
 // DeleteTopics deletes topics by name or by id.
 type DeleteTopics struct {
-	Names []string
-	IDs   []image.TopicID
+	Names     []string
+	IDs       []image.TopicID
+	TimeoutMs int32 // as CreateTopics'
 }
 
 // DeleteTopicsResult answers DeleteTopics, names first, then ids.
@@ -67,6 +71,7 @@ type DeleteTopicsResult struct {
 type CreatePartitions struct {
 	Topics       []PartitionCount
 	ValidateOnly bool
+	TimeoutMs    int32 // as CreateTopics'
 }
 
 // PartitionCount is the new total partition count of a topic.

@@ -198,7 +198,9 @@ func readSequences(t *testing.T, ctx context.Context, addr, topic string, partit
 
 // TestControllerPanicKeepsTopics: the controller fails while creating
 // topics, once just after it has answered a CreateTopics (so the topic was
-// written to the metadata log and acknowledged) and once on receiving one
+// written to the metadata log and acknowledged: that happens when it
+// handles the flush it sends itself behind the commands it took, which
+// commits them together) and once on receiving one
 // (so nothing was written and the request is answered REQUEST_TIMED_OUT
 // at once, not after a timeout). After its restarts, and after a restart
 // of the whole broker, every topic whose creation was acknowledged exists
@@ -227,7 +229,7 @@ func TestControllerPanicKeepsTopics(t *testing.T) {
 		return -1
 	}
 
-	b.injectFault(`{"actor": "node/1/controller", "kind": "panic", "message": "CreateTopics", "after": true}`)
+	b.injectFault(`{"actor": "node/1/controller", "kind": "panic", "message": "flush", "after": true}`)
 	if err := create("during"); err != nil {
 		t.Fatalf("create during: %v (the panic comes after the answer)", err)
 	}

@@ -30,7 +30,7 @@ func init() {
 
 func (a *API) handleCreateTopics(_ *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.CreateTopicsRequest)
-	cmd := &controller.CreateTopics{ValidateOnly: req.ValidateOnly}
+	cmd := &controller.CreateTopics{ValidateOnly: req.ValidateOnly, TimeoutMs: req.TimeoutMillis}
 	for _, rt := range req.Topics {
 		nt := controller.NewTopic{Name: rt.Topic, NumPartitions: rt.NumPartitions, ReplicationFactor: rt.ReplicationFactor}
 		for _, ra := range rt.ReplicaAssignment {

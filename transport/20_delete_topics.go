@@ -67,7 +67,7 @@ func (a *API) handleDeleteTopics(_ *conn, kreq kmsg.Request) finish {
 			ids[e.id]++
 		}
 	}
-	cmd := &controller.DeleteTopics{}
+	cmd := &controller.DeleteTopics{TimeoutMs: req.TimeoutMillis}
 	for i := range entries {
 		e := &entries[i]
 		e.slot = -1

@@ -33,7 +33,7 @@ func init() {
 
 func (a *API) handleCreatePartitions(_ *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.CreatePartitionsRequest)
-	cmd := &controller.CreatePartitions{ValidateOnly: req.ValidateOnly}
+	cmd := &controller.CreatePartitions{ValidateOnly: req.ValidateOnly, TimeoutMs: req.TimeoutMillis}
 	for _, rt := range req.Topics {
 		pc := controller.PartitionCount{Name: rt.Topic, Count: rt.Count}
 		for _, as := range rt.Assignment {

@@ -10,12 +10,14 @@ package nodetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -164,4 +166,80 @@ func TestLossyLinks(t *testing.T) {
 			return ""
 		})
 	}
+}
+
+// With the majority of the voters unreachable, metadata changes stop,
+// answered REQUEST_TIMED_OUT within the request's timeout, while produce
+// and fetch to the partitions a node leads carry on; once healed, the
+// quorum takes commands again.
+func TestMajorityLost(t *testing.T) {
+	c := Start(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addr(0)), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	if _, err := adm.CreateTopic(ctx, 3, 1, nil, "kept"); err != nil {
+		t.Fatal(err)
+	}
+	led := map[int]int32{} // node index: a partition it leads
+	waitFor(t, "node 1 knowing every leader of kept", func() string {
+		req := kmsg.NewPtrMetadataRequest()
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr("kept")
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			return err.Error()
+		}
+		for _, p := range resp.Topics[0].Partitions {
+			if p.Leader < 1 {
+				return fmt.Sprintf("kept-%d has no leader", p.Partition)
+			}
+			led[int(p.Leader)-1] = p.Partition
+		}
+		return ""
+	})
+
+	// Every node on its own: no majority anywhere.
+	c.Isolate(0)
+	c.Cut(1, 2)
+	short := kadm.NewClient(cl)
+	short.SetTimeoutMillis(3000)
+	res, err := short.CreateTopic(ctx, 1, 1, nil, "refused")
+	if err == nil {
+		err = res.Err
+	}
+	if !errors.Is(err, kerr.RequestTimedOut) {
+		t.Fatalf("create without a majority: %v, want REQUEST_TIMED_OUT", err)
+	}
+	for node, p := range led {
+		// NB: not idempotent: a new idempotent producer needs a producer
+		// id, whose blocks the quorum hands out (as in Kafka).
+		pc, err := kgo.NewClient(kgo.SeedBrokers(c.Addr(node)), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.DisableIdempotentWrite())
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := &kgo.Record{Topic: "kept", Partition: p, Value: []byte("still here")}
+		err = pc.ProduceSync(ctx, r).FirstErr()
+		pc.Close()
+		if err != nil {
+			t.Fatalf("produce to kept-%d at its leader, node %d, without a majority: %v", p, node+1, err)
+		}
+	}
+
+	c.Heal()
+	waitFor(t, "a create once the quorum is back", func() string {
+		res, err := short.CreateTopic(ctx, 1, 1, nil, "after")
+		switch {
+		case err != nil:
+			return err.Error()
+		case res.Err != nil && !errors.Is(res.Err, kerr.TopicAlreadyExists):
+			return res.Err.Error()
+		}
+		return ""
+	})
 }
