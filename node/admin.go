@@ -70,6 +70,7 @@ func (n *Node) startAdmin() (*adminServer, error) {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /readyz", a.readyz)
 	mux.HandleFunc("GET /v1/actors", a.actors)
+	mux.HandleFunc("GET /v1/cluster", a.cluster)
 	mux.HandleFunc("GET /v1/faults", a.listFaults)
 	mux.HandleFunc("POST /v1/faults", a.addFault)
 	mux.HandleFunc("DELETE /v1/faults", a.clearFaults)
@@ -116,6 +117,45 @@ func (a *adminServer) actors(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, struct {
 		Actors []*actors.ActorInfo `json:"actors"`
 	}{roots})
+}
+
+// clusterJSON is /v1/cluster: the cluster as this node's image and
+// controller know it, with what Kafka's APIs do not carry (incarnations,
+// remoting addresses).
+type clusterJSON struct {
+	ClusterID string       `json:"cluster_id"`
+	Node      int32        `json:"node"` // the node answering
+	Quorum    quorumJSON   `json:"quorum"`
+	Brokers   []brokerJSON `json:"brokers"`
+}
+
+type quorumJSON struct {
+	Leader  int32  `json:"leader"` // -1 when none is known
+	Term    uint64 `json:"term"`
+	Commit  uint64 `json:"commit_index"`
+	Applied uint64 `json:"applied_index"`
+}
+
+type brokerJSON struct {
+	ID          int32  `json:"id"`
+	Host        string `json:"host"`
+	Port        int32  `json:"port"`
+	Rack        string `json:"rack,omitempty"`
+	ClusterAddr string `json:"cluster_addr,omitempty"`
+	Incarnation uint64 `json:"incarnation"`
+	Fenced      bool   `json:"fenced"`
+}
+
+func (a *adminServer) cluster(w http.ResponseWriter, _ *http.Request) {
+	im, s := a.n.image.Load(), a.n.quorumStatus()
+	out := clusterJSON{ClusterID: im.ClusterID, Node: a.n.cfg.NodeID, Brokers: []brokerJSON{},
+		Quorum: quorumJSON{Leader: s.Leader, Term: s.Term, Commit: s.Commit, Applied: s.Applied}}
+	for _, id := range im.BrokerIDs() {
+		b := im.Brokers[id]
+		out.Brokers = append(out.Brokers, brokerJSON{ID: b.ID, Host: b.Host, Port: b.Port, Rack: b.Rack,
+			ClusterAddr: b.ClusterAddr, Incarnation: b.Incarnation, Fenced: b.Fenced})
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 // faultJSON is a fault as the admin API reads and writes it.

@@ -5,8 +5,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -22,7 +24,8 @@ func newClusterCommand(environ []string, stdout io.Writer) *cobra.Command {
 }
 
 func newClusterInfoCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
-	return &cobra.Command{
+	var admin string
+	cmd := &cobra.Command{
 		Use:   "info",
 		Short: "Show the cluster id, the nodes (roles, addresses, fenced or live) and the controller quorum",
 		Args:  cobra.NoArgs,
@@ -55,6 +58,14 @@ func newClusterInfoCommand(flags *clientFlags, stdout io.Writer) *cobra.Command 
 				return fmt.Errorf("DescribeCluster: %w", err)
 			}
 			q, qerr := describeQuorum(ctx, cl)
+			// Kafka's answers carry no incarnation or remoting address: a
+			// node's admin API has them.
+			extra := map[int32][]string{}
+			if admin != "" {
+				if extra, err = adminBrokers(ctx, admin); err != nil {
+					return err
+				}
+			}
 			fmt.Fprintf(stdout, "CLUSTER     %s\nCONTROLLER  %d\nTOPICS      %d (%d internal)\n\n",
 				dc.ClusterID, dc.ControllerID, len(m.Topics), internal)
 			voters := map[int32]kmsg.DescribeQuorumResponseTopicPartitionReplicaState{}
@@ -64,6 +75,9 @@ func newClusterInfoCommand(flags *clientFlags, stdout io.Writer) *cobra.Command 
 				}
 			}
 			rows := [][]string{{"NODE", "ROLES", "HOST", "PORT", "RACK", "STATE"}}
+			if admin != "" {
+				rows[0] = append(rows[0], "CLUSTER ADDR", "INCARNATION")
+			}
 			for _, b := range dc.Brokers {
 				id := strconv.Itoa(int(b.NodeID))
 				if b.NodeID == dc.ControllerID {
@@ -80,7 +94,11 @@ func newClusterInfoCommand(flags *clientFlags, stdout io.Writer) *cobra.Command 
 				if b.IsFenced {
 					state = "fenced"
 				}
-				rows = append(rows, []string{id, strings.Join(roles, ","), b.Host, strconv.Itoa(int(b.Port)), rack, state})
+				row := []string{id, strings.Join(roles, ","), b.Host, strconv.Itoa(int(b.Port)), rack, state}
+				if admin != "" {
+					row = append(row, append(extra[b.NodeID], "?", "?")[:2]...)
+				}
+				rows = append(rows, row)
 			}
 			if err := printTable(stdout, rows); err != nil {
 				return err
@@ -104,6 +122,44 @@ func newClusterInfoCommand(flags *clientFlags, stdout io.Writer) *cobra.Command 
 			return printTable(stdout, rows)
 		},
 	}
+	cmd.Flags().StringVar(&admin, "admin", "", "a node's admin listener, host:port, to show incarnations and remoting addresses too")
+	return cmd
+}
+
+// adminBrokers reads the brokers' remoting address and incarnation from a
+// node's /v1/cluster.
+func adminBrokers(ctx context.Context, admin string) (map[int32][]string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+admin+"/v1/cluster", nil)
+	if err != nil {
+		return nil, usageError(fmt.Sprintf("--admin %s: %v", admin, err))
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("--admin %s: %w", admin, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("--admin %s: GET /v1/cluster: %s", admin, resp.Status)
+	}
+	var c struct {
+		Brokers []struct {
+			ID          int32  `json:"id"`
+			ClusterAddr string `json:"cluster_addr"`
+			Incarnation uint64 `json:"incarnation"`
+		} `json:"brokers"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&c); err != nil {
+		return nil, fmt.Errorf("--admin %s: /v1/cluster: %w", admin, err)
+	}
+	out := map[int32][]string{}
+	for _, b := range c.Brokers {
+		addr := b.ClusterAddr
+		if addr == "" {
+			addr = "-" // a one-node cluster has no remoting
+		}
+		out[b.ID] = []string{addr, strconv.FormatUint(b.Incarnation, 10)}
+	}
+	return out, nil
 }
 
 // describeQuorum asks for the controller quorum's state.

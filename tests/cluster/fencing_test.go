@@ -2,8 +2,11 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os/exec"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,6 +59,7 @@ func TestKilledBrokerFencedAndBack(t *testing.T) {
 		}
 	}
 
+	firstRun := incarnation(t, c, witness, victim)
 	c.kill(victim)
 	waitFor(t, readyTimeout, fmt.Sprintf("node %d fenced, as node %d sees it", victim, witness), func() string {
 		fenced, err := describeFenced(ctx, c, witness)
@@ -117,6 +121,22 @@ func TestKilledBrokerFencedAndBack(t *testing.T) {
 			t.Errorf("fence-%d holds %q, want %q", p, got[p], want)
 		}
 	}
+	// The restart registered a new incarnation, which the admin API and
+	// `skein cluster info --admin` show.
+	secondRun := incarnation(t, c, witness, victim)
+	if secondRun == firstRun || secondRun == 0 {
+		t.Errorf("node %d's incarnation %d after its restart, %d before", victim, secondRun, firstRun)
+	}
+	out, err := exec.Command(skeinBin, "cluster", "info", "--brokers", c.addr(witness),
+		"--admin", fmt.Sprintf("%s:%d", c.host(witness), adminPort)).CombinedOutput()
+	if err != nil {
+		t.Fatalf("skein cluster info: %v\n%s", err, out)
+	}
+	want := fmt.Sprintf("%s:%d  %d", c.host(victim), clusterPort, secondRun)
+	if !strings.Contains(string(out), want) {
+		t.Errorf("skein cluster info does not show %q:\n%s", want, out)
+	}
+
 	r := &kgo.Record{Topic: "fence", Partition: mine[0], Value: []byte("after")}
 	if err := prod.ProduceSync(ctx, r).FirstErr(); err != nil {
 		t.Fatalf("produce to fence-%d after the broker came back: %v", mine[0], err)
@@ -170,4 +190,30 @@ func describeFenced(ctx context.Context, c *cluster, i int) (map[int32]bool, err
 		return nil, fmt.Errorf("node %d: DescribeCluster lists brokers %v", i, ids)
 	}
 	return fenced, nil
+}
+
+// incarnation returns broker's incarnation as node i's /v1/cluster says.
+func incarnation(t *testing.T, c *cluster, i, broker int) uint64 {
+	t.Helper()
+	resp, err := httpClient.Get(c.adminURL(i) + "/v1/cluster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var cl struct {
+		Brokers []struct {
+			ID          int    `json:"id"`
+			Incarnation uint64 `json:"incarnation"`
+		} `json:"brokers"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&cl); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range cl.Brokers {
+		if b.ID == broker {
+			return b.Incarnation
+		}
+	}
+	t.Fatalf("node %d's /v1/cluster has no broker %d", i, broker)
+	return 0
 }
