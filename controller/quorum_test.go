@@ -462,3 +462,30 @@ func TestObserverFollowsTheLog(t *testing.T) {
 		}
 	}
 }
+
+// With racks, partitions go round the brokers rack by rack: with two racks
+// of two brokers each, consecutive partitions are in different racks.
+func TestPlacementAlternatesRacks(t *testing.T) {
+	q := prepareQuorum(t, 1, 2, 3, 4)
+	racks := map[int32]string{1: "a", 2: "a", 3: "b", 4: "b"}
+	q.edit = func(c *Config) { c.Broker.Rack = racks[c.NodeID] }
+	q.run()
+	q.waitRegistered()
+	r := q.ask(1, &CreateTopics{Topics: []NewTopic{{Name: "racked", NumPartitions: 8, ReplicationFactor: 1}}}).(*CreateTopicsResult).Topics[0]
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	ps := q.latest[1].Load().Topic("racked").Partitions
+	led := map[int32]int{}
+	for i, p := range ps {
+		led[p.Leader]++
+		if next := ps[(i+1)%len(ps)]; racks[p.Leader] == racks[next.Leader] {
+			t.Fatalf("partitions %d and %d are both in rack %s: %+v", i, next.Index, racks[p.Leader], ps)
+		}
+	}
+	for id := range racks {
+		if led[id] != 2 {
+			t.Fatalf("leaders per broker %v, want 2 each", led)
+		}
+	}
+}

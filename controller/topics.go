@@ -141,10 +141,12 @@ func newPartition(index int32, replicas []int32) image.Partition {
 }
 
 // place spreads n partitions over the live brokers round robin, from a
-// random one, so that leaders spread evenly across topics too. The
-// caller has checked that rf brokers are live.
+// random one, so that leaders spread evenly across topics too; with racks
+// (broker.rack), the brokers go round in rack-alternated order, as
+// Kafka's, so that consecutive partitions and a partition's replicas sit
+// in different racks. The caller has checked that rf brokers are live.
 func (c *Controller) place(n, rf int) [][]int32 {
-	brokers := c.head.LiveBrokerIDs()
+	brokers := rackAlternated(c.head, c.head.LiveBrokerIDs())
 	start := rand.IntN(len(brokers))
 	out := make([][]int32, n)
 	for p := range n {
@@ -159,6 +161,30 @@ func (c *Controller) place(n, rf int) [][]int32 {
 
 // noReplication is why a replication factor above 1 is refused.
 const noReplication = "Replication is not available yet: Skein keeps one copy of each partition, so a topic's replication factor must be 1."
+
+// rackAlternated orders brokers (sorted by id) by taking one from each
+// rack in turn, racks in name order: a1 b1 c1 a2 b2 ... Brokers without a
+// rack form a rack of their own.
+func rackAlternated(im *image.Image, brokers []int32) []int32 {
+	byRack := map[string][]int32{}
+	for _, id := range brokers {
+		r := im.Brokers[id].Rack
+		byRack[r] = append(byRack[r], id)
+	}
+	if len(byRack) < 2 {
+		return brokers
+	}
+	racks := slices.Sorted(maps.Keys(byRack))
+	out := make([]int32, 0, len(brokers))
+	for round := 0; len(out) < len(brokers); round++ {
+		for _, r := range racks {
+			if round < len(byRack[r]) {
+				out = append(out, byRack[r][round])
+			}
+		}
+	}
+	return out
+}
 
 func (c *Controller) checkAssignments(assign [][]int32) (*kerr.Error, string) {
 	rf := len(assign[0])
