@@ -489,3 +489,56 @@ func TestPlacementAlternatesRacks(t *testing.T) {
 		}
 	}
 }
+
+// Two live nodes with one id: the second one's registration is refused
+// while the first heartbeats, and after two session timeouts of refusals
+// it gives up (the node stops); the first stays registered.
+func TestDuplicateNodeIDRefused(t *testing.T) {
+	q := prepareQuorum(t, 1, 2, 3, 4)
+	q.observers = map[int32]bool{4: true}
+	refused := make(chan error, 1)
+	q.edit = func(c *Config) {
+		c.HeartbeatInterval, c.SessionTimeout = 10*time.Millisecond, 200*time.Millisecond
+		c.Refused = func(err error) {
+			select {
+			case refused <- err:
+			default:
+			}
+		}
+	}
+	q.run()
+	q.waitRegistered()
+	first := q.incs[4]
+
+	// Another node 4, a broker-only node of its own incarnation.
+	peers := map[int32]*actor.PID{}
+	for _, id := range []int32{1, 2, 3} {
+		peers[id] = q.pids[id]
+	}
+	dup := Config{
+		NodeID: 4, Incarnation: 1000, Peers: peers, Observer: true,
+		Broker: image.Broker{Host: "127.0.0.1", Port: 9999},
+		FS:     vfs.NewCrashableMem(), Dir: "/data/__cluster_metadata-0", Clock: clock.Real,
+		Node: configs.Default(), Logger: zerolog.Nop(),
+		Publish: func(*image.Image) {},
+		Tick:    5 * time.Millisecond, HeartbeatInterval: 10 * time.Millisecond, SessionTimeout: 200 * time.Millisecond,
+		Refused: func(err error) {
+			select {
+			case refused <- fmt.Errorf("the second node 4: %w", err):
+			default:
+			}
+		},
+	}
+	pid, err := q.sys.Root.SpawnNamed(Props(dup), "n4-dup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { q.sys.Root.StopFuture(pid).Wait() })
+	err = <-refused
+	if !strings.Contains(err.Error(), "the second node 4:") || !strings.Contains(err.Error(), "another live node has node.id 4") {
+		t.Fatalf("refusal: %v", err)
+	}
+	if b := q.latest[1].Load().Brokers[4]; b.Incarnation != first || b.Port == 9999 {
+		t.Fatalf("broker 4 after the duplicate gave up: %+v, want the first one (incarnation %d)", b, first)
+	}
+}
