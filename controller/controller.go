@@ -140,6 +140,8 @@ type Controller struct {
 	fetching  bool
 	fetchSent time.Time
 	fetchTurn int
+	// observers are the broker-only nodes that fetched from this leader.
+	observers map[int32]*observed
 	// foreign are the voters heard from with another cluster id, and it.
 	foreign map[int32]string
 	// heartbeatsSent and heartbeatsReceived count for Status.
@@ -280,6 +282,7 @@ func (c *Controller) Receive(ctx actor.Context) {
 		return
 	case *MetadataFetch:
 		if c.m != nil {
+			c.sawFetch(m)
 			ctx.Respond(c.serveFetch(m))
 		}
 		return
@@ -306,6 +309,7 @@ func (c *Controller) start() error {
 	c.outbox, c.proposed, c.heard = map[RequestID]*pending{}, map[RequestID]bool{}, map[int32]time.Time{}
 	c.peerHeard, c.peerCaughtUp = map[int32]time.Time{}, map[int32]time.Time{}
 	c.foreign = map[int32]string{}
+	c.observers = map[int32]*observed{}
 	c.leader, c.term, c.caughtUp = 0, 0, false
 	c.gen = nextGen()
 	if c.cfg.Observer {

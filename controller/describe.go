@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"maps"
 	"slices"
 	"time"
 
@@ -34,6 +35,8 @@ type QuorumDescription struct {
 	Term          uint64       `msgpack:"term"`
 	HighWatermark uint64       `msgpack:"hw"`
 	Voters        []VoterState `msgpack:"voters"`
+	// Observers are the broker-only nodes that fetched from this leader.
+	Observers []VoterState `msgpack:"observers"`
 }
 
 func (m *QuorumDescription) Serialize() (actors.Serialized, error) { return actors.Encode(m) }
@@ -71,7 +74,34 @@ func (c *Controller) describe() *QuorumDescription {
 		d.Voters = append(d.Voters, v)
 	}
 	slices.SortFunc(d.Voters, func(a, b VoterState) int { return int(a.ID - b.ID) })
+	for _, id := range slices.Sorted(maps.Keys(c.observers)) {
+		o := c.observers[id]
+		d.Observers = append(d.Observers, VoterState{ID: id, LogEnd: o.after, LastFetchMs: o.at.UnixMilli(), LastCaughtUpMs: o.caughtUp})
+	}
 	return d
+}
+
+// observed is what a leader knows of an observer from its fetches.
+type observed struct {
+	after    uint64    // the last entry it had
+	at       time.Time // its last fetch
+	caughtUp int64     // Unix ms of its last fetch that had every applied entry, -1 if none
+}
+
+// sawFetch notes an observer's fetch at the leader.
+func (c *Controller) sawFetch(m *MetadataFetch) {
+	if c.leader != raftID(c.cfg.NodeID) {
+		return
+	}
+	o := c.observers[m.Origin.Node]
+	if o == nil {
+		o = &observed{caughtUp: -1}
+		c.observers[m.Origin.Node] = o
+	}
+	o.after, o.at = m.After, c.cfg.Clock.Now()
+	if m.After >= c.applied {
+		o.caughtUp = o.at.UnixMilli()
+	}
 }
 
 // trackPeers notes, at the leader, when each voter was last caught up

@@ -446,6 +446,11 @@ func TestObserverFollowsTheLog(t *testing.T) {
 		t.Fatalf("the observer's image has topics %v", im.TopicNames())
 	}
 	old := q.leader(4)
+	// The active controller lists the observer (DescribeQuorum).
+	d := q.ask(old, &DescribeQuorum{}).(*QuorumDescription)
+	if len(d.Observers) != 1 || d.Observers[0].ID != 4 || d.Observers[0].LogEnd == 0 || len(d.Voters) != 3 {
+		t.Fatalf("quorum as the leader describes it: %+v", d)
+	}
 	q.crash(old)
 	survivor := old%3 + 1
 	if r := q.create(4, "after-the-crash"); r.Err != nil {

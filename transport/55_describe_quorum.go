@@ -8,8 +8,9 @@ package transport
 //     Skein's controller.quorum.voters. The leader epoch is the raft term,
 //     offsets are raft indexes (the high watermark is the commit index, a
 //     voter's log end offset the last index the leader knows it holds),
-//     timestamps the leader's clock. There are no observers: every node is
-//     a voter.
+//     timestamps the leader's clock. Observers are the broker-only nodes
+//     that fetch the log from the active controller (their log end offset
+//     is the last entry they had when they last fetched).
 //   - Any other topic or partition is UNKNOWN_TOPIC_OR_PARTITION. No
 //     known or reachable active controller is NOT_LEADER_OR_FOLLOWER
 //     (retriable), as a Kafka controller answers when it does not lead.
@@ -62,13 +63,7 @@ func (a *API) handleDescribeQuorum(_ *conn, kreq kmsg.Request) finish {
 				continue
 			}
 			p.LeaderID, p.LeaderEpoch, p.HighWatermark = d.Leader, int32(d.Term), int64(d.HighWatermark)
-			p.Observers = []kmsg.DescribeQuorumResponseTopicPartitionReplicaState{}
-			for _, v := range d.Voters {
-				rs := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
-				rs.ReplicaID, rs.LogEndOffset = v.ID, int64(v.LogEnd)
-				rs.LastFetchTimestamp, rs.LastCaughtUpTimestamp = v.LastFetchMs, v.LastCaughtUpMs
-				p.CurrentVoters = append(p.CurrentVoters, rs)
-			}
+			p.CurrentVoters, p.Observers = replicaStates(d.Voters), replicaStates(d.Observers)
 			t.Partitions = append(t.Partitions, p)
 		}
 		resp.Topics = append(resp.Topics, t)
@@ -77,6 +72,17 @@ func (a *API) handleDescribeQuorum(_ *conn, kreq kmsg.Request) finish {
 		resp.Nodes = a.voterNodes(d)
 	}
 	return respond(resp)
+}
+
+func replicaStates(vs []controller.VoterState) []kmsg.DescribeQuorumResponseTopicPartitionReplicaState {
+	out := []kmsg.DescribeQuorumResponseTopicPartitionReplicaState{}
+	for _, v := range vs {
+		rs := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
+		rs.ReplicaID, rs.LogEndOffset = v.ID, int64(v.LogEnd)
+		rs.LastFetchTimestamp, rs.LastCaughtUpTimestamp = v.LastFetchMs, v.LastCaughtUpMs
+		out = append(out, rs)
+	}
+	return out
 }
 
 // describeQuorum asks the active controller for the quorum's state.
