@@ -40,6 +40,7 @@ const (
 	kindRegisterBroker
 	kindBootCluster
 	kindFenceBroker
+	kindAlterPartition
 )
 
 func newCommand(k commandKind) command {
@@ -60,6 +61,8 @@ func newCommand(k commandKind) command {
 		return &bootCluster{}
 	case kindFenceBroker:
 		return &fenceBroker{}
+	case kindAlterPartition:
+		return &AlterPartition{}
 	}
 	return nil
 }

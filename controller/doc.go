@@ -8,7 +8,8 @@
 //
 // The raft leader is the active controller. It decides each command
 // (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
-// AllocateProducerIDs, and the brokers' registrations and fencing)
+// AllocateProducerIDs, AlterPartition, and the brokers' registrations and
+// fencing)
 // against its image (controller/image) and places new partitions on live
 // brokers; the command's records and its result are one raft entry. Every
 // member applies committed entries in order and publishes each new image;

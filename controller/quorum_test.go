@@ -547,3 +547,24 @@ func TestDuplicateNodeIDRefused(t *testing.T) {
 		t.Fatalf("broker 4 after the duplicate gave up: %+v, want the first one (incarnation %d)", b, first)
 	}
 }
+
+// AlterPartition travels like any command: forwarded to the active
+// controller, its answer (a Kafka error, the partition) back intact.
+func TestAlterPartitionForwarded(t *testing.T) {
+	q := newQuorum(t, 1, 2, 3)
+	q.waitRegistered()
+	if r := q.create(1, "ap"); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	tp := q.latest[1].Load().Topic("ap")
+	p := tp.Partitions[0]
+	via := q.leader(1)%3 + 1 // not the active controller
+	stale := q.ask(via, &AlterPartition{TopicID: tp.ID, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch - 1, ISR: p.ISR}).(*AlterPartitionResult)
+	if stale.Err != kerr.InvalidUpdateVersion || stale.Partition.PartitionEpoch != p.PartitionEpoch || !slices.Equal(stale.Partition.Replicas, p.Replicas) {
+		t.Fatalf("a stale partition epoch through node %d: %+v", via, stale)
+	}
+	same := q.ask(via, &AlterPartition{TopicID: tp.ID, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, ISR: p.ISR}).(*AlterPartitionResult)
+	if same.Err != nil || same.Partition.Leader != p.Leader {
+		t.Fatalf("the same ISR through node %d: %+v", via, same)
+	}
+}

@@ -1,0 +1,87 @@
+package controller
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/skeinlog/skein/controller/image"
+)
+
+// AlterPartition is a partition leader's request to change its ISR
+// (Kafka's AlterPartition, between nodes): it is decided against the
+// partition as the image has it, so a leader deposed or working from an
+// older partition state is refused, and the change commits as one
+// ChangePartition with the next partition epoch.
+type AlterPartition struct {
+	TopicID        image.TopicID `msgpack:"topic_id"`
+	Partition      int32         `msgpack:"part"`
+	Leader         int32         `msgpack:"leader"`
+	LeaderEpoch    int32         `msgpack:"epoch"`
+	PartitionEpoch int32         `msgpack:"part_epoch"`
+	ISR            []int32       `msgpack:"isr"`
+}
+
+// AlterPartitionResult answers AlterPartition: the partition as committed
+// (or as it is, for a refusal the leader learns from).
+type AlterPartitionResult struct {
+	Err       *kerr.Error     `msgpack:"err"`
+	Message   string          `msgpack:"msg"`
+	Partition image.Partition `msgpack:"part"`
+}
+
+func (*AlterPartition) kind() commandKind      { return kindAlterPartition }
+func (*AlterPartition) timeout() time.Duration { return 0 }
+func (*AlterPartition) newResult() any         { return &AlterPartitionResult{} }
+func (*AlterPartition) failed(err *kerr.Error, msg string) any {
+	return &AlterPartitionResult{Err: err, Message: msg}
+}
+
+func (m *AlterPartition) decide(c *Controller) (any, []image.Record) {
+	t := c.head.TopicsByID[m.TopicID]
+	if t == nil {
+		return &AlterPartitionResult{Err: kerr.UnknownTopicID}, nil
+	}
+	if m.Partition < 0 || int(m.Partition) >= len(t.Partitions) {
+		return &AlterPartitionResult{Err: kerr.UnknownTopicOrPartition}, nil
+	}
+	p := t.Partitions[m.Partition]
+	refuse := func(err *kerr.Error, msg string) (any, []image.Record) {
+		return &AlterPartitionResult{Err: err, Message: msg, Partition: p}, nil
+	}
+	switch {
+	case p.Leader != m.Leader:
+		return refuse(kerr.NotLeaderForPartition, fmt.Sprintf("broker %d does not lead %s-%d: %d does", m.Leader, t.Name, m.Partition, p.Leader))
+	case m.LeaderEpoch != p.LeaderEpoch:
+		return refuse(kerr.FencedLeaderEpoch, fmt.Sprintf("leader epoch %d, the partition's is %d", m.LeaderEpoch, p.LeaderEpoch))
+	case m.PartitionEpoch != p.PartitionEpoch:
+		return refuse(kerr.InvalidUpdateVersion, fmt.Sprintf("partition epoch %d, the partition's is %d", m.PartitionEpoch, p.PartitionEpoch))
+	case !slices.Contains(m.ISR, m.Leader):
+		return refuse(kerr.InvalidRequest, "the ISR must hold the leader")
+	}
+	isr := slices.Clone(m.ISR)
+	slices.Sort(isr)
+	for i, r := range isr {
+		if i > 0 && isr[i-1] == r {
+			return refuse(kerr.InvalidRequest, fmt.Sprintf("broker %d named twice", r))
+		}
+		if !slices.Contains(p.Replicas, r) {
+			return refuse(kerr.InvalidRequest, fmt.Sprintf("broker %d is not a replica", r))
+		}
+		// A member added must be a live broker (KIP-841): a fenced one
+		// could be elected while it cannot serve.
+		if b, ok := c.head.Brokers[r]; !slices.Contains(p.ISR, r) && (!ok || b.Fenced) {
+			return refuse(kerr.IneligibleReplica, fmt.Sprintf("broker %d is fenced", r))
+		}
+	}
+	cur := slices.Clone(p.ISR)
+	slices.Sort(cur)
+	if slices.Equal(cur, isr) {
+		return &AlterPartitionResult{Partition: p}, nil
+	}
+	p.ISR, p.PartitionEpoch = isr, p.PartitionEpoch+1
+	p.Replicas = slices.Clone(p.Replicas)
+	return &AlterPartitionResult{Partition: p}, []image.Record{&image.ChangePartition{ID: t.ID, Partition: p}}
+}
