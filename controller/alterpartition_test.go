@@ -61,3 +61,66 @@ func TestAlterPartitionDecisions(t *testing.T) {
 		t.Fatalf("the shrink's record does not apply: %v", err)
 	}
 }
+
+// A fenced broker leaves every ISR but the ones it is the last member of;
+// its leaderships go to the first live replica of the ISR left, in the
+// preferred order, or offline when there is none; it leads the offline
+// ones again when it comes back.
+func TestFencingElectsFromTheLiveISR(t *testing.T) {
+	im := image.Empty()
+	parts := []image.Partition{
+		{Index: 0, Leader: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}}, // 2 takes over
+		{Index: 1, Leader: 2, Replicas: []int32{2, 1, 3}, ISR: []int32{2, 1}},    // 1 just leaves the ISR
+		{Index: 2, Leader: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1}},       // offline, 1 stays
+		{Index: 3, Leader: 1, Replicas: []int32{1, 4, 2}, ISR: []int32{1, 4, 2}}, // 4 is fenced: 2
+		{Index: 4, Leader: 2, Replicas: []int32{2, 3}, ISR: []int32{2, 3}},       // untouched
+	}
+	for _, r := range []image.Record{
+		&image.RegisterBroker{ID: 1, Incarnation: 1}, &image.RegisterBroker{ID: 2, Incarnation: 1},
+		&image.RegisterBroker{ID: 3, Incarnation: 1}, &image.RegisterBroker{ID: 4, Incarnation: 1},
+		&image.FenceBroker{ID: 4, Incarnation: 1, Fenced: true},
+		&image.CreateTopic{Name: "r", ID: image.TopicID{1}, Partitions: parts},
+	} {
+		var err error
+		if im, err = im.Apply(0, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := &Controller{head: im}
+	_, recs := (&fenceBroker{ID: 1, Incarnation: 1, Fenced: true}).decide(c)
+	for _, r := range recs {
+		var err error
+		if im, err = im.Apply(1, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := im.Topic("r").Partitions
+	want := []struct {
+		leader       int32
+		isr          []int32
+		leaderEpochs int32
+	}{{2, []int32{2, 3}, 1}, {2, []int32{2}, 0}, {-1, []int32{1}, 1}, {2, []int32{4, 2}, 1}, {2, []int32{2, 3}, 0}}
+	for i, w := range want {
+		p := got[i]
+		if p.Leader != w.leader || !slices.Equal(p.ISR, w.isr) || p.LeaderEpoch != w.leaderEpochs {
+			t.Errorf("partition %d after fencing 1: leader %d isr %v epoch %d; want %d %v %d", i, p.Leader, p.ISR, p.LeaderEpoch, w.leader, w.isr, w.leaderEpochs)
+		}
+		if changed := i < 4; changed != (p.PartitionEpoch == 1) {
+			t.Errorf("partition %d: partition epoch %d", i, p.PartitionEpoch)
+		}
+	}
+	c.head = im
+	_, recs = (&fenceBroker{ID: 1, Incarnation: 1, Fenced: false}).decide(c)
+	for _, r := range recs {
+		var err error
+		if im, err = im.Apply(2, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if p := im.Topic("r").Partitions[2]; p.Leader != 1 || p.LeaderEpoch != 2 {
+		t.Errorf("the offline partition after 1 is back: %+v", p)
+	}
+	if p := im.Topic("r").Partitions[0]; p.Leader != 2 {
+		t.Errorf("a partition another broker took over moved back: %+v", p)
+	}
+}

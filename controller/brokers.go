@@ -90,33 +90,67 @@ func (*fenceBroker) failed(err *kerr.Error, msg string) any {
 }
 func (*fenceBroker) newResult() any { return &commandDone{} }
 
-// stopLeading takes the leadership of every partition broker leads away:
-// with replication factor 1 nobody else can lead, so they go offline.
+// stopLeading takes a fenced broker out of every ISR it is in, and its
+// leaderships away: the next leader is the first replica, in the
+// preferred order, of the ISR left that is live; with none (a replication
+// factor of 1, or every other member gone) the partition goes offline,
+// and its ISR keeps the broker, the last member that holds every
+// acknowledged record, so that it leads again when it comes back.
 func (c *Controller) stopLeading(broker int32) []image.Record {
-	return c.changeLeaders(func(p image.Partition) (int32, bool) { return -1, p.Leader == broker })
+	return c.changePartitions(func(p image.Partition) (image.Partition, bool) {
+		if !slices.Contains(p.ISR, broker) && p.Leader != broker {
+			return p, false
+		}
+		if len(p.ISR) > 1 {
+			p.ISR = slices.DeleteFunc(slices.Clone(p.ISR), func(r int32) bool { return r == broker })
+		}
+		if p.Leader == broker {
+			p.Leader = c.electLive(p, broker)
+		}
+		return p, true
+	})
+}
+
+// electLive returns the first replica, in the preferred order, that is in
+// p's ISR, live, and not except; -1 if none.
+func (c *Controller) electLive(p image.Partition, except int32) int32 {
+	for _, r := range p.Replicas {
+		if b, ok := c.head.Brokers[r]; r != except && ok && !b.Fenced && slices.Contains(p.ISR, r) {
+			return r
+		}
+	}
+	return -1
 }
 
 // leadAgain gives broker back the leaderless partitions it is in sync for.
 func (c *Controller) leadAgain(broker int32) []image.Record {
-	return c.changeLeaders(func(p image.Partition) (int32, bool) {
-		return broker, p.Leader < 0 && slices.Contains(p.ISR, broker)
+	return c.changePartitions(func(p image.Partition) (image.Partition, bool) {
+		if p.Leader >= 0 || !slices.Contains(p.ISR, broker) {
+			return p, false
+		}
+		p.Leader = broker
+		return p, true
 	})
 }
 
-// changeLeaders sets the leader of the partitions change picks, each a
-// new leader epoch, in topic name order.
-func (c *Controller) changeLeaders(change func(image.Partition) (leader int32, ok bool)) []image.Record {
+// changePartitions rewrites the partitions change picks, in topic name
+// order: each change is a new partition epoch, and a new leader epoch when
+// the leader changed.
+func (c *Controller) changePartitions(change func(image.Partition) (image.Partition, bool)) []image.Record {
 	var records []image.Record
 	for _, name := range c.head.TopicNames() {
 		t := c.head.Topics[name]
 		for _, p := range t.Partitions {
-			leader, ok := change(p)
+			q, ok := change(p)
 			if !ok {
 				continue
 			}
-			p.Leader, p.LeaderEpoch, p.PartitionEpoch = leader, p.LeaderEpoch+1, p.PartitionEpoch+1
-			p.Replicas, p.ISR = slices.Clone(p.Replicas), slices.Clone(p.ISR)
-			records = append(records, &image.ChangePartition{ID: t.ID, Partition: p})
+			if q.Leader != p.Leader {
+				q.LeaderEpoch++
+			}
+			q.PartitionEpoch++
+			q.Replicas, q.ISR = slices.Clone(q.Replicas), slices.Clone(q.ISR)
+			records = append(records, &image.ChangePartition{ID: t.ID, Partition: q})
 		}
 	}
 	return records
