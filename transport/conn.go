@@ -45,6 +45,9 @@ type conn struct {
 	// body is the pooled body of the request being decoded (Produce
 	// only, body.go), or nil; reader goroutine only.
 	body *requestBody
+	// finishing is the API key of the request being finished, plus one;
+	// 0 when none (for the log of a stop that waits too long).
+	finishing atomic.Int32
 }
 
 type pending struct {
@@ -164,7 +167,9 @@ func (c *conn) safeDecode(body []byte) (p *pending, err error) {
 // safeFinish finishes a request, with a panic recovered: it returns nil
 // and false then.
 func (c *conn) safeFinish(p *pending) (resp kmsg.Response, ok bool) {
+	c.finishing.Store(int32(p.key) + 1)
 	defer func() {
+		c.finishing.Store(0)
 		if v := recover(); v != nil {
 			c.recovered(p.key, v)
 			resp, ok = nil, false

@@ -152,9 +152,15 @@ func (s *Server) Close(ctx context.Context) error {
 	case <-done:
 		return nil
 	case <-ctx.Done():
+		var keys []int32
 		for _, c := range conns {
+			if k := c.finishing.Load(); k != 0 {
+				keys = append(keys, k-1)
+			}
 			c.nc.Close()
 		}
+		s.log.Warn().Ints32("api_keys", keys).Int("connections", len(conns)).
+			Msg("transport: stopped waiting for the requests being answered")
 		<-done
 		return ctx.Err()
 	}
