@@ -9,9 +9,9 @@
 // The raft leader is the active controller. It decides each command
 // (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
 // AllocateProducerIDs, AlterPartition, and the brokers' registrations and
-// fencing)
-// against its image (controller/image) and places new partitions on live
-// brokers; the command's records and its result are one raft entry. Every
+// fencing) against its image (controller/image) and places new partitions
+// on live brokers; the command's records and its result are one raft
+// entry, and the commands queued together are persisted together. Every
 // member applies committed entries in order and publishes each new image;
 // the member that took a command answers it once it has applied the
 // entry itself. A command given to another member is forwarded to the
@@ -21,8 +21,9 @@
 //
 // Brokers register (id, incarnation, addresses, rack) and heartbeat the
 // active controller (brokers.go); one silent for broker.session.timeout.ms
-// is fenced and its partitions lose their leader until it heartbeats or
-// registers again.
+// is fenced: it leaves the ISRs it is not the last member of, and each
+// partition it led gets the first live replica of its ISR as leader, or
+// none until it heartbeats or registers again.
 //
 // A broker-only node's Controller is an observer (observer.go): no raft
 // member, it fetches committed entries from the voters and applies them.

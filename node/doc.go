@@ -10,8 +10,9 @@
 //
 // A node's actors form one tree under its root actor, node/<id> (DESIGN.md
 // "The actor tree"): controller, metadata, partitions with one child per
-// hosted partition, and groups with one child per consumer group this node
-// coordinates (package coordinator). The root's children, the partitions
+// hosted partition, groups with one child per consumer group this node
+// coordinates (package coordinator), and appends, which takes appends from
+// other nodes (partition.RemoteAppend). The root's children, the partitions
 // and the groups restart with exponential backoff
 // (actors.NewBackoffStrategy). Every actor is
 // spawned through an actors.Tree, which counts its mailbox and restarts
