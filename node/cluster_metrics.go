@@ -26,6 +26,10 @@ var (
 		"Broker heartbeats this node's controller received while active.", nil, nil)
 	brokersDesc = prometheus.NewDesc("skein_cluster_brokers",
 		"Registered brokers in this node's image, by state (live or fenced).", []string{"state"}, nil)
+	offlineDesc = prometheus.NewDesc("skein_cluster_offline_partitions",
+		"Partitions without a leader in this node's image (Kafka's OfflinePartitionsCount).", nil, nil)
+	underReplicatedDesc = prometheus.NewDesc("skein_under_replicated_partitions",
+		"Partitions this node leads whose ISR is smaller than their replica set (Kafka's UnderReplicatedPartitions).", nil, nil)
 	framesSentDesc = prometheus.NewDesc("skein_remote_frames_sent_total",
 		"Messages this process sent to other nodes over remoting, by type.", []string{"type"}, nil)
 	framesReceivedDesc = prometheus.NewDesc("skein_remote_frames_received_total",
@@ -34,7 +38,7 @@ var (
 
 func (c clusterCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{quorumLeaderDesc, quorumTermDesc, quorumCommitDesc, quorumAppliedDesc,
-		heartbeatsSentDesc, heartbeatsReceivedDesc, brokersDesc, framesSentDesc, framesReceivedDesc} {
+		heartbeatsSentDesc, heartbeatsReceivedDesc, brokersDesc, offlineDesc, underReplicatedDesc, framesSentDesc, framesReceivedDesc} {
 		ch <- d
 	}
 }
@@ -53,8 +57,22 @@ func (c clusterCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(quorumAppliedDesc, float64(s.Applied))
 	counter(heartbeatsSentDesc, s.HeartbeatsSent)
 	counter(heartbeatsReceivedDesc, s.HeartbeatsReceived)
+	im := c.n.image.Load()
+	offline, under := 0, 0
+	for _, t := range im.Topics {
+		for _, p := range t.Partitions {
+			switch {
+			case p.Leader < 0:
+				offline++
+			case p.Leader == c.n.cfg.NodeID && len(p.ISR) < len(p.Replicas):
+				under++
+			}
+		}
+	}
+	gauge(offlineDesc, float64(offline))
+	gauge(underReplicatedDesc, float64(under))
 	live, fenced := 0, 0
-	for _, b := range c.n.image.Load().Brokers {
+	for _, b := range im.Brokers {
 		if b.Fenced {
 			fenced++
 		} else {

@@ -85,6 +85,18 @@ func TestKilledBrokerFencedAndBack(t *testing.T) {
 		}
 	}
 
+	offlineMetric := func() float64 {
+		t.Helper()
+		m, err := c.metrics(witness)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m["skein_cluster_offline_partitions"]
+	}
+	if n := offlineMetric(); n != float64(len(mine)) {
+		t.Errorf("node %d's skein_cluster_offline_partitions %v, want %d", witness, n, len(mine))
+	}
+
 	c.start(victim)
 	c.waitReady(victim)
 	waitFor(t, readyTimeout, fmt.Sprintf("node %d leading its partitions again", victim), func() string {
@@ -104,6 +116,9 @@ func TestKilledBrokerFencedAndBack(t *testing.T) {
 		return ""
 	})
 	after := epochs(t, ctx, c, witness, "fence")
+	if n := offlineMetric(); n != 0 {
+		t.Errorf("node %d's skein_cluster_offline_partitions %v once the broker is back", witness, n)
+	}
 	cons := c.client([]int{witness}, kgo.ConsumeTopics("fence"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	got := map[int32]string{}
 	for len(got) < len(mine) {

@@ -502,3 +502,33 @@ func raceReport(path string) string {
 	}
 	return report
 }
+
+// metrics reads node i's admin /metrics: each sample by its name and
+// labels as written, e.g. `skein_cluster_brokers{state="live"}`.
+func (c *cluster) metrics(i int) (map[string]float64, error) {
+	resp, err := httpClient.Get(fmt.Sprintf("http://%s:%d/metrics", c.host(i), adminPort))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("node %d: /metrics answers %s", i, resp.Status)
+	}
+	m := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		k := strings.LastIndexByte(line, ' ')
+		if k < 0 {
+			continue
+		}
+		if v, err := strconv.ParseFloat(line[k+1:], 64); err == nil {
+			m[line[:k]] = v
+		}
+	}
+	return m, sc.Err()
+}
