@@ -78,23 +78,15 @@ func Start(t testing.TB, n int, edit ...func(*configs.Node)) *Cluster {
 // Addr returns the Kafka listener of the node at index i.
 func (c *Cluster) Addr(i int) string { return c.Nodes[i].Addr().String() }
 
-// Addrs returns every node's Kafka listener.
-func (c *Cluster) Addrs() []string {
-	var out []string
-	for i := range c.Nodes {
-		out = append(out, c.Addr(i))
-	}
-	return out
-}
-
 // Cut cuts the link between the nodes at indexes a and b, both ways.
-func (c *Cluster) Cut(a, b int) { c.link(a, b, actors.LinkFault{Cut: true}) }
+func (c *Cluster) Cut(a, b int) { c.Fault(a, b, actors.LinkFault{Cut: true}) }
 
-// Drop drops a fraction of the messages between a and b, both ways.
-func (c *Cluster) Drop(a, b int, rate float64) { c.link(a, b, actors.LinkFault{DropRate: rate}) }
-
-// Delay delays the messages between a and b, both ways.
-func (c *Cluster) Delay(a, b int, d time.Duration) { c.link(a, b, actors.LinkFault{Delay: d}) }
+// Fault sets f on the link between the nodes at indexes a and b, both
+// ways: drops at a rate, a delay, or a cut.
+func (c *Cluster) Fault(a, b int, f actors.LinkFault) {
+	c.Nodes[a].Links().Set(c.cluster[b], f)
+	c.Nodes[b].Links().Set(c.cluster[a], f)
+}
 
 // Isolate cuts node a off from every other node.
 func (c *Cluster) Isolate(a int) {
@@ -110,11 +102,6 @@ func (c *Cluster) Heal() {
 	for _, n := range c.Nodes {
 		n.Links().Heal()
 	}
-}
-
-func (c *Cluster) link(a, b int, f actors.LinkFault) {
-	c.Nodes[a].Links().Set(c.cluster[b], f)
-	c.Nodes[b].Links().Set(c.cluster[a], f)
 }
 
 // waitReady waits until node i serves clients (its broker is registered).

@@ -20,6 +20,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skeinlog/skein/actors"
 )
 
 // metadata asks node i itself for the controller and the topics it knows.
@@ -134,7 +136,7 @@ func TestLossyLinks(t *testing.T) {
 	c := Start(t, 3)
 	for a := range 3 {
 		for b := a + 1; b < 3; b++ {
-			c.Drop(a, b, 0.3)
+			c.Fault(a, b, actors.LinkFault{DropRate: 0.3, Delay: 5 * time.Millisecond})
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
