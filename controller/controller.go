@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/vmihailenco/msgpack/v5"
+	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
@@ -292,9 +293,7 @@ func (c *Controller) Receive(ctx actor.Context) {
 		c.cfg.Logger.Warn().Uint32("type", m.TypeID).Str("reason", m.Reason).Msg("controller: dropping a message from a peer")
 		return
 	case command:
-		c.seq++
-		id := RequestID{Node: c.cfg.NodeID, Incarnation: c.cfg.Incarnation, Seq: c.seq}
-		c.take(id, m, ctx.Sender())
+		c.take(c.nextRequest(), m, ctx.Sender())
 		c.flushLater()
 		return
 	default:
@@ -331,9 +330,11 @@ func (c *Controller) start() error {
 	if c.m, err = newMember(raftID(c.cfg.NodeID), voters, disk); err != nil {
 		return err
 	}
-	if snap, err := disk.loadSnapshot(); err != nil {
+	// The member loaded the newest snapshot from disk: the image starts
+	// from it.
+	if snap, err := c.m.mem.Snapshot(); err != nil {
 		return err
-	} else if snap != nil {
+	} else if !raft.IsEmptySnap(snap) {
 		if err := c.restore(snap); err != nil {
 			return err
 		}
@@ -396,8 +397,13 @@ func (c *Controller) sameCluster(m *RaftMessage) bool {
 
 // takeOwn takes a command of the controller's own.
 func (c *Controller) takeOwn(cmd command) {
+	c.take(c.nextRequest(), cmd, nil)
+}
+
+// nextRequest names a command this controller takes.
+func (c *Controller) nextRequest() RequestID {
 	c.seq++
-	c.take(RequestID{Node: c.cfg.NodeID, Incarnation: c.cfg.Incarnation, Seq: c.seq}, cmd, nil)
+	return RequestID{Node: c.cfg.NodeID, Incarnation: c.cfg.Incarnation, Seq: c.seq}
 }
 
 // take accepts a command from this node and sends it on its way.

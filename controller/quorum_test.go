@@ -71,17 +71,8 @@ func (q *quorum) run() *quorum {
 // broker, as a node waits before it serves clients.
 func (q *quorum) waitRegistered() {
 	q.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
 	for id := range q.pids {
-		for {
-			if im := q.latest[id].Load(); im != nil && len(im.Brokers) == len(q.fs) {
-				break
-			}
-			if time.Now().After(deadline) {
-				q.t.Fatalf("member %d: brokers not all registered", id)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		q.waitFor(id, "every member's broker registered", func(im *image.Image) bool { return len(im.Brokers) == len(q.fs) })
 	}
 }
 
