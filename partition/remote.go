@@ -145,26 +145,13 @@ func (a *appends) leads(m *RemoteAppend) (*Handle, *View, *kerr.Error) {
 	case m.Partition < 0 || int(m.Partition) >= len(t.Partitions):
 		return nil, nil, kerr.UnknownTopicOrPartition
 	}
-	p := t.Partitions[m.Partition]
-	if p.Leader != a.cfg.NodeID {
-		return nil, nil, kerr.NotLeaderForPartition
+	if p := t.Partitions[m.Partition]; p.Leader == a.cfg.NodeID {
+		switch {
+		case m.LeaderEpoch >= 0 && m.LeaderEpoch < p.LeaderEpoch:
+			return nil, nil, kerr.FencedLeaderEpoch
+		case m.LeaderEpoch > p.LeaderEpoch:
+			return nil, nil, kerr.UnknownLeaderEpoch
+		}
 	}
-	switch {
-	case m.LeaderEpoch >= 0 && m.LeaderEpoch < p.LeaderEpoch:
-		return nil, nil, kerr.FencedLeaderEpoch
-	case m.LeaderEpoch > p.LeaderEpoch:
-		return nil, nil, kerr.UnknownLeaderEpoch
-	}
-	h := a.cfg.Registry.Get(m.Topic, m.Partition)
-	if h == nil || h.TopicID != t.ID {
-		return nil, nil, kerr.NotLeaderForPartition
-	}
-	v := h.View()
-	switch {
-	case v == nil:
-		return nil, nil, kerr.NotLeaderForPartition // still loading
-	case v.Log == nil:
-		return nil, nil, kerr.KafkaStorageError
-	}
-	return h, v, nil
+	return a.cfg.Registry.Led(im, a.cfg.NodeID, m.Topic, m.Partition)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/skeinlog/skein/controller/image"
 	"github.com/skeinlog/skein/internal/clock"
@@ -73,6 +74,33 @@ func (r *Registry) Get(topic string, partition int32) *Handle {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return r.m[Key{topic, partition}]
+}
+
+// Led returns the handle and newest view of partition topic-p if this
+// node (node) hosts it and leads it in im; otherwise
+// NOT_LEADER_OR_FOLLOWER: it does not host it or still loads it, or it
+// hosts the partition of a deleted topic of that name (which stays hosted
+// until the metadata actor unhosts it: records for the new topic must not
+// go to the old log, deleted with it), or it no longer leads it (its
+// broker was fenced). KAFKA_STORAGE_ERROR (retriable) when the partition
+// failed before its log ever opened: nothing to read or write until it
+// recovers.
+func (r *Registry) Led(im *image.Image, node int32, topic string, p int32) (*Handle, *View, *kerr.Error) {
+	h := r.Get(topic, p)
+	if h == nil {
+		return nil, nil, kerr.NotLeaderForPartition
+	}
+	if t := im.Topic(topic); t == nil || t.ID != h.TopicID || int(p) >= len(t.Partitions) || t.Partitions[p].Leader != node {
+		return nil, nil, kerr.NotLeaderForPartition
+	}
+	v := h.View()
+	switch {
+	case v == nil:
+		return nil, nil, kerr.NotLeaderForPartition
+	case v.Log == nil:
+		return nil, nil, kerr.KafkaStorageError
+	}
+	return h, v, nil
 }
 
 // All returns every hosted partition's handle.

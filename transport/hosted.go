@@ -22,31 +22,10 @@ func topicRef(im *image.Image, byID bool, name string, id [16]byte) (string, *ke
 	return name, nil
 }
 
-// hosted returns the handle and newest view of a partition this node hosts,
-// or NOT_LEADER_OR_FOLLOWER when it does not (or is still loading it).
+// hosted returns the handle and newest view of a partition this node
+// hosts and leads (partition.Registry.Led).
 func (a *API) hosted(topic string, p int32) (*partition.Handle, *partition.View, *kerr.Error) {
-	h := a.Partitions.Get(topic, p)
-	if h == nil {
-		return nil, nil, kerr.NotLeaderForPartition
-	}
-	// NB: a deleted topic's partition stays hosted until the metadata actor
-	// unhosts it; a topic created again under its name must not reach it
-	// (its records would go to the old log and be deleted with it).
-	// Nor does a partition this node hosts but no longer leads (its
-	// broker was fenced).
-	if t := a.Image().Topic(topic); t == nil || t.ID != h.TopicID || int(p) >= len(t.Partitions) || t.Partitions[p].Leader != a.Node.NodeID {
-		return nil, nil, kerr.NotLeaderForPartition
-	}
-	v := h.View()
-	if v == nil {
-		return nil, nil, kerr.NotLeaderForPartition
-	}
-	if v.Log == nil {
-		// Failed before its log ever opened: nothing to read until it
-		// recovers (retriable).
-		return nil, nil, kerr.KafkaStorageError
-	}
-	return h, v, nil
+	return a.Partitions.Led(a.Image(), a.Node.NodeID, topic, p)
 }
 
 // checkLeaderEpoch compares a client's current leader epoch with ours
