@@ -89,7 +89,7 @@ func replicaStates(vs []controller.VoterState) []kmsg.DescribeQuorumResponseTopi
 func (a *API) describeQuorum() *controller.QuorumDescription {
 	leader := a.activeController()
 	pid := a.Controller
-	if a.ControllerOf != nil && leader != a.Node.NodeID {
+	if a.ControllerOf != nil {
 		pid = a.ControllerOf(leader)
 	}
 	if leader < 0 || pid == nil {
