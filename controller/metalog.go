@@ -44,7 +44,10 @@ func (c *Controller) migrate(voters []uint64) error {
 	}
 	im := image.Empty()
 	err = forEachRecord(v, v.LogStartOffset, func(offset int64, r *store.Record) error {
-		rec, err := decodeRecord(r.Key, r.Value)
+		if len(r.Key) != 2 {
+			return fmt.Errorf("controller: metadata record key of %d bytes", len(r.Key))
+		}
+		rec, err := decodeRecord(image.RecordType(binary.BigEndian.Uint16(r.Key)), r.Value)
 		if err != nil {
 			return err
 		}
@@ -100,11 +103,8 @@ func openMetadataLog(fsys vfs.FS, dir string, clk clock.Clock) (*store.Log, erro
 
 var errUnknownRecord = errors.New("controller: unknown metadata record type")
 
-func decodeRecord(key, value []byte) (image.Record, error) {
-	if len(key) != 2 {
-		return nil, fmt.Errorf("controller: metadata record key of %d bytes", len(key))
-	}
-	t := image.RecordType(binary.BigEndian.Uint16(key))
+// decodeRecord returns the record of type t that value encodes.
+func decodeRecord(t image.RecordType, value []byte) (image.Record, error) {
 	rec := image.New(t)
 	if rec == nil {
 		return nil, fmt.Errorf("%w %d (written by a newer Skein?)", errUnknownRecord, t)

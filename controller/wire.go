@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"encoding/binary"
 	"fmt"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -94,7 +93,7 @@ func encodeRecords(records []image.Record) ([]encodedRecord, error) {
 func decodeRecords(in []encodedRecord) ([]image.Record, error) {
 	out := make([]image.Record, len(in))
 	for i, er := range in {
-		r, err := decodeRecord(binary.BigEndian.AppendUint16(nil, uint16(er.Type)), er.Body)
+		r, err := decodeRecord(er.Type, er.Body)
 		if err != nil {
 			return nil, err
 		}
