@@ -19,14 +19,17 @@ var layers = map[string]int{
 	"partition/store":  2,
 	"controller/image": 2,
 	"actors":           2,
-	"partition":        3,
-	"replica":          4,
-	"coordinator":      4,
-	"controller":       4,
-	"transport":        5,
-	"node":             6,
-	"node/nodetest":    6,
-	"cmd/skein":        7,
+	// replica holds the leader's and follower's logic as pure state
+	// machines, which the partition actor drives: it sits below partition,
+	// not beside coordinator as DESIGN.md draws it.
+	"replica":       2,
+	"partition":     3,
+	"coordinator":   4,
+	"controller":    4,
+	"transport":     5,
+	"node":          6,
+	"node/nodetest": 6,
+	"cmd/skein":     7,
 }
 
 // cmdAllowed lists what cmd/skein may import: it talks to nodes over the wire

@@ -88,6 +88,13 @@ func (n Node) validateCluster(v *validator) {
 	v.atLeast("broker.heartbeat.interval.ms", int64(n.BrokerHeartbeatIntervalMs), 1)
 	v.atLeast("broker.session.timeout.ms", int64(n.BrokerSessionTimeoutMs), int64(n.BrokerHeartbeatIntervalMs))
 	v.atLeast("metadata.log.max.record.bytes.between.snapshots", n.MetadataSnapshotBytes, 1)
+	v.atLeast("replica.lag.time.max.ms", int64(n.ReplicaLagTimeMaxMs), 1)
+	v.atLeast("replica.fetch.wait.max.ms", int64(n.ReplicaFetchWaitMaxMs), 0)
+	if n.ReplicaFetchWaitMaxMs >= n.ReplicaLagTimeMaxMs {
+		v.fail("replica.fetch.wait.max.ms", strconv.Itoa(int(n.ReplicaFetchWaitMaxMs)), "must be below replica.lag.time.max.ms, or caught-up followers would leave the ISR")
+	}
+	v.atLeast("replica.fetch.max.bytes", int64(n.ReplicaFetchMaxBytes), 1)
+	v.atLeast("replica.fetch.response.max.bytes", int64(n.ReplicaFetchResponseMaxBytes), 1)
 	voters, err := n.Voters()
 	if err != nil {
 		v.fail("controller.quorum.voters", n.ControllerQuorumVoters, err.Error())

@@ -198,6 +198,26 @@ type Node struct {
 	// metadata.log.max.record.bytes.between.snapshots.
 	MetadataSnapshotBytes int64 `mapstructure:"metadata.log.max.record.bytes.between.snapshots" yaml:"metadata.log.max.record.bytes.between.snapshots"`
 
+	// ReplicaLagTimeMaxMs is how long a follower may go without catching
+	// up with its leader before the leader asks to remove it from the
+	// ISR. Default 30000, at least 1. Kafka: replica.lag.time.max.ms.
+	ReplicaLagTimeMaxMs int32 `mapstructure:"replica.lag.time.max.ms" yaml:"replica.lag.time.max.ms"`
+
+	// ReplicaFetchWaitMaxMs is how long a leader holds a follower's fetch
+	// that finds nothing new. Default 500, at least 0, below
+	// replica.lag.time.max.ms. Kafka: replica.fetch.wait.max.ms.
+	ReplicaFetchWaitMaxMs int32 `mapstructure:"replica.fetch.wait.max.ms" yaml:"replica.fetch.wait.max.ms"`
+
+	// ReplicaFetchMaxBytes caps the record bytes of one partition in a
+	// follower's fetch answer (one batch larger than it still comes
+	// whole). Default 1048576, at least 1. Kafka: replica.fetch.max.bytes.
+	ReplicaFetchMaxBytes int32 `mapstructure:"replica.fetch.max.bytes" yaml:"replica.fetch.max.bytes"`
+
+	// ReplicaFetchResponseMaxBytes caps the record bytes of a follower's
+	// fetch answer over all its partitions. Default 10485760, at least 1.
+	// Kafka: replica.fetch.response.max.bytes.
+	ReplicaFetchResponseMaxBytes int32 `mapstructure:"replica.fetch.response.max.bytes" yaml:"replica.fetch.response.max.bytes"`
+
 	// LogMaxOpenFiles caps the descriptors the node's partitions keep open:
 	// segment files and indexes are opened on demand through a node-wide
 	// least-recently-used cache, and only the segment being written stays
@@ -348,6 +368,10 @@ func Default() Node {
 		BrokerHeartbeatIntervalMs:        2000,
 		BrokerSessionTimeoutMs:           9000,
 		MetadataSnapshotBytes:            20 << 20,
+		ReplicaLagTimeMaxMs:              30000,
+		ReplicaFetchWaitMaxMs:            500,
+		ReplicaFetchMaxBytes:             1 << 20,
+		ReplicaFetchResponseMaxBytes:     10 << 20,
 		TopicDefaults:                    DefaultTopic().brokerDefaults(),
 	}
 }

@@ -124,9 +124,6 @@ func (c *Controller) planTopic(t NewTopic, planned map[string]string) (*image.Cr
 		if live := len(c.head.LiveBrokerIDs()); int(rf) > live {
 			return nil, kerr.InvalidReplicationFactor, fmt.Sprintf("Unable to replicate the partition %d time(s): The target replication factor of %d cannot be reached because only %d broker(s) are registered and unfenced.", rf, rf, live)
 		}
-		if rf > 1 {
-			return nil, kerr.InvalidReplicationFactor, noReplication
-		}
 		assign = c.place(int(n), int(rf))
 	}
 	rec := &image.CreateTopic{Name: t.Name, ID: newTopicID(), Configs: maps.Clone(t.Configs), Internal: t.Internal}
@@ -159,9 +156,6 @@ func (c *Controller) place(n, rf int) [][]int32 {
 	return out
 }
 
-// noReplication is why a replication factor above 1 is refused.
-const noReplication = "Replication is not available yet: Skein keeps one copy of each partition, so a topic's replication factor must be 1."
-
 // rackAlternated orders brokers (sorted by id) by taking one from each
 // rack in turn, racks in name order: a1 b1 c1 a2 b2 ... Brokers without a
 // rack form a rack of their own.
@@ -188,9 +182,6 @@ func rackAlternated(im *image.Image, brokers []int32) []int32 {
 
 func (c *Controller) checkAssignments(assign [][]int32) (*kerr.Error, string) {
 	rf := len(assign[0])
-	if rf > 1 {
-		return kerr.InvalidReplicationFactor, noReplication
-	}
 	for i, replicas := range assign {
 		if len(replicas) == 0 || len(replicas) != rf {
 			return kerr.InvalidReplicaAssignment, fmt.Sprintf("Partition %d has %d replicas; every partition needs the same number, at least one.", i, len(replicas))

@@ -66,7 +66,8 @@ func TestTopicsDeletedTombstonesEveryGroup(t *testing.T) {
 	sys.Root.Send(parts, &partition.Host{Config: partition.Config{
 		Topic: OffsetsTopic, TopicID: image.TopicID{1}, Dir: partition.Dir("/data", OffsetsTopic, 0),
 		Clock: clock.Real, TopicConfig: configs.DefaultTopic(), Durability: configs.DurabilityFsync,
-		ISR: 1, TickInterval: time.Hour, Logger: zerolog.Nop(),
+		State:        partition.State{Leader: 0, Replicas: []int32{0}, ISR: []int32{0}},
+		TickInterval: time.Hour, Logger: zerolog.Nop(),
 	}})
 	done := make(chan struct{})
 	t.Cleanup(func() { close(done) })

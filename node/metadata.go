@@ -1,8 +1,14 @@
 package node
 
 import (
-	"github.com/asynkron/protoactor-go/actor"
+	"fmt"
+	"slices"
+	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/skeinlog/skein/actors"
 	"github.com/skeinlog/skein/configs"
 	"github.com/skeinlog/skein/controller"
 	"github.com/skeinlog/skein/controller/image"
@@ -33,9 +39,13 @@ type metadataActor struct {
 	node       configs.Node
 	partitions *actor.PID
 	groups     *actor.PID
-	registry   *partition.Registry
-	current    func() *image.Image // the newest published image
-	hosted     map[partition.Key]image.TopicID
+	fetchers   *actor.PID
+	// alterISR asks the active controller for a partition leader's ISR
+	// change (partition.Config.AlterISR).
+	alterISR func(partition.ISRChange, func(partition.ISRChanged))
+	registry *partition.Registry
+	current  func() *image.Image // the newest published image
+	hosted   map[partition.Key]image.TopicID
 	// topics are the topics of the last image applied, by id; nil before
 	// the first.
 	topics map[image.TopicID]string
@@ -69,6 +79,7 @@ func (m *metadataActor) apply(c actor.Context, im *image.Image) {
 	// node can do.
 	node, _ := m.node.WithDynamic(im.BrokerConfigs, im.PerBrokerConfigs[m.node.NodeID])
 	want := map[partition.Key]image.TopicID{}
+	follow := &partition.Follow{Leaders: map[int32]partition.Followed{}}
 	for _, t := range im.Topics {
 		cfg, err := configs.ResolveTopic(node, t.Configs)
 		if err != nil {
@@ -92,9 +103,19 @@ func (m *metadataActor) apply(c actor.Context, im *image.Image) {
 				Topic: t.Name, Partition: p.Index, TopicID: t.ID,
 				Dir:         partition.Dir(m.node.DataDir, t.Name, p.Index),
 				TopicConfig: cfg, Durability: m.node.Durability,
-				LeaderEpoch: p.LeaderEpoch, ISR: len(p.ISR),
+				NodeID: m.node.NodeID,
+				State: partition.State{Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
+					Replicas: slices.Clone(p.Replicas), ISR: slices.Clone(p.ISR)},
+				ReplicaLagMax:          time.Duration(m.node.ReplicaLagTimeMaxMs) * time.Millisecond,
+				AlterISR:               m.alterISR,
 				ProducerIDExpirationMs: m.node.ProducerIDExpirationMs,
 			}})
+			if p.Leader >= 0 && p.Leader != m.node.NodeID {
+				f := follow.Leaders[p.Leader]
+				f.Addr = im.Brokers[p.Leader].ClusterAddr
+				f.Partitions = append(f.Partitions, k)
+				follow.Leaders[p.Leader] = f
+			}
 		}
 	}
 	for k, id := range m.hosted {
@@ -104,6 +125,9 @@ func (m *metadataActor) apply(c actor.Context, im *image.Image) {
 		}
 	}
 	m.hosted = want
+	if m.fetchers != nil {
+		c.Send(m.fetchers, follow)
+	}
 	m.topicsDeleted(c, im)
 }
 
@@ -151,3 +175,34 @@ func hosts(p image.Partition, node int32) bool {
 	}
 	return false
 }
+
+// alterISR asks this node's controller, which forwards it to the active
+// one, for a partition leader's ISR change, and calls reply with the
+// answer: the committed state, a refusal, or REQUEST_TIMED_OUT when none
+// came.
+func (n *Node) alterISR(req partition.ISRChange, reply func(partition.ISRChanged)) {
+	ch := n.children.Load()
+	go func() {
+		res, err := actors.Ask(n.sys, ch.controller, &controller.AlterPartition{
+			TopicID: req.TopicID, Partition: req.Partition, Leader: req.Leader,
+			LeaderEpoch: req.LeaderEpoch, PartitionEpoch: req.PartitionEpoch, ISR: req.ISR,
+		}, alterISRTimeout)
+		r, ok := res.(*controller.AlterPartitionResult)
+		switch {
+		case err != nil:
+			reply(partition.ISRChanged{Err: kerr.RequestTimedOut, Message: err.Error()})
+		case !ok:
+			reply(partition.ISRChanged{Err: kerr.UnknownServerError, Message: fmt.Sprintf("controller answered %T", res)})
+		case r.Err != nil:
+			reply(partition.ISRChanged{Err: r.Err, Message: r.Message})
+		default:
+			p := r.Partition
+			reply(partition.ISRChanged{State: partition.State{Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
+				PartitionEpoch: p.PartitionEpoch, Replicas: p.Replicas, ISR: p.ISR}})
+		}
+	}()
+}
+
+// alterISRTimeout bounds the wait for an ISR change: a little more than
+// the controller's own bound on a command (controller.Config.CommandTimeout).
+const alterISRTimeout = 25 * time.Second

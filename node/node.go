@@ -528,9 +528,25 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 	if err != nil {
 		return err
 	}
+	// Followers fetch from their leaders' nodes (fetchers/<leader id>),
+	// and leaders answer other nodes' fetchers (replicas).
+	fetchers, err := c.SpawnNamed(partition.FetchersProps(partition.FetcherConfig{
+		Origin: actors.Origin{Node: n.cfg.NodeID, Incarnation: n.incarnation}, Registry: n.registry,
+		WaitMax:  time.Duration(n.cfg.ReplicaFetchWaitMaxMs) * time.Millisecond,
+		MaxBytes: n.cfg.ReplicaFetchResponseMaxBytes, PartMax: n.cfg.ReplicaFetchMaxBytes,
+		Logger: n.log,
+	}, actors.NewBackoffStrategy(actors.Backoff{})), "fetchers")
+	if err != nil {
+		return err
+	}
+	if _, err := c.SpawnNamed(partition.ReplicasProps(partition.ReplicasConfig{
+		NodeID: n.cfg.NodeID, Registry: n.registry, Image: n.image.Load, Logger: n.log,
+	}), "replicas"); err != nil {
+		return err
+	}
 	metadata, err = c.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-		return &metadataActor{node: n.cfg, partitions: partitions, groups: groups, registry: n.registry,
-			current: n.image.Load, hosted: map[partition.Key]image.TopicID{}}
+		return &metadataActor{node: n.cfg, partitions: partitions, groups: groups, fetchers: fetchers, registry: n.registry,
+			current: n.image.Load, hosted: map[partition.Key]image.TopicID{}, alterISR: n.alterISR}
 	}), "metadata")
 	if err != nil {
 		return err

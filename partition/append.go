@@ -115,10 +115,13 @@ func (p *partition) writeAppends() {
 		}
 		return
 	}
-	if acked && p.cfg.Durability == configs.DurabilityReplicated {
+	if written && p.cfg.Durability == configs.DurabilityReplicated {
 		// Kafka's model: in the page cache of every ISR member is enough.
-		p.log.SetHighWatermark(p.log.LogEndOffset())
-		p.publish()
+		p.leader.Appended(p.log.LogEndOffset())
+		p.raiseHighWatermark()
+	}
+	if written && p.hasFollowers() {
+		p.publish() // followers' fetches wait for the new log end
 	}
 	for i, o := range outcomes {
 		m := p.appends[i]
@@ -152,9 +155,13 @@ func (p *partition) releaseAppends() {
 // they were written (they are, or the actor restarts). now is the time of
 // the append in ms.
 func (p *partition) stageAppend(m *Append, now int64) appendOutcome {
-	if m.Acks == -1 && int(p.cfg.TopicConfig.MinInsyncReplicas) > p.cfg.ISR {
+	if p.leader == nil {
+		m.Reply(AppendResult{Err: kerr.NotLeaderForPartition, Message: fmt.Sprintf("node %d follows node %d for this partition", p.cfg.NodeID, p.state.Leader)})
+		return appendOutcome{answered: true}
+	}
+	if isr := p.leader.ISRSize(); m.Acks == -1 && int(p.cfg.TopicConfig.MinInsyncReplicas) > isr {
 		m.Reply(AppendResult{Err: kerr.NotEnoughReplicas, Message: fmt.Sprintf(
-			"The size of the current ISR %d is insufficient to satisfy the min.isr requirement of %d", p.cfg.ISR, p.cfg.TopicConfig.MinInsyncReplicas)})
+			"The size of the current ISR %d is insufficient to satisfy the min.isr requirement of %d", isr, p.cfg.TopicConfig.MinInsyncReplicas)})
 		return appendOutcome{answered: true}
 	}
 	h, idempotent, bad := idempotentBatch(m.Records)
@@ -172,7 +179,7 @@ func (p *partition) stageAppend(m *Append, now int64) appendOutcome {
 			return appendOutcome{duplicate: c.Duplicate}
 		}
 	}
-	res, err := p.log.Stage(m.Records, p.cfg.LeaderEpoch)
+	res, err := p.log.Stage(m.Records, p.state.LeaderEpoch)
 	if err != nil {
 		// Nothing staged. A storage error here means the log failed (a
 		// sync that failed on its own goroutine, whose report is still on
@@ -198,10 +205,5 @@ func (p *partition) stageAppend(m *Append, now int64) appendOutcome {
 // wait for the high watermark its acks ask for.
 func (p *partition) answerAppended(m *Append, res store.AppendResult) {
 	out := AppendResult{BaseOffset: res.BaseOffset, LogAppendTime: res.LogAppendTime, LogStartOffset: res.LogStartOffset}
-	switch {
-	case m.Acks == 0, p.cfg.Durability == configs.DurabilityReplicated:
-		m.Reply(out)
-	default:
-		p.waiters = append(p.waiters, waiter{next: res.LastOffset + 1, res: out, reply: m.Reply})
-	}
+	p.wait(m.Acks, res.LastOffset+1, out, m.Reply, false)
 }

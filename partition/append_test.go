@@ -142,15 +142,33 @@ func TestLostWriteAppends(t *testing.T) {
 	tp.appendOK(batch(t, 1, 0, 1, 1), 1)
 }
 
-// TestSetLeaderEpoch: a partition that leads in a new epoch says so in its
-// view, which Fetch and Produce check clients' epochs against.
-func TestSetLeaderEpoch(t *testing.T) {
+// TestSetState: a partition that leads in a new epoch says so in its
+// view, which Fetch and Produce check clients' epochs against; one that
+// follows refuses appends, NOT_LEADER_OR_FOLLOWER, and says whom to fetch
+// from.
+func TestSetState(t *testing.T) {
 	tp := startTestPartition(t, testConfig(vfs.NewCrashableMem(), clock.NewManual(time.UnixMilli(1e12))))
 	tp.appendOK(batch(t, 1, 0, 0, 1), 0)
-	tp.sys.Root.Send(tp.pid, &SetLeaderEpoch{Epoch: 3})
+	tp.sys.Root.Send(tp.pid, &SetState{State: State{Leader: 0, LeaderEpoch: 3, Replicas: []int32{0}, ISR: []int32{0}}})
 	tp.barrier()
 	if e := tp.handle.View().LeaderEpoch; e != 3 {
 		t.Fatalf("leader epoch %d in the view, want 3", e)
 	}
 	tp.appendOK(batch(t, 1, 0, 1, 1), 1)
+
+	tp.sys.Root.Send(tp.pid, &SetState{State: State{Leader: 1, LeaderEpoch: 4, Replicas: []int32{0, 1}, ISR: []int32{0, 1}}})
+	tp.barrier()
+	v := tp.handle.View()
+	if v.LeaderEpoch != -1 || v.Follow == nil || v.Follow.Leader != 1 || v.Follow.FetchOffset != 2 || v.Follow.LastFetchedEpoch != 3 || v.Follow.CurrentLeaderEpoch != 4 {
+		t.Fatalf("view after following node 1 in epoch 4: leader epoch %d, follow %+v", v.LeaderEpoch, v.Follow)
+	}
+	if r := <-tp.send(batch(t, 1, 0, 2, 1), -1); r.Err != kerr.NotLeaderForPartition {
+		t.Fatalf("append to a follower: %+v, want NOT_LEADER_OR_FOLLOWER", r)
+	}
+	// An older state changes nothing.
+	tp.sys.Root.Send(tp.pid, &SetState{State: State{Leader: 0, LeaderEpoch: 3, Replicas: []int32{0}, ISR: []int32{0}}})
+	tp.barrier()
+	if v := tp.handle.View(); v.LeaderEpoch != -1 {
+		t.Fatalf("an older state made the follower lead in epoch %d", v.LeaderEpoch)
+	}
 }

@@ -16,7 +16,13 @@
 //	                                      original's)
 //	DeleteRecords  transport              moves the log start offset (≤ high watermark)          Reply callback
 //	SetConfig      supervisor             applies a changed topic config                         none
-//	SetLeaderEpoch supervisor             leads in a new leader epoch                            none
+//	SetState       supervisor             the partition's state in the newest metadata: leads   none
+//	                                      or follows as it says (roles.go)
+//	FollowerFetched the replicas actor    a follower's fetch position: the leader's account of  none
+//	                                      its followers, the high watermark, ISR changes
+//	Replicate      the fetcher for the    the leader's answer to a follower's fetch: truncate,  Done callback
+//	               leader's node          append, high watermark
+//	isrChanged     AlterISR's reply       the controller's answer to an ISR change              none
 //	synced         the node's Syncer, or  raises the high watermark, answers waiting appends;   none
 //	               its fsync's goroutine  starts the next sync if appends came meanwhile
 //	tick           its timer              retention, compaction, checkpoints, flush.ms,          none

@@ -76,11 +76,8 @@ func (p *partition) fail(op string, err error) {
 	// The failed view is published before the waiting appends hear of
 	// the failure, so that whoever they answer sees it.
 	p.publish()
-	for _, w := range p.waiters {
-		w.res.Err, w.res.Message = kerr.KafkaStorageError, err.Error()
-		w.reply(w.res)
-	}
-	p.waiters = nil
+	p.answerWaiters(kerr.KafkaStorageError, err.Error())
+	p.dropFollowerSyncs()
 }
 
 // retry opens the log anew and writes its checkpoint. On success the new
@@ -117,6 +114,7 @@ func (p *partition) retry() {
 	p.lastCheckpoint, p.lastAppend = now, now
 	p.limited(p.cfg.Logger.Warn()).Str("cause", f.cause).Dur("after", now.Sub(f.since)).Int("retries", f.attempts+1).
 		Msg("partition storage recovered")
+	p.assumeRole()
 	p.publish()
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/skeinlog/skein/configs"
 	"github.com/skeinlog/skein/controller/image"
 	"github.com/skeinlog/skein/partition/store"
+	"github.com/skeinlog/skein/replica"
 )
 
 // Handle is how the rest of the node reaches a hosted partition: its actor,
@@ -51,6 +52,11 @@ type View struct {
 	Config  configs.Topic
 	// LeaderEpoch is the epoch this replica leads in, -1 when it does not.
 	LeaderEpoch int32
+	// State is the partition's state in force at this replica.
+	State State
+	// Follow is where this replica's next fetch from its leader starts;
+	// nil unless it follows a leader and may fetch.
+	Follow *replica.FetchPosition
 }
 
 // View returns the newest view, or nil while the partition is loading.

@@ -44,13 +44,6 @@ type SetConfig struct {
 	Config configs.Topic
 }
 
-// SetLeaderEpoch tells a partition actor the leader epoch it now leads in
-// (its broker was fenced and came back, and the controller gave it the
-// partition again). Sent by the partitions supervisor; no reply.
-type SetLeaderEpoch struct {
-	Epoch int32
-}
-
 // DeleteRecords asks the actor to move the log start offset (DeleteRecords).
 // Reply is called once, on the actor's goroutine.
 type DeleteRecords struct {

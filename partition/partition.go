@@ -18,6 +18,7 @@ import (
 	"github.com/skeinlog/skein/internal/logging"
 	"github.com/skeinlog/skein/internal/vfs"
 	"github.com/skeinlog/skein/partition/store"
+	"github.com/skeinlog/skein/replica"
 )
 
 // Config configures one partition actor.
@@ -31,9 +32,18 @@ type Config struct {
 	Clock       clock.Clock
 	TopicConfig configs.Topic
 	Durability  configs.Durability
-	LeaderEpoch int32
-	// ISR is how many replicas are in sync (for min.insync.replicas).
-	ISR int
+	// NodeID is this node's id: the partition leads when State.Leader is.
+	NodeID int32
+	// State is the partition's state in the metadata at the spawn (later
+	// ones come as SetState).
+	State State
+	// ReplicaLagMax is replica.lag.time.max.ms: a leader asks to remove
+	// from the ISR a follower not caught up for this long. 0 means 30 s.
+	ReplicaLagMax time.Duration
+	// AlterISR asks the active controller to change the ISR and calls
+	// reply once with its answer, from any goroutine; nil means the ISR
+	// never changes (a partition without followers never asks).
+	AlterISR func(req ISRChange, reply func(ISRChanged))
 	// TickInterval paces retention, compaction, checkpoints, flush.ms and
 	// producer expiry.
 	TickInterval time.Duration
@@ -106,7 +116,19 @@ type partition struct {
 	compactionOff bool
 	lastAppend    time.Time
 
-	waiters []waiter // appends waiting for the high watermark, by offset
+	// state is the partition's state in force; leader or follower the
+	// account of this replica's role in it (neither while no log is open).
+	state    State
+	leader   *replica.Leader
+	follower *replica.Follower
+
+	waiters []waiter // acks=all appends waiting for the high watermark, by offset
+	// durableWaiters are acks=1 appends waiting for the leader's own fsync
+	// (durability fsync), by offset.
+	durableWaiters []waiter
+	// followerSyncs are Replicates waiting for the fsync of what they
+	// appended, by offset.
+	followerSyncs []followerSync
 
 	// appends are queued for the next writeAppends (append.go), and
 	// answered if the actor stops or restarts before they are handled.
@@ -159,7 +181,9 @@ type waiter struct {
 	reply func(AppendResult)
 }
 
-func newPartition(cfg Config, h *Handle) actor.Actor { return &partition{cfg: cfg, handle: h} }
+func newPartition(cfg Config, h *Handle) actor.Actor {
+	return &partition{cfg: cfg, handle: h, state: cfg.State}
+}
 
 func (p *partition) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
@@ -184,11 +208,14 @@ func (p *partition) Receive(ctx actor.Context) {
 	case *compacted:
 		p.compacting = false
 		p.onCompacted(m)
-	case *SetLeaderEpoch:
-		// Appends staged so far belong to the old epoch.
-		p.writeAppends()
-		p.cfg.LeaderEpoch = m.Epoch
-		p.publish()
+	case *SetState:
+		p.setState(m.State)
+	case *FollowerFetched:
+		p.followerFetched(m)
+	case *isrChanged:
+		p.onISRChanged(m)
+	case *Replicate:
+		p.replicate(m)
 	case *SetConfig:
 		p.writeAppends()
 		p.cfg.TopicConfig = m.Config
@@ -218,19 +245,18 @@ func (p *partition) start() {
 		return
 	}
 	p.log = l
+	p.assumeRole()
 	p.publish()
 }
 
 // openLog opens (and recovers) the log and rebuilds the producer state
-// from it. One replica: everything recovered is durable and in sync, so
-// the high watermark is the log end. (Replication will make it the
-// minimum over the ISR.)
+// from it. The high watermark starts at the checkpointed one; a leader
+// raises it over its ISR (assumeRole), a follower from its leader.
 func (p *partition) openLog() (*store.Log, error) {
 	l, err := store.Open(store.Config{FS: p.cfg.FS, Dir: p.cfg.Dir, Clock: p.cfg.Clock, Options: StoreOptions(p.cfg.TopicConfig)})
 	if err != nil {
 		return nil, err
 	}
-	l.SetHighWatermark(l.LogEndOffset())
 	if err := p.rebuildProducers(l); err != nil {
 		l.Abandon()
 		return nil, err
@@ -251,11 +277,8 @@ func (p *partition) shutdown(clean bool) {
 		m.Reply(AppendResult{Err: kerr.RequestTimedOut, Message: "partition restarting"})
 	}
 	p.appends = nil
-	for _, w := range p.waiters {
-		w.res.Err, w.res.Message = kerr.RequestTimedOut, "partition restarting"
-		w.reply(w.res)
-	}
-	p.waiters = nil
+	p.answerWaiters(kerr.RequestTimedOut, "partition restarting")
+	p.dropFollowerSyncs()
 	if p.log == nil {
 		return
 	}
@@ -310,19 +333,33 @@ func (p *partition) nextTick(now time.Time) {
 	switch {
 	case p.failure != nil:
 		p.scheduleTick(max(p.failure.retryAt.Sub(now), p.cfg.TickInterval))
-	case p.lastAppend.After(p.lastTick) || len(p.waiters) > 0 || p.compacting || p.syncing != nil ||
+	case p.lastAppend.After(p.lastTick) || len(p.waiters) > 0 || len(p.durableWaiters) > 0 || p.compacting || p.syncing != nil ||
 		p.log.DurableOffset() < p.log.LogEndOffset():
 		p.scheduleTick(p.cfg.TickInterval)
 	default:
-		p.scheduleTick(min(2*p.tickEvery, max(idleTickMax, p.cfg.TickInterval)))
+		idle := idleTickMax
+		if p.leader != nil && p.hasFollowers() {
+			// Followers that stop fetching leave the ISR within half a
+			// lag time of the deadline.
+			idle = min(idle, p.cfg.ReplicaLagMax/2)
+		}
+		p.scheduleTick(min(2*p.tickEvery, max(idle, p.cfg.TickInterval)))
 	}
 	p.lastTick = now
 }
 
 func (p *partition) publish() {
-	v := &View{Config: p.cfg.TopicConfig, LeaderEpoch: p.cfg.LeaderEpoch}
+	v := &View{Config: p.cfg.TopicConfig, LeaderEpoch: -1, State: p.state}
+	if p.leads() {
+		v.LeaderEpoch = p.state.LeaderEpoch
+	}
 	if p.log != nil {
 		v.Log = p.log.View()
+	}
+	if p.follower != nil {
+		if pos, ok := p.follower.Fetch(); ok && pos.Leader >= 0 {
+			v.Follow = &pos
+		}
 	}
 	if f := p.failure; f != nil {
 		v.Failure = &Failure{Cause: f.cause, Err: f.err.Error(), Since: f.since}
@@ -367,20 +404,42 @@ func (p *partition) answerDuplicate(m *Append, b *batchMetadata) {
 	if p.cfg.TopicConfig.MessageTimestampType == configs.LogAppendTime {
 		out.LogAppendTime = b.Timestamp
 	}
-	next := b.LastOffset + 1
-	if m.Acks == 0 || next <= p.log.HighWatermark() {
-		m.Reply(out)
+	p.wait(m.Acks, b.LastOffset+1, out, m.Reply, true)
+}
+
+// wait answers an append whose records end before next once they are as
+// durable as acks asks: acks=0 at once; acks=1 once the leader has them
+// (on disk, under durability fsync); acks=all once the high watermark
+// passes them. sorted is false when next is past every waiter's (a new
+// append), true when it may fall among them (a duplicate's original is
+// among them, and so may be later appends).
+func (p *partition) wait(acks int16, next int64, res AppendResult, reply func(AppendResult), sorted bool) {
+	list := &p.waiters
+	switch {
+	case acks == 0:
+		reply(res)
+		return
+	case acks == 1 && (p.cfg.Durability == configs.DurabilityReplicated || next <= p.log.DurableOffset()):
+		reply(res)
+		return
+	case acks == 1:
+		list = &p.durableWaiters
+	case next <= p.log.HighWatermark():
+		reply(res)
 		return
 	}
-	// Waiters are sorted by the high watermark they wait for; the original
-	// is among them, and so may be later appends.
-	i, _ := slices.BinarySearchFunc(p.waiters, next, func(w waiter, next int64) int {
+	w := waiter{next: next, res: res, reply: reply}
+	if !sorted {
+		*list = append(*list, w)
+		return
+	}
+	i, _ := slices.BinarySearchFunc(*list, next, func(w waiter, next int64) int {
 		if w.next <= next {
 			return -1
 		}
 		return 1
 	})
-	p.waiters = slices.Insert(p.waiters, i, waiter{next: next, res: out, reply: m.Reply})
+	*list = slices.Insert(*list, i, w)
 }
 
 func appendError(err error) AppendResult {
@@ -410,23 +469,21 @@ func (p *partition) onSynced(m *synced) {
 		p.fail("sync", m.err)
 		return
 	}
-	if p.cfg.Durability == configs.DurabilityReplicated {
+	p.releaseFollowerSyncs(m.durable)
+	if p.cfg.Durability == configs.DurabilityReplicated || p.leader == nil {
 		return // the high watermark does not wait for fsync
 	}
-	if m.durable > p.log.HighWatermark() {
-		p.log.SetHighWatermark(m.durable)
-		p.publish()
-	}
-	hw := p.log.HighWatermark()
 	n := 0
-	for _, w := range p.waiters {
-		if w.next > hw {
+	for _, w := range p.durableWaiters {
+		if w.next > m.durable {
 			break
 		}
 		w.reply(w.res)
 		n++
 	}
-	p.waiters = append(p.waiters[:0], p.waiters[n:]...)
+	p.durableWaiters = append(p.durableWaiters[:0], p.durableWaiters[n:]...)
+	p.leader.Appended(m.durable)
+	p.raiseHighWatermark()
 }
 
 func (p *partition) onTick() {
@@ -437,6 +494,11 @@ func (p *partition) onTick() {
 			p.retry()
 		}
 		return
+	}
+	if p.leader != nil {
+		if isr := p.leader.Tick(now); isr != nil {
+			p.alterISR(isr, now)
+		}
 	}
 	if n := p.producers.expire(now.UnixMilli()); n > 0 {
 		p.cfg.Logger.Debug().Int("producers", n).Msg("expired idle producers")
@@ -481,8 +543,12 @@ func (p *partition) onTick() {
 }
 
 func (p *partition) deleteRecords(m *DeleteRecords) {
-	if p.failure != nil {
+	switch {
+	case p.failure != nil:
 		m.Reply(-1, kerr.KafkaStorageError)
+		return
+	case p.leader == nil:
+		m.Reply(-1, kerr.NotLeaderForPartition)
 		return
 	}
 	hw := p.log.HighWatermark()

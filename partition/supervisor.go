@@ -226,14 +226,17 @@ func (s *supervisor) host(ctx actor.Context, cfg Config) {
 			c.cfg.TopicConfig = cfg.TopicConfig
 			ctx.Send(c.handle.PID, &SetConfig{Config: cfg.TopicConfig})
 		}
-		if c.cfg.LeaderEpoch != cfg.LeaderEpoch {
-			c.cfg.LeaderEpoch = cfg.LeaderEpoch
-			ctx.Send(c.handle.PID, &SetLeaderEpoch{Epoch: cfg.LeaderEpoch})
+		if !c.cfg.State.equal(cfg.State) {
+			c.cfg.State = cfg.State
+			ctx.Send(c.handle.PID, &SetState{State: cfg.State})
 		}
 		return
 	}
 	if cfg.TickInterval <= 0 {
 		cfg.TickInterval = time.Second
+	}
+	if cfg.ReplicaLagMax <= 0 {
+		cfg.ReplicaLagMax = 30 * time.Second
 	}
 	if cfg.FileIdleTimeout <= 0 {
 		cfg.FileIdleTimeout = 30 * time.Second
@@ -253,12 +256,12 @@ func (s *supervisor) host(ctx actor.Context, cfg Config) {
 	cfg.Logger = s.cfg.Logger.With().Str("topic", cfg.Topic).Int32("partition", cfg.Partition).Logger()
 	h := newHandle(cfg.Topic, cfg.Partition, cfg.TopicID)
 	props := actor.PropsFromProducer(func() actor.Actor {
-		// NB: a restart must keep the topic config and leader epoch in
-		// force (SetConfig and SetLeaderEpoch may have changed them since
+		// NB: a restart must keep the topic config and partition state
+		// in force (SetConfig and SetState may have changed them since
 		// the spawn): the handle's last view has them.
 		c := cfg
 		if v := h.View(); v != nil {
-			c.TopicConfig, c.LeaderEpoch = v.Config, v.LeaderEpoch
+			c.TopicConfig, c.State = v.Config, v.State
 		}
 		return newPartition(c, h)
 	}, actor.WithReceiverMiddleware(s.cfg.Middleware...))

@@ -49,12 +49,15 @@ func (f *Follower) HighWatermark() int64 { return f.hw }
 // Answer is the leader's answer to a fetch, for this partition.
 type Answer struct {
 	Err *kerr.Error
-	// DivergingEpoch, when not -1, says the follower's log diverges from
-	// the leader's after DivergingEnd, the end of that epoch on the
-	// leader.
+	// DivergingEnd, when not -1, says the follower's log diverges from
+	// the leader's after DivergingEnd, the end of DivergingEpoch on the
+	// leader (-1 when the leader has no epoch to name: its log is empty,
+	// or starts past every epoch the follower could share).
 	DivergingEpoch int32
 	DivergingEnd   int64
 	HighWatermark  int64
+	// LogStartOffset is the leader's log start offset.
+	LogStartOffset int64
 }
 
 // Action is what an answer asks the follower's actor to do.
@@ -62,28 +65,59 @@ type Action struct {
 	// Truncate, when not -1, is the offset to truncate the local log to,
 	// before anything else; the actor then calls Truncated.
 	Truncate int64
+	// StartAt, when not -1, is the offset to empty the local log and
+	// start it at: the fetch offset is below the leader's log start (it
+	// deleted what this follower lacks). The actor then calls Truncated.
+	StartAt int64
 }
 
-// Answered takes the leader's answer to the last fetch. Records in it are
-// appended by the actor, which then calls Appended.
-func (f *Follower) Answered(a Answer) Action {
+// EpochEnd is the local log's answer to "where does epoch end": for the
+// largest epoch at most the one asked, that epoch and the offset after
+// its last record; (-1, -1) when the log knows no epoch that old.
+type EpochEnd func(epoch int32) (int32, int64)
+
+var nothing = Action{Truncate: -1, StartAt: -1}
+
+// Answered takes the leader's answer to the last fetch, with the local
+// log's epoch history. Records in it are appended by the actor, which
+// then calls Appended.
+//
+// A diverging epoch truncates as Kafka's fetcher does
+// (AbstractFetcherThread.getOffsetTruncationState): to the smaller of
+// the leader's and the local end of that epoch when both logs have it;
+// when the local log's largest epoch at most it is an older one, to that
+// one's local end, and the next fetch, from there with that older epoch,
+// learns whether the logs agree up to it.
+func (f *Follower) Answered(a Answer, local EpochEnd) Action {
 	switch a.Err {
 	case nil:
 	case kerr.FencedLeaderEpoch, kerr.NotLeaderForPartition:
 		// This follower's epoch is stale, or the leader moved: the next
 		// fetch waits for the image (Become).
 		f.waiting = true
-		return Action{Truncate: -1}
+		return nothing
+	case kerr.OffsetOutOfRange:
+		if a.LogStartOffset > f.end {
+			return Action{Truncate: -1, StartAt: a.LogStartOffset}
+		}
+		return nothing
 	default:
 		// UNKNOWN_LEADER_EPOCH (the leader has not seen our epoch yet),
 		// storage errors, timeouts: fetch again as we are.
-		return Action{Truncate: -1}
+		return nothing
 	}
-	if a.DivergingEpoch >= 0 {
-		return Action{Truncate: min(a.DivergingEnd, f.end)}
+	if a.DivergingEnd >= 0 {
+		to := min(a.DivergingEnd, f.end)
+		if e, end := local(a.DivergingEpoch); a.DivergingEpoch >= 0 && e >= 0 {
+			to = min(to, end)
+			if e != a.DivergingEpoch {
+				to = min(end, f.end)
+			}
+		}
+		return Action{Truncate: to, StartAt: -1}
 	}
 	f.hw = max(f.hw, min(a.HighWatermark, f.end))
-	return Action{Truncate: -1}
+	return nothing
 }
 
 // Appended records that the local log now ends at end, its last batch of

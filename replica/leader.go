@@ -32,7 +32,14 @@ type Leader struct {
 	end     int64   // the leader's own end (durable under fsync)
 	hw      int64
 	follow  map[int32]*follower
+	// retryAt is when a change may be asked for again after a refusal.
+	retryAt time.Time
 }
+
+// retryAfter spaces the ISR changes asked for after a refusal, so a
+// controller that keeps refusing (a follower fenced while it still
+// fetches) is not asked at every fetch.
+const retryAfter = time.Second
 
 type follower struct {
 	offset int64 // the last fetch's offset: it holds everything below
@@ -53,6 +60,7 @@ func NewLeader(self int32, replicas, isr []int32, end, hw int64, lagMax time.Dur
 			l.follow[r] = &follower{offset: -1, caughtUp: now}
 		}
 	}
+	l.advance()
 	return l
 }
 
@@ -61,6 +69,18 @@ func (l *Leader) HighWatermark() int64 { return l.hw }
 
 // ISR returns the committed ISR.
 func (l *Leader) ISR() []int32 { return slices.Clone(l.isr) }
+
+// ISRSize returns the size of the committed ISR, which
+// min.insync.replicas is checked against.
+func (l *Leader) ISRSize() int { return len(l.isr) }
+
+// Lag returns, for each follower, how far its last fetch was behind the
+// leader's end and when it was last caught up.
+func (l *Leader) Lag(fn func(replica int32, offsets int64, caughtUp time.Time)) {
+	for r, f := range l.follow {
+		fn(r, max(l.end-f.offset, 0), f.caughtUp)
+	}
+}
 
 // Appended records that the leader's own end moved to end.
 func (l *Leader) Appended(end int64) {
@@ -84,7 +104,7 @@ func (l *Leader) Fetched(replica int32, offset int64, now time.Time) []int32 {
 	}
 	f.offset, f.leaderEndAtFetch, f.lastFetch = offset, l.end, now
 	l.advance()
-	if l.pending == nil && !slices.Contains(l.isr, replica) && offset >= l.hw {
+	if l.pending == nil && !now.Before(l.retryAt) && !slices.Contains(l.isr, replica) && offset >= l.hw {
 		return l.propose(append(slices.Clone(l.isr), replica))
 	}
 	return nil
@@ -94,7 +114,7 @@ func (l *Leader) Fetched(replica int32, offset int64, now time.Time) []int32 {
 // for when members have not caught up for the lag time and no change is
 // in flight; nil otherwise.
 func (l *Leader) Tick(now time.Time) []int32 {
-	if l.pending != nil {
+	if l.pending != nil || now.Before(l.retryAt) {
 		return nil
 	}
 	keep := []int32{}
@@ -117,8 +137,11 @@ func (l *Leader) Committed(isr []int32) {
 }
 
 // Refused says the controller refused the change in flight (a stale
-// partition epoch): the next fetch or tick may ask again.
-func (l *Leader) Refused() { l.pending = nil }
+// partition epoch, a fenced follower) or did not answer: a fetch or tick
+// a second after now may ask again.
+func (l *Leader) Refused(now time.Time) {
+	l.pending, l.retryAt = nil, now.Add(retryAfter)
+}
 
 func (l *Leader) propose(isr []int32) []int32 {
 	l.pending = sorted(isr)

@@ -59,7 +59,7 @@ func TestLeader(t *testing.T) {
 				d.ScanArgs(t, "isr", &isr)
 				l.Committed(isr)
 			case "refuse":
-				l.Refused()
+				l.Refused(seconds(t, d))
 			default:
 				d.Fatalf(t, "unknown command %s", d.Cmd)
 			}
@@ -80,7 +80,7 @@ func TestFollower(t *testing.T) {
 	datadriven.Walk(t, "testdata/follower", func(t *testing.T, path string) {
 		var f *Follower
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
-			truncate := int64(-1)
+			truncate, startAt := int64(-1), int64(-1)
 			switch d.Cmd {
 			case "new":
 				var leader, epoch, lastEpoch int32
@@ -92,7 +92,7 @@ func TestFollower(t *testing.T) {
 				d.ScanArgs(t, "hw", &hw)
 				f = NewFollower(leader, epoch, end, lastEpoch, hw)
 			case "answer":
-				a := Answer{DivergingEpoch: -1}
+				a := Answer{DivergingEpoch: -1, DivergingEnd: -1}
 				if d.HasArg("err") {
 					var name string
 					d.ScanArgs(t, "err", &name)
@@ -102,7 +102,15 @@ func TestFollower(t *testing.T) {
 					d.ScanArgs(t, "diverging", &a.DivergingEpoch, &a.DivergingEnd)
 				}
 				d.MaybeScanArgs(t, "hw", &a.HighWatermark)
-				truncate = f.Answered(a).Truncate
+				d.MaybeScanArgs(t, "log-start", &a.LogStartOffset)
+				// local=(epoch,end) is the local log's answer for the
+				// diverging epoch; without it the log knows no epoch.
+				localEpoch, localEnd := int32(-1), int64(-1)
+				if d.HasArg("local") {
+					d.ScanArgs(t, "local", &localEpoch, &localEnd)
+				}
+				act := f.Answered(a, func(int32) (int32, int64) { return localEpoch, localEnd })
+				truncate, startAt = act.Truncate, act.StartAt
 			case "appended", "truncated":
 				var end int64
 				var lastEpoch int32
@@ -125,6 +133,9 @@ func TestFollower(t *testing.T) {
 			if truncate >= 0 {
 				fmt.Fprintf(&b, "truncate to %d\n", truncate)
 			}
+			if startAt >= 0 {
+				fmt.Fprintf(&b, "start empty at %d\n", startAt)
+			}
 			p, ok := f.Fetch()
 			if ok {
 				fmt.Fprintf(&b, "fetch leader=%d offset=%d last-epoch=%d epoch=%d", p.Leader, p.FetchOffset, p.LastFetchedEpoch, p.CurrentLeaderEpoch)
@@ -138,7 +149,7 @@ func TestFollower(t *testing.T) {
 }
 
 func errorNamed(t *testing.T, name string) *kerr.Error {
-	for _, e := range []*kerr.Error{kerr.FencedLeaderEpoch, kerr.UnknownLeaderEpoch, kerr.NotLeaderForPartition, kerr.KafkaStorageError} {
+	for _, e := range []*kerr.Error{kerr.FencedLeaderEpoch, kerr.UnknownLeaderEpoch, kerr.NotLeaderForPartition, kerr.KafkaStorageError, kerr.OffsetOutOfRange} {
 		if e.Message == name {
 			return e
 		}

@@ -269,6 +269,14 @@ func (l *Log) LatestEpoch() int32 {
 	return l.epochs.latestEpoch()
 }
 
+// LatestEpoch returns the newest leader epoch in the view's log, or -1.
+func (v *View) LatestEpoch() int32 {
+	if len(v.epochs) == 0 {
+		return -1
+	}
+	return v.epochs[len(v.epochs)-1].Epoch
+}
+
 // EndOffsetForEpoch answers OffsetForLeaderEpoch; see View.EndOffsetForEpoch.
 func (l *Log) EndOffsetForEpoch(epoch int32) (int32, int64) {
 	return l.View().EndOffsetForEpoch(epoch)

@@ -1,0 +1,182 @@
+//go:build !race
+
+package nodetest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/skeinlog/skein/configs"
+)
+
+// fastReplication shortens the timeouts that decide how fast a cluster
+// notices a dead node or a lagging follower.
+func fastReplication(cfg *configs.Node) {
+	cfg.BrokerHeartbeatIntervalMs, cfg.BrokerSessionTimeoutMs = 200, 1500
+	cfg.ReplicaLagTimeMaxMs = 3000
+}
+
+// describe returns each partition of topic as node i's metadata has it.
+func describe(t *testing.T, ctx context.Context, c *Cluster, i int, topic string) []kadm.PartitionDetail {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addr(i)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	td, err := kadm.NewClient(cl).ListTopics(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []kadm.PartitionDetail
+	for _, p := range td[topic].Partitions.Sorted() {
+		out = append(out, p)
+	}
+	return out
+}
+
+// produce sends n records keyed k<from>..k<from+n-1> to topic with acks=all
+// from an idempotent producer, and fails the test on any error.
+func produce(t *testing.T, ctx context.Context, seeds []string, topic string, from, n int) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var rs []*kgo.Record
+	for i := from; i < from+n; i++ {
+		rs = append(rs, &kgo.Record{Key: []byte("k" + strconv.Itoa(i)), Value: []byte(fmt.Sprintf("value %d", i))})
+	}
+	if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+		t.Fatalf("producing %d records: %v", n, err)
+	}
+}
+
+// consumeAll reads topic from the start until it has n records, and
+// returns their keys by partition, in offset order.
+func consumeAll(t *testing.T, ctx context.Context, seeds []string, topic string, n int) map[int32][]string {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	out := map[int32][]string{}
+	for got := 0; got < n; {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consumed %d of %d records: %v", got, n, ctx.Err())
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			out[r.Partition] = append(out[r.Partition], string(r.Key))
+			got++
+		})
+	}
+	return out
+}
+
+// Three nodes, a topic of replication factor 3 and min.insync.replicas 2:
+// a node cut off from the others leaves every ISR and its leaderships,
+// the other two take acks=all produces, and it truncates, catches up and
+// rejoins once healed; acknowledged records are on every ISR member, so
+// that the leader's node stopping loses none of them, and the new leader,
+// elected from the ISR, takes produces.
+func TestReplicationFailover(t *testing.T) {
+	c := Start(t, 3, fastReplication)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	seeds := []string{c.Addr(0), c.Addr(1), c.Addr(2)}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	adm := kadm.NewClient(cl)
+	minISR := "2"
+	if res, err := adm.CreateTopic(ctx, 3, 3, map[string]*string{"min.insync.replicas": &minISR}, "r"); err != nil || res.Err != nil {
+		t.Fatalf("create: %v %v", err, res.Err)
+	}
+	cl.Close()
+	produce(t, ctx, seeds, "r", 0, 300)
+	allInSync := func() {
+		for i := range 3 {
+			waitFor(t, fmt.Sprintf("node %d seeing every replica in sync", i+1), func() string {
+				for _, p := range describe(t, ctx, c, i, "r") {
+					if len(p.ISR) != 3 || p.Leader < 0 {
+						return fmt.Sprintf("partition %d: leader %d ISR %v", p.Partition, p.Leader, p.ISR)
+					}
+				}
+				return ""
+			})
+		}
+	}
+	allInSync()
+
+	// Cut node 3 off: it leaves every ISR, the partitions it led get new
+	// leaders, and the other two take acks=all produces.
+	c.Isolate(2)
+	waitFor(t, "node 3 out of every ISR", func() string {
+		for _, p := range describe(t, ctx, c, 0, "r") {
+			if slices.Contains(p.ISR, 3) || p.Leader == 3 || p.Leader < 0 {
+				return fmt.Sprintf("partition %d: leader %d ISR %v", p.Partition, p.Leader, p.ISR)
+			}
+		}
+		return ""
+	})
+	produce(t, ctx, seeds[:2], "r", 300, 300)
+	c.Heal()
+	allInSync()
+
+	// Stop the leader of partition 0; the other two elect a new one.
+	old := describe(t, ctx, c, 0, "r")[0]
+	gone := int(old.Leader) - 1
+	stopCtx, stopCancel := context.WithTimeout(ctx, 20*time.Second)
+	if err := c.Nodes[gone].Stop(stopCtx); err != nil {
+		t.Fatalf("stopping node %d: %v", gone+1, err)
+	}
+	stopCancel()
+	var live []string
+	other := -1
+	for i := range 3 {
+		if i != gone {
+			live = append(live, c.Addr(i))
+			other = i
+		}
+	}
+	waitFor(t, "a new leader of partition 0", func() string {
+		p := describe(t, ctx, c, other, "r")[0]
+		if p.Leader == old.Leader || p.Leader < 0 || p.LeaderEpoch <= old.LeaderEpoch {
+			return fmt.Sprintf("leader %d epoch %d", p.Leader, p.LeaderEpoch)
+		}
+		return ""
+	})
+	produce(t, ctx, live, "r", 600, 300)
+	got := consumeAll(t, ctx, live, "r", 900)
+	var keys []string
+	for p, ks := range got {
+		seen := map[string]bool{}
+		for _, k := range ks {
+			if seen[k] {
+				t.Fatalf("partition %d: %s read twice", p, k)
+			}
+			seen[k] = true
+		}
+		keys = append(keys, ks...)
+	}
+	slices.Sort(keys)
+	var want []string
+	for i := range 900 {
+		want = append(want, "k"+strconv.Itoa(i))
+	}
+	slices.Sort(want)
+	if !slices.Equal(keys, want) {
+		t.Fatalf("read %d records, want the 900 produced", len(keys))
+	}
+}

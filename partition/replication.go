@@ -1,0 +1,233 @@
+package partition
+
+import (
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/skeinlog/skein/actors"
+	"github.com/skeinlog/skein/controller/image"
+	"github.com/skeinlog/skein/partition/store"
+	"github.com/skeinlog/skein/replica"
+)
+
+func init() {
+	actors.Register[ReplicaFetch](202)
+	actors.Register[ReplicaFetchResult](203)
+}
+
+// ReplicaFetch is a follower node's fetch from a leader node, for every
+// partition it follows there (Kafka's Fetch from a replica, over
+// remoting). A node's fetcher for that leader sends it, one at a time, to
+// the leader node's replicas actor (ReplicasProps), which answers
+// ReplicaFetchResult once it has something to say or MaxWaitMs passed.
+type ReplicaFetch struct {
+	Origin actors.Origin `msgpack:"origin"`
+	// Seq tells this fetch's answer from a late one to an earlier fetch.
+	Seq        uint64           `msgpack:"seq"`
+	MaxWaitMs  int32            `msgpack:"wait"`
+	MaxBytes   int32            `msgpack:"max"`      // over all partitions
+	PartMax    int32            `msgpack:"part_max"` // per partition
+	Partitions []FetchPartition `msgpack:"parts"`
+}
+
+func (m *ReplicaFetch) Serialize() (actors.Serialized, error) { return actors.Encode(m) }
+
+// FetchPartition is one partition of a ReplicaFetch: where the follower's
+// log ends, the epoch of its last batch, the leader epoch it follows in,
+// and the high watermark it knows (a leader whose high watermark passed it
+// answers without waiting).
+type FetchPartition struct {
+	Topic              string        `msgpack:"topic"`
+	Partition          int32         `msgpack:"part"`
+	TopicID            image.TopicID `msgpack:"topic_id"`
+	FetchOffset        int64         `msgpack:"offset"`
+	LastFetchedEpoch   int32         `msgpack:"last_epoch"`
+	CurrentLeaderEpoch int32         `msgpack:"epoch"`
+	HighWatermark      int64         `msgpack:"hw"`
+}
+
+// ReplicaFetchResult answers ReplicaFetch: per partition, in the request's
+// order, an error, a diverging epoch or records, with the leader's high
+// watermark and log start offset. The record bytes of every partition are
+// concatenated in Records, outside msgpack (Bytes says how many are each
+// partition's).
+type ReplicaFetchResult struct {
+	Seq uint64 `msgpack:"seq"`
+	// Err, when set, refuses the whole fetch: STALE_BROKER_EPOCH for a
+	// follower whose incarnation the leader's image does not have.
+	Err        *kerr.Error        `msgpack:"err"`
+	Partitions []FetchedPartition `msgpack:"parts"`
+	Records    []byte             `msgpack:"-"`
+}
+
+func (m *ReplicaFetchResult) Serialize() (actors.Serialized, error) { return actors.Encode(m) }
+func (m *ReplicaFetchResult) Raw() []byte                           { return m.Records }
+func (m *ReplicaFetchResult) SetRaw(b []byte)                       { m.Records = b }
+
+// FetchedPartition is one partition of a ReplicaFetchResult.
+type FetchedPartition struct {
+	Err            *kerr.Error `msgpack:"err"`
+	HighWatermark  int64       `msgpack:"hw"`
+	LogStartOffset int64       `msgpack:"start"`
+	DivergingEpoch int32       `msgpack:"div_epoch"`
+	DivergingEnd   int64       `msgpack:"div_end"`
+	Bytes          int32       `msgpack:"bytes"`
+}
+
+// ReplicasConfig configures a node's replicas actor.
+type ReplicasConfig struct {
+	NodeID   int32
+	Registry *Registry
+	// Image returns the newest cluster metadata image.
+	Image  func() *image.Image
+	Logger zerolog.Logger
+}
+
+// ReplicasProps returns the props of the actor that answers followers'
+// ReplicaFetches at a leader node. Spawn it as "replicas" under the node.
+// Each fetch is served on a goroutine of its own (there is one at a time
+// per follower node), from the partitions' published views, as a client's
+// Fetch is: no message to a partition actor carries bytes. Each partition's
+// actor hears of the follower's position (FollowerFetched).
+func ReplicasProps(cfg ReplicasConfig) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor { return &replicas{cfg: cfg} })
+}
+
+type replicas struct{ cfg ReplicasConfig }
+
+func (r *replicas) Receive(c actor.Context) {
+	m, ok := c.Message().(*ReplicaFetch)
+	if !ok || c.Sender() == nil {
+		return
+	}
+	sys, to := c.ActorSystem(), c.Sender()
+	go func() { sys.Root.Send(to, r.serve(sys, m)) }()
+}
+
+// serve answers a fetch: at once when a partition has records past the
+// follower's end, an error, a divergence, or a high watermark past the
+// follower's; otherwise when a view is published that may change that,
+// or after MaxWaitMs.
+func (r *replicas) serve(sys *actor.ActorSystem, m *ReplicaFetch) *ReplicaFetchResult {
+	res := &ReplicaFetchResult{Seq: m.Seq}
+	if b, ok := r.cfg.Image().Brokers[m.Origin.Node]; !ok || b.Incarnation != m.Origin.Incarnation {
+		res.Err = kerr.StaleBrokerEpoch
+		return res
+	}
+	wait := time.NewTimer(time.Duration(m.MaxWaitMs) * time.Millisecond)
+	defer wait.Stop()
+	woken := make(chan struct{}, 1)
+	for first := true; ; first = false {
+		// Watch before reading: a view published after the read wakes us.
+		var cancels []func()
+		for _, fp := range m.Partitions {
+			if h := r.cfg.Registry.Get(fp.Topic, fp.Partition); h != nil {
+				cancels = append(cancels, h.Watch(woken))
+			}
+		}
+		ready := r.read(sys, m, res, first)
+		if !ready {
+			select {
+			case <-woken:
+			case <-wait.C:
+				ready = true
+			}
+		}
+		for _, cancel := range cancels {
+			cancel()
+		}
+		if ready {
+			return res
+		}
+	}
+}
+
+// read fills res from the partitions' views; it reports whether the
+// answer should go now. first says whether this is the fetch's first
+// read: only then do the partitions hear of the follower's position.
+func (r *replicas) read(sys *actor.ActorSystem, m *ReplicaFetch, res *ReplicaFetchResult, first bool) bool {
+	im := r.cfg.Image()
+	res.Partitions, res.Records = res.Partitions[:0], res.Records[:0]
+	ready := false
+	budget := int64(m.MaxBytes)
+	for _, fp := range m.Partitions {
+		out := FetchedPartition{HighWatermark: -1, LogStartOffset: -1, DivergingEpoch: -1, DivergingEnd: -1}
+		h, v, err := r.cfg.Registry.Led(im, r.cfg.NodeID, fp.Topic, fp.Partition)
+		switch {
+		case err != nil:
+		case !fp.TopicID.IsZero() && fp.TopicID != h.TopicID:
+			err = kerr.UnknownTopicID
+		case fp.CurrentLeaderEpoch < v.LeaderEpoch:
+			err = kerr.FencedLeaderEpoch
+		case fp.CurrentLeaderEpoch > v.LeaderEpoch:
+			err = kerr.UnknownLeaderEpoch // the partition actor has not heard yet
+		}
+		if err != nil {
+			out.Err = err
+			res.Partitions = append(res.Partitions, out)
+			ready = true
+			continue
+		}
+		lv := v.Log
+		out.HighWatermark, out.LogStartOffset = lv.HighWatermark, lv.LogStartOffset
+		if e, end, diverges := divergence(lv, fp); diverges {
+			out.DivergingEpoch, out.DivergingEnd = e, end
+			res.Partitions = append(res.Partitions, out)
+			ready = true
+			continue
+		}
+		if fp.FetchOffset < lv.LogStartOffset {
+			out.Err = kerr.OffsetOutOfRange
+			res.Partitions = append(res.Partitions, out)
+			ready = true
+			continue
+		}
+		if first {
+			sys.Root.Send(h.PID, &FollowerFetched{Replica: m.Origin.Node, Offset: fp.FetchOffset, LeaderEpoch: fp.CurrentLeaderEpoch})
+		}
+		if budget > 0 {
+			b, rerr := lv.ReadBytes(fp.FetchOffset, store.ReadOptions{
+				MaxBytes: min(int64(m.PartMax), budget), MaxOffset: lv.LogEndOffset, MinOneBatch: len(res.Records) == 0,
+			})
+			if rerr != nil {
+				out.Err = kerr.KafkaStorageError
+				ready = true
+			}
+			res.Records = append(res.Records, b...)
+			out.Bytes = int32(len(b))
+			budget -= int64(len(b))
+		}
+		ready = ready || out.Bytes > 0 || lv.HighWatermark > fp.HighWatermark
+		res.Partitions = append(res.Partitions, out)
+	}
+	return ready
+}
+
+// divergence checks a follower's position against the leader's epoch
+// history (KIP-320): the follower's last epoch must end on the leader at
+// or after the follower's end, and be an epoch the leader had. If not, it
+// returns the largest epoch at most the follower's and where it ends on
+// the leader. A follower past the leader's end with no epoch to tell is
+// sent back to the leader's end in its latest epoch.
+func divergence(lv *store.View, fp FetchPartition) (int32, int64, bool) {
+	if fp.LastFetchedEpoch >= 0 {
+		e, end := lv.EndOffsetForEpoch(fp.LastFetchedEpoch)
+		if e >= 0 && (e < fp.LastFetchedEpoch || end < fp.FetchOffset) {
+			return e, end, true
+		}
+	}
+	if fp.FetchOffset > lv.LogEndOffset {
+		return lv.LatestEpoch(), lv.LogEndOffset, true
+	}
+	return -1, -1, false
+}
+
+// answerOf turns one partition of a fetch result into the follower's
+// Answer.
+func answerOf(fp FetchedPartition) replica.Answer {
+	return replica.Answer{Err: fp.Err, DivergingEpoch: fp.DivergingEpoch, DivergingEnd: fp.DivergingEnd,
+		HighWatermark: fp.HighWatermark, LogStartOffset: fp.LogStartOffset}
+}
