@@ -56,6 +56,9 @@ func (m *registerBroker) decide(c *Controller) (any, []image.Record) {
 	// Its session starts now: it just spoke.
 	c.heard[b.ID] = c.cfg.Clock.Now()
 	records := []image.Record{&image.RegisterBroker{ID: b.ID, Host: b.Host, Port: b.Port, Rack: b.Rack, ClusterAddr: b.ClusterAddr, Incarnation: b.Incarnation}}
+	if ok && old.Incarnation != b.Incarnation {
+		return &commandDone{}, append(records, c.restarted(b.ID)...)
+	}
 	return &commandDone{}, append(records, c.leadAgain(b.ID)...)
 }
 func (*registerBroker) failed(err *kerr.Error, msg string) any {
@@ -120,6 +123,38 @@ func (c *Controller) electLive(p image.Partition, except int32) int32 {
 		}
 	}
 	return -1
+}
+
+// restarted moves the partitions of a broker that came back in a new
+// incarnation, as Kafka does when a broker registers a new epoch: what
+// its earlier incarnation led, or was in sync for, it must earn again.
+// Where another live ISR member exists, the broker leaves the ISR (it
+// rejoins once its fetches catch up) and that member leads if it led;
+// where none does, it keeps its place, and leads, in a new leader epoch,
+// what it led or what has no leader: its log is the only one known to
+// hold every acknowledged record.
+func (c *Controller) restarted(broker int32) []image.Record {
+	return c.changePartitions(func(p image.Partition) (image.Partition, bool) {
+		if !slices.Contains(p.ISR, broker) && p.Leader != broker {
+			return p, false
+		}
+		if next := c.electLive(p, broker); next >= 0 {
+			p.ISR = slices.DeleteFunc(slices.Clone(p.ISR), func(r int32) bool { return r == broker })
+			if p.Leader == broker || p.Leader < 0 {
+				p.Leader = next
+			}
+			return p, true
+		}
+		switch {
+		case p.Leader == broker:
+			p.LeaderEpoch++ // the earlier incarnation's epoch is over
+		case p.Leader < 0 && slices.Contains(p.ISR, broker):
+			p.Leader = broker
+		default:
+			return p, false
+		}
+		return p, true
+	})
 }
 
 // leadAgain gives broker back the leaderless partitions it is in sync for.

@@ -1,0 +1,103 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+)
+
+// replicationFlags shorten the times a cluster takes to notice a dead
+// node and a lagging follower.
+var replicationFlags = []string{
+	"--set", "broker.session.timeout.ms=3000", "--set", "broker.heartbeat.interval.ms=500",
+	"--set", "replica.lag.time.max.ms=5000",
+}
+
+// createReplicated creates topic with partitions of replication factor 3
+// and min.insync.replicas 2, and waits until every node leads or follows.
+func createReplicated(t *testing.T, ctx context.Context, c *cluster, topic string, partitions int32) {
+	t.Helper()
+	adm := kadm.NewClient(c.client([]int{1, 2, 3}))
+	minISR := "2"
+	res, err := adm.CreateTopic(ctx, partitions, 3, map[string]*string{"min.insync.replicas": &minISR}, topic)
+	if err == nil {
+		err = res.Err
+	}
+	if err != nil {
+		t.Fatalf("create %s: %v", topic, err)
+	}
+}
+
+// leaderOf returns the leader of topic's partition p as the running nodes
+// see it, once one is live.
+func (c *cluster) leaderOf(t *testing.T, ctx context.Context, topic string, p int) int {
+	t.Helper()
+	var leader int32
+	waitFor(t, readyTimeout, fmt.Sprintf("a leader of %s-%d", topic, p), func() string {
+		for i := 1; i <= numNodes; i++ {
+			if !c.nodes[i].running() {
+				continue
+			}
+			v, err := c.view(ctx, i)
+			if err != nil {
+				return err.Error()
+			}
+			if tv, ok := v.topics[topic]; ok && p < len(tv.leaders) && tv.leaders[p] > 0 && c.nodes[tv.leaders[p]].running() {
+				leader = tv.leaders[p]
+				return ""
+			}
+		}
+		return "no running node names a running leader"
+	})
+	return int(leader)
+}
+
+// Replication factor 3, min.insync.replicas 2, idempotent acks=all
+// producers: the leader of a partition is killed with SIGKILL, the others
+// elect a new one, and it is started again, every few seconds for a
+// minute. The history checker then reads
+// every partition back: every acknowledged record is there, at the offset
+// its acknowledgement gave, once; nothing is there that was not sent; each
+// producer's records are in the order sent.
+func TestLeadersKilledUnderLoad(t *testing.T) {
+	c := newClusterIn(t, layout{host: func(i int) string { return fmt.Sprintf("127.0.0.5%d", i) }, flags: replicationFlags})
+	c.startAll()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	const topic, partitions = "kills", 6
+	createReplicated(t, ctx, c, topic, partitions)
+	h := newProduceHistory()
+	stop := make(chan struct{})
+	loaded := make(chan struct{})
+	go func() {
+		defer close(loaded)
+		produceLoad(t, c, topic, 2, h, stop)
+	}()
+	end := time.Now().Add(time.Minute)
+	for round := 0; time.Now().Before(end); round++ {
+		p := round % partitions
+		victim := c.leaderOf(t, ctx, topic, p)
+		t.Logf("round %d: killing node %d, the leader of %s-%d (%d acknowledged so far)", round, victim, topic, p, h.acked())
+		c.kill(victim)
+		// The others fence it and elect a new leader from the ISR.
+		if next := c.leaderOf(t, ctx, topic, p); next == victim {
+			t.Fatalf("node %d is down but still leads %s-%d", victim, topic, p)
+		}
+		c.start(victim)
+		c.waitReady(victim)
+		time.Sleep(3 * time.Second)
+	}
+	close(stop)
+	<-loaded
+	v := h.check(readBack(t, ctx, c, []int{1, 2, 3}, topic))
+	t.Logf("history: %v", v)
+	if !v.ok() {
+		t.Fatalf("history: %v", v)
+	}
+	if v.acked == 0 {
+		t.Fatal("no record was acknowledged")
+	}
+}
