@@ -93,8 +93,8 @@ func testConfig(fs vfs.FS, clk clock.Clock) Config {
 	return Config{
 		Topic: "t", Dir: testDir, FS: fs, Clock: clk,
 		TopicConfig: configs.DefaultTopic(), Durability: configs.DurabilityFsync,
-		State:        State{Leader: 0, Replicas: []int32{0}, ISR: []int32{0}},
-		TickInterval: time.Hour, // ticks come from the tests
+		State:                  State{Leader: 0, Replicas: []int32{0}, ISR: []int32{0}},
+		TickInterval:           time.Hour, // ticks come from the tests
 		ProducerIDExpirationMs: configs.DefaultProducerIDExpirationMs,
 		Logger:                 zerolog.Nop(),
 	}
