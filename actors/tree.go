@@ -205,6 +205,18 @@ func (t *Tree) Snapshot() []*ActorInfo {
 	return roots
 }
 
+// Live returns the names of the live actors, sorted.
+func (t *Tree) Live() []string {
+	t.mu.RLock()
+	out := make([]string, 0, len(t.byID))
+	for id := range t.byID {
+		out = append(out, id)
+	}
+	t.mu.RUnlock()
+	sort.Strings(out)
+	return out
+}
+
 // Find returns the live actor named id, or nil.
 func (t *Tree) Find(id string) *ActorInfo {
 	t.mu.RLock()

@@ -249,11 +249,28 @@ func (c *Controller) pendingFence(broker int32, fenced bool) bool {
 	return false
 }
 
+// ShutDown asks a node's own controller for a controlled shutdown (the
+// node stops): its broker stops heartbeating and is fenced at once, which
+// moves its leaderships to the other live members of their ISRs and takes
+// it out of the ISRs, so that clients and followers move on before it
+// stops. The node watches its image for the fence. Local only; no reply.
+type ShutDown struct{}
+
+func (c *Controller) shutDown() {
+	if c.leaving {
+		return
+	}
+	c.leaving = true
+	c.cfg.Logger.Info().Msg("controller: controlled shutdown: fencing this broker so that its leaderships move")
+	c.takeOwn(&fenceBroker{ID: c.cfg.NodeID, Incarnation: c.cfg.Incarnation, Fenced: true})
+}
+
 // beat runs every heartbeat interval on every controller: its own
 // broker's registration when the image lacks it or holds another, else
-// its heartbeat to the active controller.
+// its heartbeat to the active controller. A broker shutting down does
+// neither: a heartbeat would unfence it.
 func (c *Controller) beat() {
-	if c.committed.ClusterID == "" || c.leader == 0 {
+	if c.committed.ClusterID == "" || c.leader == 0 || c.leaving {
 		return
 	}
 	me := c.cfg.Broker

@@ -160,6 +160,8 @@ type Controller struct {
 	activeSince  time.Time
 	lastBeat     time.Time
 	refusedSince time.Time
+	// leaving is set once the node shuts down (ShutDown).
+	leaving bool
 
 	// outbox holds the commands taken by this controller and not yet
 	// answered.
@@ -278,6 +280,8 @@ func (c *Controller) Receive(ctx actor.Context) {
 		c.answer(m.Request, m.Result)
 	case *BrokerHeartbeat:
 		c.heartbeat(m.Origin)
+	case *ShutDown:
+		c.shutDown()
 	case *DescribeQuorum:
 		ctx.Respond(c.describe())
 		return

@@ -43,6 +43,9 @@ type Node struct {
 	image      atomic.Pointer[image.Image]
 	quorum     atomic.Pointer[controller.Status]
 	firstImage chan struct{} // closed at the first published image naming this broker
+	// imageNews gets a value (without blocking) at every published image,
+	// for the controlled shutdown to watch.
+	imageNews chan struct{}
 	imageOnce  sync.Once
 	registry   *partition.Registry
 	// files is the node-wide descriptor cache every log opens its files
@@ -161,7 +164,7 @@ func prepare(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: listen: %w", err)
 	}
-	n := &Node{cfg: cfg, log: log, done: make(chan struct{}), firstImage: make(chan struct{}),
+	n := &Node{cfg: cfg, log: log, done: make(chan struct{}), firstImage: make(chan struct{}), imageNews: make(chan struct{}, 1),
 		incarnation: newIncarnation(),
 		registry:    partition.NewRegistry(), groups: &coordinator.Directory{}, ln: ln, metrics: prometheus.NewRegistry(), faults: actors.NewFaults(), links: actors.NewLinks()}
 	filesCap, capReason := openFilesCap(cfg.LogMaxOpenFiles)
@@ -362,6 +365,7 @@ func (n *Node) Done() <-chan struct{} { return n.done }
 // ctx ends first. Calling it again returns the first result.
 func (n *Node) Stop(ctx context.Context) error {
 	n.stopOnce.Do(func() {
+		n.controlledShutdown(ctx)
 		n.serving.Store(false)
 		// The admin listener serves until the end, so that /metrics and
 		// /readyz can be watched during the stop.
@@ -389,7 +393,7 @@ func (n *Node) Stop(ctx context.Context) error {
 		select {
 		case <-n.done:
 		case <-ctx.Done():
-			n.stopErr = fmt.Errorf("node: stopping %s: %w", n.root.Id, ctx.Err())
+			n.stopErr = fmt.Errorf("node: stopping %s: %w; actors still running: %s", n.root.Id, ctx.Err(), strings.Join(n.tree.Live(), " "))
 			return
 		}
 		if n.remote != nil {
@@ -418,6 +422,45 @@ func (n *Node) publish(im *image.Image) {
 	// broker: before, Metadata would not list the node they talk to.
 	if b, ok := im.Brokers[n.cfg.NodeID]; ok && b.Incarnation == n.incarnation {
 		n.imageOnce.Do(func() { close(n.firstImage) })
+	}
+	select {
+	case n.imageNews <- struct{}{}:
+	default:
+	}
+}
+
+// shutdownWait bounds the controlled shutdown's wait for the fence: the
+// rest of the stop must fit in the time cmd/skein gives it (10 s).
+const shutdownWait = 5 * time.Second
+
+// controlledShutdown asks the cluster, before a clustered node stops, to
+// fence its broker, which moves its leaderships to other live replicas
+// while it still serves (clients that ask it are told NOT_LEADER and go
+// to the new leaders); it waits for the fence in its image, at most
+// shutdownWait or until ctx ends. A one-node cluster has nowhere to move
+// anything and stops at once.
+func (n *Node) controlledShutdown(ctx context.Context) {
+	ch := n.children.Load()
+	if n.remote == nil || ch == nil || !n.Ready() || n.quorumStatus().Leader < 0 {
+		return // alone, not serving, or no quorum to ask
+	}
+	start := time.Now()
+	n.sys.Root.Send(ch.controller, &controller.ShutDown{})
+	wait := time.NewTimer(shutdownWait)
+	defer wait.Stop()
+	for {
+		if b, ok := n.image.Load().Brokers[n.cfg.NodeID]; ok && b.Incarnation == n.incarnation && b.Fenced {
+			n.log.Info().Dur("took", time.Since(start)).Msg("node: controlled shutdown: leaderships moved")
+			return
+		}
+		select {
+		case <-n.imageNews:
+		case <-wait.C:
+			n.log.Warn().Dur("waited", shutdownWait).Msg("node: controlled shutdown: the cluster did not fence this broker in time; stopping anyway")
+			return
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 

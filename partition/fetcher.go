@@ -13,8 +13,10 @@ import (
 
 // Follow tells the fetchers supervisor which partitions this node follows
 // on which leader node (every one, each time the metadata changes): it
-// spawns a fetcher per leader node, named by its id, tells each its
-// partitions, and stops the fetchers of leaders it no longer follows.
+// spawns a fetcher per leader node, named by its id, and tells each its
+// partitions. A fetcher left with none idles, without timers, instead of
+// stopping: leaderships come back, and an actor respawned under the name
+// of one still stopping would race it (ErrNameExists).
 type Follow struct {
 	Leaders map[int32]Followed
 }
@@ -74,8 +76,7 @@ func (s *fetchers) Receive(c actor.Context) {
 	}
 	for leader, pid := range s.children {
 		if _, ok := m.Leaders[leader]; !ok {
-			c.Stop(pid)
-			delete(s.children, leader)
+			c.Send(pid, &following{})
 		}
 	}
 }
@@ -195,6 +196,9 @@ func (f *fetcher) fetch(c actor.Context) {
 			CurrentLeaderEpoch: v.Follow.CurrentLeaderEpoch, HighWatermark: v.Log.HighWatermark,
 		})
 		f.asked = append(f.asked, asked{key: k, pos: *v.Follow})
+	}
+	if len(f.partitions) == 0 {
+		return // idle until the next following
 	}
 	if len(req.Partitions) == 0 || f.addr == "" {
 		f.after(c, retryPause, &fetchRetry{})

@@ -119,7 +119,9 @@ func runNode(cfg configs.Node, stderr io.Writer, signals <-chan os.Signal) error
 	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
 	if err := n.Stop(ctx); err != nil {
-		log.Error().Err(err).Msg("graceful stop failed")
+		// What still runs is what the stop waited for: its stacks say why.
+		log.Error().Err(err).Msg("graceful stop failed; the goroutines still running follow on stderr")
+		pprof.Lookup("goroutine").WriteTo(os.Stderr, 1)
 		return exitError{code: 1}
 	}
 	return nil

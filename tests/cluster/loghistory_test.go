@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -89,6 +90,7 @@ type verdict struct {
 	duplicated          []string // read more than once
 	invented            []string // read, never sent
 	reordered           []string // one worker's records out of send order in a partition
+	errors              map[string]int // the failed sends' errors, by message
 }
 
 func (v verdict) ok() bool {
@@ -102,8 +104,8 @@ func (v verdict) String() string {
 		}
 		return strings.Join(s, ", ")
 	}
-	return fmt.Sprintf("%d acknowledged, %d failed, %d read; lost %d [%s], duplicated %d [%s], invented %d [%s], reordered %d [%s]",
-		v.acked, v.failed, v.read, len(v.lost), short(v.lost), len(v.duplicated), short(v.duplicated),
+	return fmt.Sprintf("%d acknowledged, %d failed %v, %d read; lost %d [%s], duplicated %d [%s], invented %d [%s], reordered %d [%s]",
+		v.acked, v.failed, v.errors, v.read, len(v.lost), short(v.lost), len(v.duplicated), short(v.duplicated),
 		len(v.invented), short(v.invented), len(v.reordered), short(v.reordered))
 }
 
@@ -112,7 +114,7 @@ func (v verdict) String() string {
 func (h *produceHistory) check(got map[int32][]read) verdict {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var v verdict
+	v := verdict{errors: map[string]int{}}
 	at := map[string][]string{} // value: "p@offset" of each read
 	for p, rs := range got {
 		last := map[int]int{} // worker: last seq read in this partition
@@ -144,6 +146,7 @@ func (h *produceHistory) check(got map[int32][]read) verdict {
 			}
 		case s.err != nil:
 			v.failed++
+			v.errors[s.err.Error()]++
 		}
 	}
 	for _, l := range [][]string{v.lost, v.duplicated, v.invented, v.reordered} {
@@ -186,7 +189,8 @@ func produceLoad(t *testing.T, c *cluster, topic string, workers int, h *produce
 }
 
 // readBack reads every partition of topic from its start to its high
-// watermark through the given nodes.
+// watermark through the given nodes; a read that had to move back (the
+// log lost records a consumer had read) fails the test.
 func readBack(t *testing.T, ctx context.Context, c *cluster, nodes []int, topic string) map[int32][]read {
 	t.Helper()
 	adm := kadm.NewClient(c.client(nodes))
@@ -217,7 +221,17 @@ func readBack(t *testing.T, ctx context.Context, c *cluster, nodes []int, topic 
 		if ctx.Err() != nil {
 			t.Fatalf("reading %s back: %v (at %v of %v)", topic, ctx.Err(), next, want)
 		}
-		fs.EachError(func(_ string, p int32, err error) { t.Logf("reading %s-%d: %v", topic, p, err) })
+		fs.EachError(func(_ string, p int32, err error) {
+			// A consumer reads below the high watermark only, which never
+			// moves back: records it read and then lost (kgo saw the log
+			// end below its position) were acknowledged and are gone.
+			var loss *kgo.ErrDataLoss
+			if errors.As(err, &loss) {
+				t.Errorf("reading %s-%d: records read were lost since: %v", topic, p, err)
+				return
+			}
+			t.Logf("reading %s-%d: %v", topic, p, err)
+		})
 		fs.EachRecord(func(r *kgo.Record) {
 			got[r.Partition] = append(got[r.Partition], read{r.Offset, string(r.Value)})
 			next[r.Partition] = r.Offset + 1
@@ -248,4 +262,20 @@ func TestHistoryCheckerFindsFaults(t *testing.T) {
 			t.Errorf("%s: the checker found nothing wrong: %v", name, v)
 		}
 	}
+}
+
+// produceN sends n records from worker through cl, each recorded in h
+// with its outcome, and returns once every one has one.
+func produceN(t *testing.T, cl *kgo.Client, h *produceHistory, worker, n int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for seq := range n {
+		v := h.send(worker, seq)
+		wg.Add(1)
+		cl.Produce(context.Background(), &kgo.Record{Key: []byte(strconv.Itoa(seq % 64)), Value: []byte(v)}, func(r *kgo.Record, err error) {
+			h.done(r, err)
+			wg.Done()
+		})
+	}
+	wg.Wait()
 }
