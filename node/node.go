@@ -46,8 +46,8 @@ type Node struct {
 	// imageNews gets a value (without blocking) at every published image,
 	// for the controlled shutdown to watch.
 	imageNews chan struct{}
-	imageOnce  sync.Once
-	registry   *partition.Registry
+	imageOnce sync.Once
+	registry  *partition.Registry
 	// files is the node-wide descriptor cache every log opens its files
 	// through; failures rate-limits the lines logged about storage
 	// failures and recoveries.

@@ -86,10 +86,10 @@ type read struct {
 // verdict is what check found; every list empty means the history holds.
 type verdict struct {
 	acked, failed, read int
-	lost                []string // acknowledged, not read at its offset
-	duplicated          []string // read more than once
-	invented            []string // read, never sent
-	reordered           []string // one worker's records out of send order in a partition
+	lost                []string       // acknowledged, not read at its offset
+	duplicated          []string       // read more than once
+	invented            []string       // read, never sent
+	reordered           []string       // one worker's records out of send order in a partition
 	errors              map[string]int // the failed sends' errors, by message
 }
 
