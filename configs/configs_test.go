@@ -94,6 +94,7 @@ func TestDefaultNode(t *testing.T) {
 		"num.partitions":                                  "1",
 		"default.replication.factor":                      "1",
 		"producer.id.expiration.ms":                       "86400000",
+		"offsets.topic.replication.factor":                "3",
 		"replica.fetch.max.bytes":                         "1048576",
 		"replica.fetch.response.max.bytes":                "10485760",
 		"replica.fetch.wait.max.ms":                       "500",

@@ -103,6 +103,12 @@ type Node struct {
 	// least 1. Kafka: offsets.topic.num.partitions.
 	OffsetsTopicNumPartitions int32 `mapstructure:"offsets.topic.num.partitions" yaml:"offsets.topic.num.partitions"`
 
+	// OffsetsTopicReplicationFactor is the replication factor of
+	// __consumer_offsets, capped at the live brokers when the topic is
+	// created (a log line says so). Default 3, at least 1. Kafka:
+	// offsets.topic.replication.factor.
+	OffsetsTopicReplicationFactor int16 `mapstructure:"offsets.topic.replication.factor" yaml:"offsets.topic.replication.factor"`
+
 	// GroupMinSessionTimeoutMs is the shortest session timeout a group
 	// member may ask for in JoinGroup; a shorter one is refused with
 	// INVALID_SESSION_TIMEOUT. Default 6000, at least 1. Kafka:
@@ -355,6 +361,7 @@ func Default() Node {
 		SocketRequestMaxBytes:            100 << 20,
 		ConnectionsMaxIdleMs:             600000,
 		OffsetsTopicNumPartitions:        50,
+		OffsetsTopicReplicationFactor:    3,
 		GroupMinSessionTimeoutMs:         6000,
 		GroupMaxSessionTimeoutMs:         1800000,
 		GroupInitialRebalanceDelayMs:     3000,
@@ -401,6 +408,7 @@ func (n Node) Validate() error {
 	v.atLeast("socket.request.max.bytes", int64(n.SocketRequestMaxBytes), 1024)
 	v.atLeast("connections.max.idle.ms", n.ConnectionsMaxIdleMs, 1)
 	v.atLeast("offsets.topic.num.partitions", int64(n.OffsetsTopicNumPartitions), 1)
+	v.atLeast("offsets.topic.replication.factor", int64(n.OffsetsTopicReplicationFactor), 1)
 	v.atLeast("group.min.session.timeout.ms", int64(n.GroupMinSessionTimeoutMs), 1)
 	v.atLeast("group.max.session.timeout.ms", int64(n.GroupMaxSessionTimeoutMs), int64(n.GroupMinSessionTimeoutMs))
 	v.atLeast("group.initial.rebalance.delay.ms", int64(n.GroupInitialRebalanceDelayMs), 0)

@@ -130,13 +130,25 @@ func SupervisorProps(cfg SupervisorConfig, strategy actor.SupervisorStrategy) *a
 		cfg.OffsetMetadataMaxBytes = 4096
 	}
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &supervisor{cfg: cfg, groups: map[string]*actor.PID{}}
+		return &supervisor{cfg: cfg, groups: map[string]*actor.PID{}, stopping: map[string]bool{}}
 	}, actor.WithSupervisor(strategy))
 }
 
 type supervisor struct {
 	cfg    SupervisorConfig
 	groups map[string]*actor.PID
+	// stopping holds the ids of group actors stopped because their
+	// partition's leadership moved and not yet terminated: the group gets
+	// no new actor meanwhile (it would take the same name).
+	stopping map[string]bool
+}
+
+// Leading tells the groups supervisor which __consumer_offsets partitions
+// this node leads, of how many: the groups of the others are stopped.
+// Sent by node's metadata actor at every image; no reply.
+type Leading struct {
+	Partitions map[int32]bool
+	Of         int32
 }
 
 func (s *supervisor) Receive(c actor.Context) {
@@ -145,7 +157,13 @@ func (s *supervisor) Receive(c actor.Context) {
 		c.Respond(&OpenResult{PID: s.open(c, m)})
 	case *TopicsDeleted:
 		s.topicsDeleted(c, m)
+	case *Leading:
+		s.leading(c, m)
 	case *actor.Terminated:
+		if s.stopping[m.Who.Id] {
+			delete(s.stopping, m.Who.Id)
+			return
+		}
 		for g, pid := range s.groups {
 			if pid.Equal(m.Who) {
 				delete(s.groups, g)
@@ -166,13 +184,34 @@ func (s *supervisor) open(c actor.Context, m *Open) *actor.PID {
 	if pid := s.groups[m.Group]; pid != nil {
 		return pid
 	}
-	pid, err := c.SpawnNamed(s.groupProps(c.ActorSystem(), m), url.PathEscape(m.Group))
+	name := url.PathEscape(m.Group)
+	if s.stopping[c.Self().Id+"/"+name] {
+		return nil // the client retries once it has gone
+	}
+	pid, err := c.SpawnNamed(s.groupProps(c.ActorSystem(), m), name)
 	if err != nil {
 		return nil
 	}
 	s.groups[m.Group] = pid
 	s.cfg.Directory.m.Store(m.Group, pid)
 	return pid
+}
+
+// leading stops the actors of the groups whose partition this node no
+// longer leads.
+func (s *supervisor) leading(c actor.Context, m *Leading) {
+	for g, pid := range s.groups {
+		p := PartitionFor(g, m.Of)
+		if m.Partitions[p] {
+			continue
+		}
+		s.cfg.Logger.Info().Str("group", g).Int32("partition", p).Msg("groups: unloading a group whose offsets partition this node no longer leads")
+		delete(s.groups, g)
+		s.cfg.Directory.m.Delete(g)
+		s.cfg.Directory.scanned.Delete(p)
+		s.stopping[pid.Id] = true
+		c.Stop(pid)
+	}
 }
 
 func (s *supervisor) groupProps(sys *actor.ActorSystem, m *Open) *actor.Props {
@@ -190,7 +229,7 @@ var incarnations atomic.Uint64
 // It drives the Group state machine, schedules its timers as messages to
 // itself, and appends its records to the group's __consumer_offsets
 // partition through the partition actor. On (re)start it rebuilds the
-// group from that partition, up to its high watermark.
+// group from that partition, up to its log end.
 type groupActor struct {
 	id     string
 	handle *partition.Handle
@@ -291,7 +330,7 @@ func (a *groupActor) load() {
 }
 
 // readPartition calls fn with every record of a __consumer_offsets
-// partition, in order, from its log start offset to its high watermark.
+// partition, in order, from its log start offset to its log end.
 // The Record is fn's to keep.
 func readPartition(h *partition.Handle, fn func(Record)) error {
 	v := h.View()
@@ -300,8 +339,8 @@ func readPartition(h *partition.Handle, fn func(Record)) error {
 	}
 	lv := v.Log
 	dec := store.NewDecompressor()
-	for off := lv.LogStartOffset; off < lv.HighWatermark; {
-		b, err := lv.ReadBytes(off, store.ReadOptions{MaxBytes: 1 << 20, MaxOffset: lv.HighWatermark, MinOneBatch: true})
+	for off := lv.LogStartOffset; off < lv.LogEndOffset; {
+		b, err := lv.ReadBytes(off, store.ReadOptions{MaxBytes: 1 << 20, MaxOffset: lv.LogEndOffset, MinOneBatch: true})
 		if err != nil {
 			return err
 		}

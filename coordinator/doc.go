@@ -86,8 +86,18 @@
 // durable. The classic group metadata record is written without waiting: a
 // member whose record is lost to a crash rejoins, as after any coordinator
 // move. On start, a group actor reads its partition from the log start
-// offset to the high watermark, applies its group's records in order
+// offset to the log end (a new leader's high watermark may lag records
+// its predecessor acknowledged), applies its group's records in order
 // (Restore), and starts the restored members' session timers (Loaded).
+//
+// # Coordinators follow leadership
+//
+// A node coordinates the groups of the __consumer_offsets partitions it
+// leads. The metadata actor tells the groups supervisor which those are at
+// every image (Leading); the actors of groups whose partition it no longer
+// leads are stopped, answering their waiting requests NOT_COORDINATOR, so
+// that a node that leads the partition again later loads the groups anew
+// from the log its successor wrote.
 //
 // # Deleted topics
 //

@@ -128,6 +128,15 @@ func (m *metadataActor) apply(c actor.Context, im *image.Image) {
 	if m.fetchers != nil {
 		c.Send(m.fetchers, follow)
 	}
+	if t := im.Topic(coordinator.OffsetsTopic); t != nil && m.groups != nil {
+		led := &coordinator.Leading{Partitions: map[int32]bool{}, Of: int32(len(t.Partitions))}
+		for _, p := range t.Partitions {
+			if p.Leader == m.node.NodeID {
+				led.Partitions[p.Index] = true
+			}
+		}
+		c.Send(m.groups, led)
+	}
 	m.topicsDeleted(c, im)
 }
 

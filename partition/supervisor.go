@@ -82,20 +82,22 @@ func (r *Registry) Get(topic string, partition int32) *Handle {
 // hosts the partition of a deleted topic of that name (which stays hosted
 // until the metadata actor unhosts it: records for the new topic must not
 // go to the old log, deleted with it), or it no longer leads it (its
-// broker was fenced). KAFKA_STORAGE_ERROR (retriable) when the partition
-// failed before its log ever opened: nothing to read or write until it
-// recovers.
+// broker was fenced), or its actor has not taken the leadership yet (it
+// still follows, or leads in an older epoch). KAFKA_STORAGE_ERROR
+// (retriable) when the partition failed before its log ever opened:
+// nothing to read or write until it recovers.
 func (r *Registry) Led(im *image.Image, node int32, topic string, p int32) (*Handle, *View, *kerr.Error) {
 	h := r.Get(topic, p)
 	if h == nil {
 		return nil, nil, kerr.NotLeaderForPartition
 	}
-	if t := im.Topic(topic); t == nil || t.ID != h.TopicID || int(p) >= len(t.Partitions) || t.Partitions[p].Leader != node {
+	t := im.Topic(topic)
+	if t == nil || t.ID != h.TopicID || int(p) >= len(t.Partitions) || t.Partitions[p].Leader != node {
 		return nil, nil, kerr.NotLeaderForPartition
 	}
 	v := h.View()
 	switch {
-	case v == nil:
+	case v == nil, v.LeaderEpoch != t.Partitions[p].LeaderEpoch:
 		return nil, nil, kerr.NotLeaderForPartition
 	case v.Log == nil:
 		return nil, nil, kerr.KafkaStorageError

@@ -91,11 +91,18 @@ func (a *API) findCoordinator(keyType int8, key string) kmsg.FindCoordinatorResp
 // ensureOffsetsTopic creates __consumer_offsets if it does not exist and
 // waits for its partitions to load here.
 func (a *API) ensureOffsetsTopic() *kerr.Error {
-	if a.Image().Topic(coordinator.OffsetsTopic) != nil {
+	im := a.Image()
+	if im.Topic(coordinator.OffsetsTopic) != nil {
 		return nil
 	}
+	rf := a.Node.OffsetsTopicReplicationFactor
+	if live := int16(len(im.LiveBrokerIDs())); rf > live {
+		a.Logger.Info().Int16("offsets.topic.replication.factor", rf).Int16("live_brokers", live).
+			Msg("creating __consumer_offsets with one replica per live broker, fewer than offsets.topic.replication.factor asks")
+		rf = max(live, 1)
+	}
 	res, err := a.askController(&controller.CreateTopics{Topics: []controller.NewTopic{{
-		Name: coordinator.OffsetsTopic, NumPartitions: a.Node.OffsetsTopicNumPartitions, ReplicationFactor: -1,
+		Name: coordinator.OffsetsTopic, NumPartitions: a.Node.OffsetsTopicNumPartitions, ReplicationFactor: rf,
 		Configs:  map[string]string{"cleanup.policy": "compact", "compression.type": "producer"},
 		Internal: true,
 	}}})
