@@ -64,7 +64,8 @@ func TestConsumerGroupAcrossNodes(t *testing.T) {
 					seen[string(r.Value)] = true
 					mu.Unlock()
 				})
-				if err := cl.CommitUncommittedOffsets(ctx); err != nil {
+				// NB: the end of the test cancels a commit under way.
+				if err := cl.CommitUncommittedOffsets(ctx); err != nil && ctx.Err() == nil {
 					t.Errorf("member seeded with node %d: commit: %v", seed, err)
 				}
 			}
