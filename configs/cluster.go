@@ -94,6 +94,7 @@ func (n Node) validateCluster(v *validator) {
 		v.fail("replica.fetch.wait.max.ms", strconv.Itoa(int(n.ReplicaFetchWaitMaxMs)), "must be below replica.lag.time.max.ms, or caught-up followers would leave the ISR")
 	}
 	v.atLeast("replica.fetch.max.bytes", int64(n.ReplicaFetchMaxBytes), 1)
+	v.atLeast("leader.imbalance.check.interval.seconds", int64(n.LeaderImbalanceCheckIntervalSeconds), 1)
 	v.atLeast("replica.fetch.response.max.bytes", int64(n.ReplicaFetchResponseMaxBytes), 1)
 	voters, err := n.Voters()
 	if err != nil {

@@ -44,21 +44,22 @@ func mustLoad(t *testing.T, yaml string, environ []string, args ...string) Node 
 // (LogConfig / ServerLogConfigs), written out as Kafka documents them.
 func TestDefaultTopicIsKafkas(t *testing.T) {
 	kafka := map[string]string{
-		"retention.ms":           "604800000",
-		"retention.bytes":        "-1",
-		"segment.bytes":          "1073741824",
-		"segment.ms":             "604800000",
-		"segment.index.bytes":    "10485760",
-		"index.interval.bytes":   "4096",
-		"cleanup.policy":         "delete",
-		"delete.retention.ms":    "86400000",
-		"min.compaction.lag.ms":  "0",
-		"max.message.bytes":      "1048588",
-		"message.timestamp.type": "CreateTime",
-		"min.insync.replicas":    "1",
-		"flush.messages":         "9223372036854775807",
-		"flush.ms":               "9223372036854775807",
-		"compression.type":       "producer",
+		"retention.ms":                   "604800000",
+		"retention.bytes":                "-1",
+		"segment.bytes":                  "1073741824",
+		"segment.ms":                     "604800000",
+		"segment.index.bytes":            "10485760",
+		"index.interval.bytes":           "4096",
+		"cleanup.policy":                 "delete",
+		"delete.retention.ms":            "86400000",
+		"min.compaction.lag.ms":          "0",
+		"max.message.bytes":              "1048588",
+		"message.timestamp.type":         "CreateTime",
+		"min.insync.replicas":            "1",
+		"flush.messages":                 "9223372036854775807",
+		"flush.ms":                       "9223372036854775807",
+		"compression.type":               "producer",
+		"unclean.leader.election.enable": "false",
 	}
 	def := DefaultTopic()
 	for _, f := range topicFields {
@@ -95,6 +96,9 @@ func TestDefaultNode(t *testing.T) {
 		"default.replication.factor":                      "1",
 		"producer.id.expiration.ms":                       "86400000",
 		"offsets.topic.replication.factor":                "3",
+		"unclean.leader.election.enable":                  "false",
+		"auto.leader.rebalance.enable":                    "true",
+		"leader.imbalance.check.interval.seconds":         "300",
 		"replica.fetch.max.bytes":                         "1048576",
 		"replica.fetch.response.max.bytes":                "10485760",
 		"replica.fetch.wait.max.ms":                       "500",
@@ -164,7 +168,7 @@ func TestBrokerSynonymsMapToTopic(t *testing.T) {
 			continue
 		}
 		n := Default()
-		value := map[string]string{"cleanup.policy": "compact", "message.timestamp.type": "LogAppendTime", "compression.type": "zstd"}[name]
+		value := map[string]string{"cleanup.policy": "compact", "message.timestamp.type": "LogAppendTime", "compression.type": "zstd", "unclean.leader.election.enable": "true"}[name]
 		if value == "" {
 			value = "4242"
 		}

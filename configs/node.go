@@ -224,6 +224,18 @@ type Node struct {
 	// Kafka: replica.fetch.response.max.bytes.
 	ReplicaFetchResponseMaxBytes int32 `mapstructure:"replica.fetch.response.max.bytes" yaml:"replica.fetch.response.max.bytes"`
 
+	// AutoLeaderRebalanceEnable makes the active controller give each
+	// partition back to its preferred replica (the first of its replicas)
+	// when that one is live and in sync, every
+	// leader.imbalance.check.interval.seconds. Default true. Kafka:
+	// auto.leader.rebalance.enable.
+	AutoLeaderRebalanceEnable bool `mapstructure:"auto.leader.rebalance.enable" yaml:"auto.leader.rebalance.enable"`
+
+	// LeaderImbalanceCheckIntervalSeconds paces that check, and the unclean
+	// elections of offline partitions whose topic allows them. Default
+	// 300, at least 1. Kafka: leader.imbalance.check.interval.seconds.
+	LeaderImbalanceCheckIntervalSeconds int32 `mapstructure:"leader.imbalance.check.interval.seconds" yaml:"leader.imbalance.check.interval.seconds"`
+
 	// LogMaxOpenFiles caps the descriptors the node's partitions keep open:
 	// segment files and indexes are opened on demand through a node-wide
 	// least-recently-used cache, and only the segment being written stays
@@ -313,6 +325,10 @@ type TopicDefaults struct {
 	// replicated. Kafka: log.flush.interval.messages.
 	LogFlushIntervalMessages int64 `mapstructure:"log.flush.interval.messages" yaml:"log.flush.interval.messages"`
 
+	// UncleanLeaderElectionEnable: default for unclean.leader.election.enable.
+	// Default false. Kafka: unclean.leader.election.enable.
+	UncleanLeaderElectionEnable bool `mapstructure:"unclean.leader.election.enable" yaml:"unclean.leader.election.enable"`
+
 	// LogFlushIntervalMs: default for flush.ms. Default
 	// 9223372036854775807 (never), at least 0. Only used under durability
 	// replicated. Kafka: log.flush.interval.ms (whose own default, null,
@@ -346,40 +362,42 @@ const DefaultProducerIDExpirationMs = 24 * 3600 * 1000
 // and Kafka's defaults for everything Kafka has.
 func Default() Node {
 	return Node{
-		NodeID:                           1,
-		DataDir:                          "./data",
-		Listen:                           "127.0.0.1:9092",
-		Advertise:                        "127.0.0.1:9092",
-		AdminListen:                      "127.0.0.1:9644",
-		LogLevel:                         "info",
-		LogFormat:                        logging.FormatAuto,
-		Durability:                       DurabilityFsync,
-		AutoCreateTopicsEnable:           true,
-		NumPartitions:                    1,
-		DefaultReplicationFactor:         1,
-		ProducerIDExpirationMs:           DefaultProducerIDExpirationMs,
-		SocketRequestMaxBytes:            100 << 20,
-		ConnectionsMaxIdleMs:             600000,
-		OffsetsTopicNumPartitions:        50,
-		OffsetsTopicReplicationFactor:    3,
-		GroupMinSessionTimeoutMs:         6000,
-		GroupMaxSessionTimeoutMs:         1800000,
-		GroupInitialRebalanceDelayMs:     3000,
-		GroupConsumerMigrationPolicy:     "bidirectional",
-		GroupConsumerSessionTimeoutMs:    45000,
-		GroupConsumerHeartbeatIntervalMs: 5000,
-		OffsetsRetentionMinutes:          10080,
-		ProcessRoles:                     "broker,controller",
-		ClusterListen:                    "127.0.0.1:9093",
-		ClusterAdvertise:                 "127.0.0.1:9093",
-		BrokerHeartbeatIntervalMs:        2000,
-		BrokerSessionTimeoutMs:           9000,
-		MetadataSnapshotBytes:            20 << 20,
-		ReplicaLagTimeMaxMs:              30000,
-		ReplicaFetchWaitMaxMs:            500,
-		ReplicaFetchMaxBytes:             1 << 20,
-		ReplicaFetchResponseMaxBytes:     10 << 20,
-		TopicDefaults:                    DefaultTopic().brokerDefaults(),
+		NodeID:                              1,
+		DataDir:                             "./data",
+		Listen:                              "127.0.0.1:9092",
+		Advertise:                           "127.0.0.1:9092",
+		AdminListen:                         "127.0.0.1:9644",
+		LogLevel:                            "info",
+		LogFormat:                           logging.FormatAuto,
+		Durability:                          DurabilityFsync,
+		AutoCreateTopicsEnable:              true,
+		NumPartitions:                       1,
+		DefaultReplicationFactor:            1,
+		ProducerIDExpirationMs:              DefaultProducerIDExpirationMs,
+		SocketRequestMaxBytes:               100 << 20,
+		ConnectionsMaxIdleMs:                600000,
+		OffsetsTopicNumPartitions:           50,
+		OffsetsTopicReplicationFactor:       3,
+		GroupMinSessionTimeoutMs:            6000,
+		GroupMaxSessionTimeoutMs:            1800000,
+		GroupInitialRebalanceDelayMs:        3000,
+		GroupConsumerMigrationPolicy:        "bidirectional",
+		GroupConsumerSessionTimeoutMs:       45000,
+		GroupConsumerHeartbeatIntervalMs:    5000,
+		OffsetsRetentionMinutes:             10080,
+		ProcessRoles:                        "broker,controller",
+		ClusterListen:                       "127.0.0.1:9093",
+		ClusterAdvertise:                    "127.0.0.1:9093",
+		BrokerHeartbeatIntervalMs:           2000,
+		BrokerSessionTimeoutMs:              9000,
+		MetadataSnapshotBytes:               20 << 20,
+		ReplicaLagTimeMaxMs:                 30000,
+		ReplicaFetchWaitMaxMs:               500,
+		ReplicaFetchMaxBytes:                1 << 20,
+		ReplicaFetchResponseMaxBytes:        10 << 20,
+		AutoLeaderRebalanceEnable:           true,
+		LeaderImbalanceCheckIntervalSeconds: 300,
+		TopicDefaults:                       DefaultTopic().brokerDefaults(),
 	}
 }
 

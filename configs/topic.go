@@ -92,6 +92,12 @@ type Topic struct {
 	// them; any other value makes the broker recompress to that codec.
 	// Default producer. Kafka: compression.type.
 	CompressionType CompressionType `mapstructure:"compression.type" yaml:"compression.type"`
+
+	// UncleanLeaderElectionEnable lets the controller make a replica
+	// outside the ISR leader when no ISR member is live: the partition
+	// comes back at once, losing what only the ISR held. Default false.
+	// Kafka: unclean.leader.election.enable.
+	UncleanLeaderElectionEnable bool `mapstructure:"unclean.leader.election.enable" yaml:"unclean.leader.election.enable"`
 }
 
 // MinSegmentBytes is the smallest segment.bytes (and log.segment.bytes)
@@ -159,21 +165,22 @@ func (t Topic) validate(v *validator, name func(string) string) {
 // with no overrides of its own.
 func (d TopicDefaults) Topic() Topic {
 	return Topic{
-		RetentionMs:          d.LogRetentionMs,
-		RetentionBytes:       d.LogRetentionBytes,
-		SegmentBytes:         d.LogSegmentBytes,
-		SegmentMs:            d.LogRollMs,
-		SegmentIndexBytes:    d.LogIndexSizeMaxBytes,
-		IndexIntervalBytes:   d.LogIndexIntervalBytes,
-		CleanupPolicy:        d.LogCleanupPolicy,
-		DeleteRetentionMs:    d.LogCleanerDeleteRetentionMs,
-		MinCompactionLagMs:   d.LogCleanerMinCompactionLagMs,
-		MaxMessageBytes:      d.MessageMaxBytes,
-		MessageTimestampType: d.LogMessageTimestampType,
-		MinInsyncReplicas:    d.MinInsyncReplicas,
-		FlushMessages:        d.LogFlushIntervalMessages,
-		FlushMs:              d.LogFlushIntervalMs,
-		CompressionType:      d.CompressionType,
+		RetentionMs:                 d.LogRetentionMs,
+		RetentionBytes:              d.LogRetentionBytes,
+		SegmentBytes:                d.LogSegmentBytes,
+		SegmentMs:                   d.LogRollMs,
+		SegmentIndexBytes:           d.LogIndexSizeMaxBytes,
+		IndexIntervalBytes:          d.LogIndexIntervalBytes,
+		CleanupPolicy:               d.LogCleanupPolicy,
+		DeleteRetentionMs:           d.LogCleanerDeleteRetentionMs,
+		MinCompactionLagMs:          d.LogCleanerMinCompactionLagMs,
+		MaxMessageBytes:             d.MessageMaxBytes,
+		MessageTimestampType:        d.LogMessageTimestampType,
+		MinInsyncReplicas:           d.MinInsyncReplicas,
+		FlushMessages:               d.LogFlushIntervalMessages,
+		FlushMs:                     d.LogFlushIntervalMs,
+		CompressionType:             d.CompressionType,
+		UncleanLeaderElectionEnable: d.UncleanLeaderElectionEnable,
 	}
 }
 
@@ -195,6 +202,7 @@ func (t Topic) brokerDefaults() TopicDefaults {
 		LogFlushIntervalMessages:     t.FlushMessages,
 		LogFlushIntervalMs:           t.FlushMs,
 		CompressionType:              t.CompressionType,
+		UncleanLeaderElectionEnable:  t.UncleanLeaderElectionEnable,
 	}
 }
 
@@ -287,21 +295,22 @@ type topicKey struct {
 
 // topicKeys maps every topic config to its broker synonyms.
 var topicKeys = map[string]topicKey{
-	"retention.ms":           {broker: []string{"log.retention.ms", "log.retention.minutes", "log.retention.hours"}, defaultName: "log.retention.hours", defaultValue: "168"},
-	"retention.bytes":        {broker: []string{"log.retention.bytes"}},
-	"segment.bytes":          {broker: []string{"log.segment.bytes"}},
-	"segment.ms":             {broker: []string{"log.roll.ms", "log.roll.hours"}, defaultName: "log.roll.hours", defaultValue: "168"},
-	"segment.index.bytes":    {broker: []string{"log.index.size.max.bytes"}},
-	"index.interval.bytes":   {broker: []string{"log.index.interval.bytes"}},
-	"cleanup.policy":         {broker: []string{"log.cleanup.policy"}},
-	"delete.retention.ms":    {broker: []string{"log.cleaner.delete.retention.ms"}},
-	"min.compaction.lag.ms":  {broker: []string{"log.cleaner.min.compaction.lag.ms"}},
-	"max.message.bytes":      {broker: []string{"message.max.bytes"}},
-	"message.timestamp.type": {broker: []string{"log.message.timestamp.type"}},
-	"min.insync.replicas":    {broker: []string{"min.insync.replicas"}},
-	"flush.messages":         {broker: []string{"log.flush.interval.messages"}},
-	"flush.ms":               {broker: []string{"log.flush.interval.ms"}},
-	"compression.type":       {broker: []string{"compression.type"}},
+	"retention.ms":                   {broker: []string{"log.retention.ms", "log.retention.minutes", "log.retention.hours"}, defaultName: "log.retention.hours", defaultValue: "168"},
+	"retention.bytes":                {broker: []string{"log.retention.bytes"}},
+	"segment.bytes":                  {broker: []string{"log.segment.bytes"}},
+	"segment.ms":                     {broker: []string{"log.roll.ms", "log.roll.hours"}, defaultName: "log.roll.hours", defaultValue: "168"},
+	"segment.index.bytes":            {broker: []string{"log.index.size.max.bytes"}},
+	"index.interval.bytes":           {broker: []string{"log.index.interval.bytes"}},
+	"cleanup.policy":                 {broker: []string{"log.cleanup.policy"}},
+	"delete.retention.ms":            {broker: []string{"log.cleaner.delete.retention.ms"}},
+	"min.compaction.lag.ms":          {broker: []string{"log.cleaner.min.compaction.lag.ms"}},
+	"max.message.bytes":              {broker: []string{"message.max.bytes"}},
+	"message.timestamp.type":         {broker: []string{"log.message.timestamp.type"}},
+	"min.insync.replicas":            {broker: []string{"min.insync.replicas"}},
+	"flush.messages":                 {broker: []string{"log.flush.interval.messages"}},
+	"flush.ms":                       {broker: []string{"log.flush.interval.ms"}},
+	"compression.type":               {broker: []string{"compression.type"}},
+	"unclean.leader.election.enable": {broker: []string{"unclean.leader.election.enable"}},
 }
 
 // brokerName maps a topic config name to its broker config name.

@@ -100,7 +100,7 @@ func (*fenceBroker) newResult() any { return &commandDone{} }
 // and its ISR keeps the broker, the last member that holds every
 // acknowledged record, so that it leads again when it comes back.
 func (c *Controller) stopLeading(broker int32) []image.Record {
-	return c.changePartitions(func(p image.Partition) (image.Partition, bool) {
+	return c.changePartitions(func(t *image.Topic, p image.Partition) (image.Partition, bool) {
 		if !slices.Contains(p.ISR, broker) && p.Leader != broker {
 			return p, false
 		}
@@ -109,6 +109,11 @@ func (c *Controller) stopLeading(broker int32) []image.Record {
 		}
 		if p.Leader == broker {
 			p.Leader = c.electLive(p, broker)
+			if l := c.firstLive(p, broker); p.Leader < 0 && l >= 0 && c.uncleanAllowed(t) {
+				c.cfg.Logger.Warn().Str("topic", t.Name).Int32("partition", p.Index).Int32("leader", l).Ints32("isr", p.ISR).
+					Msg("controller: unclean leader election: a replica outside the ISR leads, and what only the ISR held is lost")
+				p.Leader, p.ISR = l, []int32{l}
+			}
 		}
 		return p, true
 	})
@@ -134,7 +139,7 @@ func (c *Controller) electLive(p image.Partition, except int32) int32 {
 // what it led or what has no leader: its log is the only one known to
 // hold every acknowledged record.
 func (c *Controller) restarted(broker int32) []image.Record {
-	return c.changePartitions(func(p image.Partition) (image.Partition, bool) {
+	return c.changePartitions(func(t *image.Topic, p image.Partition) (image.Partition, bool) {
 		if !slices.Contains(p.ISR, broker) && p.Leader != broker {
 			return p, false
 		}
@@ -159,11 +164,19 @@ func (c *Controller) restarted(broker int32) []image.Record {
 
 // leadAgain gives broker back the leaderless partitions it is in sync for.
 func (c *Controller) leadAgain(broker int32) []image.Record {
-	return c.changePartitions(func(p image.Partition) (image.Partition, bool) {
-		if p.Leader >= 0 || !slices.Contains(p.ISR, broker) {
+	return c.changePartitions(func(t *image.Topic, p image.Partition) (image.Partition, bool) {
+		switch {
+		case p.Leader >= 0 || !slices.Contains(p.Replicas, broker):
+			return p, false
+		case slices.Contains(p.ISR, broker):
+			p.Leader = broker
+		case c.uncleanAllowed(t):
+			c.cfg.Logger.Warn().Str("topic", t.Name).Int32("partition", p.Index).Int32("leader", broker).Ints32("isr", p.ISR).
+				Msg("controller: unclean leader election: a replica outside the ISR leads, and what only the ISR held is lost")
+			p.Leader, p.ISR = broker, []int32{broker}
+		default:
 			return p, false
 		}
-		p.Leader = broker
 		return p, true
 	})
 }
@@ -171,21 +184,14 @@ func (c *Controller) leadAgain(broker int32) []image.Record {
 // changePartitions rewrites the partitions change picks, in topic name
 // order: each change is a new partition epoch, and a new leader epoch when
 // the leader changed.
-func (c *Controller) changePartitions(change func(image.Partition) (image.Partition, bool)) []image.Record {
+func (c *Controller) changePartitions(change func(*image.Topic, image.Partition) (image.Partition, bool)) []image.Record {
 	var records []image.Record
 	for _, name := range c.head.TopicNames() {
 		t := c.head.Topics[name]
 		for _, p := range t.Partitions {
-			q, ok := change(p)
-			if !ok {
-				continue
+			if q, ok := change(t, p); ok {
+				records = append(records, changePartition(t, p, q))
 			}
-			if q.Leader != p.Leader {
-				q.LeaderEpoch++
-			}
-			q.PartitionEpoch++
-			q.Replicas, q.ISR = slices.Clone(q.Replicas), slices.Clone(q.ISR)
-			records = append(records, &image.ChangePartition{ID: t.ID, Partition: q})
 		}
 	}
 	return records

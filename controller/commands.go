@@ -41,6 +41,7 @@ const (
 	kindBootCluster
 	kindFenceBroker
 	kindAlterPartition
+	kindElectLeaders
 )
 
 func newCommand(k commandKind) command {
@@ -63,6 +64,8 @@ func newCommand(k commandKind) command {
 		return &fenceBroker{}
 	case kindAlterPartition:
 		return &AlterPartition{}
+	case kindElectLeaders:
+		return &ElectLeaders{}
 	}
 	return nil
 }

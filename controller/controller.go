@@ -162,6 +162,9 @@ type Controller struct {
 	refusedSince time.Time
 	// leaving is set once the node shuts down (ShutDown).
 	leaving bool
+	// lastLeaderCheck is when the active controller last ran the periodic
+	// elections (checkLeaders).
+	lastLeaderCheck time.Time
 
 	// outbox holds the commands taken by this controller and not yet
 	// answered.
@@ -251,6 +254,7 @@ func (c *Controller) Receive(ctx actor.Context) {
 			c.beat()
 		}
 		c.fenceSilent()
+		c.checkLeaders()
 		c.scheduleTick()
 	case *RaftMessage:
 		if c.m == nil || !c.sameCluster(m) {

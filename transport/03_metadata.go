@@ -95,7 +95,7 @@ func (a *API) metadataResponse(req *kmsg.MetadataRequest, im *image.Image, all b
 	resp.AuthorizedOperations = authorizedOperationsUnset
 	if all {
 		for _, name := range im.TopicNames() {
-			resp.Topics = append(resp.Topics, describeTopic(im.Topics[name]))
+			resp.Topics = append(resp.Topics, describeTopic(im, im.Topics[name]))
 		}
 		return resp
 	}
@@ -107,7 +107,7 @@ func (a *API) metadataResponse(req *kmsg.MetadataRequest, im *image.Image, all b
 			t = im.TopicsByID[image.TopicID(rt.TopicID)]
 		}
 		if t != nil {
-			resp.Topics = append(resp.Topics, describeTopic(t))
+			resp.Topics = append(resp.Topics, describeTopic(im, t))
 			continue
 		}
 		mt := kmsg.NewMetadataResponseTopic()
@@ -128,7 +128,7 @@ func (a *API) metadataResponse(req *kmsg.MetadataRequest, im *image.Image, all b
 	return resp
 }
 
-func describeTopic(t *image.Topic) kmsg.MetadataResponseTopic {
+func describeTopic(im *image.Image, t *image.Topic) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	mt.Topic = kmsg.StringPtr(t.Name)
 	mt.TopicID = t.ID
@@ -137,11 +137,23 @@ func describeTopic(t *image.Topic) kmsg.MetadataResponseTopic {
 	for _, p := range t.Partitions {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition, mp.Leader, mp.LeaderEpoch = p.Index, p.Leader, p.LeaderEpoch
-		mp.Replicas, mp.ISR, mp.OfflineReplicas = p.Replicas, p.ISR, []int32{}
+		mp.Replicas, mp.ISR, mp.OfflineReplicas = p.Replicas, p.ISR, offlineReplicas(im, p.Replicas)
 		if p.Leader < 0 {
 			mp.ErrorCode = kerr.LeaderNotAvailable.Code
 		}
 		mt.Partitions = append(mt.Partitions, mp)
 	}
 	return mt
+}
+
+// offlineReplicas returns the replicas on brokers the image has fenced or
+// does not know: they hold no copy anyone can read now.
+func offlineReplicas(im *image.Image, replicas []int32) []int32 {
+	out := []int32{}
+	for _, r := range replicas {
+		if b, ok := im.Brokers[r]; !ok || b.Fenced {
+			out = append(out, r)
+		}
+	}
+	return out
 }

@@ -161,11 +161,17 @@ func TestTopicCommands(t *testing.T) {
 		t.Errorf("describe: id row %v\n%s", r, out)
 	}
 	for p, hw := range []string{"0", "2", "0"} {
-		want := []string{fmt.Sprint(p), "1", "0", "[1]", "[1]", "0", hw}
+		want := []string{fmt.Sprint(p), "1", "0", "[1]", "[1]", "[]", "0", hw}
 		if r := row(out, fmt.Sprint(p)); !slices.Equal(r, want) {
 			t.Errorf("describe: partition %d row %v, want %v\n%s", p, r, want, out)
 		}
 	}
+	// Every partition is led by its preferred (and only) replica already.
+	out = ok(t, addr, "", "topic", "elect-leaders", "orders")
+	if want := "orders-0: already led as asked\norders-1: already led as asked\norders-2: already led as asked\n"; out != want {
+		t.Errorf("elect-leaders printed %q, want %q", out, want)
+	}
+	out = ok(t, addr, "", "topic", "describe", "orders")
 	for _, want := range [][]string{
 		{"retention.ms", "60000", "DYNAMIC_TOPIC_CONFIG"},
 		{"cleanup.policy", "compact", "DYNAMIC_TOPIC_CONFIG"},

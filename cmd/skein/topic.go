@@ -1,6 +1,6 @@
 package main
 
-// skein topic create|list|describe|delete|alter-config, on kadm.
+// skein topic create|list|describe|delete|alter-config|elect-leaders, on kadm.
 
 import (
 	"context"
@@ -8,18 +8,85 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 func newTopicCommand(environ []string, stdout io.Writer) *cobra.Command {
-	return clientCommand("topic", "Create, list, describe, alter and delete topics", environ, stdout,
+	return clientCommand("topic", "Create, list, describe, alter and delete topics, and elect their leaders", environ, stdout,
 		newTopicCreateCommand, newTopicListCommand, newTopicDescribeCommand,
-		newTopicDeleteCommand, newTopicAlterConfigCommand)
+		newTopicDeleteCommand, newTopicAlterConfigCommand, newTopicElectLeadersCommand)
+}
+
+func newTopicElectLeadersCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
+	var (
+		partitions []int32
+		unclean    bool
+	)
+	cmd := &cobra.Command{
+		Use:   "elect-leaders NAME...",
+		Short: "Give partitions back to their preferred replicas, or (--unclean) a leader to offline ones",
+		Long: "Elect leaders for the topics' partitions (all, or those of -p): by default\n" +
+			"the preferred replica, the first of a partition's replicas, if it is live and\n" +
+			"in sync; with --unclean, for partitions without a leader, a live in-sync\n" +
+			"replica or else any live replica, which loses what only the ISR held.",
+		Example: "  skein topic elect-leaders orders\n  skein topic elect-leaders orders -p 3 --unclean",
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, names []string) error {
+			return flags.withAdmin(cmd, func(ctx context.Context, adm *kadm.Client) error {
+				set := kadm.TopicsSet{}
+				if len(partitions) > 0 {
+					for _, name := range names {
+						set.Add(name, partitions...)
+					}
+				} else {
+					topics, err := adm.ListTopics(ctx, names...)
+					if err != nil {
+						return err
+					}
+					for _, name := range names {
+						t, ok := topics[name]
+						if !ok || t.Err != nil {
+							return fmt.Errorf("topic %s: %v", name, t.Err)
+						}
+						set.Add(name, t.Partitions.Numbers()...)
+					}
+				}
+				how := kadm.ElectPreferredReplica
+				if unclean {
+					how = kadm.ElectLiveReplica
+				}
+				res, err := adm.ElectLeaders(ctx, how, set)
+				if err != nil {
+					return err
+				}
+				var errs []error
+				for _, name := range names {
+					for _, p := range slices.Sorted(maps.Keys(res[name])) {
+						r := res[name][p]
+						switch {
+						case r.Err == nil:
+							fmt.Fprintf(stdout, "%s-%d: elected\n", name, p)
+						case errors.Is(r.Err, kerr.ElectionNotNeeded):
+							fmt.Fprintf(stdout, "%s-%d: already led as asked\n", name, p)
+						default:
+							errs = append(errs, fmt.Errorf("%s-%d: %w", name, p, kafkaError(r.Err, r.ErrMessage)))
+						}
+					}
+				}
+				return errors.Join(errs...)
+			})
+		},
+	}
+	cmd.Flags().Int32SliceVarP(&partitions, "partition", "p", nil, "partitions to elect leaders for (default all)")
+	cmd.Flags().BoolVar(&unclean, "unclean", false, "give offline partitions any live replica, losing what only the ISR held")
+	return cmd
 }
 
 func newTopicCreateCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
@@ -114,7 +181,8 @@ func newTopicDescribeCommand(flags *clientFlags, stdout io.Writer) *cobra.Comman
 		Use:   "describe NAME...",
 		Short: "Show topics' partitions (leader, replicas, ISR, offsets) and configs (values and sources)",
 		Long: "Show a topic: its id; each partition's leader, leader epoch, replicas, in-sync\n" +
-			"replicas, log start offset and high watermark (the end offset consumers\n" +
+			"replicas, offline replicas (on fenced brokers), log start offset and high\n" +
+			"watermark (the end offset consumers\n" +
 			"read to); and every config with its value and source (DYNAMIC_TOPIC_CONFIG\n" +
 			"for the topic's own, STATIC_BROKER_CONFIG or DEFAULT_CONFIG otherwise).",
 		Args: cobra.MinimumNArgs(1),
@@ -174,11 +242,11 @@ func describeTopic(ctx context.Context, flags *clientFlags, adm *kadm.Client, na
 
 	fmt.Fprintf(w, "NAME        %s\nID          %s\nPARTITIONS  %d\nREPLICAS    %d\n\n",
 		name, topicID(t.ID), len(t.Partitions), t.Partitions.NumReplicas())
-	rows := [][]string{{"PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR", "LOG-START-OFFSET", "HIGH-WATERMARK", "ERROR"}}
+	rows := [][]string{{"PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR", "OFFLINE", "LOG-START-OFFSET", "HIGH-WATERMARK", "ERROR"}}
 	for _, p := range t.Partitions.Sorted() {
 		rows = append(rows, []string{
 			strconv.Itoa(int(p.Partition)), strconv.Itoa(int(p.Leader)), strconv.Itoa(int(p.LeaderEpoch)),
-			int32List(p.Replicas), int32List(p.ISR),
+			int32List(p.Replicas), int32List(p.ISR), int32List(p.OfflineReplicas),
 			listedOffset(starts, name, p.Partition), listedOffset(ends, name, p.Partition),
 			errString(p.Err),
 		})

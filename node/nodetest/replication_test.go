@@ -4,6 +4,7 @@ package nodetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/skeinlog/skein/configs"
@@ -86,7 +88,8 @@ func consumeAll(t *testing.T, ctx context.Context, seeds []string, topic string,
 // Three nodes, a topic of replication factor 3 and min.insync.replicas 2:
 // a node cut off from the others leaves every ISR and its leaderships,
 // the other two take acks=all produces, and it truncates, catches up and
-// rejoins once healed; acknowledged records are on every ISR member, so
+// rejoins once healed, and a preferred election (ElectLeaders) gives it
+// back the partitions it is the first replica of; acknowledged records are on every ISR member, so
 // that the leader's node stopping loses none of them, and the new leader,
 // elected from the ISR, takes produces.
 func TestReplicationFailover(t *testing.T) {
@@ -133,6 +136,33 @@ func TestReplicationFailover(t *testing.T) {
 	produce(t, ctx, seeds[:2], "r", 300, 300)
 	c.Heal()
 	allInSync()
+
+	// A preferred election gives each partition back to the first of its
+	// replicas, node 3 included, now that all are in sync.
+	ecl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	elected, err := kadm.NewClient(ecl).ElectLeaders(ctx, kadm.ElectPreferredReplica, kadm.TopicsSet{"r": {0: {}, 1: {}, 2: {}}})
+	ecl.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, r := range elected["r"] {
+		if r.Err != nil && !errors.Is(r.Err, kerr.ElectionNotNeeded) {
+			t.Fatalf("preferred election of r-%d: %v %s", p, r.Err, r.ErrMessage)
+		}
+	}
+	for i := range 3 {
+		waitFor(t, fmt.Sprintf("node %d seeing preferred leaders", i+1), func() string {
+			for _, p := range describe(t, ctx, c, i, "r") {
+				if p.Leader != p.Replicas[0] {
+					return fmt.Sprintf("partition %d: leader %d, replicas %v", p.Partition, p.Leader, p.Replicas)
+				}
+			}
+			return ""
+		})
+	}
 
 	// Stop the leader of partition 0; the other two elect a new one.
 	old := describe(t, ctx, c, 0, "r")[0]
