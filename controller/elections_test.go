@@ -35,7 +35,9 @@ func TestElections(t *testing.T) {
 	// Fence the preferred replica by its own controller's silence: stop it
 	// unless it is the active one, whose broker then fences by a
 	// ShutDown.
-	fenced := func(id int32) func(*image.Image) bool { return func(im *image.Image) bool { return im.Brokers[id].Fenced } }
+	fenced := func(id int32) func(*image.Image) bool {
+		return func(im *image.Image) bool { return im.Brokers[id].Fenced }
+	}
 	q.sys.Root.Send(q.pids[pref], &ShutDown{})
 	q.waitFor(other, "the preferred replica fenced", fenced(pref))
 	p2 := q.latest[other].Load().Topic("e").Partitions[0]
