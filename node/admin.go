@@ -274,6 +274,7 @@ func (n *Node) registerNodeMetrics() {
 	n.metrics.MustRegister(
 		n.tree,
 		partitionCollector{n.registry},
+		replicationCollector{n},
 		fileCollector{n.files, n.registry, n.failures},
 		clusterCollector{n},
 		collectors.NewGoCollector(),
@@ -292,6 +293,59 @@ var (
 	logSegmentsDesc = prometheus.NewDesc("skein_partition_log_segments",
 		"Segments of a partition's log, the active one included.", []string{"topic", "partition"}, nil)
 )
+
+// replicationCollector reports the node's replication: ISR changes and
+// bytes from its Stats, and each follower's lag behind the partitions
+// this node leads, from their views.
+type replicationCollector struct{ n *Node }
+
+var (
+	isrShrinksDesc = prometheus.NewDesc("skein_isr_shrinks_total",
+		"ISR shrinks of partitions this node leads, committed (Kafka's IsrShrinksPerSec).", nil, nil)
+	isrExpandsDesc = prometheus.NewDesc("skein_isr_expands_total",
+		"ISR expansions of partitions this node leads, committed (Kafka's IsrExpandsPerSec).", nil, nil)
+	replicationBytesInDesc = prometheus.NewDesc("skein_replication_bytes_in_total",
+		"Record bytes this node's followers fetched from leaders on other nodes.", nil, nil)
+	replicationBytesOutDesc = prometheus.NewDesc("skein_replication_bytes_out_total",
+		"Record bytes this node's leaders served to followers on other nodes.", nil, nil)
+	followerLagOffsetsDesc = prometheus.NewDesc("skein_follower_lag_offsets",
+		"How far a follower's last fetch was behind the end of a partition this node leads.", []string{"topic", "partition", "replica"}, nil)
+	followerLagSecondsDesc = prometheus.NewDesc("skein_follower_lag_seconds",
+		"Seconds since a follower of a partition this node leads was last caught up (it leaves the ISR past replica.lag.time.max.ms).", []string{"topic", "partition", "replica"}, nil)
+)
+
+func (c replicationCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{isrShrinksDesc, isrExpandsDesc, replicationBytesInDesc, replicationBytesOutDesc, followerLagOffsetsDesc, followerLagSecondsDesc} {
+		ch <- d
+	}
+}
+
+func (c replicationCollector) Collect(ch chan<- prometheus.Metric) {
+	s := &c.n.replication
+	for d, v := range map[*prometheus.Desc]uint64{isrShrinksDesc: s.ISRShrinks.Load(), isrExpandsDesc: s.ISRExpands.Load(),
+		replicationBytesInDesc: s.BytesIn.Load(), replicationBytesOutDesc: s.BytesOut.Load()} {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v))
+	}
+	now := time.Now()
+	for _, h := range c.n.registry.All() {
+		v := h.View()
+		if v == nil {
+			continue
+		}
+		p := strconv.Itoa(int(h.Partition))
+		for _, f := range v.Followers {
+			r := strconv.Itoa(int(f.Replica))
+			ch <- prometheus.MustNewConstMetric(followerLagOffsetsDesc, prometheus.GaugeValue, float64(f.Offsets), h.Topic, p, r)
+			// NB: a caught-up follower counts 0: an idle leader publishes no
+			// new views, so CaughtUp is only as recent as its last one.
+			lag := 0.0
+			if f.Offsets > 0 {
+				lag = now.Sub(f.CaughtUp).Seconds()
+			}
+			ch <- prometheus.MustNewConstMetric(followerLagSecondsDesc, prometheus.GaugeValue, lag, h.Topic, p, r)
+		}
+	}
+}
 
 func (c partitionCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- logSizeDesc

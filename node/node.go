@@ -56,7 +56,9 @@ type Node struct {
 	// syncer makes every partition's appends durable together, with one
 	// syncfs(2) of the data directory's filesystem a round.
 	syncer   *partition.Syncer
-	groups   *coordinator.Directory
+	// replication counts the node's ISR changes and replication bytes.
+	replication partition.Stats
+	groups      *coordinator.Directory
 	children atomic.Pointer[children]
 	ln       net.Listener
 	// remote is the node's remoting, nil for a one-node cluster.
@@ -546,7 +548,7 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 	// metadata actor to host them again.
 	var metadata *actor.PID
 	partitions, err := c.SpawnNamed(partition.SupervisorProps(partition.SupervisorConfig{
-		Registry: n.registry, FS: n.files, Logger: n.log, Failures: n.failures, Syncer: n.syncer,
+		Registry: n.registry, FS: n.files, Logger: n.log, Failures: n.failures, Syncer: n.syncer, Stats: &n.replication,
 		Restarted: func() { n.sys.Root.Send(metadata, &resync{}) },
 	}, actors.NewBackoffStrategy(actors.Backoff{})), "partitions")
 	if err != nil {
@@ -583,7 +585,7 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 		return err
 	}
 	if _, err := c.SpawnNamed(partition.ReplicasProps(partition.ReplicasConfig{
-		NodeID: n.cfg.NodeID, Registry: n.registry, Image: n.image.Load, Logger: n.log,
+		NodeID: n.cfg.NodeID, Registry: n.registry, Image: n.image.Load, Logger: n.log, Stats: &n.replication,
 	}), "replicas"); err != nil {
 		return err
 	}

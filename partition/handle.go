@@ -57,6 +57,9 @@ type View struct {
 	// Follow is where this replica's next fetch from its leader starts;
 	// nil unless it follows a leader and may fetch.
 	Follow *replica.FetchPosition
+	// Followers is the leader's account of its followers, as of this
+	// view; nil unless this replica leads others.
+	Followers []FollowerLag
 }
 
 // View returns the newest view, or nil while the partition is loading.

@@ -63,6 +63,8 @@ type Config struct {
 	// other partitions' (one sync of the filesystem); nil means one fsync
 	// of the log's own files each time.
 	Syncer *Syncer
+	// Stats counts replication events node-wide; nil counts nothing.
+	Stats *Stats
 }
 
 // StoreOptions maps a topic's configs to the log's options.
@@ -360,6 +362,12 @@ func (p *partition) publish() {
 		if pos, ok := p.follower.Fetch(); ok && pos.Leader >= 0 {
 			v.Follow = &pos
 		}
+	}
+	if p.leader != nil && p.hasFollowers() {
+		p.leader.Lag(func(r int32, offsets int64, caughtUp time.Time) {
+			v.Followers = append(v.Followers, FollowerLag{Replica: r, Offsets: offsets, CaughtUp: caughtUp})
+		})
+		slices.SortFunc(v.Followers, func(a, b FollowerLag) int { return int(a.Replica - b.Replica) })
 	}
 	if f := p.failure; f != nil {
 		v.Failure = &Failure{Cause: f.cause, Err: f.err.Error(), Since: f.since}

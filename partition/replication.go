@@ -84,6 +84,8 @@ type ReplicasConfig struct {
 	// Image returns the newest cluster metadata image.
 	Image  func() *image.Image
 	Logger zerolog.Logger
+	// Stats counts the record bytes served; nil counts none.
+	Stats *Stats
 }
 
 // ReplicasProps returns the props of the actor that answers followers'
@@ -104,7 +106,13 @@ func (r *replicas) Receive(c actor.Context) {
 		return
 	}
 	sys, to := c.ActorSystem(), c.Sender()
-	go func() { sys.Root.Send(to, r.serve(sys, m)) }()
+	go func() {
+		res := r.serve(sys, m)
+		if r.cfg.Stats != nil {
+			r.cfg.Stats.BytesOut.Add(uint64(len(res.Records)))
+		}
+		sys.Root.Send(to, res)
+	}()
 }
 
 // serve answers a fetch: at once when a partition has records past the

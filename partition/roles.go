@@ -132,6 +132,7 @@ func (p *partition) setState(s State) {
 	case p.log == nil:
 	case p.leads() && p.leader != nil && old.LeaderEpoch == s.LeaderEpoch:
 		// The ISR or the replicas changed under the same leader.
+		p.cfg.Stats.countISRChange(old.ISR, s.ISR)
 		p.leader.Committed(s.ISR)
 		p.raiseHighWatermark()
 	case p.leads():
@@ -226,6 +227,7 @@ func (p *partition) onISRChanged(m *isrChanged) {
 		p.cfg.Logger.Info().Str("error", m.res.Err.Message).Str("reason", m.res.Message).Msg("partition: ISR change refused")
 		p.leader.Refused(now)
 	case s.LeaderEpoch == p.state.LeaderEpoch && p.state.older(s):
+		p.cfg.Stats.countISRChange(p.state.ISR, s.ISR)
 		p.state.PartitionEpoch, p.state.ISR, p.state.Replicas = s.PartitionEpoch, s.ISR, s.Replicas
 		p.leader.Committed(s.ISR)
 		p.publish()
@@ -287,6 +289,9 @@ func (p *partition) applyAnswer(m *Replicate) error {
 	case len(m.Records) > 0:
 		if _, err := p.log.AppendAsFollower(m.Records); err != nil {
 			return err
+		}
+		if p.cfg.Stats != nil {
+			p.cfg.Stats.BytesIn.Add(uint64(len(m.Records)))
 		}
 		p.lastAppend = p.cfg.Clock.Now()
 		now := p.lastAppend.UnixMilli()

@@ -141,6 +141,8 @@ type SupervisorConfig struct {
 	// Syncer is the node-wide group commit the partitions share; nil
 	// means each fsyncs its own files.
 	Syncer *Syncer
+	// Stats counts the partitions' replication events; nil counts none.
+	Stats *Stats
 	// Middleware is applied to every partition actor (fault injection,
 	// metrics).
 	Middleware []actor.ReceiverMiddleware
@@ -248,6 +250,9 @@ func (s *supervisor) host(ctx actor.Context, cfg Config) {
 	}
 	if cfg.Syncer == nil {
 		cfg.Syncer = s.cfg.Syncer
+	}
+	if cfg.Stats == nil {
+		cfg.Stats = s.cfg.Stats
 	}
 	if cfg.FS == nil {
 		cfg.FS = s.cfg.FS

@@ -3,11 +3,14 @@
 package nodetest
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -137,6 +140,20 @@ func TestReplicationFailover(t *testing.T) {
 	c.Heal()
 	allInSync()
 
+	// The leaders counted the ISR shrinks and expansions, and the bytes
+	// went from leaders to followers.
+	var sums = map[string]float64{}
+	for i := range 3 {
+		for name, v := range scrape(t, c, i) {
+			sums[name] += v
+		}
+	}
+	for _, name := range []string{"skein_isr_shrinks_total", "skein_isr_expands_total", "skein_replication_bytes_in_total", "skein_replication_bytes_out_total"} {
+		if sums[name] == 0 {
+			t.Errorf("%s is 0 over the three nodes", name)
+		}
+	}
+
 	// A preferred election gives each partition back to the first of its
 	// replicas, node 3 included, now that all are in sync.
 	ecl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
@@ -209,4 +226,26 @@ func TestReplicationFailover(t *testing.T) {
 	if !slices.Equal(keys, want) {
 		t.Fatalf("read %d records, want the 900 produced", len(keys))
 	}
+}
+
+// scrape returns node i's metrics without labels, by name.
+func scrape(t *testing.T, c *Cluster, i int) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + c.Nodes[i].AdminAddr().String() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		name, value, ok := strings.Cut(sc.Text(), " ")
+		if !ok || strings.HasPrefix(name, "#") || strings.Contains(name, "{") {
+			continue
+		}
+		if v, err := strconv.ParseFloat(value, 64); err == nil {
+			out[name] = v
+		}
+	}
+	return out
 }
