@@ -55,12 +55,12 @@ type Node struct {
 	failures *logging.Limiter
 	// syncer makes every partition's appends durable together, with one
 	// syncfs(2) of the data directory's filesystem a round.
-	syncer   *partition.Syncer
+	syncer *partition.Syncer
 	// replication counts the node's ISR changes and replication bytes.
 	replication partition.Stats
 	groups      *coordinator.Directory
-	children atomic.Pointer[children]
-	ln       net.Listener
+	children    atomic.Pointer[children]
+	ln          net.Listener
 	// remote is the node's remoting, nil for a one-node cluster.
 	remote *remote.Remote
 	// server serves the Kafka listener once the metadata has loaded;
