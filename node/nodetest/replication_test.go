@@ -95,8 +95,17 @@ func consumeAll(t *testing.T, ctx context.Context, seeds []string, topic string,
 // back the partitions it is the first replica of; acknowledged records are on every ISR member, so
 // that the leader's node stopping loses none of them, and the new leader,
 // elected from the ISR, takes produces.
+//
+// Both durability modes: fsync (a replica counts an offset once it is on
+// disk) and replicated (once it is in memory, Kafka's model).
 func TestReplicationFailover(t *testing.T) {
-	c := Start(t, 3, fastReplication)
+	for _, d := range []configs.Durability{configs.DurabilityFsync, configs.DurabilityReplicated} {
+		t.Run(string(d), func(t *testing.T) { replicationFailover(t, d) })
+	}
+}
+
+func replicationFailover(t *testing.T, durability configs.Durability) {
+	c := Start(t, 3, fastReplication, func(cfg *configs.Node) { cfg.Durability = durability })
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	seeds := []string{c.Addr(0), c.Addr(1), c.Addr(2)}
