@@ -286,6 +286,23 @@ func (c *cluster) kill(i int) {
 	<-n.exited
 }
 
+// pause stops node i with SIGSTOP: it hangs, its sockets open, as a node
+// in a long GC pause or on a frozen VM.
+func (c *cluster) pause(i int) {
+	c.t.Helper()
+	if err := c.nodes[i].cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		c.t.Fatalf("pause node %d: %v", i, err)
+	}
+}
+
+// resume continues node i after pause.
+func (c *cluster) resume(i int) {
+	c.t.Helper()
+	if err := c.nodes[i].cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		c.t.Fatalf("resume node %d: %v", i, err)
+	}
+}
+
 // stop stops node i with SIGTERM and waits for it to exit, which it must
 // do cleanly: the node bounds its graceful stop by 10 s, so a node still
 // running after 30 s is hung, and is killed.

@@ -159,3 +159,70 @@ func TestRollingRestart(t *testing.T) {
 		t.Fatal("no record was acknowledged")
 	}
 }
+
+// The leader of a partition is paused with SIGSTOP past its session
+// timeout under load: the others fence it and elect a new leader. Resumed,
+// it still believes it leads until it hears otherwise, but nothing it
+// takes then is acknowledged (its ISR holds the new leader, which no longer
+// fetches from it); it truncates what it took alone, catches up and
+// rejoins, and the history holds.
+func TestLeaderPaused(t *testing.T) {
+	c := newClusterIn(t, layout{host: func(i int) string { return fmt.Sprintf("127.0.0.8%d", i) }, flags: replicationFlags})
+	c.startAll()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	const topic = "paused"
+	createReplicated(t, ctx, c, topic, 3)
+	c.inSync(t, ctx, 1, topic)
+	h := newProduceHistory()
+	stop := make(chan struct{})
+	loaded := make(chan struct{})
+	go func() {
+		defer close(loaded)
+		produceLoad(t, c, topic, 2, h, stop)
+	}()
+	waitFor(t, time.Minute, "records acknowledged", func() string {
+		if n := h.acked(); n < 1000 {
+			return fmt.Sprintf("%d acknowledged", n)
+		}
+		return ""
+	})
+	victim := c.leaderOf(t, ctx, topic, 0)
+	var others []int
+	for i := 1; i <= numNodes; i++ {
+		if i != victim {
+			others = append(others, i)
+		}
+	}
+	t.Logf("pausing node %d, the leader of %s-0 (%d acknowledged so far)", victim, topic, h.acked())
+	c.pause(victim)
+	waitFor(t, time.Minute, "a new leader of partition 0", func() string {
+		v, err := c.view(ctx, others[0])
+		if err != nil {
+			return err.Error()
+		}
+		if l := v.topics[topic].leaders[0]; l < 0 || int(l) == victim {
+			return fmt.Sprintf("leader %d", l)
+		}
+		return ""
+	})
+	acked := h.acked()
+	waitFor(t, time.Minute, "records acknowledged by the new leaders", func() string {
+		if n := h.acked(); n < acked+1000 {
+			return fmt.Sprintf("%d acknowledged", n)
+		}
+		return ""
+	})
+	t.Logf("resuming node %d (%d acknowledged so far)", victim, h.acked())
+	c.resume(victim)
+	for i := 1; i <= numNodes; i++ {
+		c.inSync(t, ctx, i, topic)
+	}
+	close(stop)
+	<-loaded
+	v := h.check(readBack(t, ctx, c, []int{1, 2, 3}, topic))
+	t.Logf("history: %v", v)
+	if !v.ok() {
+		t.Fatalf("history: %v", v)
+	}
+}
