@@ -130,6 +130,12 @@ type layout struct {
 	wrap func(i int) []string
 	// flags are added to every node's command line (e.g. --set k=v).
 	flags []string
+	// nodeFlags, if set, returns more flags for node i's command line,
+	// after flags.
+	nodeFlags func(i int) []string
+	// voters are the nodes of controller.quorum.voters; nil means all.
+	// The others must be told process.roles=broker (nodeFlags).
+	voters []int
 }
 
 // newCluster prepares the nodes (started by start or startAll) and their
@@ -195,12 +201,14 @@ func (c *cluster) host(i int) string {
 
 // voters is controller.quorum.voters in this cluster's layout.
 func (c *cluster) voters() string {
-	if c.layout.host == nil {
+	if c.layout.host == nil && c.layout.voters == nil {
 		return voters()
 	}
 	var vs []string
 	for i := 1; i <= numNodes; i++ {
-		vs = append(vs, fmt.Sprintf("%d@%s:%d", i, c.host(i), clusterPort))
+		if c.layout.voters == nil || slices.Contains(c.layout.voters, i) {
+			vs = append(vs, fmt.Sprintf("%d@%s:%d", i, c.host(i), clusterPort))
+		}
 	}
 	return strings.Join(vs, ",")
 }
@@ -249,6 +257,9 @@ func (c *cluster) start(i int) {
 		"--set", "group.initial.rebalance.delay.ms=0",
 	}
 	args = append(args, c.layout.flags...)
+	if c.layout.nodeFlags != nil {
+		args = append(args, c.layout.nodeFlags(i)...)
+	}
 	if c.layout.wrap != nil {
 		args = slices.Concat(c.layout.wrap(i), args)
 	}

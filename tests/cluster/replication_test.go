@@ -7,6 +7,11 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skeinlog/skein/partition/store"
 )
 
 // replicationFlags shorten the times a cluster takes to notice a dead
@@ -225,4 +230,116 @@ func TestLeaderPaused(t *testing.T) {
 	if !v.ok() {
 		t.Fatalf("history: %v", v)
 	}
+}
+
+// Both followers of a partition are paused with SIGSTOP. (Node 1, which
+// leads it, is the one voter of the controller quorum here, nodes 2 and 3
+// brokers only: pausing two of three voters would stop the quorum, and
+// with it every ISR change.) The leader's high watermark stops; once the
+// followers have lagged for replica.lag.time.max.ms the ISR shrinks to the
+// leader alone, below min.insync.replicas 2, and acks=all produces are
+// refused NOT_ENOUGH_REPLICAS (or NOT_ENOUGH_REPLICAS_AFTER_APPEND for
+// those that waited), which clients retry; resumed, the followers catch
+// up, rejoin the ISR, and the produces go through. The history holds.
+func TestFollowersPaused(t *testing.T) {
+	c := newClusterIn(t, layout{
+		host:   func(i int) string { return fmt.Sprintf("127.0.0.9%d", i) },
+		flags:  replicationFlags,
+		voters: []int{1},
+		nodeFlags: func(i int) []string {
+			if i == 1 {
+				return nil
+			}
+			return []string{"--set", "process.roles=broker"}
+		},
+	})
+	c.startAll()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	const topic = "followers"
+	minISR := "2"
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
+	ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+	ra.Partition, ra.Replicas = 0, []int32{1, 2, 3}
+	rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
+	cfg := kmsg.NewCreateTopicsRequestTopicConfig()
+	cfg.Name, cfg.Value = "min.insync.replicas", &minISR
+	rt.Configs = append(rt.Configs, cfg)
+	req.Topics = append(req.Topics, rt)
+	cresp, err := req.RequestWith(ctx, c.seeds[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kerr.ErrorForCode(cresp.Topics[0].ErrorCode); err != nil {
+		t.Fatalf("create %s: %v", topic, err)
+	}
+	c.inSync(t, ctx, 1, topic)
+
+	h := newProduceHistory()
+	produceN(t, c.client([]int{1}, kgo.DefaultProduceTopic(topic)), h, 1, 500)
+	c.pause(2)
+	c.pause(3)
+	// NB: node 1 asked itself: a client would also try the paused nodes.
+	node1 := c.seeds[1].SeedBrokers()[0]
+	var topicID [16]byte
+	waitFor(t, time.Minute, "the ISR shrunk to the leader", func() string {
+		mreq := kmsg.NewPtrMetadataRequest()
+		mt := kmsg.NewMetadataRequestTopic()
+		mt.Topic = kmsg.StringPtr(topic)
+		mreq.Topics = append(mreq.Topics, mt)
+		resp, err := mreq.RequestWith(ctx, node1)
+		if err != nil {
+			return err.Error()
+		}
+		if isr := resp.Topics[0].Partitions[0].ISR; len(isr) != 1 {
+			return fmt.Sprintf("ISR %v", isr)
+		}
+		topicID = resp.Topics[0].TopicID
+		return ""
+	})
+	// A produce now is refused before the append.
+	raw := kmsg.NewPtrProduceRequest()
+	raw.Acks, raw.TimeoutMillis = -1, 5000
+	pt := kmsg.NewProduceRequestTopic()
+	pt.Topic, pt.TopicID = topic, topicID // v13 names topics by id
+	pp := kmsg.NewProduceRequestTopicPartition()
+	pp.Records = oneBatch(t, "refused")
+	pt.Partitions = append(pt.Partitions, pp)
+	raw.Topics = append(raw.Topics, pt)
+	presp, err := raw.RequestWith(ctx, node1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := presp.Topics[0].Partitions[0].ErrorCode; code != kerr.NotEnoughReplicas.Code {
+		t.Fatalf("acks=all produce with the ISR below min.insync.replicas: error %v, want NOT_ENOUGH_REPLICAS", kerr.ErrorForCode(code))
+	}
+	// Producers retry until the followers are back.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		produceN(t, c.client([]int{1}, kgo.DefaultProduceTopic(topic)), h, 2, 500)
+	}()
+	c.resume(2)
+	c.resume(3)
+	<-done
+	c.inSync(t, ctx, 1, topic)
+	v := h.check(readBack(t, ctx, c, []int{1, 2, 3}, topic))
+	t.Logf("history: %v", v)
+	if !v.ok() || v.acked != 1000 {
+		t.Fatalf("history: %v; want all 1000 acknowledged", v)
+	}
+}
+
+// oneBatch returns a record batch of one record with value v.
+func oneBatch(t *testing.T, v string) []byte {
+	t.Helper()
+	now := time.Now().UnixMilli()
+	b, err := store.AppendBatch(nil, store.Header{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, BaseTimestamp: now, MaxTimestamp: now},
+		[]store.Record{{Value: []byte(v)}}, store.CodecNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
