@@ -2,6 +2,7 @@ package partition
 
 import (
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -44,13 +45,20 @@ type FetcherConfig struct {
 // node, and restart with strategy when they fail.
 func FetchersProps(cfg FetcherConfig, strategy actor.SupervisorStrategy) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &fetchers{cfg: cfg, children: map[int32]*actor.PID{}}
+		return &fetchers{cfg: cfg, children: map[int32]*fetcherChild{}}
 	}, actor.WithSupervisor(strategy))
 }
 
 type fetchers struct {
 	cfg      FetcherConfig
-	children map[int32]*actor.PID
+	children map[int32]*fetcherChild
+}
+
+// fetcherChild is a fetcher and what it is to follow: a restarted fetcher
+// takes that up again at its start, without waiting for the next Follow.
+type fetcherChild struct {
+	pid    *actor.PID
+	latest atomic.Pointer[following]
 }
 
 func (s *fetchers) Receive(c actor.Context) {
@@ -59,33 +67,41 @@ func (s *fetchers) Receive(c actor.Context) {
 		return
 	}
 	for leader, f := range m.Leaders {
-		pid, ok := s.children[leader]
+		ch, ok := s.children[leader]
 		if !ok {
+			ch = &fetcherChild{}
 			leader := leader
-			var err error
-			pid, err = c.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-				return &fetcher{cfg: s.cfg, leader: leader}
+			pid, err := c.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
+				return &fetcher{cfg: s.cfg, leader: leader, latest: &ch.latest}
 			}), strconv.Itoa(int(leader)))
 			if err != nil {
 				s.cfg.Logger.Error().Err(err).Int32("leader", leader).Msg("spawning a fetcher")
 				continue
 			}
-			s.children[leader] = pid
+			ch.pid = pid
+			s.children[leader] = ch
 		}
-		c.Send(pid, &following{addr: f.Addr, partitions: f.Partitions})
+		ch.latest.Store(&following{addr: f.Addr, partitions: f.Partitions})
+		c.Send(ch.pid, followingChanged)
 	}
-	for leader, pid := range s.children {
+	for leader, ch := range s.children {
 		if _, ok := m.Leaders[leader]; !ok {
-			c.Send(pid, &following{})
+			ch.latest.Store(&following{})
+			c.Send(ch.pid, followingChanged)
 		}
 	}
 }
 
-// following tells a fetcher its leader's address and partitions.
+// following is a fetcher's leader's address and its partitions there.
 type following struct {
 	addr       string
 	partitions []Key
 }
+
+// followingChanged tells a fetcher to take up its latest following.
+type followingChangedMsg struct{}
+
+var followingChanged = &followingChangedMsg{}
 
 // fetcher fetches, for every partition this node follows on one leader
 // node, what the leader has past the follower's end: one ReplicaFetch
@@ -94,12 +110,14 @@ type following struct {
 // all applied it (and, under durability fsync, made it durable), so that
 // its offsets tell the leader what the follower holds.
 //
-// Restart: it starts without partitions and gets them with the next
-// Follow; a partition's position is its published view, never the
-// fetcher's.
+// Restart: it takes up the partitions the supervisor last gave it and
+// fetches at once, in fetch sequences of its own (its predecessor's late
+// answers are ignored); a partition's position is its published view,
+// never the fetcher's.
 type fetcher struct {
 	cfg        FetcherConfig
 	leader     int32
+	latest     *atomic.Pointer[following]
 	addr       string
 	partitions []Key
 	seq        uint64
@@ -124,14 +142,27 @@ type (
 	replicated   struct{ seq uint64 }
 )
 
+// fetchSeqs numbers fetcher instances, for their fetch sequences.
+var fetchSeqs atomic.Uint64
+
 // retryPause is how long a fetcher waits after a failed fetch, or when it
 // has nothing to fetch, before it looks again.
 const retryPause = 200 * time.Millisecond
 
 func (f *fetcher) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
-	case *following:
-		f.addr, f.partitions = m.addr, m.partitions
+	case *actor.Started:
+		// Fetch sequences no earlier instance used: their late answers
+		// and Dones are ignored.
+		f.seq = fetchSeqs.Add(1) << 32
+		if l := f.latest.Load(); l != nil {
+			f.addr, f.partitions = l.addr, l.partitions
+			f.fetch(c)
+		}
+	case *followingChangedMsg:
+		if l := f.latest.Load(); l != nil {
+			f.addr, f.partitions = l.addr, l.partitions
+		}
 		f.fetch(c)
 	case *ReplicaFetchResult:
 		if m.Seq == f.seq && f.busy && f.applying == 0 {

@@ -1,0 +1,169 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// injectPanic makes node i's actor panic at its next message, through the
+// admin API.
+func (c *cluster) injectPanic(t *testing.T, i int, actor string) {
+	t.Helper()
+	body := fmt.Sprintf(`{"actor": %q, "kind": "panic", "count": 1}`, actor)
+	resp, err := httpClient.Post(c.adminURL(i)+"/v1/faults", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("node %d: POST /v1/faults: %v", i, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("node %d: POST /v1/faults %s: %s", i, body, resp.Status)
+	}
+}
+
+// restarts returns how many times node i's supervisors restarted each
+// actor, from /metrics.
+func (c *cluster) restarts(t *testing.T, i int) map[string]float64 {
+	t.Helper()
+	m, err := c.metrics(i)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for k, v := range m {
+		if name, ok := strings.CutPrefix(k, "skein_actor_restarts_total{"); ok {
+			out[name] = v
+		}
+	}
+	return out
+}
+
+// Panics injected under load, for twenty seconds, into the actors
+// replication rests on: partition leaders and followers, fetchers, and the
+// group's coordinator. Each restarts in its role from disk; producers (idempotent,
+// acks=all) and a consumer group see retriable errors only. The history
+// holds, and the group reads every acknowledged record.
+func TestPanicsUnderLoad(t *testing.T) {
+	c := newClusterIn(t, layout{host: func(i int) string { return fmt.Sprintf("127.0.0.10%d", i) }, flags: replicationFlags})
+	c.startAll()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	const topic, group = "panics", "panicking"
+	createReplicated(t, ctx, c, topic, 3)
+	c.inSync(t, ctx, 1, topic)
+	h := newProduceHistory()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		produceLoad(t, c, topic, 2, h, stop)
+	}()
+	var mu sync.Mutex
+	consumed := map[string]bool{}
+	cons := c.client([]int{1, 2, 3}, kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.AutoCommitInterval(200*time.Millisecond))
+	consDone, consStop := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(consDone)
+		for ctx.Err() == nil {
+			pctx, pcancel := context.WithTimeout(ctx, time.Second)
+			fs := cons.PollFetches(pctx)
+			pcancel()
+			fs.EachRecord(func(r *kgo.Record) {
+				mu.Lock()
+				consumed[string(r.Value)] = true
+				mu.Unlock()
+			})
+			select {
+			case <-consStop:
+				return
+			default:
+			}
+		}
+	}()
+	adm := kadm.NewClient(c.client([]int{1, 2, 3}))
+	targets := map[string]int{} // actor: node
+	end := time.Now().Add(20 * time.Second)
+	for round := 0; time.Now().Before(end); round++ {
+		p := round % 3
+		leader := c.leaderOf(t, ctx, topic, p)
+		follower := leader%numNodes + 1
+		var node int
+		var actor string
+		switch round % 4 {
+		case 0:
+			node, actor = leader, fmt.Sprintf("node/%d/partitions/%s-%d", leader, topic, p)
+		case 1:
+			node, actor = follower, fmt.Sprintf("node/%d/partitions/%s-%d", follower, topic, p)
+		case 2:
+			node, actor = follower, fmt.Sprintf("node/%d/fetchers/%d", follower, leader)
+		case 3:
+			coord := adm.FindGroupCoordinators(ctx, group)[group]
+			if coord.Err != nil {
+				continue
+			}
+			node = int(coord.NodeID)
+			actor = fmt.Sprintf("node/%d/groups/%s", node, group)
+		}
+		c.injectPanic(t, node, actor)
+		targets[actor] = node
+		time.Sleep(300 * time.Millisecond) // the load runs on between faults
+	}
+	close(stop)
+	wg.Wait()
+	for i := 1; i <= numNodes; i++ {
+		c.inSync(t, ctx, i, topic)
+	}
+	v := h.check(readBack(t, ctx, c, []int{1, 2, 3}, topic))
+	t.Logf("history: %v", v)
+	if !v.ok() {
+		t.Fatalf("history: %v", v)
+	}
+	// Every kind of actor took panics, and was restarted.
+	fired := map[string]float64{}
+	for i := 1; i <= numNodes; i++ {
+		for a, n := range c.restarts(t, i) {
+			fired[a] += n
+		}
+	}
+	kinds := map[string]float64{}
+	for a, n := range fired {
+		for _, k := range []string{"/partitions/", "/fetchers/", "/groups/"} {
+			if strings.Contains(a, k) {
+				kinds[k] += n
+			}
+		}
+	}
+	for _, k := range []string{"/partitions/", "/fetchers/", "/groups/"} {
+		if kinds[k] == 0 {
+			t.Errorf("no %s actor was restarted after an injected panic (%v)", k, fired)
+		}
+	}
+	waitFor(t, 2*time.Minute, "the group reading every acknowledged record", func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		missing := 0
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		for val, s := range h.sent {
+			if s.acked && !consumed[val] {
+				missing++
+			}
+		}
+		if missing > 0 {
+			return fmt.Sprintf("%d acknowledged records not read", missing)
+		}
+		return ""
+	})
+	close(consStop)
+	<-consDone
+	t.Logf("restarts by kind of actor: %v", kinds)
+}
