@@ -155,10 +155,6 @@ func (p *partition) releaseAppends() {
 // they were written (they are, or the actor restarts). now is the time of
 // the append in ms.
 func (p *partition) stageAppend(m *Append, now int64) appendOutcome {
-	if p.leader == nil {
-		m.Reply(AppendResult{Err: kerr.NotLeaderForPartition, Message: fmt.Sprintf("node %d follows node %d for this partition", p.cfg.NodeID, p.state.Leader)})
-		return appendOutcome{answered: true}
-	}
 	if isr := p.leader.ISRSize(); m.Acks == -1 && int(p.cfg.TopicConfig.MinInsyncReplicas) > isr {
 		m.Reply(AppendResult{Err: kerr.NotEnoughReplicas, Message: fmt.Sprintf(
 			"The size of the current ISR %d is insufficient to satisfy the min.isr requirement of %d", isr, p.cfg.TopicConfig.MinInsyncReplicas)})

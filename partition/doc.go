@@ -6,7 +6,12 @@
 //	partitions            supervisor, one-for-one; spawns and stops partition actors
 //	└── <topic>-<n>       one per hosted partition
 //
-// A partition actor handles:
+// A partition actor runs the behaviour of its role (protoactor's Become,
+// roles.go): leading (appends, record deletions, followers' positions),
+// following (its leader's answers; appends are refused
+// NOT_LEADER_OR_FOLLOWER), and under both the common one (ticks, syncs,
+// configs, state changes), which is all it runs while no log is open. It
+// handles:
 //
 //	message        from                   does                                                  reply
 //	Append         transport (Produce)    queued for the next writeAppends                      Reply callback

@@ -123,6 +123,8 @@ type partition struct {
 	state    State
 	leader   *replica.Leader
 	follower *replica.Follower
+	// behavior is the role's: leading, following or common (assumeRole).
+	behavior actor.Behavior
 
 	waiters []waiter // acks=all appends waiting for the high watermark, by offset
 	// durableWaiters are acks=1 appends waiting for the leader's own fsync
@@ -184,10 +186,56 @@ type waiter struct {
 }
 
 func newPartition(cfg Config, h *Handle) actor.Actor {
-	return &partition{cfg: cfg, handle: h, state: cfg.State}
+	p := &partition{cfg: cfg, handle: h, state: cfg.State, behavior: actor.NewBehavior()}
+	p.behavior.Become(p.common)
+	return p
 }
 
-func (p *partition) Receive(ctx actor.Context) {
+// Receive hands the message to the behaviour of the partition's role
+// (protoactor's Become): leading, following, or, with no log open, the
+// common one alone.
+func (p *partition) Receive(ctx actor.Context) { p.behavior.Receive(ctx) }
+
+// leading is the behaviour of a leader: it takes appends and record
+// deletions, and its followers' positions.
+func (p *partition) leading(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *Append:
+		p.queueAppend(ctx, m)
+	case *DeleteRecords:
+		p.writeAppends()
+		p.deleteRecords(m)
+	case *FollowerFetched:
+		p.followerFetched(m)
+	case *isrChanged:
+		p.onISRChanged(m)
+	default:
+		p.common(ctx)
+	}
+}
+
+// following is the behaviour of a follower: it applies its leader's
+// answers, and refuses what only a leader does.
+func (p *partition) following(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *Replicate:
+		p.replicate(m)
+	case *Append:
+		m.Reply(AppendResult{Err: kerr.NotLeaderForPartition, Message: fmt.Sprintf("node %d follows node %d for this partition", p.cfg.NodeID, p.state.Leader)})
+		if m.Release != nil {
+			m.Records = nil
+			m.Release()
+		}
+	case *DeleteRecords:
+		m.Reply(-1, kerr.NotLeaderForPartition)
+	default:
+		p.common(ctx)
+	}
+}
+
+// common is what every role does, and all a partition does without an
+// open log (failed before it ever opened): its appends are refused.
+func (p *partition) common(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		p.self, p.sys = ctx.Self(), ctx.ActorSystem()
@@ -199,7 +247,11 @@ func (p *partition) Receive(ctx actor.Context) {
 		// be half updated; the next instance rebuilds it from the log.
 		p.shutdown(false)
 	case *Append:
-		p.queueAppend(ctx, m)
+		p.queueAppend(ctx, m) // refused: the partition is failed
+	case *DeleteRecords:
+		m.Reply(-1, kerr.KafkaStorageError)
+	case *Replicate:
+		m.Done() // an answer for another role
 	case *writeAppends:
 		p.writeAppends()
 	case *synced:
@@ -212,12 +264,6 @@ func (p *partition) Receive(ctx actor.Context) {
 		p.onCompacted(m)
 	case *SetState:
 		p.setState(m.State)
-	case *FollowerFetched:
-		p.followerFetched(m)
-	case *isrChanged:
-		p.onISRChanged(m)
-	case *Replicate:
-		p.replicate(m)
 	case *SetConfig:
 		p.writeAppends()
 		p.cfg.TopicConfig = m.Config
@@ -227,9 +273,6 @@ func (p *partition) Receive(ctx actor.Context) {
 			}
 		}
 		p.publish()
-	case *DeleteRecords:
-		p.writeAppends()
-		p.deleteRecords(m)
 	}
 }
 
@@ -551,12 +594,8 @@ func (p *partition) onTick() {
 }
 
 func (p *partition) deleteRecords(m *DeleteRecords) {
-	switch {
-	case p.failure != nil:
+	if p.failure != nil {
 		m.Reply(-1, kerr.KafkaStorageError)
-		return
-	case p.leader == nil:
-		m.Reply(-1, kerr.NotLeaderForPartition)
 		return
 	}
 	hw := p.log.HighWatermark()

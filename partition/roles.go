@@ -96,15 +96,18 @@ func (p *partition) leads() bool { return p.state.Leader == p.cfg.NodeID }
 func (p *partition) assumeRole() {
 	p.leader, p.follower = nil, nil
 	if p.log == nil {
+		p.behavior.Become(p.common)
 		return
 	}
 	now := p.cfg.Clock.Now()
 	if p.leads() {
 		p.leader = replica.NewLeader(p.cfg.NodeID, p.state.Replicas, p.state.ISR, p.leaderEnd(), p.log.HighWatermark(), p.cfg.ReplicaLagMax, now)
+		p.behavior.Become(p.leading)
 		p.raiseHighWatermark()
 		return
 	}
 	p.follower = replica.NewFollower(p.state.Leader, p.state.LeaderEpoch, p.log.LogEndOffset(), p.log.LatestEpoch(), p.log.HighWatermark())
+	p.behavior.Become(p.following)
 }
 
 // leaderEnd is the leader's own end for the high watermark: its durable
@@ -240,7 +243,7 @@ func (p *partition) onISRChanged(m *isrChanged) {
 // replicate applies the leader's answer to this follower's fetch.
 func (p *partition) replicate(m *Replicate) {
 	done := m.Done
-	if p.follower == nil || p.failure != nil {
+	if p.failure != nil {
 		done()
 		return
 	}

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/skeinlog/skein/tests/procstat"
 )
 
 // binDir holds the binaries the tests build once (see binaries).
@@ -98,12 +100,12 @@ func TestProcCPU(t *testing.T) {
 	deadline := time.Now().Add(50 * time.Millisecond)
 	for time.Now().Before(deadline) {
 	}
-	proc, err := procCPU(os.Getpid())
+	proc, err := procstat.CPU(os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}
 	self := selfCPU()
-	if proc <= 0 || proc > self+2*clockTick {
+	if proc <= 0 || proc > self+2*procstat.ClockTick {
 		t.Errorf("/proc says %v, getrusage %v", proc, self)
 	}
 }

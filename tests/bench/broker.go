@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/skeinlog/skein/tests/procstat"
 )
 
 // target is one broker under test: how to start it as a child process.
@@ -204,44 +206,7 @@ func (b *broker) kill() {
 // cpu returns the CPU time the broker process has used so far, user plus
 // system, over all its threads.
 func (b *broker) cpu() (time.Duration, error) {
-	return procCPU(b.cmd.Process.Pid)
-}
-
-// clockTick is the unit of /proc/<pid>/stat's times (USER_HZ). It is 100 on
-// every Linux architecture Go supports; getconf confirms it where present.
-var clockTick = func() time.Duration {
-	hz := 100
-	if out, err := exec.Command("getconf", "CLK_TCK").Output(); err == nil {
-		if n, err := strconv.Atoi(strings.TrimSpace(string(out))); err == nil && n > 0 {
-			hz = n
-		}
-	}
-	return time.Second / time.Duration(hz)
-}()
-
-// procCPU reads utime+stime of pid from /proc/<pid>/stat.
-func procCPU(pid int) (time.Duration, error) {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// NB: the second field, the command name, is in parentheses and may
-	// hold spaces; the fields after the last ')' start with the third,
-	// state, so utime (14th) and stime (15th) are at 11 and 12.
-	i := strings.LastIndexByte(string(raw), ')')
-	if i < 0 {
-		return 0, fmt.Errorf("/proc/%d/stat: no ')'", pid)
-	}
-	f := strings.Fields(string(raw[i+1:]))
-	if len(f) < 13 {
-		return 0, fmt.Errorf("/proc/%d/stat: %d fields after the name", pid, len(f))
-	}
-	utime, err1 := strconv.ParseInt(f[11], 10, 64)
-	stime, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
-	}
-	return time.Duration(utime+stime) * clockTick, nil
+	return procstat.CPU(b.cmd.Process.Pid)
 }
 
 // procRSS reads the resident set size of pid, in bytes, from the VmRSS line

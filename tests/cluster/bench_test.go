@@ -12,9 +12,13 @@ package cluster
 //
 // The benchmarks use the harness's cluster, its nodes on 127.0.0.21, .22
 // and .23 or, when one of those is taken, the first free set of .31 to .33,
-// ..., .91 to .93; never on the tests' .11 to .13. So a benchmark runs beside the tests of this package, and beside
-// another run of itself, without two clusters taking each other's addresses
-// or talking to each other (the figures then show the busy machine).
+// ..., .91 to .93; never on the addresses of the tests that run beside the
+// package's other tests (.11 to .13, and .101 to .193, set by set). So a
+// benchmark runs beside most tests of this package (the fencing and groups
+// tests take .31 and .41 when the benchmarks are not there first), and
+// beside another run of itself, without two clusters taking each other's
+// addresses or talking to each other (the figures then show the busy
+// machine).
 
 import (
 	"bufio"
@@ -51,11 +55,12 @@ func benchTopic(prefix string) string {
 // take: set k puts node i on 127.0.0.<k><i>.
 const benchSetFirst, benchSetLast = 2, 9
 
-// newBenchCluster is the harness's cluster on the first address set whose
-// every address is free now (node i on 127.0.0.<set><i>), and that set.
+// newBenchCluster is the harness's cluster, its nodes given flags, on the
+// first address set whose every address is free now (node i on
+// 127.0.0.<set><i>), and that set.
 // Another run may take the set before the nodes do: a node then fails to
 // listen, exits, and waitReady says so.
-func newBenchCluster(tb testing.TB) (*cluster, int) {
+func newBenchCluster(tb testing.TB, flags ...string) (*cluster, int) {
 	tb.Helper()
 	if raceEnabled {
 		tb.Skip("the nodes are race-instrumented under -race: run the benchmarks without it")
@@ -78,7 +83,7 @@ func newBenchCluster(tb testing.TB) (*cluster, int) {
 	if set == 0 {
 		tb.Fatalf("every address set 127.0.0.%d1 to 127.0.0.%d3 is taken: are other runs of the benchmarks going on?", benchSetFirst, benchSetLast)
 	}
-	c := newClusterIn(tb, layout{host: func(i int) string { return host(set, i) }})
+	c := newClusterIn(tb, layout{host: func(i int) string { return host(set, i) }, flags: flags})
 	// Runs before the harness's cleanup (last in, first out), with every
 	// node's log still there.
 	tb.Cleanup(func() {

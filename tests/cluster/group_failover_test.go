@@ -43,7 +43,7 @@ func (c *consumption) count() int {
 // none by two members of one generation, and the committed offsets end at
 // every partition's end.
 func TestGroupCoordinatorKilled(t *testing.T) {
-	c := newClusterIn(t, layout{host: func(i int) string { return fmt.Sprintf("127.0.0.7%d", i) }, flags: replicationFlags})
+	c := newClusterIn(t, layout{host: func(i int) string { return fmt.Sprintf("127.0.0.17%d", i) }, flags: replicationFlags})
 	c.startAll()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()

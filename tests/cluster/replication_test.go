@@ -38,7 +38,7 @@ func createReplicated(t *testing.T, ctx context.Context, c *cluster, topic strin
 
 // leaderOf returns the leader of topic's partition p as the running nodes
 // see it, once one is live.
-func (c *cluster) leaderOf(t *testing.T, ctx context.Context, topic string, p int) int {
+func (c *cluster) leaderOf(t testing.TB, ctx context.Context, topic string, p int) int {
 	t.Helper()
 	var leader int32
 	waitFor(t, readyTimeout, fmt.Sprintf("a leader of %s-%d", topic, p), func() string {
@@ -68,7 +68,7 @@ func (c *cluster) leaderOf(t *testing.T, ctx context.Context, topic string, p in
 // its acknowledgement gave, once; nothing is there that was not sent; each
 // producer's records are in the order sent.
 func TestLeadersKilledUnderLoad(t *testing.T) {
-	c := newClusterIn(t, layout{host: func(i int) string { return fmt.Sprintf("127.0.0.5%d", i) }, flags: replicationFlags})
+	c := newClusterIn(t, layout{host: func(i int) string { return fmt.Sprintf("127.0.0.15%d", i) }, flags: replicationFlags})
 	c.startAll()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -109,7 +109,7 @@ func TestLeadersKilledUnderLoad(t *testing.T) {
 
 // inSync waits until every partition of topic has all three replicas in
 // its ISR and a leader, as node i sees it.
-func (c *cluster) inSync(t *testing.T, ctx context.Context, i int, topic string) {
+func (c *cluster) inSync(t testing.TB, ctx context.Context, i int, topic string) {
 	t.Helper()
 	adm := kadm.NewClient(c.seeds[i])
 	waitFor(t, 2*time.Minute, fmt.Sprintf("every replica of %s in sync", topic), func() string {
@@ -132,7 +132,7 @@ func (c *cluster) inSync(t *testing.T, ctx context.Context, i int, topic string)
 // retriable errors, which they retry: no send fails, and the history
 // holds.
 func TestRollingRestart(t *testing.T) {
-	c := newClusterIn(t, layout{host: func(i int) string { return fmt.Sprintf("127.0.0.6%d", i) }, flags: replicationFlags})
+	c := newClusterIn(t, layout{host: func(i int) string { return fmt.Sprintf("127.0.0.16%d", i) }, flags: replicationFlags})
 	c.startAll()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -172,7 +172,7 @@ func TestRollingRestart(t *testing.T) {
 // fetches from it); it truncates what it took alone, catches up and
 // rejoins, and the history holds.
 func TestLeaderPaused(t *testing.T) {
-	c := newClusterIn(t, layout{host: func(i int) string { return fmt.Sprintf("127.0.0.8%d", i) }, flags: replicationFlags})
+	c := newClusterIn(t, layout{host: func(i int) string { return fmt.Sprintf("127.0.0.18%d", i) }, flags: replicationFlags})
 	c.startAll()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -243,7 +243,7 @@ func TestLeaderPaused(t *testing.T) {
 // up, rejoin the ISR, and the produces go through. The history holds.
 func TestFollowersPaused(t *testing.T) {
 	c := newClusterIn(t, layout{
-		host:   func(i int) string { return fmt.Sprintf("127.0.0.9%d", i) },
+		host:   func(i int) string { return fmt.Sprintf("127.0.0.19%d", i) },
 		flags:  replicationFlags,
 		voters: []int{1},
 		nodeFlags: func(i int) []string {
