@@ -12,6 +12,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"slices"
 	"sync"
@@ -68,7 +69,10 @@ func benchReplicatedProduce(b *testing.B, durability string, size int, rf int16)
 		}
 		return sum
 	}
+	// Random bytes, uncompressed: what the brokers carry is what is
+	// counted.
 	value := make([]byte, size)
+	rand.Read(value)
 	var mu sync.Mutex
 	var latencies []time.Duration
 	var acked, failed int
@@ -77,7 +81,7 @@ func benchReplicatedProduce(b *testing.B, durability string, size int, rf int16)
 	var wg sync.WaitGroup
 	for range 4 {
 		cl := c.client([]int{1, 2, 3}, kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()),
-			kgo.ProducerLinger(2*time.Millisecond), kgo.MaxBufferedRecords(10000))
+			kgo.ProducerLinger(2*time.Millisecond), kgo.MaxBufferedRecords(10000), kgo.ProducerBatchCompression(kgo.NoCompression()))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -30,9 +30,9 @@ type produced struct {
 
 // TestClusterServesClientsFromAnyNode: a client may bootstrap from any
 // node. Each node describes the same cluster (brokers, active controller,
-// partition leaders); a topic created through one node is written through
-// a second and read back, complete and in order, through the third, by
-// three different client implementations.
+// partition leaders); a topic of replication factor 3 created through one
+// node is written through a second and read back, complete and in order,
+// through the third, by three different client implementations.
 func TestClusterServesClientsFromAnyNode(t *testing.T) {
 	c := newCluster(t)
 	c.startAll()
@@ -42,7 +42,7 @@ func TestClusterServesClientsFromAnyNode(t *testing.T) {
 	// Node 2 forwards the CreateTopics to the active controller, whichever
 	// node that is.
 	adm := kadm.NewClient(c.client([]int{2}))
-	created, err := adm.CreateTopics(ctx, ordersPartitions, 1, nil, ordersTopic)
+	created, err := adm.CreateTopics(ctx, ordersPartitions, 3, nil, ordersTopic)
 	if err != nil {
 		t.Fatalf("create %s through node 2: %v", ordersTopic, err)
 	}
