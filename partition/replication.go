@@ -155,13 +155,17 @@ func (r *replicas) serve(sys *actor.ActorSystem, m *ReplicaFetch) *ReplicaFetchR
 
 // read fills res from the partitions' views; it reports whether the
 // answer should go now. first says whether this is the fetch's first
-// read: only then do the partitions hear of the follower's position.
+// read: only then do the partitions hear of the follower's position. The
+// records are read in two passes: the slices of every partition first,
+// then one buffer of their total size, read into directly (no copy beyond
+// the one from the page cache).
 func (r *replicas) read(sys *actor.ActorSystem, m *ReplicaFetch, res *ReplicaFetchResult, first bool) bool {
 	im := r.cfg.Image()
-	res.Partitions, res.Records = res.Partitions[:0], res.Records[:0]
+	res.Partitions, res.Records = res.Partitions[:0], nil
 	ready := false
 	budget := int64(m.MaxBytes)
-	for _, fp := range m.Partitions {
+	reads := make([]store.Slice, len(m.Partitions)) // by partition, in request order
+	for i, fp := range m.Partitions {
 		out := FetchedPartition{HighWatermark: -1, LogStartOffset: -1, DivergingEpoch: -1, DivergingEnd: -1}
 		h, v, err := r.cfg.Registry.Led(im, r.cfg.NodeID, fp.Topic, fp.Partition)
 		switch {
@@ -197,19 +201,38 @@ func (r *replicas) read(sys *actor.ActorSystem, m *ReplicaFetch, res *ReplicaFet
 			sys.Root.Send(h.PID, &FollowerFetched{Replica: m.Origin.Node, Offset: fp.FetchOffset, LeaderEpoch: fp.CurrentLeaderEpoch})
 		}
 		if budget > 0 {
-			b, rerr := lv.ReadBytes(fp.FetchOffset, store.ReadOptions{
-				MaxBytes: min(int64(m.PartMax), budget), MaxOffset: lv.LogEndOffset, MinOneBatch: len(res.Records) == 0,
+			sl, rerr := lv.Read(fp.FetchOffset, store.ReadOptions{
+				MaxBytes: min(int64(m.PartMax), budget), MaxOffset: lv.LogEndOffset, MinOneBatch: budget == int64(m.MaxBytes),
 			})
 			if rerr != nil {
 				out.Err = kerr.KafkaStorageError
 				ready = true
 			}
-			res.Records = append(res.Records, b...)
-			out.Bytes = int32(len(b))
-			budget -= int64(len(b))
+			reads[i] = sl
+			out.Bytes = int32(sl.Size)
+			budget -= sl.Size
 		}
 		ready = ready || out.Bytes > 0 || lv.HighWatermark > fp.HighWatermark
 		res.Partitions = append(res.Partitions, out)
+	}
+	if total := int64(m.MaxBytes) - budget; total > 0 {
+		res.Records = make([]byte, 0, total)
+		for i, sl := range reads {
+			if sl.Size == 0 {
+				continue
+			}
+			n := len(res.Records)
+			buf := res.Records[n : n+int(sl.Size)]
+			if got, err := sl.File.ReadAt(buf, sl.Pos); got < len(buf) {
+				// A segment retention deleted under the read: this
+				// partition answers a storage error, which the follower
+				// retries, and the others go on.
+				r.cfg.Logger.Debug().Err(err).Str("topic", m.Partitions[i].Topic).Int32("partition", m.Partitions[i].Partition).Msg("replica fetch: short read")
+				res.Partitions[i].Err, res.Partitions[i].Bytes = kerr.KafkaStorageError, 0
+				continue
+			}
+			res.Records = res.Records[:n+int(sl.Size)]
+		}
 	}
 	return ready
 }

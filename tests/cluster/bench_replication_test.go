@@ -9,11 +9,15 @@ package cluster
 //
 //	go test -run '^$' -bench ReplicatedProduce -benchtime 1x ./tests/cluster/
 //	go test -run '^$' -bench LeaderFailover -benchtime 10x ./tests/cluster/
+//
+// With PROFDIR=dir, the produce benchmark's nodes write CPU profiles
+// there (node1.prof, ...), stopped gracefully at its end.
 
 import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -117,6 +121,11 @@ func benchReplicatedProduce(b *testing.B, durability string, size int, rf int16)
 	b.ReportMetric(benchMs(benchPercentile(latencies, 0.5)), "p50-ms")
 	b.ReportMetric(benchMs(benchPercentile(latencies, 0.99)), "p99-ms")
 	b.ReportMetric(spent.Seconds()/(bytes/1e9), "cpu-s/GB")
+	if os.Getenv("PROFDIR") != "" {
+		for i := 1; i <= numNodes; i++ {
+			c.stop(i) // the profiles are written as the nodes stop
+		}
+	}
 }
 
 // BenchmarkLeaderFailover measures, b.N times, the time from killing the

@@ -83,7 +83,13 @@ func newBenchCluster(tb testing.TB, flags ...string) (*cluster, int) {
 	if set == 0 {
 		tb.Fatalf("every address set 127.0.0.%d1 to 127.0.0.%d3 is taken: are other runs of the benchmarks going on?", benchSetFirst, benchSetLast)
 	}
-	c := newClusterIn(tb, layout{host: func(i int) string { return host(set, i) }, flags: flags})
+	c := newClusterIn(tb, layout{host: func(i int) string { return host(set, i) }, flags: flags,
+		nodeFlags: func(i int) []string {
+			if d := os.Getenv("PROFDIR"); d != "" {
+				return []string{"--cpuprofile", fmt.Sprintf("%s/node%d.prof", d, i)}
+			}
+			return nil
+		}})
 	// Runs before the harness's cleanup (last in, first out), with every
 	// node's log still there.
 	tb.Cleanup(func() {
