@@ -81,7 +81,14 @@ func (m *AlterPartition) decide(c *Controller) (any, []image.Record) {
 	if slices.Equal(cur, isr) {
 		return &AlterPartitionResult{Partition: p}, nil
 	}
-	p.ISR, p.PartitionEpoch = isr, p.PartitionEpoch+1
-	p.Replicas = slices.Clone(p.Replicas)
-	return &AlterPartitionResult{Partition: p}, []image.Record{&image.ChangePartition{ID: t.ID, Partition: p}}
+	q := p
+	q.ISR = isr
+	if len(p.Adding) > 0 || len(p.Removing) > 0 {
+		// The last adding replica in sync completes a reassignment.
+		if done, ok := c.completeReassignment(q, isr); ok {
+			q = done
+		}
+	}
+	rec := changePartition(t, p, q).(*image.ChangePartition)
+	return &AlterPartitionResult{Partition: rec.Partition}, []image.Record{rec}
 }

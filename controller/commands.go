@@ -42,6 +42,7 @@ const (
 	kindFenceBroker
 	kindAlterPartition
 	kindElectLeaders
+	kindAlterReassignments
 )
 
 func newCommand(k commandKind) command {
@@ -66,6 +67,8 @@ func newCommand(k commandKind) command {
 		return &AlterPartition{}
 	case kindElectLeaders:
 		return &ElectLeaders{}
+	case kindAlterReassignments:
+		return &AlterReassignments{}
 	}
 	return nil
 }

@@ -96,7 +96,7 @@ func TestUncleanElection(t *testing.T) {
 	}
 	q.sys.Root.Send(q.pids[leader], &ShutDown{})
 	watcher := out
-	q.waitFor(watcher, "the partition offline", func(im *image.Image) bool { return im.Topic("u").Partitions[0].Leader == -1 })
+	q.waitFor(watcher, "the partition offline", func(im *image.Image) bool { return im.Topic("u") != nil && im.Topic("u").Partitions[0].Leader == -1 })
 	byConfig := &ElectLeaders{Unclean: true, ByConfig: true, Partitions: []TopicPartitions{{Topic: "u", Partitions: []int32{0}}}}
 	if er := q.ask(watcher, byConfig).(*ElectLeadersResult); er.Partitions[0].Err != kerr.EligibleLeadersNotAvailable {
 		t.Fatalf("unclean election the topic does not allow: %+v", er)

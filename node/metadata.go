@@ -120,8 +120,9 @@ func (m *metadataActor) apply(c actor.Context, im *image.Image) {
 	}
 	for k, id := range m.hosted {
 		if want[k] != id {
-			_, stillThere := im.TopicsByID[id]
-			c.Send(m.partitions, &partition.Unhost{Topic: k.Topic, Partition: k.Partition, TopicID: id, Delete: !stillThere})
+			// The topic was deleted, or a reassignment took the replica
+			// away from this node: its data goes too.
+			c.Send(m.partitions, &partition.Unhost{Topic: k.Topic, Partition: k.Partition, TopicID: id, Delete: true})
 		}
 	}
 	m.hosted = want

@@ -136,6 +136,9 @@ func (p *partition) setState(s State) {
 	case p.leads() && p.leader != nil && old.LeaderEpoch == s.LeaderEpoch:
 		// The ISR or the replicas changed under the same leader.
 		p.cfg.Stats.countISRChange(old.ISR, s.ISR)
+		if !slices.Equal(old.Replicas, s.Replicas) {
+			p.leader.SetReplicas(s.Replicas, p.cfg.Clock.Now())
+		}
 		p.leader.Committed(s.ISR)
 		p.raiseHighWatermark()
 	case p.leads():
@@ -231,6 +234,9 @@ func (p *partition) onISRChanged(m *isrChanged) {
 		p.leader.Refused(now)
 	case s.LeaderEpoch == p.state.LeaderEpoch && p.state.older(s):
 		p.cfg.Stats.countISRChange(p.state.ISR, s.ISR)
+		if !slices.Equal(p.state.Replicas, s.Replicas) {
+			p.leader.SetReplicas(s.Replicas, now)
+		}
 		p.state.PartitionEpoch, p.state.ISR, p.state.Replicas = s.PartitionEpoch, s.ISR, s.Replicas
 		p.leader.Committed(s.ISR)
 		p.publish()

@@ -82,6 +82,23 @@ func (l *Leader) Lag(fn func(replica int32, offsets int64, caughtUp time.Time)) 
 	}
 }
 
+// SetReplicas takes the partition's replicas after a reassignment
+// changed them, at now: a new follower is accounted from now on, one gone
+// is forgotten.
+func (l *Leader) SetReplicas(replicas []int32, now time.Time) {
+	for r := range l.follow {
+		if !slices.Contains(replicas, r) {
+			delete(l.follow, r)
+		}
+	}
+	for _, r := range replicas {
+		if r != l.self && l.follow[r] == nil {
+			l.follow[r] = &follower{offset: -1, caughtUp: now}
+		}
+	}
+	l.advance()
+}
+
 // Appended records that the leader's own end moved to end.
 func (l *Leader) Appended(end int64) {
 	l.end = end

@@ -171,6 +171,13 @@ func TestTopicCommands(t *testing.T) {
 	if want := "orders-0: already led as asked\norders-1: already led as asked\norders-2: already led as asked\n"; out != want {
 		t.Errorf("elect-leaders printed %q, want %q", out, want)
 	}
+	// A reassignment to where the partition already is completes at once.
+	if out = ok(t, addr, "", "topic", "reassign", "orders", "-p", "0", "--replicas", "1"); out != "orders-0: reassigning to [1]\n" {
+		t.Errorf("reassign printed %q", out)
+	}
+	if out = ok(t, addr, "", "topic", "reassignments", "orders"); out != "no reassignment in progress\n" {
+		t.Errorf("reassignments printed %q", out)
+	}
 	out = ok(t, addr, "", "topic", "describe", "orders")
 	for _, want := range [][]string{
 		{"retention.ms", "60000", "DYNAMIC_TOPIC_CONFIG"},

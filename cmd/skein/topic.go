@@ -1,6 +1,7 @@
 package main
 
-// skein topic create|list|describe|delete|alter-config|elect-leaders, on kadm.
+// skein topic create|list|describe|delete|alter-config|elect-leaders|
+// reassign|reassignments, on kadm.
 
 import (
 	"context"
@@ -21,7 +22,108 @@ import (
 func newTopicCommand(environ []string, stdout io.Writer) *cobra.Command {
 	return clientCommand("topic", "Create, list, describe, alter and delete topics, and elect their leaders", environ, stdout,
 		newTopicCreateCommand, newTopicListCommand, newTopicDescribeCommand,
-		newTopicDeleteCommand, newTopicAlterConfigCommand, newTopicElectLeadersCommand)
+		newTopicDeleteCommand, newTopicAlterConfigCommand, newTopicElectLeadersCommand,
+		newTopicReassignCommand, newTopicReassignmentsCommand)
+}
+
+func newTopicReassignCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
+	var (
+		partitions, replicas []int32
+		cancel               bool
+	)
+	cmd := &cobra.Command{
+		Use:   "reassign NAME -p N,... (--replicas B,... | --cancel)",
+		Short: "Move partitions to other brokers (AlterPartitionReassignments)",
+		Long: "Move the partitions -p of topic NAME to the brokers --replicas, the first the\n" +
+			"preferred leader: the new replicas copy the partition from its leader, join\n" +
+			"its in-sync replicas, and then the old ones leave and delete their copy.\n" +
+			"--cancel stops a reassignment in progress. `skein topic reassignments`\n" +
+			"shows those under way.",
+		Example: "  skein topic reassign orders -p 0,1 --replicas 2,3,4",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := args[0]
+			switch {
+			case len(partitions) == 0:
+				return errors.New("name the partitions with -p")
+			case cancel == (len(replicas) > 0):
+				return errors.New("give --replicas or --cancel")
+			}
+			return flags.withAdmin(cmd, func(ctx context.Context, adm *kadm.Client) error {
+				var req kadm.AlterPartitionAssignmentsReq
+				for _, p := range partitions {
+					if cancel {
+						req.CancelAssign(name, p)
+					} else {
+						req.Assign(name, p, replicas)
+					}
+				}
+				res, err := adm.AlterPartitionAssignments(ctx, req)
+				if err != nil {
+					return err
+				}
+				var errs []error
+				for _, p := range partitions {
+					r, ok := res[name][p]
+					switch {
+					case !ok:
+						errs = append(errs, fmt.Errorf("%s-%d: not in the broker's answer", name, p))
+					case r.Err != nil:
+						errs = append(errs, fmt.Errorf("%s-%d: %w", name, p, kafkaError(r.Err, r.ErrMessage)))
+					case cancel:
+						fmt.Fprintf(stdout, "%s-%d: reassignment cancelled\n", name, p)
+					default:
+						fmt.Fprintf(stdout, "%s-%d: reassigning to %s\n", name, p, int32List(replicas))
+					}
+				}
+				return errors.Join(errs...)
+			})
+		},
+	}
+	cmd.Flags().Int32SliceVarP(&partitions, "partition", "p", nil, "partitions to move")
+	cmd.Flags().Int32SliceVar(&replicas, "replicas", nil, "the brokers to move them to, the preferred leader first")
+	cmd.Flags().BoolVar(&cancel, "cancel", false, "cancel the reassignments in progress instead")
+	return cmd
+}
+
+func newTopicReassignmentsCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "reassignments NAME...",
+		Short: "Show the topics' partition reassignments in progress",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, names []string) error {
+			return flags.withAdmin(cmd, func(ctx context.Context, adm *kadm.Client) error {
+				topics, err := adm.ListTopics(ctx, names...)
+				if err != nil {
+					return err
+				}
+				set := kadm.TopicsSet{}
+				for _, name := range names {
+					t, ok := topics[name]
+					if !ok || t.Err != nil {
+						return fmt.Errorf("topic %s: %v", name, t.Err)
+					}
+					set.Add(name, t.Partitions.Numbers()...)
+				}
+				res, err := adm.ListPartitionReassignments(ctx, set)
+				if err != nil {
+					return err
+				}
+				rows := [][]string{{"TOPIC", "PARTITION", "REPLICAS", "ADDING", "REMOVING"}}
+				for _, name := range names {
+					for _, p := range slices.Sorted(maps.Keys(res[name])) {
+						r := res[name][p]
+						rows = append(rows, []string{name, strconv.Itoa(int(p)), int32List(r.Replicas), int32List(r.AddingReplicas), int32List(r.RemovingReplicas)})
+					}
+				}
+				if len(rows) == 1 {
+					fmt.Fprintln(stdout, "no reassignment in progress")
+					return nil
+				}
+				return printTable(stdout, rows)
+			})
+		},
+	}
 }
 
 func newTopicElectLeadersCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {

@@ -88,6 +88,11 @@ type Partition struct {
 	PartitionEpoch int32
 	Replicas       []int32
 	ISR            []int32
+	// Adding and Removing are the replicas a reassignment in progress
+	// adds and removes: Replicas holds both (the target first); once every
+	// adding replica is in the ISR, the removing ones go.
+	Adding   []int32 `msgpack:",omitempty"`
+	Removing []int32 `msgpack:",omitempty"`
 }
 
 // Empty returns the image before any record.

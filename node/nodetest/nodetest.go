@@ -34,6 +34,8 @@ type Cluster struct {
 	Nodes []*node.Node // Nodes[i] has node id i+1
 	// cluster are the nodes' remoting addresses, by index.
 	cluster []string
+	// dataDirs are the nodes' data directories, by index.
+	dataDirs []string
 }
 
 // Start starts n voters on 127.0.0.1 and waits until every one serves.
@@ -54,6 +56,7 @@ func Start(t testing.TB, n int, edit ...func(*configs.Node)) *Cluster {
 		cfg := configs.Default()
 		cfg.NodeID = int32(i + 1)
 		cfg.DataDir = filepath.Join(dir, fmt.Sprintf("node%d", i+1))
+		c.dataDirs = append(c.dataDirs, cfg.DataDir)
 		cfg.Listen, cfg.Advertise, cfg.AdminListen = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
 		cfg.ControllerQuorumVoters = strings.Join(voters, ",")
 		cfg.ClusterListen, cfg.ClusterAdvertise = c.cluster[i], c.cluster[i]

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/skeinlog/skein/configs"
 )
@@ -257,4 +260,72 @@ func scrape(t *testing.T, c *Cluster, i int) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// A partition reassigned from nodes [1 2] to [3 2], its leader node 1
+// leaving: node 3 copies it from the leader and joins the ISR, then node 1
+// leaves (handing the leadership to node 3, the first target replica) and
+// deletes its copy; every record is still there, and the reassignment
+// disappears from ListPartitionReassignments. Cancelling when nothing is
+// in progress says so.
+func TestReassignment(t *testing.T) {
+	c := Start(t, 3, fastReplication)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	seeds := []string{c.Addr(0), c.Addr(1), c.Addr(2)}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "moving", -1, -1
+	ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+	ra.Partition, ra.Replicas = 0, []int32{1, 2}
+	rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("create: %v %v", err, kerr.ErrorForCode(resp.Topics[0].ErrorCode))
+	}
+	produce(t, ctx, seeds, "moving", 0, 500)
+
+	var move kadm.AlterPartitionAssignmentsReq
+	move.Assign("moving", 0, []int32{3, 2})
+	res, err := adm.AlterPartitionAssignments(ctx, move)
+	if err != nil || res["moving"][0].Err != nil {
+		t.Fatalf("reassign: %v %+v", err, res)
+	}
+	for i := range 3 {
+		waitFor(t, fmt.Sprintf("node %d seeing the partition on [3 2], led by 3", i+1), func() string {
+			p := describe(t, ctx, c, i, "moving")[0]
+			if !slices.Equal(p.Replicas, []int32{3, 2}) || p.Leader != 3 || len(p.ISR) != 2 {
+				return fmt.Sprintf("replicas %v, ISR %v, leader %d", p.Replicas, p.ISR, p.Leader)
+			}
+			return ""
+		})
+	}
+	listed, err := adm.ListPartitionReassignments(ctx, kadm.TopicsSet{"moving": {0: {}}})
+	if err != nil || len(listed["moving"]) != 0 {
+		t.Fatalf("reassignments in progress after it completed: %v %+v", err, listed)
+	}
+	dir := filepath.Join(c.dataDirs[0], "moving-0")
+	waitFor(t, "node 1 deleting its copy", func() string {
+		if _, err := os.Stat(dir); err == nil {
+			return dir + " is still there"
+		}
+		return ""
+	})
+	got := consumeAll(t, ctx, seeds, "moving", 500)
+	if len(got[0]) != 500 {
+		t.Fatalf("read %d records after the move, want 500", len(got[0]))
+	}
+	var undo kadm.AlterPartitionAssignmentsReq
+	undo.CancelAssign("moving", 0)
+	res, err = adm.AlterPartitionAssignments(ctx, undo)
+	if err != nil || !errors.Is(res["moving"][0].Err, kerr.NoReassignmentInProgress) {
+		t.Fatalf("cancelling with nothing in progress: %v %+v", err, res)
+	}
 }
