@@ -100,19 +100,28 @@ func ReplicasProps(cfg ReplicasConfig) *actor.Props {
 
 type replicas struct{ cfg ReplicasConfig }
 
+// served is a fetch's answer, back from its goroutine: the actor sends it
+// on, so that it leaves through the actor's sender middleware (the link
+// faults of fault injection), as everything else between nodes does.
+type served struct {
+	to  *actor.PID
+	res *ReplicaFetchResult
+}
+
 func (r *replicas) Receive(c actor.Context) {
-	m, ok := c.Message().(*ReplicaFetch)
-	if !ok || c.Sender() == nil {
-		return
-	}
-	sys, to := c.ActorSystem(), c.Sender()
-	go func() {
-		res := r.serve(sys, m)
-		if r.cfg.Stats != nil {
-			r.cfg.Stats.BytesOut.Add(uint64(len(res.Records)))
+	switch m := c.Message().(type) {
+	case *ReplicaFetch:
+		if c.Sender() == nil {
+			return
 		}
-		sys.Root.Send(to, res)
-	}()
+		sys, self, to := c.ActorSystem(), c.Self(), c.Sender()
+		go func() { sys.Root.Send(self, &served{to: to, res: r.serve(sys, m)}) }()
+	case *served:
+		if r.cfg.Stats != nil {
+			r.cfg.Stats.BytesOut.Add(uint64(len(m.res.Records)))
+		}
+		c.Send(m.to, m.res)
+	}
 }
 
 // serve answers a fetch: at once when a partition has records past the

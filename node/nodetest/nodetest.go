@@ -91,6 +91,11 @@ func (c *Cluster) Fault(a, b int, f actors.LinkFault) {
 	c.Nodes[b].Links().Set(c.cluster[a], f)
 }
 
+// FaultOneWay sets f on what node a sends node b only.
+func (c *Cluster) FaultOneWay(a, b int, f actors.LinkFault) {
+	c.Nodes[a].Links().Set(c.cluster[b], f)
+}
+
 // Isolate cuts node a off from every other node.
 func (c *Cluster) Isolate(a int) {
 	for b := range c.Nodes {

@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/skeinlog/skein/actors"
 	"github.com/skeinlog/skein/configs"
 )
 
@@ -327,5 +328,78 @@ func TestReassignment(t *testing.T) {
 	res, err = adm.AlterPartitionAssignments(ctx, undo)
 	if err != nil || !errors.Is(res["moving"][0].Err, kerr.NoReassignmentInProgress) {
 		t.Fatalf("cancelling with nothing in progress: %v %+v", err, res)
+	}
+}
+
+// Replication over faulty links, through the per-pair fault hook in the
+// remoting path: with a fifth of the messages between every pair of nodes
+// dropped and the rest delayed, acks=all produces still all complete (a
+// lost fetch or answer delays, never corrupts); a one-way cut from the
+// leader of a partition to one follower (its fetches arrive, no answer
+// returns) takes that follower out of the ISR, and acks=all waits for that
+// rather than acknowledge what it lacks, while the others go on, and
+// once healed it catches up and rejoins. Every record is read back once.
+func TestReplicationOverFaultyLinks(t *testing.T) {
+	c := Start(t, 3, fastReplication)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	seeds := []string{c.Addr(0), c.Addr(1), c.Addr(2)}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	minISR := "2"
+	if res, err := kadm.NewClient(cl).CreateTopic(ctx, 3, 3, map[string]*string{"min.insync.replicas": &minISR}, "lossy"); err != nil || res.Err != nil {
+		t.Fatalf("create: %v %v", err, res.Err)
+	}
+	cl.Close()
+	for a := range 3 {
+		for b := a + 1; b < 3; b++ {
+			c.Fault(a, b, actors.LinkFault{DropRate: 0.2, Delay: 2 * time.Millisecond})
+		}
+	}
+	produce(t, ctx, seeds, "lossy", 0, 300)
+	c.Heal()
+
+	// Leader, follower and active controller are three different nodes,
+	// so that the cut carries no controller traffic (a cut broker would be
+	// fenced, which is another test).
+	ctrl, _ := metadata(t, ctx, c, 0)
+	var p kadm.PartitionDetail
+	for _, q := range describe(t, ctx, c, 0, "lossy") {
+		if q.Leader != ctrl {
+			p = q
+		}
+	}
+	if p.Leader == 0 {
+		t.Fatalf("every partition is led by the active controller, node %d", ctrl)
+	}
+	leader := int(p.Leader) - 1
+	follower := 3 - leader - int(ctrl-1) // the third node
+	c.FaultOneWay(leader, follower, actors.LinkFault{Cut: true})
+	// The produce completes once the follower that gets no answers has
+	// lagged past replica.lag.time.max.ms and left the ISR.
+	produce(t, ctx, seeds, "lossy", 300, 300)
+	if q := describe(t, ctx, c, leader, "lossy")[p.Partition]; slices.Contains(q.ISR, int32(follower+1)) {
+		t.Fatalf("node %d still in the ISR %v after a one-way cut from its leader", follower+1, q.ISR)
+	}
+	c.Heal()
+	waitFor(t, fmt.Sprintf("node %d back in the ISR", follower+1), func() string {
+		if q := describe(t, ctx, c, leader, "lossy")[p.Partition]; len(q.ISR) != 3 {
+			return fmt.Sprintf("ISR %v", q.ISR)
+		}
+		return ""
+	})
+	seen := map[string]bool{}
+	for _, ks := range consumeAll(t, ctx, seeds, "lossy", 600) {
+		for _, k := range ks {
+			if seen[k] {
+				t.Fatalf("%s read twice", k)
+			}
+			seen[k] = true
+		}
+	}
+	if len(seen) != 600 {
+		t.Fatalf("read %d distinct records, want 600", len(seen))
 	}
 }
