@@ -123,6 +123,7 @@ type fetcher struct {
 	seq        uint64
 	busy       bool // a fetch is out, or its answer is being applied
 	applying   int  // Replicates not done yet
+	pause      bool // the next fetch waits retryPause
 	// asked are the partitions of the fetch under way, in its order, with
 	// the positions it asked from.
 	asked []asked
@@ -195,10 +196,16 @@ func (f *fetcher) Receive(c actor.Context) {
 	}
 }
 
-// done ends the fetch under way and starts the next.
+// done ends the fetch under way and starts the next, after a pause when
+// the last answer was all errors.
 func (f *fetcher) done(c actor.Context) {
 	f.busy, f.applying = false, 0
 	f.seq++ // late answers and Dones of this fetch are ignored
+	if f.pause {
+		f.pause = false
+		f.after(c, retryPause, &fetchRetry{})
+		return
+	}
 	f.fetch(c)
 }
 
@@ -252,7 +259,11 @@ func (f *fetcher) apply(c actor.Context, m *ReplicaFetchResult) {
 	}
 	root, self, seq := c.ActorSystem().Root, c.Self(), f.seq
 	records := m.Records
+	failed := 0
 	for i, fp := range m.Partitions {
+		if fp.Err != nil {
+			failed++
+		}
 		var b []byte
 		if n := int(fp.Bytes); n > 0 && n <= len(records) {
 			b, records = records[:n:n], records[n:]
@@ -273,6 +284,9 @@ func (f *fetcher) apply(c actor.Context, m *ReplicaFetchResult) {
 		c.Send(h.PID, &Replicate{Position: pos, Answer: answerOf(fp), Records: b,
 			Done: func() { root.Send(self, &replicated{seq: seq}) }})
 	}
+	// Every partition failed (a leader taking over, storage errors): the
+	// leader answered at once, and would again; the next fetch pauses.
+	f.pause = failed == len(m.Partitions)
 	if f.applying == 0 {
 		f.done(c)
 	}

@@ -178,6 +178,8 @@ func (r *replicas) read(sys *actor.ActorSystem, m *ReplicaFetch, res *ReplicaFet
 		out := FetchedPartition{HighWatermark: -1, LogStartOffset: -1, DivergingEpoch: -1, DivergingEnd: -1}
 		h, v, err := r.cfg.Registry.Led(im, r.cfg.NodeID, fp.Topic, fp.Partition)
 		switch {
+		case err == kerr.NotLeaderForPartition && r.leadsInImage(im, fp):
+			err = kerr.UnknownLeaderEpoch // the partition actor has not taken the leadership yet
 		case err != nil:
 		case !fp.TopicID.IsZero() && fp.TopicID != h.TopicID:
 			err = kerr.UnknownTopicID
@@ -244,6 +246,17 @@ func (r *replicas) read(sys *actor.ActorSystem, m *ReplicaFetch, res *ReplicaFet
 		}
 	}
 	return ready
+}
+
+// leadsInImage reports whether im makes this node the leader of fp's
+// partition in the epoch the follower knows.
+func (r *replicas) leadsInImage(im *image.Image, fp FetchPartition) bool {
+	t := im.Topic(fp.Topic)
+	if t == nil || fp.Partition < 0 || int(fp.Partition) >= len(t.Partitions) {
+		return false
+	}
+	p := t.Partitions[fp.Partition]
+	return p.Leader == r.cfg.NodeID && p.LeaderEpoch == fp.CurrentLeaderEpoch
 }
 
 // divergence checks a follower's position against the leader's epoch

@@ -91,9 +91,9 @@ var nothing = Action{Truncate: -1, StartAt: -1}
 func (f *Follower) Answered(a Answer, local EpochEnd) Action {
 	switch a.Err {
 	case nil:
-	case kerr.FencedLeaderEpoch, kerr.NotLeaderForPartition:
-		// This follower's epoch is stale, or the leader moved: the next
-		// fetch waits for the image (Become).
+	case kerr.FencedLeaderEpoch:
+		// This follower's epoch is stale: the next fetch waits for the
+		// image (Become).
 		f.waiting = true
 		return nothing
 	case kerr.OffsetOutOfRange:
@@ -103,7 +103,10 @@ func (f *Follower) Answered(a Answer, local EpochEnd) Action {
 		return nothing
 	default:
 		// UNKNOWN_LEADER_EPOCH (the leader has not seen our epoch yet),
-		// storage errors, timeouts: fetch again as we are.
+		// NOT_LEADER_OR_FOLLOWER (its metadata, or ours, is behind: the
+		// image that settles it may be the one we have, so waiting for a
+		// newer one could wait for ever), storage errors, timeouts: fetch
+		// again as we are, after the fetcher's pause.
 		return nothing
 	}
 	if a.DivergingEnd >= 0 {
