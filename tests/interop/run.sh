@@ -27,7 +27,13 @@
 #     idempotent producer, whose records kcat then reads back, and two
 #     kafkajs consumers in one group (roundrobin assignor) consuming
 #     every record and committing up to the end offsets;
-#   - the node stops cleanly on SIGTERM.
+#   - the node stops cleanly on SIGTERM;
+#   - a three-node cluster (127.0.0.221-223): kafkajs-cluster.js creates a
+#     topic of replication factor 3, checks every partition has three
+#     replicas in sync, produces idempotently through every broker and
+#     reads back with a two-member group; kcat -L shows the replicas and
+#     kcat -C reads the records back through another node; the three stop
+#     cleanly on SIGTERM (controlled shutdown).
 #
 # For kcat's groups and for kafkajs it prints the API versions the client
 # sent, from the node's skein_requests_total on its admin listener.
@@ -50,6 +56,7 @@ M=200 # records the kafkajs idempotent producer sends
 TOPIC_AUTO=interop-kcat-auto
 TOPIC_KJS=interop-kafkajs
 NODE_PID=
+CLUSTER_PIDS=()
 WORK=$(mktemp -d -t skein-interop.XXXXXX)
 
 passed=0
@@ -79,10 +86,13 @@ die() {
 
 cleanup() {
 	local rc=$?
-	if [ -n "$NODE_PID" ] && kill -0 "$NODE_PID" 2>/dev/null; then
-		kill -KILL "$NODE_PID" 2>/dev/null
-		wait "$NODE_PID" 2>/dev/null
-	fi
+	local pid
+	for pid in $NODE_PID "${CLUSTER_PIDS[@]}"; do
+		if kill -0 "$pid" 2>/dev/null; then
+			kill -KILL "$pid" 2>/dev/null
+			wait "$pid" 2>/dev/null
+		fi
+	done
 	if [ "${#failures[@]}" -gt 0 ] || [ "$rc" -ne 0 ]; then
 		if [ -f "$WORK/node.log" ]; then
 			echo "--- last lines of the node's log ($WORK/node.log)"
@@ -522,3 +532,91 @@ if grep -q '"level":"\(error\|fatal\|panic\)"' "$WORK/node.log"; then
 else
 	ok "the node logged no errors"
 fi
+
+# --- a three-node cluster -------------------------------------------------
+
+CHOSTS=(127.0.0.221 127.0.0.222 127.0.0.223)
+VOTERS="1@127.0.0.221:9093,2@127.0.0.222:9093,3@127.0.0.223:9093"
+CBROKERS="127.0.0.221:9092,127.0.0.222:9092,127.0.0.223:9092"
+TOPIC_CLUSTER=interop-cluster
+for i in 1 2 3; do
+	h=${CHOSTS[$((i - 1))]}
+	mkdir -p "$WORK/c$i"
+	"$ROOT/bin/skein" node --node-id "$i" --data-dir "$WORK/c$i" --listen "$h:9092" --admin-listen "$h:9644" \
+		--cluster-listen "$h:9093" --controller-quorum "$VOTERS" --log-format json \
+		--set group.initial.rebalance.delay.ms=0 >"$WORK/c$i.log" 2>&1 &
+	CLUSTER_PIDS+=($!)
+done
+deadline=$((SECONDS + 60))
+cluster_up=1
+for h in "${CHOSTS[@]}"; do
+	until timeout 10 "$KCAT" -b "$h:9092" -L -m 1 2>/dev/null | grep -q ' 3 brokers:'; do
+		if [ "$SECONDS" -ge "$deadline" ]; then
+			cluster_up=0
+			break
+		fi
+		sleep 0.2
+	done
+done
+if [ "$cluster_up" -eq 1 ]; then
+	ok "three nodes form a cluster: each lists three brokers"
+else
+	fail "three nodes form a cluster: not every node listed three brokers within 60 s"
+	tail -n 20 "$WORK"/c?.log
+fi
+
+timeout 180 node "$HERE/kafkajs-cluster.js" "$CBROKERS" "$TOPIC_CLUSTER" "$M" "$WORK/cluster.want" \
+	>"$WORK/kafkajs-cluster.out" 2>"$WORK/kafkajs-cluster.err"
+kjs=$?
+while IFS= read -r line; do
+	case $line in
+	"ok "*) ok "${line#ok }" ;;
+	"FAIL "*) fail "${line#FAIL }" ;;
+	*) echo "$line" ;;
+	esac
+done <"$WORK/kafkajs-cluster.out"
+if [ "$kjs" -ne 0 ] && ! grep -q '^FAIL ' "$WORK/kafkajs-cluster.out"; then
+	fail "kafkajs-cluster.js exited with status $kjs"
+	tail -n 20 "$WORK/kafkajs-cluster.err"
+fi
+
+# kcat -L through node 3: three partitions, each with three replicas in sync.
+md=$(timeout 30 "$KCAT" -b 127.0.0.223:9092 -L -t "$TOPIC_CLUSTER" 2>&1)
+if [ "$(echo "$md" | grep -c 'replicas: [0-9],[0-9],[0-9], isrs: [0-9],[0-9],[0-9]')" -eq 3 ]; then
+	ok "kcat -L: $TOPIC_CLUSTER's three partitions each have three replicas, all in sync"
+else
+	fail "kcat -L: $TOPIC_CLUSTER's partitions"
+	echo "$md"
+fi
+if [ -f "$WORK/cluster.want" ]; then
+	timeout 30 "$KCAT" -b 127.0.0.223:9092 -C -t "$TOPIC_CLUSTER" -o beginning -e -f '%k:%s\n' >"$WORK/cluster.got" 2>"$WORK/cluster.got.err"
+	status=$?
+	sort -o "$WORK/cluster.got" "$WORK/cluster.got"
+	sort -o "$WORK/cluster.want" "$WORK/cluster.want"
+	same "kcat -C through node 3 reads back the records kafkajs produced to the cluster" "$status" "$WORK/cluster.got" "$WORK/cluster.want"
+else
+	fail "kcat -C reads back the cluster's records: kafkajs-cluster.js wrote none"
+fi
+
+# SIGTERM: each node moves its leaderships away and stops, status 0.
+for i in 1 2 3; do
+	pid=${CLUSTER_PIDS[$((i - 1))]}
+	kill -TERM "$pid"
+	deadline=$((SECONDS + 20))
+	while kill -0 "$pid" 2>/dev/null && [ "$SECONDS" -lt "$deadline" ]; do
+		sleep 0.1
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		fail "cluster node $i stops on SIGTERM: still running after 20 s"
+	else
+		wait "$pid"
+		status=$?
+		if [ "$status" -eq 0 ]; then
+			ok "cluster node $i stops on SIGTERM with status 0"
+		else
+			fail "cluster node $i stops on SIGTERM: exit status $status"
+			tail -n 20 "$WORK/c$i.log"
+		fi
+	fi
+done
+CLUSTER_PIDS=()
