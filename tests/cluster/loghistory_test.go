@@ -188,6 +188,22 @@ func produceLoad(t *testing.T, c *cluster, topic string, workers int, h *produce
 	wg.Wait()
 }
 
+// startLoad starts produceLoad's workers on topic and returns the
+// history they write and the function that stops them and waits until
+// every send has an outcome.
+func startLoad(t *testing.T, c *cluster, topic string, workers int) (*produceHistory, func()) {
+	h := newProduceHistory()
+	stop, loaded := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(loaded)
+		produceLoad(t, c, topic, workers, h, stop)
+	}()
+	return h, func() {
+		close(stop)
+		<-loaded
+	}
+}
+
 // readBack reads every partition of topic from its start to its high
 // watermark through the given nodes; a read that had to move back (the
 // log lost records a consumer had read) fails the test.

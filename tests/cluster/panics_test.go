@@ -58,14 +58,7 @@ func TestPanicsUnderLoad(t *testing.T) {
 	const topic, group = "panics", "panicking"
 	createReplicated(t, ctx, c, topic, 3)
 	c.inSync(t, ctx, 1, topic)
-	h := newProduceHistory()
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		produceLoad(t, c, topic, 2, h, stop)
-	}()
+	h, stopLoad := startLoad(t, c, topic, 2)
 	var mu sync.Mutex
 	consumed := map[string]bool{}
 	cons := c.client([]int{1, 2, 3}, kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
@@ -117,8 +110,7 @@ func TestPanicsUnderLoad(t *testing.T) {
 		targets[actor] = node
 		time.Sleep(300 * time.Millisecond) // the load runs on between faults
 	}
-	close(stop)
-	wg.Wait()
+	stopLoad()
 	for i := 1; i <= numNodes; i++ {
 		c.inSync(t, ctx, i, topic)
 	}

@@ -74,13 +74,7 @@ func TestLeadersKilledUnderLoad(t *testing.T) {
 	defer cancel()
 	const topic, partitions = "kills", 6
 	createReplicated(t, ctx, c, topic, partitions)
-	h := newProduceHistory()
-	stop := make(chan struct{})
-	loaded := make(chan struct{})
-	go func() {
-		defer close(loaded)
-		produceLoad(t, c, topic, 2, h, stop)
-	}()
+	h, stopLoad := startLoad(t, c, topic, 2)
 	end := time.Now().Add(time.Minute)
 	for round := 0; time.Now().Before(end); round++ {
 		p := round % partitions
@@ -95,8 +89,7 @@ func TestLeadersKilledUnderLoad(t *testing.T) {
 		c.waitReady(victim)
 		time.Sleep(3 * time.Second)
 	}
-	close(stop)
-	<-loaded
+	stopLoad()
 	v := h.check(readBack(t, ctx, c, []int{1, 2, 3}, topic))
 	t.Logf("history: %v", v)
 	if !v.ok() {
@@ -138,13 +131,7 @@ func TestRollingRestart(t *testing.T) {
 	defer cancel()
 	const topic = "rolling"
 	createReplicated(t, ctx, c, topic, 6)
-	h := newProduceHistory()
-	stop := make(chan struct{})
-	loaded := make(chan struct{})
-	go func() {
-		defer close(loaded)
-		produceLoad(t, c, topic, 2, h, stop)
-	}()
+	h, stopLoad := startLoad(t, c, topic, 2)
 	for i := 1; i <= numNodes; i++ {
 		c.inSync(t, ctx, i%numNodes+1, topic)
 		t.Logf("restarting node %d (%d acknowledged so far)", i, h.acked())
@@ -153,8 +140,7 @@ func TestRollingRestart(t *testing.T) {
 		c.waitReady(i)
 	}
 	c.inSync(t, ctx, 1, topic)
-	close(stop)
-	<-loaded
+	stopLoad()
 	v := h.check(readBack(t, ctx, c, []int{1, 2, 3}, topic))
 	t.Logf("history: %v", v)
 	if !v.ok() || v.failed > 0 {
@@ -179,13 +165,7 @@ func TestLeaderPaused(t *testing.T) {
 	const topic = "paused"
 	createReplicated(t, ctx, c, topic, 3)
 	c.inSync(t, ctx, 1, topic)
-	h := newProduceHistory()
-	stop := make(chan struct{})
-	loaded := make(chan struct{})
-	go func() {
-		defer close(loaded)
-		produceLoad(t, c, topic, 2, h, stop)
-	}()
+	h, stopLoad := startLoad(t, c, topic, 2)
 	waitFor(t, time.Minute, "records acknowledged", func() string {
 		if n := h.acked(); n < 1000 {
 			return fmt.Sprintf("%d acknowledged", n)
@@ -223,8 +203,7 @@ func TestLeaderPaused(t *testing.T) {
 	for i := 1; i <= numNodes; i++ {
 		c.inSync(t, ctx, i, topic)
 	}
-	close(stop)
-	<-loaded
+	stopLoad()
 	v := h.check(readBack(t, ctx, c, []int{1, 2, 3}, topic))
 	t.Logf("history: %v", v)
 	if !v.ok() {

@@ -23,27 +23,7 @@ const brokers = brokerList.split(',')
 const total = parseInt(messagesArg, 10)
 const partitions = 3
 
-let failed = 0
-const ok = name => console.log(`ok ${name}`)
-const fail = (name, why) => {
-  failed++
-  console.log(`FAIL ${name}: ${why}`)
-}
-
-async function check (name, fn) {
-  try {
-    await fn()
-    ok(name)
-  } catch (e) {
-    fail(name, e && e.stack ? `${e.name}: ${e.message}${e.type ? ` (${e.type})` : ''}` : String(e))
-  }
-}
-
-function assertEqual (what, got, want) {
-  const g = JSON.stringify(got)
-  const w = JSON.stringify(want)
-  if (g !== w) throw new Error(`${what}: got ${g}, want ${w}`)
-}
+const { check, assertEqual, run } = require('./checks')
 
 const kafka = new Kafka({
   clientId: 'skein-interop-cluster',
@@ -118,10 +98,4 @@ async function main () {
   await admin.disconnect()
 }
 
-main().then(
-  () => process.exit(failed > 0 ? 1 : 0),
-  e => {
-    fail('kafkajs-cluster.js', e.stack || String(e))
-    process.exit(1)
-  }
-)
+run('kafkajs-cluster.js', main)

@@ -27,28 +27,7 @@ if (!(total >= 10)) {
 }
 const partitions = 3
 
-let failed = 0
-const ok = name => console.log(`ok ${name}`)
-const fail = (name, why) => {
-  failed++
-  console.log(`FAIL ${name}: ${why}`)
-}
-
-// check runs one named check; fn throws to fail it.
-async function check (name, fn) {
-  try {
-    await fn()
-    ok(name)
-  } catch (e) {
-    fail(name, e && e.stack ? `${e.name}: ${e.message}${e.type ? ` (${e.type})` : ''}` : String(e))
-  }
-}
-
-function assertEqual (what, got, want) {
-  const g = JSON.stringify(got)
-  const w = JSON.stringify(want)
-  if (g !== w) throw new Error(`${what}: got ${g}, want ${w}`)
-}
+const { check, assertEqual, run } = require('./checks')
 
 // requests records every API key and version kafkajs sent, from its
 // instrumentation events, so the run reports what kafkajs needs from a
@@ -333,10 +312,4 @@ async function main () {
   console.log(`kafkajs requests: ${[...requests].sort().join(', ')}`)
 }
 
-main().then(
-  () => process.exit(failed ? 1 : 0),
-  e => {
-    fail('kafkajs', e && e.stack ? e.stack : String(e))
-    process.exit(1)
-  }
-)
+run('kafkajs', main)

@@ -78,6 +78,26 @@ summary() {
 	done
 }
 
+# report SCRIPT STATUS OUT counts the "ok" and "FAIL" lines a node script
+# wrote to OUT.out, and shows its stderr (OUT.err) when it failed.
+report() {
+	local script=$1 status=$2 out=$3 line
+	while IFS= read -r line; do
+		case $line in
+		"ok "*) ok "${line#ok }" ;;
+		"FAIL "*) fail "${line#FAIL }" ;;
+		*) echo "$line" ;;
+		esac
+	done <"$out.out"
+	if [ "$status" -ne 0 ] && ! grep -q '^FAIL ' "$out.out"; then
+		fail "$script exited with status $status"
+	fi
+	if [ "$status" -ne 0 ]; then
+		echo "--- $script stderr"
+		tail -n 20 "$out.err"
+	fi
+}
+
 # die ends the run on a failure that leaves nothing to check.
 die() {
 	fail "$1"
@@ -472,21 +492,7 @@ kcat_group "kcat -G, two members, cooperative-sticky" interop-kcat-group-coopera
 requests_total >"$WORK/kafkajs.before"
 timeout 120 node "$HERE/kafkajs.js" "$BROKER" "$TOPIC_KJS" "$M" "$WORK/kafkajs.want" \
 	>"$WORK/kafkajs.out" 2>"$WORK/kafkajs.err"
-kjs=$?
-while IFS= read -r line; do
-	case $line in
-	"ok "*) ok "${line#ok }" ;;
-	"FAIL "*) fail "${line#FAIL }" ;;
-	*) echo "$line" ;;
-	esac
-done <"$WORK/kafkajs.out"
-if [ "$kjs" -ne 0 ] && ! grep -q '^FAIL ' "$WORK/kafkajs.out"; then
-	fail "kafkajs.js exited with status $kjs"
-fi
-if [ "$kjs" -ne 0 ]; then
-	echo "--- kafkajs stderr"
-	tail -n 20 "$WORK/kafkajs.err"
-fi
+report kafkajs.js $? "$WORK/kafkajs"
 echo "kafkajs requests, as the node counted them: $(requests_since "$WORK/kafkajs.before")"
 
 if kc -L -J -t "$TOPIC_KJS" | metadata_check "$TOPIC_KJS" 3; then
@@ -567,18 +573,7 @@ fi
 
 timeout 180 node "$HERE/kafkajs-cluster.js" "$CBROKERS" "$TOPIC_CLUSTER" "$M" "$WORK/cluster.want" \
 	>"$WORK/kafkajs-cluster.out" 2>"$WORK/kafkajs-cluster.err"
-kjs=$?
-while IFS= read -r line; do
-	case $line in
-	"ok "*) ok "${line#ok }" ;;
-	"FAIL "*) fail "${line#FAIL }" ;;
-	*) echo "$line" ;;
-	esac
-done <"$WORK/kafkajs-cluster.out"
-if [ "$kjs" -ne 0 ] && ! grep -q '^FAIL ' "$WORK/kafkajs-cluster.out"; then
-	fail "kafkajs-cluster.js exited with status $kjs"
-	tail -n 20 "$WORK/kafkajs-cluster.err"
-fi
+report kafkajs-cluster.js $? "$WORK/kafkajs-cluster"
 
 # kcat -L through node 3: three partitions, each with three replicas in sync.
 md=$(timeout 30 "$KCAT" -b 127.0.0.223:9092 -L -t "$TOPIC_CLUSTER" 2>&1)
