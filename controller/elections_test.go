@@ -114,3 +114,40 @@ func TestUncleanElection(t *testing.T) {
 		return p.Leader == out && len(p.ISR) == 1 && p.ISR[0] == out
 	})
 }
+
+// With auto.leader.rebalance.enable, the active controller gives a
+// partition back to its preferred replica by itself, once that one is live
+// and in sync, at the next leader.imbalance.check.interval.seconds.
+func TestAutoLeaderRebalance(t *testing.T) {
+	q := prepareQuorum(t, 1, 2, 3)
+	q.edit = func(c *Config) {
+		c.HeartbeatInterval, c.SessionTimeout = 10*time.Millisecond, 300*time.Millisecond
+		c.Node.LeaderImbalanceCheckIntervalSeconds = 1
+	}
+	q.run()
+	q.waitRegistered()
+	res := q.ask(1, &CreateTopics{Topics: []NewTopic{{Name: "a", NumPartitions: 1, ReplicationFactor: 3}}}).(*CreateTopicsResult)
+	if res.Topics[0].Err != nil {
+		t.Fatal(res.Topics[0].Err)
+	}
+	p := q.latest[1].Load().Topic("a").Partitions[0]
+	pref := p.Replicas[0]
+	other := pref%3 + 1
+	// The preferred replica's node stops: fenced, it loses the leadership;
+	// started again, it registers a new incarnation, and its leader puts it
+	// back in the ISR once it has caught up.
+	q.stop(pref)
+	q.waitFor(other, "the preferred replica fenced", func(im *image.Image) bool { return im.Brokers[pref].Fenced })
+	q.start(pref)
+	q.waitFor(other, "the preferred replica back", func(im *image.Image) bool {
+		b := im.Brokers[pref]
+		return b.Incarnation == q.incs[pref] && !b.Fenced
+	})
+	tp := q.latest[other].Load().Topic("a")
+	p2 := tp.Partitions[0]
+	if ar := q.ask(other, &AlterPartition{TopicID: tp.ID, Leader: p2.Leader, LeaderEpoch: p2.LeaderEpoch, PartitionEpoch: p2.PartitionEpoch,
+		ISR: append(p2.ISR, pref)}).(*AlterPartitionResult); ar.Err != nil {
+		t.Fatalf("ISR expansion: %+v", ar)
+	}
+	q.waitFor(other, "the preferred replica leading again, unasked", func(im *image.Image) bool { return im.Topic("a").Partitions[0].Leader == pref })
+}
