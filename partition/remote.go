@@ -78,12 +78,25 @@ type appends struct {
 	dec store.Decompressor
 }
 
+// appended is a RemoteAppend's answer, back from the partition's reply:
+// the actor sends it on, so that it leaves through the actor's sender
+// middleware (the link faults of fault injection), as everything else
+// between nodes does.
+type appended struct {
+	to  *actor.PID
+	res *RemoteAppendResult
+}
+
 func (a *appends) Receive(c actor.Context) {
+	if m, ok := c.Message().(*appended); ok {
+		c.Send(m.to, m.res)
+		return
+	}
 	m, ok := c.Message().(*RemoteAppend)
 	if !ok {
 		return
 	}
-	sys, to := c.ActorSystem(), c.Sender()
+	sys, self, to := c.ActorSystem(), c.Self(), c.Sender()
 	var once sync.Once
 	var timeout *time.Timer // set before the Append leaves
 	answer := func(r *RemoteAppendResult) {
@@ -92,7 +105,7 @@ func (a *appends) Receive(c actor.Context) {
 				timeout.Stop()
 			}
 			if to != nil {
-				sys.Root.Send(to, r)
+				sys.Root.Send(self, &appended{to: to, res: r})
 			}
 		})
 	}
