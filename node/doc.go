@@ -5,15 +5,21 @@
 // cluster.listen, its controller joins the quorum, and the node serves
 // clients once its broker is registered in the cluster's metadata. A
 // broker-only node (not a voter) follows the voters' log; Start refuses a
-// controller-only node. A partition has one replica: each node hosts and
-// leads the partitions placed on it.
+// controller-only node. A node hosts the replicas placed on it, leading or
+// following each as the metadata says; its partition leaders ask the
+// active controller for ISR changes (AlterPartition), and on Stop a
+// clustered node first has its broker fenced, so that its leaderships
+// move while it still serves (controlled shutdown).
 //
 // A node's actors form one tree under its root actor, node/<id> (DESIGN.md
 // "The actor tree"): controller, metadata, partitions with one child per
 // hosted partition, groups with one child per consumer group this node
-// coordinates (package coordinator), and appends, which takes appends from
-// other nodes (partition.RemoteAppend). The root's children, the partitions
-// and the groups restart with exponential backoff
+// coordinates (package coordinator; a node coordinates the groups of the
+// __consumer_offsets partitions it leads), fetchers with one child per
+// node it follows partitions on, replicas, which answers other nodes'
+// fetchers, and appends, which takes appends from other nodes
+// (partition.RemoteAppend). The root's children, the partitions, the
+// fetchers and the groups restart with exponential backoff
 // (actors.NewBackoffStrategy). Every actor is
 // spawned through an actors.Tree, which counts its mailbox and restarts
 // and installs the fault-injection middleware (actors.Faults).

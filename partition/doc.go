@@ -5,6 +5,10 @@
 //
 //	partitions            supervisor, one-for-one; spawns and stops partition actors
 //	└── <topic>-<n>       one per hosted partition
+//	fetchers              supervisor of the fetchers (fetcher.go)
+//	└── <leader node id>  fetches, for every partition this node follows there, from the leader
+//	replicas              answers other nodes' fetchers from the published views (replication.go)
+//	appends               takes other nodes' appends (remote.go)
 //
 // A partition actor runs the behaviour of its role (protoactor's Become,
 // roles.go): leading (appends, record deletions, followers' positions),
