@@ -8,8 +8,8 @@
 //
 // The raft leader is the active controller. It decides each command
 // (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
-// AllocateProducerIDs, AlterPartition, and the brokers' registrations and
-// fencing) against its image (controller/image) and places new partitions
+// AllocateProducerIDs, AlterPartition, ElectLeaders, AlterReassignments,
+// and the brokers' registrations and fencing) against its image (controller/image) and places new partitions
 // on live brokers; the command's records and its result are one raft
 // entry, and the commands queued together are persisted together. Every
 // member applies committed entries in order and publishes each new image;
@@ -23,7 +23,17 @@
 // active controller (brokers.go); one silent for broker.session.timeout.ms
 // is fenced: it leaves the ISRs it is not the last member of, and each
 // partition it led gets the first live replica of its ISR as leader, or
-// none until it heartbeats or registers again.
+// none until it heartbeats or registers again (or, where the topic's
+// unclean.leader.election.enable allows, a live replica outside the ISR).
+// A broker that registers a new incarnation gives up its leaderships and
+// ISR places to live ISR members, and earns them back by catching up. A
+// broker shutting down (ShutDown) stops heartbeating and is fenced at once.
+//
+// Elections beyond fencing (elections.go): preferred-replica and unclean
+// ElectLeaders, which the active controller also takes itself every
+// leader.imbalance.check.interval.seconds. Reassignments (reassign.go)
+// add the target replicas at once and complete when the last of them joins
+// the ISR (AlterPartition).
 //
 // A broker-only node's Controller is an observer (observer.go): no raft
 // member, it fetches committed entries from the voters and applies them.
