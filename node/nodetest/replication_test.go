@@ -32,6 +32,18 @@ func fastReplication(cfg *configs.Node) {
 	cfg.ReplicaLagTimeMaxMs = 3000
 }
 
+// client returns a client seeded with every node, closed at the end of the
+// test.
+func client(t *testing.T, c *Cluster) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addr(0), c.Addr(1), c.Addr(2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
 // describe returns each partition of topic as node i's metadata has it.
 func describe(t *testing.T, ctx context.Context, c *Cluster, i int, topic string) []kadm.PartitionDetail {
 	t.Helper()
@@ -113,16 +125,10 @@ func replicationFailover(t *testing.T, durability configs.Durability) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	seeds := []string{c.Addr(0), c.Addr(1), c.Addr(2)}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	adm := kadm.NewClient(cl)
 	minISR := "2"
-	if res, err := adm.CreateTopic(ctx, 3, 3, map[string]*string{"min.insync.replicas": &minISR}, "r"); err != nil || res.Err != nil {
+	if res, err := kadm.NewClient(client(t, c)).CreateTopic(ctx, 3, 3, map[string]*string{"min.insync.replicas": &minISR}, "r"); err != nil || res.Err != nil {
 		t.Fatalf("create: %v %v", err, res.Err)
 	}
-	cl.Close()
 	produce(t, ctx, seeds, "r", 0, 300)
 	allInSync := func() {
 		for i := range 3 {
@@ -169,12 +175,7 @@ func replicationFailover(t *testing.T, durability configs.Durability) {
 
 	// A preferred election gives each partition back to the first of its
 	// replicas, node 3 included, now that all are in sync.
-	ecl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	elected, err := kadm.NewClient(ecl).ElectLeaders(ctx, kadm.ElectPreferredReplica, kadm.TopicsSet{"r": {0: {}, 1: {}, 2: {}}})
-	ecl.Close()
+	elected, err := kadm.NewClient(client(t, c)).ElectLeaders(ctx, kadm.ElectPreferredReplica, kadm.TopicsSet{"r": {0: {}, 1: {}, 2: {}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,11 +275,7 @@ func TestReassignment(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	seeds := []string{c.Addr(0), c.Addr(1), c.Addr(2)}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := client(t, c)
 	adm := kadm.NewClient(cl)
 	req := kmsg.NewPtrCreateTopicsRequest()
 	rt := kmsg.NewCreateTopicsRequestTopic()
@@ -344,15 +341,10 @@ func TestReplicationOverFaultyLinks(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	seeds := []string{c.Addr(0), c.Addr(1), c.Addr(2)}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
-	if err != nil {
-		t.Fatal(err)
-	}
 	minISR := "2"
-	if res, err := kadm.NewClient(cl).CreateTopic(ctx, 3, 3, map[string]*string{"min.insync.replicas": &minISR}, "lossy"); err != nil || res.Err != nil {
+	if res, err := kadm.NewClient(client(t, c)).CreateTopic(ctx, 3, 3, map[string]*string{"min.insync.replicas": &minISR}, "lossy"); err != nil || res.Err != nil {
 		t.Fatalf("create: %v %v", err, res.Err)
 	}
-	cl.Close()
 	for a := range 3 {
 		for b := a + 1; b < 3; b++ {
 			c.Fault(a, b, actors.LinkFault{DropRate: 0.2, Delay: 2 * time.Millisecond})

@@ -98,6 +98,29 @@ report() {
 	fi
 }
 
+# stop_node NAME PID LOG sends a node SIGTERM and checks that it exits,
+# with status 0, within 20 s (it bounds its graceful stop by 10 s).
+stop_node() {
+	local name=$1 pid=$2 log=$3 status deadline
+	kill -TERM "$pid"
+	deadline=$((SECONDS + 20))
+	while kill -0 "$pid" 2>/dev/null && [ "$SECONDS" -lt "$deadline" ]; do
+		sleep 0.1
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		fail "$name stops on SIGTERM: still running after 20 s"
+		return
+	fi
+	wait "$pid"
+	status=$?
+	if [ "$status" -eq 0 ]; then
+		ok "$name stops on SIGTERM with status 0"
+	else
+		fail "$name stops on SIGTERM: exit status $status"
+		tail -n 20 "$log"
+	fi
+}
+
 # die ends the run on a failure that leaves nothing to check.
 die() {
 	fail "$1"
@@ -514,22 +537,7 @@ fi
 # --- stop -----------------------------------------------------------------
 
 # SIGTERM stops the node gracefully; issue 3 allows 10 s, the poll 20.
-kill -TERM "$NODE_PID"
-deadline=$((SECONDS + 20))
-while kill -0 "$NODE_PID" 2>/dev/null && [ "$SECONDS" -lt "$deadline" ]; do
-	sleep 0.1
-done
-if kill -0 "$NODE_PID" 2>/dev/null; then
-	fail "the node stops on SIGTERM: still running after 20 s"
-else
-	wait "$NODE_PID"
-	status=$?
-	if [ "$status" -eq 0 ]; then
-		ok "the node stops on SIGTERM with status 0"
-	else
-		fail "the node stops on SIGTERM: exit status $status"
-	fi
-fi
+stop_node "the node" "$NODE_PID" "$WORK/node.log"
 NODE_PID=
 
 if grep -q '"level":"\(error\|fatal\|panic\)"' "$WORK/node.log"; then
@@ -595,23 +603,6 @@ fi
 
 # SIGTERM: each node moves its leaderships away and stops, status 0.
 for i in 1 2 3; do
-	pid=${CLUSTER_PIDS[$((i - 1))]}
-	kill -TERM "$pid"
-	deadline=$((SECONDS + 20))
-	while kill -0 "$pid" 2>/dev/null && [ "$SECONDS" -lt "$deadline" ]; do
-		sleep 0.1
-	done
-	if kill -0 "$pid" 2>/dev/null; then
-		fail "cluster node $i stops on SIGTERM: still running after 20 s"
-	else
-		wait "$pid"
-		status=$?
-		if [ "$status" -eq 0 ]; then
-			ok "cluster node $i stops on SIGTERM with status 0"
-		else
-			fail "cluster node $i stops on SIGTERM: exit status $status"
-			tail -n 20 "$WORK/c$i.log"
-		fi
-	fi
+	stop_node "cluster node $i" "${CLUSTER_PIDS[$((i - 1))]}" "$WORK/c$i.log"
 done
 CLUSTER_PIDS=()
