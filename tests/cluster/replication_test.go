@@ -278,21 +278,37 @@ func TestFollowersPaused(t *testing.T) {
 		topicID = resp.Topics[0].TopicID
 		return ""
 	})
-	// A produce now is refused before the append.
-	raw := kmsg.NewPtrProduceRequest()
-	raw.Acks, raw.TimeoutMillis = -1, 5000
-	pt := kmsg.NewProduceRequestTopic()
-	pt.Topic, pt.TopicID = topic, topicID // v13 names topics by id
-	pp := kmsg.NewProduceRequestTopicPartition()
-	pp.Records = oneBatch(t, "refused")
-	pt.Partitions = append(pt.Partitions, pp)
-	raw.Topics = append(raw.Topics, pt)
-	presp, err := raw.RequestWith(ctx, node1)
-	if err != nil {
-		t.Fatal(err)
+	// A produce now is refused before the append. (The image may tell of
+	// the shrink a moment before the leader's actor hears its answer: a
+	// produce in that moment is appended and times out, and is in the
+	// history as sent with its outcome unknown; the next is refused.)
+	refused := false
+	for attempt := 0; attempt < 5 && !refused; attempt++ {
+		v := h.send(9, attempt)
+		raw := kmsg.NewPtrProduceRequest()
+		raw.Acks, raw.TimeoutMillis = -1, 2000
+		pt := kmsg.NewProduceRequestTopic()
+		pt.Topic, pt.TopicID = topic, topicID // v13 names topics by id
+		pp := kmsg.NewProduceRequestTopicPartition()
+		pp.Records = oneBatch(t, v)
+		pt.Partitions = append(pt.Partitions, pp)
+		raw.Topics = append(raw.Topics, pt)
+		presp, err := raw.RequestWith(ctx, node1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		code := presp.Topics[0].Partitions[0].ErrorCode
+		h.done(&kgo.Record{Value: []byte(v)}, kerr.ErrorForCode(code))
+		switch code {
+		case kerr.NotEnoughReplicas.Code:
+			refused = true
+		case kerr.RequestTimedOut.Code:
+		default:
+			t.Fatalf("acks=all produce with the ISR below min.insync.replicas: error %v, want NOT_ENOUGH_REPLICAS", kerr.ErrorForCode(code))
+		}
 	}
-	if code := presp.Topics[0].Partitions[0].ErrorCode; code != kerr.NotEnoughReplicas.Code {
-		t.Fatalf("acks=all produce with the ISR below min.insync.replicas: error %v, want NOT_ENOUGH_REPLICAS", kerr.ErrorForCode(code))
+	if !refused {
+		t.Fatal("acks=all produces with the ISR below min.insync.replicas timed out five times; want NOT_ENOUGH_REPLICAS")
 	}
 	// Producers retry until the followers are back.
 	done := make(chan struct{})
@@ -306,8 +322,8 @@ func TestFollowersPaused(t *testing.T) {
 	c.inSync(t, ctx, 1, topic)
 	v := h.check(readBack(t, ctx, c, []int{1, 2, 3}, topic))
 	t.Logf("history: %v", v)
-	if !v.ok() || v.acked != 1000 {
-		t.Fatalf("history: %v; want all 1000 acknowledged", v)
+	if !v.ok() || v.acked < 1000 {
+		t.Fatalf("history: %v; want the 1000 records of the producers acknowledged", v)
 	}
 }
 
