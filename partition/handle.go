@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/skeinlog/skein/configs"
 	"github.com/skeinlog/skein/controller/image"
@@ -60,6 +61,21 @@ type View struct {
 	// Followers is the leader's account of its followers, as of this
 	// view; nil unless this replica leads others.
 	Followers []FollowerLag
+}
+
+// CheckLeaderEpoch compares the leader epoch a client or follower knows
+// with the one a replica leads in (KIP-320): FENCED_LEADER_EPOCH when the
+// caller's is older, UNKNOWN_LEADER_EPOCH when it is newer (this replica
+// has not heard yet); -1 means the caller did not say.
+func CheckLeaderEpoch(theirs, ours int32) *kerr.Error {
+	switch {
+	case theirs < 0 || theirs == ours:
+		return nil
+	case theirs < ours:
+		return kerr.FencedLeaderEpoch
+	default:
+		return kerr.UnknownLeaderEpoch
+	}
 }
 
 // View returns the newest view, or nil while the partition is loading.

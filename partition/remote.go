@@ -159,11 +159,8 @@ func (a *appends) leads(m *RemoteAppend) (*Handle, *View, *kerr.Error) {
 		return nil, nil, kerr.UnknownTopicOrPartition
 	}
 	if p := t.Partitions[m.Partition]; p.Leader == a.cfg.NodeID {
-		switch {
-		case m.LeaderEpoch >= 0 && m.LeaderEpoch < p.LeaderEpoch:
-			return nil, nil, kerr.FencedLeaderEpoch
-		case m.LeaderEpoch > p.LeaderEpoch:
-			return nil, nil, kerr.UnknownLeaderEpoch
+		if err := CheckLeaderEpoch(m.LeaderEpoch, p.LeaderEpoch); err != nil {
+			return nil, nil, err
 		}
 	}
 	return a.cfg.Registry.Led(im, a.cfg.NodeID, m.Topic, m.Partition)

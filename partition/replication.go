@@ -183,10 +183,8 @@ func (r *replicas) read(sys *actor.ActorSystem, m *ReplicaFetch, res *ReplicaFet
 		case err != nil:
 		case !fp.TopicID.IsZero() && fp.TopicID != h.TopicID:
 			err = kerr.UnknownTopicID
-		case fp.CurrentLeaderEpoch < v.LeaderEpoch:
-			err = kerr.FencedLeaderEpoch
-		case fp.CurrentLeaderEpoch > v.LeaderEpoch:
-			err = kerr.UnknownLeaderEpoch // the partition actor has not heard yet
+		default:
+			err = CheckLeaderEpoch(fp.CurrentLeaderEpoch, v.LeaderEpoch)
 		}
 		if err != nil {
 			out.Err = err

@@ -195,7 +195,7 @@ func (a *API) fetchPartition(topic string, topicErr *kerr.Error, w *fetchWant, r
 	f.handles, f.views = append(f.handles, h), append(f.views, v)
 	lv, p := v.Log, &r.part
 	p.HighWatermark, p.LastStableOffset, p.LogStartOffset = lv.HighWatermark, lv.HighWatermark, lv.LogStartOffset
-	if err := checkLeaderEpoch(w.currentLeaderEpoch, v.LeaderEpoch); err != nil {
+	if err := partition.CheckLeaderEpoch(w.currentLeaderEpoch, v.LeaderEpoch); err != nil {
 		return err
 	}
 	if w.fetchOffset < lv.LogStartOffset || w.fetchOffset > lv.LogEndOffset {

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/skeinlog/skein/partition"
 	"github.com/skeinlog/skein/partition/store"
 )
 
@@ -58,7 +59,7 @@ func (a *API) listOffset(topic string, topicErr *kerr.Error, rp kmsg.ListOffsets
 	if err != nil {
 		return err
 	}
-	if err := checkLeaderEpoch(rp.CurrentLeaderEpoch, v.LeaderEpoch); err != nil {
+	if err := partition.CheckLeaderEpoch(rp.CurrentLeaderEpoch, v.LeaderEpoch); err != nil {
 		return err
 	}
 	lv := v.Log

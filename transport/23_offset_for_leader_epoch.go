@@ -24,6 +24,8 @@ package transport
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skeinlog/skein/partition"
 )
 
 func init() {
@@ -69,7 +71,7 @@ func (a *API) endOffsetForEpoch(topic string, topicErr *kerr.Error, rp kmsg.Offs
 	if v.LeaderEpoch < 0 {
 		return kerr.NotLeaderForPartition
 	}
-	if err := checkLeaderEpoch(rp.CurrentLeaderEpoch, v.LeaderEpoch); err != nil {
+	if err := partition.CheckLeaderEpoch(rp.CurrentLeaderEpoch, v.LeaderEpoch); err != nil {
 		return err
 	}
 	p.LeaderEpoch, p.EndOffset = v.Log.EndOffsetForEpoch(rp.LeaderEpoch)

@@ -28,19 +28,6 @@ func (a *API) hosted(topic string, p int32) (*partition.Handle, *partition.View,
 	return a.Partitions.Led(a.Image(), a.Node.NodeID, topic, p)
 }
 
-// checkLeaderEpoch compares a client's current leader epoch with ours
-// (KIP-320); -1 means the client did not say.
-func checkLeaderEpoch(client, ours int32) *kerr.Error {
-	switch {
-	case client < 0 || client == ours:
-		return nil
-	case client < ours:
-		return kerr.FencedLeaderEpoch
-	default:
-		return kerr.UnknownLeaderEpoch
-	}
-}
-
 // limited passes e through the node-wide limiter of storage failure lines.
 func (a *API) limited(e *zerolog.Event) *zerolog.Event {
 	if a.Failures == nil {

@@ -1,4 +1,4 @@
-package transport
+package partition
 
 import (
 	"testing"
@@ -9,7 +9,8 @@ import (
 // TestKIP320CurrentLeaderEpoch: "If the epoch is smaller than the
 // leader's, the leader responds with FENCED_LEADER_EPOCH; if larger,
 // UNKNOWN_LEADER_EPOCH" (KIP-320); a client that sends -1 is not checked.
-// Fetch, ListOffsets and OffsetForLeaderEpoch share the check.
+// Fetch, ListOffsets and OffsetForLeaderEpoch share the check with
+// followers' fetches and other nodes' appends.
 func TestKIP320CurrentLeaderEpoch(t *testing.T) {
 	for _, tc := range []struct {
 		client, ours int32
@@ -21,7 +22,7 @@ func TestKIP320CurrentLeaderEpoch(t *testing.T) {
 		{4, 3, kerr.UnknownLeaderEpoch},
 		{0, 0, nil},
 	} {
-		if got := checkLeaderEpoch(tc.client, tc.ours); got != tc.want {
+		if got := CheckLeaderEpoch(tc.client, tc.ours); got != tc.want {
 			t.Errorf("client %d, ours %d: %v, want %v", tc.client, tc.ours, got, tc.want)
 		}
 	}
