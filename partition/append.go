@@ -143,10 +143,15 @@ func (p *partition) writeAppends() {
 // keeps header values only.
 func (p *partition) releaseAppends() {
 	for _, m := range p.appends {
-		if m.Release != nil {
-			m.Records = nil
-			m.Release()
-		}
+		m.release()
+	}
+}
+
+// release gives the Append's records back to its sender (Append.Release).
+func (m *Append) release() {
+	if m.Release != nil {
+		m.Records = nil
+		m.Release()
 	}
 }
 

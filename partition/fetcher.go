@@ -156,15 +156,9 @@ func (f *fetcher) Receive(c actor.Context) {
 		// Fetch sequences no earlier instance used: their late answers
 		// and Dones are ignored.
 		f.seq = fetchSeqs.Add(1) << 32
-		if l := f.latest.Load(); l != nil {
-			f.addr, f.partitions = l.addr, l.partitions
-			f.fetch(c)
-		}
+		f.follow(c)
 	case *followingChangedMsg:
-		if l := f.latest.Load(); l != nil {
-			f.addr, f.partitions = l.addr, l.partitions
-		}
-		f.fetch(c)
+		f.follow(c)
 	case *ReplicaFetchResult:
 		if m.Seq == f.seq && f.busy && f.applying == 0 {
 			f.apply(c, m)
@@ -184,9 +178,8 @@ func (f *fetcher) Receive(c actor.Context) {
 		f.fetch(c)
 	case *actor.DeadLetterResponse:
 		// The leader's node has no replicas actor (yet): look again soon.
-		f.busy = false
-		f.seq++
-		f.after(c, retryPause, &fetchRetry{})
+		f.pause = true
+		f.done(c)
 	case *actors.Unknown:
 		f.cfg.Logger.Warn().Uint32("type", m.TypeID).Str("reason", m.Reason).Msg("fetcher: dropping a message from the leader")
 	case *actor.Stopping, *actor.Restarting:
@@ -194,6 +187,14 @@ func (f *fetcher) Receive(c actor.Context) {
 			f.timer.Stop()
 		}
 	}
+}
+
+// follow takes up the partitions the supervisor last gave, and fetches.
+func (f *fetcher) follow(c actor.Context) {
+	if l := f.latest.Load(); l != nil {
+		f.addr, f.partitions = l.addr, l.partitions
+	}
+	f.fetch(c)
 }
 
 // done ends the fetch under way and starts the next, after a pause when
@@ -213,8 +214,8 @@ func (f *fetcher) done(c actor.Context) {
 // wait for newer metadata, or follow another leader now, are left out;
 // with none left it looks again after a pause.
 func (f *fetcher) fetch(c actor.Context) {
-	if f.busy {
-		return
+	if f.busy || len(f.partitions) == 0 {
+		return // under way, or idle until the next following
 	}
 	req := &ReplicaFetch{Origin: f.cfg.Origin, Seq: f.seq, MaxWaitMs: int32(f.cfg.WaitMax / time.Millisecond),
 		MaxBytes: f.cfg.MaxBytes, PartMax: f.cfg.PartMax}
@@ -235,9 +236,6 @@ func (f *fetcher) fetch(c actor.Context) {
 		})
 		f.asked = append(f.asked, asked{key: k, pos: *v.Follow})
 	}
-	if len(f.partitions) == 0 {
-		return // idle until the next following
-	}
 	if len(req.Partitions) == 0 || f.addr == "" {
 		f.after(c, retryPause, &fetchRetry{})
 		return
@@ -252,9 +250,8 @@ func (f *fetcher) fetch(c actor.Context) {
 func (f *fetcher) apply(c actor.Context, m *ReplicaFetchResult) {
 	if m.Err != nil {
 		f.cfg.Logger.Debug().Int32("leader", f.leader).Str("error", m.Err.Message).Msg("replica fetch refused")
-		f.busy = false
-		f.seq++
-		f.after(c, retryPause, &fetchRetry{})
+		f.pause = true
+		f.done(c)
 		return
 	}
 	root, self, seq := c.ActorSystem().Root, c.Self(), f.seq

@@ -222,10 +222,7 @@ func (p *partition) following(ctx actor.Context) {
 		p.replicate(m)
 	case *Append:
 		m.Reply(AppendResult{Err: kerr.NotLeaderForPartition, Message: fmt.Sprintf("node %d follows node %d for this partition", p.cfg.NodeID, p.state.Leader)})
-		if m.Release != nil {
-			m.Records = nil
-			m.Release()
-		}
+		m.release()
 	case *DeleteRecords:
 		m.Reply(-1, kerr.NotLeaderForPartition)
 	default:
@@ -410,7 +407,6 @@ func (p *partition) publish() {
 		p.leader.Lag(func(r int32, offsets int64, caughtUp time.Time) {
 			v.Followers = append(v.Followers, FollowerLag{Replica: r, Offsets: offsets, CaughtUp: caughtUp})
 		})
-		slices.SortFunc(v.Followers, func(a, b FollowerLag) int { return int(a.Replica - b.Replica) })
 	}
 	if f := p.failure; f != nil {
 		v.Failure = &Failure{Cause: f.cause, Err: f.err.Error(), Since: f.since}

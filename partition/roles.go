@@ -223,23 +223,20 @@ func (p *partition) alterISR(isr []int32, now time.Time) {
 	p.cfg.AlterISR(req, func(r ISRChanged) { root.Send(self, &isrChanged{req: req, res: r}) })
 }
 
+// onISRChanged takes the controller's answer to an ISR change: a newer
+// state of the partition under this leader is taken as the metadata's
+// would be (it often comes first).
 func (p *partition) onISRChanged(m *isrChanged) {
 	if p.leader == nil || m.req.LeaderEpoch != p.state.LeaderEpoch {
 		return
 	}
-	now := p.cfg.Clock.Now()
 	switch s := m.res.State; {
 	case m.res.Err != nil:
 		p.cfg.Logger.Info().Str("error", m.res.Err.Message).Str("reason", m.res.Message).Msg("partition: ISR change refused")
-		p.leader.Refused(now)
+		p.leader.Refused(p.cfg.Clock.Now())
 	case s.LeaderEpoch == p.state.LeaderEpoch && p.state.older(s):
-		p.cfg.Stats.countISRChange(p.state.ISR, s.ISR)
-		if !slices.Equal(p.state.Replicas, s.Replicas) {
-			p.leader.SetReplicas(s.Replicas, now)
-		}
-		p.state.PartitionEpoch, p.state.ISR, p.state.Replicas = s.PartitionEpoch, s.ISR, s.Replicas
-		p.leader.Committed(s.ISR)
-		p.publish()
+		p.setState(s)
+		return
 	default:
 		p.leader.Committed(p.state.ISR)
 	}

@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"maps"
 	"slices"
 	"time"
 )
@@ -32,6 +33,8 @@ type Leader struct {
 	end     int64   // the leader's own end (durable under fsync)
 	hw      int64
 	follow  map[int32]*follower
+	// followers are follow's keys, sorted, for Lag.
+	followers []int32
 	// retryAt is when a change may be asked for again after a refusal.
 	retryAt time.Time
 }
@@ -55,12 +58,7 @@ type follower struct {
 // lag time to show it is.
 func NewLeader(self int32, replicas, isr []int32, end, hw int64, lagMax time.Duration, now time.Time) *Leader {
 	l := &Leader{self: self, lagMax: lagMax, isr: sorted(isr), end: end, hw: hw, follow: map[int32]*follower{}}
-	for _, r := range replicas {
-		if r != self {
-			l.follow[r] = &follower{offset: -1, caughtUp: now}
-		}
-	}
-	l.advance()
+	l.SetReplicas(replicas, now)
 	return l
 }
 
@@ -74,17 +72,18 @@ func (l *Leader) ISR() []int32 { return slices.Clone(l.isr) }
 // min.insync.replicas is checked against.
 func (l *Leader) ISRSize() int { return len(l.isr) }
 
-// Lag returns, for each follower, how far its last fetch was behind the
-// leader's end and when it was last caught up.
+// Lag calls fn for each follower, by id: how far its last fetch was
+// behind the leader's end and when it was last caught up.
 func (l *Leader) Lag(fn func(replica int32, offsets int64, caughtUp time.Time)) {
-	for r, f := range l.follow {
+	for _, r := range l.followers {
+		f := l.follow[r]
 		fn(r, max(l.end-f.offset, 0), f.caughtUp)
 	}
 }
 
-// SetReplicas takes the partition's replicas after a reassignment
-// changed them, at now: a new follower is accounted from now on, one gone
-// is forgotten.
+// SetReplicas takes the partition's replicas (at the start, or after a
+// reassignment changed them), at now: a new follower is accounted from now
+// on, one gone is forgotten.
 func (l *Leader) SetReplicas(replicas []int32, now time.Time) {
 	for r := range l.follow {
 		if !slices.Contains(replicas, r) {
@@ -96,6 +95,7 @@ func (l *Leader) SetReplicas(replicas []int32, now time.Time) {
 			l.follow[r] = &follower{offset: -1, caughtUp: now}
 		}
 	}
+	l.followers = slices.Sorted(maps.Keys(l.follow))
 	l.advance()
 }
 
