@@ -110,9 +110,7 @@ func (c *Controller) stopLeading(broker int32) []image.Record {
 		if p.Leader == broker {
 			p.Leader = c.electLive(p, broker)
 			if l := c.firstLive(p, broker); p.Leader < 0 && l >= 0 && c.uncleanAllowed(t) {
-				c.cfg.Logger.Warn().Str("topic", t.Name).Int32("partition", p.Index).Int32("leader", l).Ints32("isr", p.ISR).
-					Msg("controller: unclean leader election: a replica outside the ISR leads, and what only the ISR held is lost")
-				p.Leader, p.ISR = l, []int32{l}
+				p = c.leadUnclean(t, p, l)
 			}
 		}
 		return p, true
@@ -123,7 +121,7 @@ func (c *Controller) stopLeading(broker int32) []image.Record {
 // p's ISR, live, and not except; -1 if none.
 func (c *Controller) electLive(p image.Partition, except int32) int32 {
 	for _, r := range p.Replicas {
-		if b, ok := c.head.Brokers[r]; r != except && ok && !b.Fenced && slices.Contains(p.ISR, r) {
+		if r != except && c.live(r) && slices.Contains(p.ISR, r) {
 			return r
 		}
 	}
@@ -162,7 +160,8 @@ func (c *Controller) restarted(broker int32) []image.Record {
 	})
 }
 
-// leadAgain gives broker back the leaderless partitions it is in sync for.
+// leadAgain gives broker back the leaderless partitions it is in sync
+// for, and those it is a replica of whose topic allows unclean elections.
 func (c *Controller) leadAgain(broker int32) []image.Record {
 	return c.changePartitions(func(t *image.Topic, p image.Partition) (image.Partition, bool) {
 		switch {
@@ -171,9 +170,7 @@ func (c *Controller) leadAgain(broker int32) []image.Record {
 		case slices.Contains(p.ISR, broker):
 			p.Leader = broker
 		case c.uncleanAllowed(t):
-			c.cfg.Logger.Warn().Str("topic", t.Name).Int32("partition", p.Index).Int32("leader", broker).Ints32("isr", p.ISR).
-				Msg("controller: unclean leader election: a replica outside the ISR leads, and what only the ISR held is lost")
-			p.Leader, p.ISR = broker, []int32{broker}
+			p = c.leadUnclean(t, p, broker)
 		default:
 			return p, false
 		}

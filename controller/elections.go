@@ -130,10 +130,7 @@ func (c *Controller) elect(t *image.Topic, p image.Partition, unclean, byConfig 
 		return p, nil, ""
 	}
 	if l := c.firstLive(p, -1); l >= 0 {
-		c.cfg.Logger.Warn().Str("topic", t.Name).Int32("partition", p.Index).Int32("leader", l).Ints32("isr", p.ISR).
-			Msg("controller: unclean leader election: a replica outside the ISR leads, and what only the ISR held is lost")
-		p.Leader, p.ISR = l, []int32{l}
-		return p, nil, ""
+		return c.leadUnclean(t, p, l), nil, ""
 	}
 	return p, kerr.EligibleLeadersNotAvailable, "no replica is live"
 }
@@ -153,6 +150,16 @@ func (c *Controller) firstLive(p image.Partition, except int32) int32 {
 		}
 	}
 	return -1
+}
+
+// leadUnclean returns p led by leader, a replica outside its ISR, which
+// becomes the whole ISR: what only the ISR held is lost, and the log says
+// so.
+func (c *Controller) leadUnclean(t *image.Topic, p image.Partition, leader int32) image.Partition {
+	c.cfg.Logger.Warn().Str("topic", t.Name).Int32("partition", p.Index).Int32("leader", leader).Ints32("isr", p.ISR).
+		Msg("controller: unclean leader election: a replica outside the ISR leads, and what only the ISR held is lost")
+	p.Leader, p.ISR = leader, []int32{leader}
+	return p
 }
 
 // uncleanAllowed reports whether topic t allows unclean leader elections.
