@@ -103,9 +103,8 @@ func (m *metadataActor) apply(c actor.Context, im *image.Image) {
 				Topic: t.Name, Partition: p.Index, TopicID: t.ID,
 				Dir:         partition.Dir(m.node.DataDir, t.Name, p.Index),
 				TopicConfig: cfg, Durability: m.node.Durability,
-				NodeID: m.node.NodeID,
-				State: partition.State{Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
-					Replicas: slices.Clone(p.Replicas), ISR: slices.Clone(p.ISR)},
+				NodeID:                 m.node.NodeID,
+				State:                  stateOf(p),
 				ReplicaLagMax:          time.Duration(m.node.ReplicaLagTimeMaxMs) * time.Millisecond,
 				AlterISR:               m.alterISR,
 				ProducerIDExpirationMs: m.node.ProducerIDExpirationMs,
@@ -186,6 +185,13 @@ func hosts(p image.Partition, node int32) bool {
 	return false
 }
 
+// stateOf is a partition's state, as the partition actors take it, from
+// the image.
+func stateOf(p image.Partition) partition.State {
+	return partition.State{Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
+		Replicas: slices.Clone(p.Replicas), ISR: slices.Clone(p.ISR)}
+}
+
 // alterISR asks this node's controller, which forwards it to the active
 // one, for a partition leader's ISR change, and calls reply with the
 // answer: the committed state, a refusal, or REQUEST_TIMED_OUT when none
@@ -206,9 +212,7 @@ func (n *Node) alterISR(req partition.ISRChange, reply func(partition.ISRChanged
 		case r.Err != nil:
 			reply(partition.ISRChanged{Err: r.Err, Message: r.Message})
 		default:
-			p := r.Partition
-			reply(partition.ISRChanged{State: partition.State{Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
-				PartitionEpoch: p.PartitionEpoch, Replicas: p.Replicas, ISR: p.ISR}})
+			reply(partition.ISRChanged{State: stateOf(r.Partition)})
 		}
 	}()
 }
