@@ -61,6 +61,18 @@ func newConn(s *Server, nc net.Conn) *conn {
 	return &conn{s: s, nc: nc, pending: make(chan *pending, max(s.cfg.MaxInflight, 1)), stop: make(chan struct{}), gone: make(chan struct{})}
 }
 
+// reset closes a connection that a stopping server never served with a
+// TCP reset instead of an orderly close: a client that reads end-of-file
+// before any answer takes the broker for one that wants TLS or SASL and
+// gives up (franz-go fails the records of a producer whose id it was
+// asking for), while a reset is a network failure every client retries.
+func reset(nc net.Conn) {
+	if tc, ok := nc.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	}
+	nc.Close()
+}
+
 func (c *conn) stopReading() {
 	c.once.Do(func() {
 		close(c.stop)
@@ -355,11 +367,19 @@ func (c *conn) write() {
 	defer c.s.wg.Done()
 	defer c.s.forget(c)
 	defer c.s.api.metrics.connectionClosed()
-	defer c.nc.Close()
+	served := false
+	defer func() {
+		if !served && c.stopping() {
+			reset(c.nc) // the stop came before its first request
+			return
+		}
+		c.nc.Close()
+	}()
 	o := newOutput(c.nc, c.s.log)
 	defer o.release()
 	broken := false
 	for p := range c.pending {
+		served = true
 		resp, ok := c.safeFinish(p)
 		if !ok && !broken {
 			// The response it owed is lost: the client must not read the

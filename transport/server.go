@@ -112,7 +112,7 @@ func (s *Server) accept() {
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
-			nc.Close()
+			reset(nc)
 			return
 		}
 		s.conns[c] = struct{}{}

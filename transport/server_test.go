@@ -3,9 +3,11 @@ package transport
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"io"
 	"maps"
 	"net"
+	"syscall"
 	"testing"
 	"time"
 
@@ -187,4 +189,42 @@ func TestHostileFramesCloseTheConnection(t *testing.T) {
 	}
 	defer nc.Close()
 	rawRequest(t, nc, 18, 0, 1, nil)
+}
+
+// TestStopResetsUnservedConnections: a connection the server never
+// answered anything on when it stops is reset, not closed in order, so
+// that the client sees a network failure it retries rather than an
+// end-of-file it takes for a TLS or SASL mismatch.
+func TestStopResetsUnservedConnections(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Listen = "127.0.0.1:0"
+	s := NewServer(cfg, NewAPI(Deps{}, nil))
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	nc, err := net.Dial("tcp", s.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	// Served first: an answered connection still closes in order.
+	served, err := net.Dial("tcp", s.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer served.Close()
+	rawRequest(t, served, 18, 0, 1, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := nc.Read(make([]byte, 1)); !errors.Is(err, syscall.ECONNRESET) {
+		t.Errorf("reading an unserved connection after the stop: %v, want a reset", err)
+	}
+	served.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := served.Read(make([]byte, 1)); err != io.EOF {
+		t.Errorf("reading a served connection after the stop: %v, want EOF", err)
+	}
 }
