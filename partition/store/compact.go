@@ -23,9 +23,11 @@ import (
 // # What a pass may clean
 //
 // The cleanable part is the longest run of the oldest segments that are
-// sealed (never the active one), lie wholly below the high watermark, and
-// whose largest timestamp is at least min.compaction.lag.ms old: the first
-// segment that fails any of these ends it. Records in the rest of the log
+// sealed (never the active one), lie wholly below the last stable offset
+// (so below the high watermark, and never inside an unfinished
+// transaction), and whose largest timestamp is at least
+// min.compaction.lag.ms old: the first segment that fails any of these
+// ends it. Records in the rest of the log
 // (the uncleanable part and the active segment) are neither changed nor
 // looked at to decide what goes, as in Kafka.
 //
@@ -33,15 +35,18 @@ import (
 //
 //  1. The offset map: the newest offset of every key in the dirty part, the
 //     cleanable segments not cleaned since the last pass (the whole
-//     cleanable part after Open, or after a truncation). Keys are compared
+//     cleanable part after Open, or after a truncation). Records of aborted
+//     transactions (rule 5) do not enter it: an aborted write must never
+//     make an older committed value of its key go. Keys are compared
 //     by a 16-byte digest of their content (SHA-256, truncated, where
 //     Kafka's SkimpyOffsetMap uses MD5). The map holds at most
 //     maxCleanerKeys keys: when it is full at a segment boundary the pass
 //     stops its dirty part there, and the next pass goes on from that point.
 //  2. Every cleanable segment, clean or dirty, is rewritten from its start:
-//     a record stays when it has a key, no newer offset in the map, and is
-//     not a tombstone past its delete horizon (rule 4). Keyless records go,
-//     as Kafka's cleaner drops them.
+//     a record stays when it has a key, no newer offset in the map, is not
+//     a tombstone past its delete horizon (rule 4) and is not part of an
+//     aborted transaction (rule 5). Keyless records go, as Kafka's cleaner
+//     drops them.
 //  3. Offsets never change. A batch that keeps every record (and needs no
 //     delete horizon) is copied byte for byte. One that loses some is
 //     rebuilt with AppendBatch keeping its base offset, LastOffsetDelta,
@@ -51,20 +56,42 @@ import (
 //     timestamps do not move. MaxTimestamp becomes the largest kept
 //     timestamp (LogAppendTime batches keep theirs), as Kafka's builder
 //     computes it. A batch that loses every record is dropped, except:
-//     the last data batch of each producer id (>= 0) in the whole log stays
-//     as an empty batch (61 bytes, no codec) so that its producer's last
-//     sequence survives, as Kafka does; and so does the last batch of each
-//     group of segments a pass rewrites, so that a cleaned segment always
-//     ends where its originals ended (recovery reads a swap segment's range
-//     from its data, see Crash safety).
+//     the last batch of each producer id (>= 0) in the whole log stays as
+//     an empty batch (61 bytes, no codec) so that its producer's state
+//     survives, as Kafka's isBatchLastRecordOfProducer: its last data
+//     batch in its latest epoch (its last sequence), or, when it wrote no
+//     data in that epoch, its markers of that epoch (the epoch, for
+//     fencing); and the last batch of each group of segments a pass
+//     rewrites stays as an empty batch too, so that a cleaned segment
+//     always ends where its originals ended (recovery reads a swap
+//     segment's range from its data, see Crash safety). That one is
+//     anonymous when it stands for a transactional or control batch
+//     (producer id, epoch and sequence -1, neither bit set), so that it
+//     does not count as a batch of the transaction under rule 5.
 //  4. Tombstones (a null value) follow KIP-534. The first pass that keeps a
 //     batch holding tombstones sets its delete horizon: attribute bit 6 and
 //     BaseTimestamp = now + delete.retention.ms, with the records'
 //     timestamp deltas shifted so that their timestamps stay the same. A
 //     later pass at or after the horizon drops the batch's tombstones.
-//  5. Control batches (transaction markers) are kept as they are.
-//     TODO(store): drop markers and aborted transactional records once the
-//     store knows transactions (Kafka's rules with the delete horizon).
+//  5. Transactions, as Kafka's LogCleaner and CleanedTransactionMetadata.
+//     The pass walks the log in offset order with the aborted-transaction
+//     index entries of the range (txnindex.go), by first offset: from an
+//     entry's first offset until its producer's abort marker, that
+//     producer's transactional data batches belong to the aborted
+//     transaction. Their records all go (the batch is dropped, or kept
+//     empty under rule 3). Markers (control batches) go last:
+//     an abort marker stays while the pass meets any batch of its
+//     transaction, and so does a commit marker; a marker whose
+//     transaction's batches are all gone (met none in this pass) follows
+//     rule 4: the first such pass sets its batch's delete horizon, and the
+//     first pass at or after the horizon drops it (unless rule 3 keeps it
+//     empty). A control batch without records goes at once; control
+//     batches of other types stay. An aborted transaction's index entry
+//     stays in the cleaned segment while batches of its transaction do
+//     (Kafka's cleanedIndex), so no later than its marker; a fetch never
+//     learns of an aborted transaction whose marker is gone. A pass that
+//     keeps a marker only for batches it removed itself makes the next
+//     pass due at once (CompactionDue), to start the marker's horizon.
 //
 // # Grouping
 //
@@ -80,15 +107,18 @@ import (
 // Log.mu, so appends, syncs and readers go on. For each group:
 //
 //  1. write <base>.log.cleaned, .index.cleaned and .timeindex.cleaned,
-//     where base is the group's first segment's, and sync them;
+//     where base is the group's first segment's, and .txnindex.cleaned
+//     when the cleaned segment keeps entries or the original at base has a
+//     .txnindex (then possibly empty, see Crash safety), and sync them;
 //  2. under Log.mu, check that the group's segments are still in the log as
-//     they were and no truncation ran (else delete the cleaned files: a
-//     later pass starts over);
+//     they were (their aborted-transaction entries too) and no truncation
+//     ran (else delete the cleaned files: a later pass starts over);
 //  3. rename the cleaned files to *.swap and sync the directory: the commit;
 //  4. rename the originals to *.deleted (retired: still open for readers
 //     holding older views until file.delete.delay.ms has passed), rename
 //     the swap files to their final names, install the new segment in the
-//     log and publish, sync the directory.
+//     log and publish, sync the directory; an empty .txnindex then goes
+//     (no sync: Open deletes an empty one).
 //
 // Step 3 runs under Log.mu because a committed swap replays after a crash:
 // a truncation after it, undone by the replay, would resurrect what it
@@ -104,6 +134,14 @@ import (
 // its last batch) and renames the swap files to their final names. So a
 // crash leaves either the old segments or the cleaned one, never a mix.
 //
+// A missing index .swap file is rebuilt, but a .txnindex cannot be: when
+// there is no <base>.txnindex.swap, the file under the final name, if any,
+// is the cleaned one already renamed. It cannot be the original's, since
+// step 1 writes a .txnindex.cleaned, empty if need be, whenever the
+// original at base has one. (Keeping the original's would be wrong: its
+// entries may describe transactions whose markers the pass dropped, and a
+// read_committed consumer would then skip the producer's later records.)
+//
 // NB: step 4's renames need not be durable in order: the replay redoes
 // them. Step 3's must be durable before step 4's, hence its directory sync.
 
@@ -115,7 +153,8 @@ type CompactStats struct {
 	// of the segments that replaced them.
 	BytesBefore, BytesAfter int64
 	// RecordsRemoved counts the records dropped from the replaced segments:
-	// superseded, tombstones past their delete horizon, keyless.
+	// superseded, tombstones past their delete horizon, keyless, of aborted
+	// transactions, and markers past their delete horizon.
 	RecordsRemoved int64
 }
 
@@ -126,8 +165,13 @@ const (
 )
 
 // segmentSuffixes are the files of a segment, in the order a swap renames
-// them: the .log last, since the .log.swap is what commits a swap.
-var segmentSuffixes = [...]string{indexSuffix, timeIndexSuffix, logSuffix}
+// them: the .log last, since the .log.swap is what commits a swap. A
+// segment without aborted-transaction entries has no .txnindex
+// (withoutTxnIndex).
+var (
+	segmentSuffixes = [...]string{indexSuffix, timeIndexSuffix, txnIndexSuffix, logSuffix}
+	withoutTxnIndex = [...]string{indexSuffix, timeIndexSuffix, logSuffix}
+)
 
 // maxCleanerKeys bounds the keys in one pass's offset map (rule 1), as
 // Kafka's log.cleaner.dedupe.buffer.size does: about 64 MiB of map. A
@@ -210,13 +254,14 @@ func (l *Log) CompactionDue(minCleanableDirtyRatio float64) bool {
 }
 
 // cleanableCount returns how many of the oldest segments are cleanable: sealed,
-// wholly below the high watermark, and older than min.compaction.lag.ms. The
-// caller holds l.mu.
+// wholly below the last stable offset (which is at most the high
+// watermark), and older than min.compaction.lag.ms. The caller holds l.mu.
 func (l *Log) cleanableCount(now int64) int {
 	n := 0
+	stable := l.lastStableOffset()
 	for n < len(l.segs)-1 {
 		s, next := l.segs[n], l.segs[n+1]
-		if next.base > l.hw {
+		if next.base > stable {
 			break
 		}
 		// An empty segment (no timestamp) is as old as can be.
@@ -254,16 +299,17 @@ func (l *Log) cleanableBytes(now int64) (clean, dirty int64) {
 // cleanPlan is the log as a pass found it: copies taken under Log.mu, so
 // that the pass reads without it.
 type cleanPlan struct {
-	opts   Options
-	now    int64  // ms
-	gen    uint64 // Log.truncations
-	segs   []*segment
-	views  []segView // of segs, the sealed segments
-	ends   []int64   // ends[i] is the base offset of the segment after segs[i]
-	active segView
-	n      int   // segs[:n] are cleanable
-	dirty  int   // segs[dirty:n] are dirty
-	first  int64 // the first dirty offset
+	opts    Options
+	now     int64  // ms
+	gen     uint64 // Log.truncations
+	segs    []*segment
+	views   []segView // of segs, the sealed segments
+	ends    []int64   // ends[i] is the base offset of the segment after segs[i]
+	txnFile []bool    // txnFile[i] says segs[i] has a .txnindex
+	active  segView
+	n       int   // segs[:n] are cleanable
+	dirty   int   // segs[dirty:n] are dirty
+	first   int64 // the first dirty offset
 }
 
 // planClean snapshots the log for a pass, or returns nil when there is
@@ -288,6 +334,7 @@ func (l *Log) planClean() (*cleanPlan, error) {
 	for i, s := range p.segs {
 		p.views = append(p.views, s.view())
 		p.ends = append(p.ends, l.segs[i+1].base)
+		p.txnFile = append(p.txnFile, s.txnFile)
 	}
 	p.dirty = p.n
 	for i := 0; i < p.n; i++ {
@@ -307,11 +354,14 @@ type cleaner struct {
 	l *Log
 	p *cleanPlan
 
-	dec      Decompressor
-	keys     map[[16]byte]int64 // key digest → newest offset in the dirty part
-	lastData map[int64]int64    // producer id → last offset of its last data batch in the log
-	horizon  int64              // earliest delete horizon of a kept batch with tombstones
-	from     int                // segs[from:] are not swapped yet
+	dec       Decompressor
+	keys      map[[16]byte]int64       // key digest → newest offset in the dirty part
+	producers map[int64]lastOfProducer // producer id → what rule 3 keeps of it
+	txns      *txnTracker              // rule 5, over the pass's groups
+	horizon   int64                    // earliest delete horizon of a kept batch with tombstones or a removable marker
+	from      int                      // segs[from:] are not swapped yet
+
+	cleanedTxns []AbortedTxn // the index entries the group being cleaned keeps
 
 	rbuf    []byte // read-ahead over a segment
 	out     []byte // cleaned bytes not yet written
@@ -345,6 +395,9 @@ func (c *cleaner) clean() (CompactStats, error) {
 	if err := c.scanProducers(); err != nil {
 		return c.stats, c.abort(err)
 	}
+	// Rule 5: the transactions of the whole range the pass rewrites, one
+	// tracker across its groups, as they follow one another.
+	c.txns = newTxnTracker(p.abortedTxns(p.views[0].base, p.ends[end-1]))
 	for _, g := range groupSegments(p, end) {
 		ok, err := c.cleanGroup(g[0], g[1])
 		if err != nil {
@@ -390,18 +443,33 @@ func (c *cleaner) abort(err error) error {
 }
 
 // buildOffsetMap maps the keys of the dirty segments to their newest
-// offsets and returns how many segments the pass cleans: all the cleanable
-// ones, or fewer when the map filled up.
+// offsets, skipping aborted transactions (rule 5), and returns how many
+// segments the pass cleans: all the cleanable ones, or fewer when the map
+// filled up.
 func (c *cleaner) buildOffsetMap() (int, error) {
 	p := c.p
 	c.keys = make(map[[16]byte]int64)
+	if p.dirty == p.n {
+		return p.n, nil
+	}
+	txns := newTxnTracker(p.abortedTxns(p.views[p.dirty].base, p.ends[p.n-1]))
 	for i := p.dirty; i < p.n; i++ {
 		if i > p.dirty && len(c.keys) >= maxCleanerKeys {
 			return i, nil
 		}
 		err := c.eachBatch(p.views[i], func(b []byte, h Header) error {
 			if h.Control() {
-				return nil // markers' keys are not the user's keys
+				// Markers' keys are not the user's keys; an abort marker
+				// ends its producer's aborted transaction.
+				typ, ok, err := markerType(b, &c.dec)
+				if err != nil {
+					return fmt.Errorf("batch at offset %d: %w", h.BaseOffset, err)
+				}
+				txns.onMarker(&h, typ, ok)
+				return nil
+			}
+			if txns.onData(&h) {
+				return nil // aborted: its records supersede nothing
 			}
 			return ForEachRecord(b, &c.dec, func(r *Record) error {
 				if r.Key != nil {
@@ -423,12 +491,20 @@ func keyDigest(key []byte) (d [16]byte) {
 	return d
 }
 
-// scanProducers finds the last data batch of every producer id in the whole
-// log, reading batch headers only. Batches appended during the pass may
-// make another one the last: the one kept is then kept needlessly, which is
-// harmless.
+// lastOfProducer is what rule 3 keeps of a producer: the producer state
+// Kafka keeps for it (ProducerStateEntry), its latest epoch and the last
+// offset of its last data batch in that epoch.
+type lastOfProducer struct {
+	epoch    int16
+	lastData int64 // -1 when it wrote no data in epoch
+}
+
+// scanProducers finds the last batches of every producer id in the whole
+// log (rule 3), reading batch headers only. Batches appended during the
+// pass may make another one the last: the one kept is then kept
+// needlessly, which is harmless.
 func (c *cleaner) scanProducers() error {
-	c.lastData = make(map[int64]int64)
+	c.producers = make(map[int64]lastOfProducer)
 	var buf [HeaderSize]byte
 	for _, v := range append(c.p.views[:len(c.p.views):len(c.p.views)], c.p.active) {
 		for pos := int64(0); pos < v.size; {
@@ -436,13 +512,38 @@ func (c *cleaner) scanProducers() error {
 			if err != nil {
 				return err
 			}
-			if h.ProducerID >= 0 && !h.Control() {
-				c.lastData[h.ProducerID] = h.LastOffset()
+			if h.ProducerID >= 0 {
+				// As Kafka's producer state: a new epoch forgets the
+				// batches of the old one.
+				p, ok := c.producers[h.ProducerID]
+				if !ok || p.epoch != h.ProducerEpoch {
+					p = lastOfProducer{epoch: h.ProducerEpoch, lastData: -1}
+				}
+				if !h.Control() {
+					p.lastData = h.LastOffset()
+				}
+				c.producers[h.ProducerID] = p
 			}
 			pos += h.Size()
 		}
 	}
 	return nil
+}
+
+// isLastOfProducer reports whether rule 3 keeps batch h, at least empty,
+// for its producer's state (Kafka's isBatchLastRecordOfProducer).
+func (c *cleaner) isLastOfProducer(h *Header) bool {
+	if h.ProducerID < 0 {
+		return false
+	}
+	p, ok := c.producers[h.ProducerID]
+	switch {
+	case !ok:
+		return false
+	case p.lastData >= 0:
+		return !h.Control() && h.LastOffset() == p.lastData
+	}
+	return h.Control() && h.ProducerEpoch == p.epoch
 }
 
 // groupSegments splits segs[:end] into runs of adjacent segments to clean
@@ -555,6 +656,7 @@ func (c *cleaner) cleanGroup(from, to int) (bool, error) {
 	}()
 
 	changed := to-from > 1
+	c.cleanedTxns = c.cleanedTxns[:0]
 	var removed int64
 	var dropped *Header // the last batch, when it was dropped whole
 	for i := from; i < to; i++ {
@@ -580,7 +682,7 @@ func (c *cleaner) cleanGroup(from, to int) (bool, error) {
 	}
 	if dropped != nil {
 		// Rule 3: the segment must end where its originals did.
-		out, err := c.emptyBatch(*dropped)
+		out, err := c.placeholder(*dropped)
 		if err != nil {
 			return false, err
 		}
@@ -594,11 +696,21 @@ func (c *cleaner) cleanGroup(from, to int) (bool, error) {
 	if !changed {
 		return true, nil // one segment, as it was: leave it
 	}
+	if len(c.cleanedTxns) > 0 || p.txnFile[from] {
+		// Empty when only the original has one: see Crash safety.
+		if err := s.writeCleanedTxns(l.fs, c.cleanedTxns); err != nil {
+			return false, err
+		}
+	}
 	if err := s.seal(); err != nil {
 		return false, err
 	}
 	swapping = true
-	ok, err := l.swapCleaned(p.segs[from:to], s, p.gen)
+	counts := make([]int, 0, to-from)
+	for _, v := range p.views[from:to] {
+		counts = append(counts, len(v.txns))
+	}
+	ok, err := l.swapCleaned(p.segs[from:to], counts, s, p.gen)
 	if ok {
 		c.stats.SegmentsCleaned += to - from
 		c.stats.BytesBefore += before
@@ -613,7 +725,15 @@ func (c *cleaner) cleanGroup(from, to int) (bool, error) {
 // records went.
 func (c *cleaner) filter(b []byte, h Header) (out []byte, removed int64, err error) {
 	if h.Control() {
-		return b, 0, nil // rule 5
+		return c.filterMarker(b, h)
+	}
+	if c.txns.onData(&h) {
+		// Rule 5: an aborted transaction's records all go.
+		if c.isLastOfProducer(&h) {
+			out, err = c.retainEmpty(b, h)
+			c.txns.kept(&h)
+		}
+		return out, int64(h.NumRecords), err
 	}
 	c.kept, c.arena = c.kept[:0], c.arena[:0]
 	all, tombstones := true, false
@@ -632,15 +752,7 @@ func (c *cleaner) filter(b []byte, h Header) (out []byte, removed int64, err err
 			return nil
 		}
 		tombstones = tombstones || r.Value == nil
-		c.kept = append(c.kept, keptRecord{
-			attrs:       r.Attributes,
-			timestamp:   h.BaseTimestamp + r.TimestampDelta,
-			offsetDelta: r.OffsetDelta,
-			key:         c.save(r.Key),
-			value:       c.save(r.Value),
-			numHeaders:  r.NumHeaders,
-			headers:     c.save(r.Headers),
-		})
+		c.keep(h, r)
 		return nil
 	})
 	if err != nil {
@@ -657,15 +769,29 @@ func (c *cleaner) filter(b []byte, h Header) (out []byte, removed int64, err err
 	}
 	switch {
 	case all && !setHorizon:
-		return b, 0, nil
+		out = b
 	case len(c.kept) > 0:
-		out, err := c.rebuild(h, setHorizon, horizon)
-		return out, removed, err
-	case h.ProducerID >= 0 && c.lastData[h.ProducerID] == h.LastOffset():
-		out, err := c.emptyBatch(h)
-		return out, removed, err
+		out, err = c.rebuild(h, setHorizon, horizon)
+	case c.isLastOfProducer(&h):
+		out, err = c.emptyBatch(h)
 	}
-	return nil, removed, nil
+	if out != nil && h.Transactional() {
+		c.txns.kept(&h)
+	}
+	return out, removed, err
+}
+
+// keep adds record r of batch h to the records the batch keeps.
+func (c *cleaner) keep(h Header, r *Record) {
+	c.kept = append(c.kept, keptRecord{
+		attrs:       r.Attributes,
+		timestamp:   h.BaseTimestamp + r.TimestampDelta,
+		offsetDelta: r.OffsetDelta,
+		key:         c.save(r.Key),
+		value:       c.save(r.Value),
+		numHeaders:  r.NumHeaders,
+		headers:     c.save(r.Headers),
+	})
 }
 
 // save copies b into the arena.
@@ -803,9 +929,11 @@ func removeSegmentFiles(fsys vfs.FS, s *segment, suffix string) error {
 // swapCleaned replaces the segments old, adjacent in the log, with the
 // cleaned and sealed segment s, whose files still have the .cleaned suffix
 // (steps 2 to 4 of the Swap section). It takes ownership of s. It returns
-// false without error when the log no longer holds old as they were, or a
-// truncation ran since the pass began (gen): s is then deleted.
-func (l *Log) swapCleaned(old []*segment, s *segment, gen uint64) (installed bool, err error) {
+// false without error when the log no longer holds old as they were (with
+// txns[i] aborted-transaction entries in old[i]: an entry added since the
+// pass read them would be lost), or a truncation ran since the pass began
+// (gen): s is then deleted.
+func (l *Log) swapCleaned(old []*segment, txns []int, s *segment, gen uint64) (installed bool, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	discard := func() error {
@@ -824,13 +952,17 @@ func (l *Log) swapCleaned(old []*segment, s *segment, gen uint64) (installed boo
 		return false, err
 	}
 	i := slices.Index(l.segs, old[0])
-	if l.truncations != gen || i < 0 || i+len(old) >= len(l.segs) || !slices.Equal(l.segs[i:i+len(old)], old) {
+	same := l.truncations == gen && i >= 0 && i+len(old) < len(l.segs) && slices.Equal(l.segs[i:i+len(old)], old)
+	for k := 0; same && k < len(old); k++ {
+		same = len(old[k].txns) == txns[k]
+	}
+	if !same {
 		discard()
 		return false, nil
 	}
 
 	// The commit: once the .log.swap is durable, a crash finishes the swap.
-	for _, sfx := range segmentSuffixes {
+	for _, sfx := range s.suffixes() {
 		if err := l.fs.Rename(s.path(sfx+cleanedSuffix), s.path(sfx+swapSuffix)); err != nil {
 			// Not committed. The files must go, a .log.swap above all
 			// (had the rename happened after all), before any later
@@ -848,14 +980,14 @@ func (l *Log) swapCleaned(old []*segment, s *segment, gen uint64) (installed boo
 
 	// Committed: from here a failure leaves the rest to the replay on Open.
 	for _, o := range old {
-		for _, sfx := range segmentSuffixes {
+		for _, sfx := range o.suffixes() {
 			if err := l.fs.Rename(o.path(sfx), o.path(sfx+deletedSuffix)); err != nil {
 				s.close()
 				return false, l.fail("compact: retire segment", err)
 			}
 		}
 	}
-	for _, sfx := range segmentSuffixes {
+	for _, sfx := range s.suffixes() {
 		if err := l.fs.Rename(s.path(sfx+swapSuffix), s.path(sfx)); err != nil {
 			s.close()
 			return false, l.fail("compact: rename swap file", err)
@@ -876,6 +1008,13 @@ func (l *Log) swapCleaned(old []*segment, s *segment, gen uint64) (installed boo
 	if err := syncDir(l.fs, l.dir); err != nil {
 		return true, l.fail("compact: sync directory", err)
 	}
+	if s.txnFile && len(s.txns) == 0 {
+		// Written empty only for a crash to tell it from the original's.
+		// A crash that brings it back is harmless: Open deletes it.
+		if err := l.fs.Remove(s.path(txnIndexSuffix)); err == nil || errors.Is(err, fs.ErrNotExist) {
+			s.txnFile = false
+		}
+	}
 	return true, nil
 }
 
@@ -889,7 +1028,8 @@ func (l *Log) swapCleaned(old []*segment, s *segment, gen uint64) (installed boo
 //     within its range go, and it takes its final name. Its index .swap
 //     files do too when they are there; when one is not, the file under the
 //     final name may be the original's, so it is deleted and recovery
-//     rebuilds it.
+//     rebuilds it. A .txnindex under the final name without a .swap is
+//     the cleaned one, and stays.
 func (l *Log) recoverSwaps(names []string) ([]string, error) {
 	var swaps, bases []int64
 	var garbage []string
@@ -943,7 +1083,10 @@ func (l *Log) recoverSwaps(names []string) ([]string, error) {
 		for _, sfx := range segmentSuffixes {
 			final := l.path(segmentName(base, sfx))
 			err := l.fs.Rename(l.path(segmentName(base, sfx+swapSuffix)), final)
-			if errors.Is(err, fs.ErrNotExist) && sfx != logSuffix {
+			if errors.Is(err, fs.ErrNotExist) && sfx != logSuffix && sfx != txnIndexSuffix {
+				// The file under the final name may be the original's:
+				// recovery rebuilds the index. (A .txnindex under the
+				// final name is the cleaned one: see Crash safety.)
 				err = l.fs.Remove(final)
 			}
 			if err != nil && !errors.Is(err, fs.ErrNotExist) {

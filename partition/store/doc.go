@@ -9,6 +9,7 @@
 //	00000000000000000000.log        segment: record batches, as produced
 //	00000000000000000000.index      sparse offset index of that segment
 //	00000000000000000000.timeindex  sparse time index of that segment
+//	00000000000000000000.txnindex   aborted transactions whose abort markers are in that segment (only if any)
 //	00000000000000052817.log        next segment, named by its base offset
 //	...
 //	checkpoint                      recovery point, log start offset, high watermark
@@ -61,6 +62,18 @@
 //	|         i64 (ms)          |                             |
 //	+---------------------------+-----------------------------+
 //
+// # Aborted-transaction index (.txnindex)
+//
+// Kafka's TransactionIndex: entries of 34 bytes, one per aborted
+// transaction whose abort marker is in the segment, in marker order, all
+// big-endian. The file exists only while the segment has entries; they are
+// also held in memory, and views read them from there (txnindex.go):
+//
+//	+------------+----------------+------------------+-----------------+-----------------------+
+//	| version i16| producerId i64 | firstOffset i64  | lastOffset i64  | lastStableOffset i64  |
+//	|     0      |                | txn's first      | its abort marker| LSO after the marker  |
+//	+------------+----------------+------------------+-----------------+-----------------------+
+//
 // # Checkpoints
 //
 // Text, replaced atomically (write name.tmp, fsync, rename, fsync the
@@ -81,6 +94,12 @@
 //     synced with their indexes; the recovery point is never inside the
 //     active segment, whose indexes live in memory.
 //   - Readers see only published Views; a View never changes.
+//   - Aborted-transaction entries are in marker order across the log, each
+//     in the segment that holds its marker, and durable no later than the
+//     marker; none outlives its marker (truncation, recovery and compaction
+//     drop it first).
+//   - The last stable offset is at most the high watermark, which is at
+//     most the log end offset; compaction never cleans at or above it.
 //
 // # Recovery
 //
@@ -91,7 +110,10 @@
 // idle partitions open and close without a sync. Every other segment is rescanned: each batch's header,
 // length, CRC and offsets are checked, the indexes rebuilt, and the file is
 // truncated at the first bad batch, the segments after it deleted. A read
-// error is not corruption: Open fails instead of truncating.
+// error is not corruption: Open fails instead of truncating. The
+// aborted-transaction index of a rescanned segment keeps the entries that
+// point at abort markers still in it; elsewhere a .txnindex that fails its
+// checks is deleted (txnindex.go).
 //
 // # Durability
 //
@@ -103,9 +125,28 @@
 // write or sync fails the log: it takes no more writes until reopened, since
 // the kernel may have dropped what it could not write.
 //
+// # Transactions
+//
+// The store does not track transactions: the partition layer does, and
+// tells it what it needs. Its duties:
+//
+//  1. Append a transaction's marker (a control batch) like any batch.
+//  2. For an abort marker, call AddAbortedTxn once the marker is in the log
+//     and before the last stable offset passes the transaction.
+//  3. Call SetLastStableOffset whenever the first offset of the oldest
+//     unfinished transaction changes.
+//  4. After Open, replay the markers from its producer-state snapshot on,
+//     calling AddAbortedTxn again (it ignores entries it has) and
+//     SetLastStableOffset: the last stable offset is not persisted, and an
+//     entry lost with a corrupt .txnindex comes back this way.
+//
+// A read_committed fetch reads below View.LastStableOffset and asks
+// View.AbortedTxns which aborted transactions the data overlaps.
+//
 // # Concurrency
 //
-// One writer (the partition actor) calls Append, Truncate, ApplyRetention
-// and the setters; the Log serialises them with a mutex anyway. Any
-// goroutine may call SyncTo. Readers load a View and read through it.
+// One writer (the partition actor) calls Append, Truncate, ApplyRetention,
+// AddAbortedTxn and the setters; the Log serialises them with a mutex
+// anyway. Any goroutine may call SyncTo. Readers load a View and read
+// through it.
 package store

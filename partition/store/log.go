@@ -76,16 +76,20 @@ type Log struct {
 	dir   string
 	clock clock.Clock
 
-	mu       sync.Mutex // guards everything below except what is atomic
-	opts     Options
-	segs     []*segment // by base offset; the last is active
-	closed   []segView  // views of segs[:len-1], shared by views until segments change
-	leo      int64      // log end offset: the next offset to assign
-	lso      int64      // log start offset
-	hw       int64      // high watermark, as set by the replica layer
-	epochs   epochCache
-	failed   error // set when a write or sync failed: the log takes no more writes
-	isClosed bool
+	mu     sync.Mutex // guards everything below except what is atomic
+	opts   Options
+	segs   []*segment // by base offset; the last is active
+	closed []segView  // views of segs[:len-1], shared by views until segments change
+	leo    int64      // log end offset: the next offset to assign
+	lso    int64      // log start offset
+	hw     int64      // high watermark, as set by the replica layer
+	// lastStable is what the partition layer last gave SetLastStableOffset
+	// (math.MaxInt64 before): the last stable offset is
+	// lastStableOffset(), this capped by the high watermark.
+	lastStable int64
+	epochs     epochCache
+	failed     error // set when a write or sync failed: the log takes no more writes
+	isClosed   bool
 	// clean is set from an Open after a clean shutdown until the first
 	// change to the segments (prepareWrite): the marker is still on disk
 	// and the active segment sealed.
@@ -96,6 +100,9 @@ type Log struct {
 	truncations      uint64     // counts truncations, so a sync racing one does not overclaim
 	unflushedRecords int64
 	oldestUnflushed  time.Time
+	// txnWrites counts the aborted-transaction entries written, so that a
+	// sync can tell whether one was written while it ran (sync.go).
+	txnWrites uint64
 
 	durable atomic.Int64 // every offset below it is synced
 	syncMu  sync.Mutex   // one fsync at a time; waiters queue here (group commit)
@@ -199,6 +206,9 @@ func (l *Log) roll() error {
 	if err := old.seal(); err != nil {
 		return l.fail("seal segment", err)
 	}
+	if err := old.syncTxnFile(l.fs); err != nil {
+		return l.fail("sync aborted-transaction index", err)
+	}
 	s, err := createSegment(l.fs, l.dir, l.leo, &l.opts)
 	if err != nil {
 		return l.fail("create segment", err)
@@ -207,6 +217,7 @@ func (l *Log) roll() error {
 		s.close()
 		return l.fail("sync directory", err)
 	}
+	old.txnNewFile = false // the directory sync covered it
 	l.segs = append(l.segs, s)
 	l.rebuildClosed()
 	l.advanceDurable(s.base)
@@ -225,12 +236,13 @@ func (l *Log) rebuildClosed() {
 // publish makes the current state visible to readers.
 func (l *Log) publish() {
 	l.view.Store(&View{
-		closed:         l.closed,
-		active:         l.active().view(),
-		LogStartOffset: l.lso,
-		LogEndOffset:   l.leo,
-		HighWatermark:  l.hw,
-		epochs:         l.epochs.entries,
+		closed:           l.closed,
+		active:           l.active().view(),
+		LogStartOffset:   l.lso,
+		LogEndOffset:     l.leo,
+		HighWatermark:    l.hw,
+		LastStableOffset: l.lastStableOffset(),
+		epochs:           l.epochs.entries,
 	})
 }
 
@@ -260,6 +272,36 @@ func (l *Log) SetHighWatermark(hw int64) {
 	}
 	l.hw = hw
 	l.publish()
+}
+
+// LastStableOffset returns the last stable offset: see
+// SetLastStableOffset.
+func (l *Log) LastStableOffset() int64 { return l.View().LastStableOffset }
+
+// SetLastStableOffset records the first offset of the oldest unfinished
+// transaction, as the partition layer computes it, and publishes the last
+// stable offset (Kafka's LSO) to readers: min(o, high watermark), clamped
+// to at least the log start offset. Pass math.MaxInt64 (or any offset at
+// or above the log end) when no transaction is unfinished: the last stable
+// offset is then the high watermark, as it is from Open until the first
+// call, and it follows the high watermark as it moves without another
+// call. The partition may pass Kafka's LSO, already capped by the high
+// watermark of the moment, but must then call again when the high
+// watermark moves: the capped value holds until it does.
+//
+// It is not persisted: the partition layer computes it again after Open.
+// Compaction cleans only below it (compact.go).
+func (l *Log) SetLastStableOffset(o int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lastStable = o
+	l.publish()
+}
+
+// lastStableOffset is the last stable offset in force. The caller holds
+// l.mu.
+func (l *Log) lastStableOffset() int64 {
+	return max(l.lso, min(l.lastStable, l.hw))
 }
 
 // Options returns the options in force.

@@ -1,10 +1,12 @@
 package store
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -37,7 +39,7 @@ func Open(cfg Config) (*Log, error) {
 	if err := cfg.Options.validate(); err != nil {
 		return nil, err
 	}
-	l := &Log{fs: cfg.FS, dir: cfg.Dir, clock: cfg.Clock, opts: cfg.Options}
+	l := &Log{fs: cfg.FS, dir: cfg.Dir, clock: cfg.Clock, opts: cfg.Options, lastStable: math.MaxInt64}
 	// A new partition directory must itself survive a crash: sync its entry
 	// in its parent, and so on up for every directory MkdirAll makes. One
 	// with a segment file was made durable by the Open that created it (a
@@ -126,6 +128,7 @@ func (l *Log) load(names []string) error {
 		}
 	}
 
+	rescanned := map[int64]bool{} // by base offset
 	for i, base := range bases {
 		s, err := l.openSegment(base)
 		if err != nil {
@@ -149,6 +152,7 @@ func (l *Log) load(names []string) error {
 		// A rescan may rewrite the segment: the log is not as its clean
 		// shutdown left it.
 		clean = false
+		rescanned[base] = true
 		if err := s.recover(nextBase, &l.opts); err != nil {
 			if !errors.Is(err, ErrCorrupt) {
 				return err
@@ -188,6 +192,9 @@ func (l *Log) load(names []string) error {
 	l.leo = act.next
 	l.lso = min(max(ck.LogStartOffset, l.segs[0].base), l.leo)
 	l.hw = min(max(ck.HighWatermark, l.lso), l.leo)
+	if err := l.loadTxns(names, rescanned); err != nil {
+		return err
+	}
 	if l.epochs.truncateFromEnd(l.leo) || l.epochs.truncateFromStart(l.lso) {
 		if err := l.writeEpochs(); err != nil {
 			return err
@@ -219,9 +226,16 @@ func (l *Log) load(names []string) error {
 		return err
 	}
 	// What was read back may still be only in the page cache (after a
-	// process crash): sync it before calling it durable.
+	// process crash): sync it before calling it durable, and the
+	// aborted-transaction entries of its markers with it (sealed
+	// segments' were synced when they were written).
 	if err := act.log.Sync(); err != nil {
 		return err
+	}
+	if act.txnFile {
+		if err := syncFile(l.fs, act.path(txnIndexSuffix)); err != nil {
+			return err
+		}
 	}
 	l.rebuildClosed()
 	// A producer-state snapshot may have been durable when the log tail it
@@ -456,11 +470,42 @@ func (s *segment) recover(nextBase int64, opts *Options) error {
 	return bad
 }
 
+// loadTxns loads the aborted-transaction entries of the segments from the
+// .txnindex files among the directory's names (segment.loadTxns), and
+// deletes the files of segments that are not in the log.
+func (l *Log) loadTxns(names []string, rescanned map[int64]bool) error {
+	for _, name := range names {
+		digits, ok := strings.CutSuffix(name, txnIndexSuffix)
+		if !ok {
+			continue
+		}
+		base, ok := parseSegmentName(digits + logSuffix)
+		if !ok {
+			continue
+		}
+		i, found := slices.BinarySearchFunc(l.segs, base, func(s *segment, base int64) int { return cmp.Compare(s.base, base) })
+		if !found {
+			if err := l.fs.Remove(l.path(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+			continue
+		}
+		end := l.leo
+		if i+1 < len(l.segs) {
+			end = l.segs[i+1].base
+		}
+		if err := l.segs[i].loadTxns(l.fs, end, rescanned[base]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // dropSegments removes the files of the segments at bases, which are not
 // open. The caller syncs the directory.
 func (l *Log) dropSegments(bases []int64) error {
 	for _, base := range bases {
-		for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+		for _, suffix := range segmentSuffixes {
 			if err := l.fs.Remove(l.path(segmentName(base, suffix))); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return err
 			}
@@ -534,6 +579,10 @@ func (l *Log) shutdownCleanly() error {
 		if err := act.log.Sync(); err != nil {
 			return err
 		}
+	}
+	// The directory sync below covers a new file's name.
+	if err := act.syncTxnFile(l.fs); err != nil {
+		return err
 	}
 	l.advanceDurable(l.leo)
 	c := checkpoint{RecoveryPoint: l.leo, LogStartOffset: l.lso, HighWatermark: l.hw}

@@ -22,6 +22,10 @@ type View struct {
 	LogStartOffset int64
 	LogEndOffset   int64
 	HighWatermark  int64
+	// LastStableOffset is Kafka's LSO: the first offset of the oldest
+	// unfinished transaction, or the high watermark when there is none
+	// (or when it is lower). A read_committed fetch reads below it.
+	LastStableOffset int64
 }
 
 // segment returns the i-th segment, the active one last.

@@ -69,6 +69,16 @@ type segment struct {
 	offsetOfMaxTimestamp int64 // base offset of the batch that has it
 	lastIndexedTimestamp int64 // timestamp of the last time-index entry
 	firstAppend          time.Time
+
+	// The aborted-transaction index (txnindex.go): the entries whose
+	// markers are in this segment, in LastOffset order. Views share txns
+	// up to their length: it is only appended to, or replaced.
+	txns []AbortedTxn
+	// txnFile says the .txnindex file exists (while there are entries,
+	// and for a moment during a compaction swap); txnDirty that entries
+	// were written to it since its last sync; txnNewFile that it was
+	// created since the directory's last sync.
+	txnFile, txnDirty, txnNewFile bool
 }
 
 // segView is an immutable copy of what a reader needs of a segment.
@@ -78,6 +88,7 @@ type segView struct {
 	index, timeIndex     indexView
 	maxTimestamp         int64
 	offsetOfMaxTimestamp int64
+	txns                 []AbortedTxn // never written in place
 }
 
 func (s *segment) view() segView {
@@ -86,6 +97,7 @@ func (s *segment) view() segView {
 		maxTimestamp: s.maxTimestamp, offsetOfMaxTimestamp: s.offsetOfMaxTimestamp,
 		index:     indexView{n: s.idxN, entrySize: offsetEntrySize},
 		timeIndex: indexView{n: s.tidxN, entrySize: timeEntrySize},
+		txns:      s.txns[:len(s.txns):len(s.txns)],
 	}
 	if s.sealed {
 		v.index.file, v.timeIndex.file = s.idx, s.tidx
@@ -97,6 +109,15 @@ func (s *segment) view() segView {
 
 func (s *segment) path(suffix string) string {
 	return filepath.Join(s.dir, segmentName(s.base, suffix))
+}
+
+// suffixes returns the suffixes of the segment's files, in the order of
+// segmentSuffixes: the .txnindex only when it exists.
+func (s *segment) suffixes() []string {
+	if s.txnFile {
+		return segmentSuffixes[:]
+	}
+	return withoutTxnIndex[:]
 }
 
 // createSegment creates the files of an empty active segment. The index

@@ -11,8 +11,9 @@ import (
 // Truncate removes every batch from the one that holds offset on, as a
 // follower does when it diverges from its leader (KIP-101). The log end
 // offset becomes the base offset of the first removed batch (offset itself
-// when it falls on a batch boundary). Indexes, the high watermark, the
-// durable offset and the leader epoch history follow.
+// when it falls on a batch boundary). Indexes, the aborted-transaction
+// entries whose markers went, the high watermark, the durable offset and
+// the leader epoch history follow.
 func (l *Log) Truncate(offset int64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -47,6 +48,9 @@ func (l *Log) Truncate(offset int64) error {
 		return l.fail("truncate", err)
 	}
 	l.leo = s.next
+	if err := s.truncateTxns(l.fs, l.leo); err != nil {
+		return l.fail("truncate", err)
+	}
 	if l.hw > l.leo {
 		l.hw = l.leo
 	}
@@ -157,8 +161,12 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 	}
 	for _, old := range l.segs {
 		if old.base == offset {
-			// createSegment just replaced its files in place.
+			// createSegment just replaced its files in place, all but
+			// its aborted-transaction entries, which go too.
 			old.close()
+			if err := old.rewriteTxns(l.fs, nil); err != nil {
+				return l.fail("truncate fully", err)
+			}
 			continue
 		}
 		l.retire(old)
@@ -186,7 +194,7 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 // *.deleted at once (recovery removes leftovers), and closed and removed
 // after the file delete delay, so readers holding an older view can finish.
 func (l *Log) retire(s *segment) {
-	for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+	for _, suffix := range s.suffixes() {
 		// A failed rename leaves the file under its name; the segment is
 		// gone from the log either way, and a later open deletes it as a
 		// segment below the log start offset or rescans it.
@@ -198,7 +206,7 @@ func (l *Log) retire(s *segment) {
 // removeDeleted closes a retired segment and removes its files.
 func (l *Log) removeDeleted(s *segment) {
 	s.close()
-	for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+	for _, suffix := range s.suffixes() {
 		_ = l.fs.Remove(filepath.Join(s.dir, segmentName(s.base, suffix+deletedSuffix)))
 	}
 }
