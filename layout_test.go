@@ -22,9 +22,13 @@ var layers = map[string]int{
 	// replica holds the leader's and follower's logic as pure state
 	// machines, which the partition actor drives: it sits below partition,
 	// not beside coordinator as DESIGN.md draws it.
-	"replica":       2,
-	"partition":     3,
-	"coordinator":   4,
+	"replica":     2,
+	"partition":   3,
+	"coordinator": 4,
+	// txn is the transaction coordinator, which DESIGN.md puts in
+	// coordinator: a package of its own beside the group coordinator,
+	// meeting it through messages (partition.Marker, coordinator.TxnCompleted).
+	"txn":           4,
 	"controller":    4,
 	"transport":     5,
 	"node":          6,

@@ -3,6 +3,7 @@ package actors
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -71,3 +72,60 @@ func (p *replyProcess) SendUserMessage(_ *actor.PID, message any) {
 
 func (p *replyProcess) SendSystemMessage(*actor.PID, any) {}
 func (p *replyProcess) Stop(*actor.PID)                   {}
+
+// Call sends msg to pid as a request from inside an actor, through c (so
+// the actor's sender middleware, the link faults among it, applies), and
+// calls done once with the reply, or with an error when none came within
+// timeout (ErrTimeout), the target does not exist (ErrDeadLetter) or it
+// failed handling the request (ErrAbandoned). done runs on whatever
+// goroutine delivered the outcome: it should send a message to the actor,
+// not touch its state. Unlike Ask it never blocks, so an actor may keep
+// many calls outstanding and tell their answers apart.
+func Call(c actor.SenderContext, pid *actor.PID, msg any, timeout time.Duration, done func(any, error)) {
+	p := &callProcess{done: done}
+	id := fmt.Sprintf("call$%d", askSeq.Add(1))
+	self, ok := c.ActorSystem().ProcessRegistry.Add(p, id)
+	if !ok {
+		done(nil, fmt.Errorf("actors: reply process %s exists", id))
+		return
+	}
+	reg := c.ActorSystem().ProcessRegistry
+	p.finish = func() { reg.Remove(self) }
+	p.timer.Store(time.AfterFunc(timeout, func() {
+		p.complete(nil, fmt.Errorf("%w: %T to %s after %v", ErrTimeout, msg, pid.Id, timeout))
+	}))
+	c.RequestWithCustomSender(pid, msg, self)
+}
+
+// callProcess takes the first outcome of a Call.
+type callProcess struct {
+	once   sync.Once
+	done   func(any, error)
+	timer  atomic.Pointer[time.Timer] // set before the request leaves
+	finish func()
+}
+
+func (p *callProcess) complete(res any, err error) {
+	p.once.Do(func() {
+		if t := p.timer.Load(); t != nil {
+			t.Stop()
+		}
+		p.finish()
+		p.done(res, err)
+	})
+}
+
+func (p *callProcess) SendUserMessage(pid *actor.PID, message any) {
+	_, msg, _ := actor.UnwrapEnvelope(message)
+	switch r := msg.(type) {
+	case *actor.DeadLetterResponse:
+		p.complete(nil, fmt.Errorf("%w: %s", ErrDeadLetter, r.Target))
+	case *Abandoned:
+		p.complete(nil, fmt.Errorf("%w: %s: %s", ErrAbandoned, r.Actor, r.Reason))
+	default:
+		p.complete(msg, nil)
+	}
+}
+
+func (p *callProcess) SendSystemMessage(*actor.PID, any) {}
+func (p *callProcess) Stop(*actor.PID)                   {}

@@ -109,6 +109,41 @@ type Node struct {
 	// offsets.topic.replication.factor.
 	OffsetsTopicReplicationFactor int16 `mapstructure:"offsets.topic.replication.factor" yaml:"offsets.topic.replication.factor"`
 
+	// TransactionStateLogNumPartitions is the partition count of the
+	// internal topic __transaction_state, created on the first
+	// FindCoordinator for a transactional id; as offsets.topic.num.partitions
+	// it decides which coordinator holds an id. Default 50, at least 1.
+	// Kafka: transaction.state.log.num.partitions.
+	TransactionStateLogNumPartitions int32 `mapstructure:"transaction.state.log.num.partitions" yaml:"transaction.state.log.num.partitions"`
+
+	// TransactionStateLogReplicationFactor is the replication factor of
+	// __transaction_state, capped at the live brokers when the topic is
+	// created (a log line says so). Default 3, at least 1. Kafka:
+	// transaction.state.log.replication.factor.
+	TransactionStateLogReplicationFactor int16 `mapstructure:"transaction.state.log.replication.factor" yaml:"transaction.state.log.replication.factor"`
+
+	// TransactionStateLogMinISR is __transaction_state's
+	// min.insync.replicas, capped at its replication factor. Default 2, at
+	// least 1. Kafka: transaction.state.log.min.isr.
+	TransactionStateLogMinISR int16 `mapstructure:"transaction.state.log.min.isr" yaml:"transaction.state.log.min.isr"`
+
+	// TransactionMaxTimeoutMs is the longest transaction timeout a
+	// producer may ask for in InitProducerId (INVALID_TRANSACTION_TIMEOUT
+	// above it). Default 900000 (15 minutes), at least 1. Kafka:
+	// transaction.max.timeout.ms.
+	TransactionMaxTimeoutMs int32 `mapstructure:"transaction.max.timeout.ms" yaml:"transaction.max.timeout.ms"`
+
+	// TransactionalIDExpirationMs is how long a transactional id with no
+	// transaction in progress is remembered without being used. Default
+	// 604800000 (7 days), at least 1. Kafka: transactional.id.expiration.ms.
+	TransactionalIDExpirationMs int64 `mapstructure:"transactional.id.expiration.ms" yaml:"transactional.id.expiration.ms"`
+
+	// TransactionAbortTimedOutCleanupIntervalMs is how often a coordinator
+	// looks for transactions older than their timeout, which it aborts.
+	// Default 10000, at least 1. Kafka:
+	// transaction.abort.timed.out.transaction.cleanup.interval.ms.
+	TransactionAbortTimedOutCleanupIntervalMs int32 `mapstructure:"transaction.abort.timed.out.transaction.cleanup.interval.ms" yaml:"transaction.abort.timed.out.transaction.cleanup.interval.ms"`
+
 	// GroupMinSessionTimeoutMs is the shortest session timeout a group
 	// member may ask for in JoinGroup; a shorter one is refused with
 	// INVALID_SESSION_TIMEOUT. Default 6000, at least 1. Kafka:
@@ -362,42 +397,48 @@ const DefaultProducerIDExpirationMs = 24 * 3600 * 1000
 // and Kafka's defaults for everything Kafka has.
 func Default() Node {
 	return Node{
-		NodeID:                              1,
-		DataDir:                             "./data",
-		Listen:                              "127.0.0.1:9092",
-		Advertise:                           "127.0.0.1:9092",
-		AdminListen:                         "127.0.0.1:9644",
-		LogLevel:                            "info",
-		LogFormat:                           logging.FormatAuto,
-		Durability:                          DurabilityFsync,
-		AutoCreateTopicsEnable:              true,
-		NumPartitions:                       1,
-		DefaultReplicationFactor:            1,
-		ProducerIDExpirationMs:              DefaultProducerIDExpirationMs,
-		SocketRequestMaxBytes:               100 << 20,
-		ConnectionsMaxIdleMs:                600000,
-		OffsetsTopicNumPartitions:           50,
-		OffsetsTopicReplicationFactor:       3,
-		GroupMinSessionTimeoutMs:            6000,
-		GroupMaxSessionTimeoutMs:            1800000,
-		GroupInitialRebalanceDelayMs:        3000,
-		GroupConsumerMigrationPolicy:        "bidirectional",
-		GroupConsumerSessionTimeoutMs:       45000,
-		GroupConsumerHeartbeatIntervalMs:    5000,
-		OffsetsRetentionMinutes:             10080,
-		ProcessRoles:                        "broker,controller",
-		ClusterListen:                       "127.0.0.1:9093",
-		ClusterAdvertise:                    "127.0.0.1:9093",
-		BrokerHeartbeatIntervalMs:           2000,
-		BrokerSessionTimeoutMs:              9000,
-		MetadataSnapshotBytes:               20 << 20,
-		ReplicaLagTimeMaxMs:                 30000,
-		ReplicaFetchWaitMaxMs:               500,
-		ReplicaFetchMaxBytes:                1 << 20,
-		ReplicaFetchResponseMaxBytes:        10 << 20,
-		AutoLeaderRebalanceEnable:           true,
-		LeaderImbalanceCheckIntervalSeconds: 300,
-		TopicDefaults:                       DefaultTopic().brokerDefaults(),
+		NodeID:                               1,
+		DataDir:                              "./data",
+		Listen:                               "127.0.0.1:9092",
+		Advertise:                            "127.0.0.1:9092",
+		AdminListen:                          "127.0.0.1:9644",
+		LogLevel:                             "info",
+		LogFormat:                            logging.FormatAuto,
+		Durability:                           DurabilityFsync,
+		AutoCreateTopicsEnable:               true,
+		NumPartitions:                        1,
+		DefaultReplicationFactor:             1,
+		ProducerIDExpirationMs:               DefaultProducerIDExpirationMs,
+		SocketRequestMaxBytes:                100 << 20,
+		ConnectionsMaxIdleMs:                 600000,
+		OffsetsTopicNumPartitions:            50,
+		OffsetsTopicReplicationFactor:        3,
+		TransactionStateLogNumPartitions:     50,
+		TransactionStateLogReplicationFactor: 3,
+		TransactionStateLogMinISR:            2,
+		TransactionMaxTimeoutMs:              900000,
+		TransactionalIDExpirationMs:          604800000,
+		TransactionAbortTimedOutCleanupIntervalMs: 10000,
+		GroupMinSessionTimeoutMs:                  6000,
+		GroupMaxSessionTimeoutMs:                  1800000,
+		GroupInitialRebalanceDelayMs:              3000,
+		GroupConsumerMigrationPolicy:              "bidirectional",
+		GroupConsumerSessionTimeoutMs:             45000,
+		GroupConsumerHeartbeatIntervalMs:          5000,
+		OffsetsRetentionMinutes:                   10080,
+		ProcessRoles:                              "broker,controller",
+		ClusterListen:                             "127.0.0.1:9093",
+		ClusterAdvertise:                          "127.0.0.1:9093",
+		BrokerHeartbeatIntervalMs:                 2000,
+		BrokerSessionTimeoutMs:                    9000,
+		MetadataSnapshotBytes:                     20 << 20,
+		ReplicaLagTimeMaxMs:                       30000,
+		ReplicaFetchWaitMaxMs:                     500,
+		ReplicaFetchMaxBytes:                      1 << 20,
+		ReplicaFetchResponseMaxBytes:              10 << 20,
+		AutoLeaderRebalanceEnable:                 true,
+		LeaderImbalanceCheckIntervalSeconds:       300,
+		TopicDefaults:                             DefaultTopic().brokerDefaults(),
 	}
 }
 
@@ -427,6 +468,12 @@ func (n Node) Validate() error {
 	v.atLeast("connections.max.idle.ms", n.ConnectionsMaxIdleMs, 1)
 	v.atLeast("offsets.topic.num.partitions", int64(n.OffsetsTopicNumPartitions), 1)
 	v.atLeast("offsets.topic.replication.factor", int64(n.OffsetsTopicReplicationFactor), 1)
+	v.atLeast("transaction.state.log.num.partitions", int64(n.TransactionStateLogNumPartitions), 1)
+	v.atLeast("transaction.state.log.replication.factor", int64(n.TransactionStateLogReplicationFactor), 1)
+	v.atLeast("transaction.state.log.min.isr", int64(n.TransactionStateLogMinISR), 1)
+	v.atLeast("transaction.max.timeout.ms", int64(n.TransactionMaxTimeoutMs), 1)
+	v.atLeast("transactional.id.expiration.ms", n.TransactionalIDExpirationMs, 1)
+	v.atLeast("transaction.abort.timed.out.transaction.cleanup.interval.ms", int64(n.TransactionAbortTimedOutCleanupIntervalMs), 1)
 	v.atLeast("group.min.session.timeout.ms", int64(n.GroupMinSessionTimeoutMs), 1)
 	v.atLeast("group.max.session.timeout.ms", int64(n.GroupMaxSessionTimeoutMs), int64(n.GroupMinSessionTimeoutMs))
 	v.atLeast("group.initial.rebalance.delay.ms", int64(n.GroupInitialRebalanceDelayMs), 0)

@@ -106,8 +106,13 @@ type SupervisorConfig struct {
 	// AllowUpgrade and AllowDowngrade: see Config.
 	AllowUpgrade, AllowDowngrade bool
 	// Image returns the node's metadata image, nil before the first.
-	Image  func() *image.Image
-	Logger zerolog.Logger
+	Image func() *image.Image
+	// VerifyTxn asks a transaction's coordinator whether the transaction is
+	// in progress and includes the group's __consumer_offsets partition
+	// (add: adds it, KIP-890 part 2), for a transactional offset commit,
+	// and calls reply once; nil verifies nothing (see partition.Append).
+	VerifyTxn func(txnID string, producerID int64, epoch int16, partition int32, add bool, reply func(*kerr.Error))
+	Logger    zerolog.Logger
 }
 
 // topics returns the topics of the node's image.
@@ -159,6 +164,12 @@ func (s *supervisor) Receive(c actor.Context) {
 		s.topicsDeleted(c, m)
 	case *Leading:
 		s.leading(c, m)
+	case *TxnCompleted:
+		for g, pid := range s.groups {
+			if PartitionFor(g, m.Of) == m.Partition {
+				c.Send(pid, m)
+			}
+		}
 	case *actor.Terminated:
 		if s.stopping[m.Who.Id] {
 			delete(s.stopping, m.Who.Id)
@@ -273,6 +284,10 @@ func (a *groupActor) Receive(c actor.Context) {
 		a.handle0(m)
 	case *forgetTopics:
 		a.forgetTopics(m.topics)
+	case *TxnCompleted:
+		if a.g != nil {
+			a.g.CompleteTxn(m.ProducerID, m.Commit)
+		}
 	case *timerFired:
 		if m.inc == a.inc && a.g != nil {
 			a.g.Fire(m.timer)
@@ -319,7 +334,7 @@ func (a *groupActor) load() {
 		if err := g.Restore(r); err != nil {
 			a.cfg.Logger.Warn().Err(err).Str("group", a.id).Msg("skipping a record")
 		}
-	})
+	}, g.CompleteTxn)
 	if err != nil {
 		a.cfg.Logger.Error().Err(err).Str("group", a.id).Msg("reading the group's offsets partition")
 		a.err = kerr.CoordinatorNotAvailable
@@ -330,42 +345,27 @@ func (a *groupActor) load() {
 }
 
 // readPartition calls fn with every record of a __consumer_offsets
-// partition, in order, from its log start offset to its log end.
-// The Record is fn's to keep.
-func readPartition(h *partition.Handle, fn func(Record)) error {
+// partition, in order, from its log start offset to its log end, and
+// marker (when not nil) with each transaction marker among them. The
+// Record is fn's to keep.
+func readPartition(h *partition.Handle, fn func(Record), marker func(producerID int64, commit bool)) error {
 	v := h.View()
 	if v == nil || v.Log == nil {
 		return nil
 	}
-	lv := v.Log
-	dec := store.NewDecompressor()
-	for off := lv.LogStartOffset; off < lv.LogEndOffset; {
-		b, err := lv.ReadBytes(off, store.ReadOptions{MaxBytes: 1 << 20, MaxOffset: lv.LogEndOffset, MinOneBatch: true})
-		if err != nil {
-			return err
-		}
-		if len(b) == 0 {
-			return nil
-		}
-		err = store.ForEachBatch(b, func(batch []byte, bh store.Header) error {
-			off = bh.NextOffset()
-			if bh.Control() {
-				return nil
-			}
-			return store.ForEachRecord(batch, dec, func(r *store.Record) error {
-				var val []byte
-				if r.Value != nil {
-					val = bytes.Clone(r.Value)
-				}
-				fn(Record{Key: bytes.Clone(r.Key), Value: val})
-				return nil
-			})
-		})
-		if err != nil {
-			return err
-		}
+	var markers func(partition.Marker) error
+	if marker != nil {
+		markers = func(m partition.Marker) error { marker(m.ProducerID, m.Commit); return nil }
 	}
-	return nil
+	return partition.ScanLog(v.Log, func(bh *store.Header, r *store.Record) error {
+		var val []byte
+		if r.Value != nil {
+			val = bytes.Clone(r.Value)
+		}
+		fn(Record{Key: bytes.Clone(r.Key), Value: val, Offset: bh.BaseOffset + int64(r.OffsetDelta),
+			Transactional: bh.Transactional(), ProducerID: bh.ProducerID})
+		return nil
+	}, markers)
 }
 
 // GroupsIn returns the ids of the groups with records in a
@@ -380,7 +380,7 @@ func GroupsIn(h *partition.Handle) ([]string, error) {
 			seen[g] = true
 			out = append(out, g)
 		}
-	})
+	}, nil)
 	return out, err
 }
 
@@ -501,6 +501,21 @@ func (a *groupActor) expireOffsets() {
 // append writes records to the group's partition (acks=-1: the reply
 // comes once they are durable) and runs then on the actor with the outcome.
 func (a *groupActor) append(recs []Record, then func(err *kerr.Error)) {
+	a.appendBatch(recs, nil, func(_ int64, err *kerr.Error) { then(err) })
+}
+
+// txnWriter is the producer whose transaction a batch of offsets is part of.
+type txnWriter struct {
+	id         string // transactional id
+	producerID int64
+	epoch      int16
+	add        bool // TxnOffsetCommit v5+: the coordinator adds the partition (KIP-890)
+}
+
+// appendBatch writes records as one batch, of txn's transaction when not
+// nil, and runs then on the actor with the offset of the first record and
+// the outcome.
+func (a *groupActor) appendBatch(recs []Record, txn *txnWriter, then func(base int64, err *kerr.Error)) {
 	now := time.Now().UnixMilli()
 	srs := make([]store.Record, len(recs))
 	for i, r := range recs {
@@ -508,16 +523,31 @@ func (a *groupActor) append(recs []Record, then func(err *kerr.Error)) {
 	}
 	h := store.Header{LastOffsetDelta: int32(len(recs) - 1), BaseTimestamp: now, MaxTimestamp: now,
 		ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}
+	m := &partition.Append{Acks: -1}
+	if txn != nil {
+		// A coordinator's batch: no sequence numbers (Kafka writes 0 too).
+		h.Attributes, h.ProducerID, h.ProducerEpoch, h.BaseSequence = transactionalAttribute, txn.producerID, txn.epoch, 0
+		m.Coordinator = true
+		if verify := a.cfg.VerifyTxn; verify != nil {
+			p := a.handle.Partition
+			m.Verify = func(reply func(*kerr.Error)) { verify(txn.id, txn.producerID, txn.epoch, p, txn.add, reply) }
+		}
+	}
 	batch, err := store.AppendBatch(nil, h, srs, store.CodecNone)
 	if err != nil {
-		then(kerr.UnknownServerError)
+		then(-1, kerr.UnknownServerError)
 		return
 	}
 	self, inc, sys := a.self, a.inc, a.sys
-	sys.Root.Send(a.handle.PID, &partition.Append{Records: batch, Acks: -1, Reply: func(res partition.AppendResult) {
-		sys.Root.Send(self, &appended{inc: inc, err: commitError(res.Err), then: then})
-	}})
+	m.Records = batch
+	m.Reply = func(res partition.AppendResult) {
+		sys.Root.Send(self, &appended{inc: inc, err: commitError(res.Err), then: func(err *kerr.Error) { then(res.BaseOffset, err) }})
+	}
+	sys.Root.Send(a.handle.PID, m)
 }
+
+// transactionalAttribute is a RecordBatch's transactional bit.
+const transactionalAttribute = 0x10
 
 // commitError maps an append's error to what a committer is told, as
 // Kafka's GroupMetadataManager does.
@@ -531,6 +561,12 @@ func commitError(err *kerr.Error) *kerr.Error {
 		return kerr.NotCoordinator
 	case kerr.MessageTooLarge, kerr.RecordListTooLarge, kerr.InvalidFetchSize:
 		return kerr.InvalidCommitOffsetSize
+	case kerr.InvalidProducerEpoch, kerr.ProducerFenced:
+		// A transactional commit of a producer whose epoch was bumped: a
+		// zombie, fenced.
+		return kerr.ProducerFenced
+	case kerr.InvalidTxnState, kerr.InvalidProducerIDMapping, kerr.TransactionCoordinatorFenced, kerr.ConcurrentTransactions:
+		return err
 	default:
 		return kerr.UnknownServerError
 	}
@@ -558,6 +594,8 @@ func (a *groupActor) handle0(m *Request) {
 		a.g.Leave(req, reply)
 	case *kmsg.OffsetCommitRequest:
 		a.commit(req, m)
+	case *kmsg.TxnOffsetCommitRequest:
+		a.txnCommit(req, m)
 	case *kmsg.OffsetFetchRequest:
 		m.Reply(a.fetch(req))
 	case *kmsg.OffsetDeleteRequest:

@@ -146,6 +146,9 @@ type Group struct {
 	emptySince int64
 
 	offsets map[topicPartition]Offset
+	// pendingTxn are the offsets of transactions not over yet, by
+	// producer id (txn_offsets.go).
+	pendingTxn map[int64]map[topicPartition]Offset
 
 	// consumer is the group's KIP-848 consumer-protocol state; a group
 	// has classic members or consumer members, never both.

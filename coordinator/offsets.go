@@ -20,6 +20,10 @@ type Offset struct {
 	LeaderEpoch     int32
 	Metadata        string
 	CommitTimestamp int64
+	// RecordOffset is the offset of its record in the group's
+	// __consumer_offsets partition: between a transaction's offsets and
+	// another commit of the same partition, the later record wins.
+	RecordOffset int64
 }
 
 // CheckCommit decides whether a member (or a standalone consumer) may

@@ -8,45 +8,29 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skeinlog/skein/partition"
 )
 
 // OffsetsTopic is the internal compacted topic holding committed offsets
 // and group metadata.
-const OffsetsTopic = "__consumer_offsets"
+const OffsetsTopic = partition.OffsetsTopic
 
-// PartitionFor returns the __consumer_offsets partition of a group, as
-// Kafka computes it: abs(groupId.hashCode()) % partitions, with Java's
-// String.hashCode over UTF-16 code units and Kafka's Utils.abs (which maps
-// MinInt32 to 0).
+// PartitionFor returns the __consumer_offsets partition of a group
+// (partition.ForKey: Kafka's abs(groupId.hashCode()) % partitions).
 func PartitionFor(groupID string, partitions int32) int32 {
-	var h int32
-	for _, u := range utf16Units(groupID) {
-		h = 31*h + int32(u)
-	}
-	if h == -1<<31 {
-		h = 0
-	} else if h < 0 {
-		h = -h
-	}
-	return h % partitions
-}
-
-func utf16Units(s string) []uint16 {
-	out := make([]uint16, 0, len(s))
-	for _, r := range s {
-		if r >= 0x10000 {
-			r -= 0x10000
-			out = append(out, uint16(0xD800+(r>>10)), uint16(0xDC00+(r&0x3FF)))
-			continue
-		}
-		out = append(out, uint16(r))
-	}
-	return out
+	return partition.ForKey(groupID, partitions)
 }
 
 // Record is a key and value (nil for a tombstone) of __consumer_offsets.
 type Record struct {
 	Key, Value []byte
+	// Offset is the record's offset in its partition, when read from it.
+	Offset int64
+	// Transactional says the record is part of ProducerID's transaction:
+	// a transactional offset commit, pending until the marker.
+	Transactional bool
+	ProducerID    int64
 }
 
 // OffsetRecord encodes a committed offset as Kafka does: an
@@ -129,8 +113,13 @@ func (g *Group) Restore(r Record) error {
 		if v.Version < 3 {
 			epoch = -1
 		}
+		o := Offset{Offset: v.Offset, LeaderEpoch: epoch, Metadata: v.Metadata, CommitTimestamp: v.CommitTimestamp, RecordOffset: r.Offset}
+		if r.Transactional {
+			g.AddPendingTxn(r.ProducerID, k.Topic, k.Partition, o)
+			return nil
+		}
 		// NB: not Commit, which would set an expiry timer per record.
-		g.offsets[topicPartition{k.Topic, k.Partition}] = Offset{Offset: v.Offset, LeaderEpoch: epoch, Metadata: v.Metadata, CommitTimestamp: v.CommitTimestamp}
+		g.offsets[topicPartition{k.Topic, k.Partition}] = o
 	case 2:
 		var k kmsg.GroupMetadataKey
 		if err := k.ReadFrom(r.Key); err != nil {

@@ -35,6 +35,17 @@ func errorResponse(req kmsg.Request, err *kerr.Error) kmsg.Response {
 			}
 			r.Topics = append(r.Topics, rt)
 		}
+	case *kmsg.TxnOffsetCommitResponse:
+		for _, t := range req.(*kmsg.TxnOffsetCommitRequest).Topics {
+			rt := kmsg.NewTxnOffsetCommitResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, err.Code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			r.Topics = append(r.Topics, rt)
+		}
 	case *kmsg.OffsetFetchResponse:
 		rg := kmsg.NewOffsetFetchResponseGroup()
 		rg.Group, rg.ErrorCode = req.(*kmsg.OffsetFetchRequest).Groups[0].Group, err.Code
@@ -119,6 +130,68 @@ func (a *groupActor) commit(req *kmsg.OffsetCommitRequest, m *Request) {
 	})
 }
 
+// txnCommit handles TxnOffsetCommit: the member is checked (KIP-447), the
+// offsets written as a transactional batch of the producer, and kept
+// pending until the transaction's marker (txn_offsets.go).
+func (a *groupActor) txnCommit(req *kmsg.TxnOffsetCommitRequest, m *Request) {
+	if err := a.g.CheckTxnCommit(req.Generation, req.MemberID, req.InstanceID); err != nil {
+		m.Reply(errorResponse(req, err))
+		return
+	}
+	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+	type pending struct {
+		topic string
+		p     *kmsg.TxnOffsetCommitResponseTopicPartition
+		o     Offset
+	}
+	var recs []Record
+	var todo []pending
+	now := time.Now().UnixMilli()
+	for _, t := range req.Topics {
+		rt := kmsg.NewTxnOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		rt.Partitions = make([]kmsg.TxnOffsetCommitResponseTopicPartition, len(t.Partitions))
+		resp.Topics = append(resp.Topics, rt)
+		for i, p := range t.Partitions {
+			rp := &resp.Topics[len(resp.Topics)-1].Partitions[i]
+			rp.Default()
+			rp.Partition = p.Partition
+			meta := deref(p.Metadata)
+			switch {
+			case m.TopicError != nil && m.TopicError(t.Topic, p.Partition) != nil:
+				rp.ErrorCode = m.TopicError(t.Topic, p.Partition).Code
+				continue
+			case len(meta) > a.cfg.OffsetMetadataMaxBytes:
+				rp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
+				continue
+			}
+			epoch := int32(-1)
+			if req.Version >= 2 {
+				epoch = p.LeaderEpoch
+			}
+			o := Offset{Offset: p.Offset, LeaderEpoch: epoch, Metadata: meta, CommitTimestamp: now}
+			recs = append(recs, OffsetRecord(a.id, t.Topic, p.Partition, o))
+			todo = append(todo, pending{t.Topic, rp, o})
+		}
+	}
+	if len(recs) == 0 {
+		m.Reply(resp)
+		return
+	}
+	txn := &txnWriter{id: req.TransactionalID, producerID: req.ProducerID, epoch: req.ProducerEpoch, add: req.Version >= 5}
+	a.appendBatch(recs, txn, func(base int64, err *kerr.Error) {
+		for i, p := range todo {
+			if err != nil {
+				p.p.ErrorCode = err.Code
+				continue
+			}
+			p.o.RecordOffset = base + int64(i)
+			a.g.AddPendingTxn(req.ProducerID, p.topic, p.p.Partition, p.o)
+		}
+		m.Reply(resp)
+	})
+}
+
 // fetch handles OffsetFetch for one group, in the v8+ shape (Groups[0]);
 // transport converts for older versions. Topics nil means every
 // committed offset.
@@ -135,6 +208,11 @@ func (a *groupActor) fetch(req *kmsg.OffsetFetchRequest) kmsg.Response {
 	partition := func(topic string, p int32) kmsg.OffsetFetchResponseGroupTopicPartition {
 		rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
 		rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = p, -1, -1, kmsg.StringPtr("")
+		if req.RequireStable && a.g.Unstable(topic, p) {
+			// KIP-447: the offset may still move with a transaction.
+			rp.ErrorCode = kerr.UnstableOffsetCommit.Code
+			return rp
+		}
 		if o, ok := a.g.Committed(topic, p); ok {
 			rp.Offset, rp.LeaderEpoch, rp.Metadata = o.Offset, o.LeaderEpoch, kmsg.StringPtr(o.Metadata)
 		}

@@ -119,7 +119,7 @@ func (a *groupActor) forgetTopics(topics map[string]bool) {
 // whole partition.
 func groupsWithOffsetsOn(h *partition.Handle, topics map[string]bool) ([]string, error) {
 	s := offsetScan{topics: topics, live: map[string]map[topicPartition]bool{}}
-	err := readPartition(h, s.apply)
+	err := readPartition(h, s.apply, nil)
 	return s.groups(), err
 }
 

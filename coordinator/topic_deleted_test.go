@@ -223,7 +223,7 @@ func fetchOffset(t *testing.T, sys *actor.ActorSystem, groups *actor.PID, h *par
 func restoreGroup(t *testing.T, h *partition.Handle, group string) *Group {
 	t.Helper()
 	g := NewGroup(group, Config{Now: time.Now})
-	if err := readPartition(h, func(r Record) { _ = g.Restore(r) }); err != nil {
+	if err := readPartition(h, func(r Record) { _ = g.Restore(r) }, g.CompleteTxn); err != nil {
 		t.Fatal(err)
 	}
 	return g

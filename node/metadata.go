@@ -14,6 +14,7 @@ import (
 	"github.com/skeinlog/skein/controller/image"
 	"github.com/skeinlog/skein/coordinator"
 	"github.com/skeinlog/skein/partition"
+	"github.com/skeinlog/skein/txn"
 )
 
 // metadataActor holds this node's image of the cluster and tells the
@@ -39,6 +40,7 @@ type metadataActor struct {
 	node       configs.Node
 	partitions *actor.PID
 	groups     *actor.PID
+	txns       *actor.PID
 	fetchers   *actor.PID
 	// alterISR asks the active controller for a partition leader's ISR
 	// change (partition.Config.AlterISR).
@@ -136,6 +138,15 @@ func (m *metadataActor) apply(c actor.Context, im *image.Image) {
 			}
 		}
 		c.Send(m.groups, led)
+	}
+	if t := im.Topic(txn.StateTopic); t != nil && m.txns != nil {
+		led := &txn.Leading{Partitions: map[int32]int32{}, Of: int32(len(t.Partitions))}
+		for _, p := range t.Partitions {
+			if p.Leader == m.node.NodeID {
+				led.Partitions[p.Index] = p.LeaderEpoch
+			}
+		}
+		c.Send(m.txns, led)
 	}
 	m.topicsDeleted(c, im)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/asynkron/protoactor-go/remote"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/skeinlog/skein/actors"
 	"github.com/skeinlog/skein/configs"
@@ -29,7 +30,12 @@ import (
 	"github.com/skeinlog/skein/internal/vfs"
 	"github.com/skeinlog/skein/partition"
 	"github.com/skeinlog/skein/transport"
+	"github.com/skeinlog/skein/txn"
 )
+
+// verifyTimeout bounds a partition leader's wait for a transaction
+// coordinator's verification of a transactional batch.
+const verifyTimeout = 10 * time.Second
 
 // Node is one running Skein node: its actor system, the tree under its root
 // actor node/<id>, its Kafka listener and its admin HTTP listener.
@@ -59,6 +65,13 @@ type Node struct {
 	// replication counts the node's ISR changes and replication bytes.
 	replication partition.Stats
 	groups      *coordinator.Directory
+	// txns maps transactional ids to their coordinator actors; txnStats
+	// counts transactions; verifier asks coordinators about transactional
+	// batches for this node's partitions; producerIDs hands out ids.
+	txns        *txn.Directory
+	txnStats    txn.Stats
+	verifier    *txn.Verifier
+	producerIDs producerIDs
 	children    atomic.Pointer[children]
 	ln          net.Listener
 	// remote is the node's remoting, nil for a one-node cluster.
@@ -94,7 +107,7 @@ type Node struct {
 
 // children are the root actor's children, published for the listener.
 type children struct {
-	controller, metadata, partitions, groups *actor.PID
+	controller, metadata, partitions, groups, txns *actor.PID
 }
 
 // startTimeout bounds how long Start waits for the metadata to load.
@@ -168,7 +181,9 @@ func prepare(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 	}
 	n := &Node{cfg: cfg, log: log, done: make(chan struct{}), firstImage: make(chan struct{}), imageNews: make(chan struct{}, 1),
 		incarnation: newIncarnation(),
-		registry:    partition.NewRegistry(), groups: &coordinator.Directory{}, ln: ln, metrics: prometheus.NewRegistry(), faults: actors.NewFaults(), links: actors.NewLinks()}
+		registry:    partition.NewRegistry(), groups: &coordinator.Directory{}, txns: &txn.Directory{},
+		ln: ln, metrics: prometheus.NewRegistry(), faults: actors.NewFaults(), links: actors.NewLinks()}
+	n.producerIDs.n = n
 	filesCap, capReason := openFilesCap(cfg.LogMaxOpenFiles)
 	n.files = vfs.NewCache(vfs.Default, filesCap)
 	n.failures = logging.NewLimiter(20, time.Second)
@@ -179,6 +194,7 @@ func prepare(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 	n.image.Store(image.Empty())
 	n.sys = actors.NewSystem(log)
 	n.tree = actors.NewTree(n.sys, n.faults, n.links)
+	n.verifier = &txn.Verifier{System: n.sys, NodeID: cfg.NodeID, Image: n.image.Load, Timeout: verifyTimeout}
 	n.registerNodeMetrics()
 	n.peers = map[int32]*actor.PID{}
 	voters, _ := cfg.Voters() // valid: the caller validated cfg
@@ -273,14 +289,18 @@ func (n *Node) serve() {
 	tcfg.MaxRequestBytes = cfg.SocketRequestMaxBytes
 	tcfg.IdleTimeout = time.Duration(cfg.ConnectionsMaxIdleMs) * time.Millisecond
 	server := transport.NewServer(tcfg, transport.NewAPI(transport.Deps{
-		System:     n.sys,
-		Controller: c.controller,
-		Image:      n.image.Load,
-		Partitions: n.registry,
-		Groups:     n.groups,
-		GroupsPID:  c.groups,
-		Node:       cfg,
-		Quorum:     n.quorumStatus,
+		System:        n.sys,
+		Controller:    c.controller,
+		Image:         n.image.Load,
+		Partitions:    n.registry,
+		Groups:        n.groups,
+		GroupsPID:     c.groups,
+		Txns:          n.txns,
+		TxnsPID:       c.txns,
+		Verifier:      n.verifier,
+		NewProducerID: n.producerIDs.take,
+		Node:          cfg,
+		Quorum:        n.quorumStatus,
 		ControllerOf: func(id int32) *actor.PID {
 			if id == cfg.NodeID {
 				return c.controller
@@ -568,8 +588,23 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 		AllowUpgrade:              n.cfg.GroupConsumerMigrationPolicy == "upgrade" || n.cfg.GroupConsumerMigrationPolicy == "bidirectional",
 		AllowDowngrade:            n.cfg.GroupConsumerMigrationPolicy == "downgrade" || n.cfg.GroupConsumerMigrationPolicy == "bidirectional",
 		Image:                     n.image.Load,
-		Logger:                    n.log,
+		VerifyTxn: func(id string, producerID int64, epoch int16, p int32, add bool, reply func(*kerr.Error)) {
+			n.verifier.Verify(id, producerID, epoch, coordinator.OffsetsTopic, p, add, reply)
+		},
+		Logger: n.log,
 	}, actors.NewBackoffStrategy(actors.Backoff{})), "groups")
+	if err != nil {
+		return err
+	}
+	// One actor per transactional id, for the __transaction_state
+	// partitions this node leads.
+	txns, err := c.SpawnNamed(txn.SupervisorProps(txn.SupervisorConfig{
+		NodeID: n.cfg.NodeID, Directory: n.txns, Registry: n.registry, Image: n.image.Load,
+		Txn: txn.Config{MaxTimeoutMs: n.cfg.TransactionMaxTimeoutMs, IDExpirationMs: n.cfg.TransactionalIDExpirationMs,
+			NewProducerID: n.producerIDs.take},
+		AbortInterval: time.Duration(n.cfg.TransactionAbortTimedOutCleanupIntervalMs) * time.Millisecond,
+		Stats:         &n.txnStats, Logger: n.log,
+	}, actors.NewBackoffStrategy(actors.Backoff{})), "txns")
 	if err != nil {
 		return err
 	}
@@ -590,7 +625,7 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 		return err
 	}
 	metadata, err = c.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-		return &metadataActor{node: n.cfg, partitions: partitions, groups: groups, fetchers: fetchers, registry: n.registry,
+		return &metadataActor{node: n.cfg, partitions: partitions, groups: groups, txns: txns, fetchers: fetchers, registry: n.registry,
 			current: n.image.Load, hosted: map[partition.Key]image.TopicID{}, alterISR: n.alterISR}
 	}), "metadata")
 	if err != nil {
@@ -600,6 +635,13 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 	// node/<id>/appends.
 	if _, err := c.SpawnNamed(partition.AppendsProps(partition.AppendsConfig{
 		NodeID: n.cfg.NodeID, Registry: n.registry, Image: n.image.Load,
+		Marked: func(topic string, p int32, m partition.Marker) {
+			// A transaction's offsets take effect (or go) with its
+			// marker in the group's partition.
+			if t := n.image.Load().Topic(coordinator.OffsetsTopic); topic == coordinator.OffsetsTopic && t != nil {
+				n.sys.Root.Send(groups, &coordinator.TxnCompleted{Partition: p, Of: int32(len(t.Partitions)), ProducerID: m.ProducerID, Commit: m.Commit})
+			}
+		},
 	}), "appends"); err != nil {
 		return err
 	}
@@ -608,7 +650,7 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 	// it has: its siblings, and its own PID (a name's PID is known before
 	// the spawn), must be known first.
 	ctrlPID := actor.NewPID(c.ActorSystem().Address(), c.Self().Id+"/controller")
-	n.children.Store(&children{controller: ctrlPID, metadata: metadata, partitions: partitions, groups: groups})
+	n.children.Store(&children{controller: ctrlPID, metadata: metadata, partitions: partitions, groups: groups, txns: txns})
 	var clusterAddr string
 	if n.remote != nil {
 		clusterAddr = n.cfg.ClusterAdvertise

@@ -96,6 +96,14 @@ func (p *partition) writeAppends() {
 	p.outcomes = outcomes
 	err := p.log.WriteStaged()
 	p.releaseAppends()
+	for _, a := range p.abortedTxns {
+		if err != nil {
+			break
+		}
+		err = p.log.AddAbortedTxn(a)
+	}
+	clear(p.abortedTxns)
+	p.abortedTxns = p.abortedTxns[:0]
 	if err == nil && written && p.log.View().ActiveSegmentBase() != base {
 		// The write rolled the log: snapshot there, as Kafka does at a
 		// roll, so that a restart replays at most the active segment.
@@ -114,6 +122,9 @@ func (p *partition) writeAppends() {
 			}
 		}
 		return
+	}
+	if written {
+		p.updateLastStable()
 	}
 	if written && p.cfg.Durability == configs.DurabilityReplicated {
 		// Kafka's model: in the page cache of every ISR member is enough.
@@ -149,7 +160,7 @@ func (p *partition) releaseAppends() {
 
 // release gives the Append's records back to its sender (Append.Release).
 func (m *Append) release() {
-	if m.Release != nil {
+	if m.Release != nil && !m.held {
 		m.Records = nil
 		m.Release()
 	}
@@ -160,6 +171,9 @@ func (m *Append) release() {
 // they were written (they are, or the actor restarts). now is the time of
 // the append in ms.
 func (p *partition) stageAppend(m *Append, now int64) appendOutcome {
+	if m.Marker != nil {
+		return p.stageMarker(m, now)
+	}
 	if isr := p.leader.ISRSize(); m.Acks == -1 && int(p.cfg.TopicConfig.MinInsyncReplicas) > isr {
 		m.Reply(AppendResult{Err: kerr.NotEnoughReplicas, Message: fmt.Sprintf(
 			"The size of the current ISR %d is insufficient to satisfy the min.isr requirement of %d", isr, p.cfg.TopicConfig.MinInsyncReplicas)})
@@ -171,13 +185,17 @@ func (p *partition) stageAppend(m *Append, now int64) appendOutcome {
 		return appendOutcome{answered: true}
 	}
 	if idempotent {
-		c := p.producers.check(&h)
+		c := p.producers.check(&h, m.Coordinator)
 		switch {
 		case c.Err != nil:
 			m.Reply(AppendResult{Err: c.Err, Message: c.Message})
 			return appendOutcome{answered: true}
 		case c.Duplicate != nil:
 			return appendOutcome{duplicate: c.Duplicate}
+		}
+		if h.Transactional() && m.Verify != nil && !p.producers.inTxn(h.ProducerID, h.ProducerEpoch) && !p.verified(m, &h) {
+			p.holdForVerification(m, &h)
+			return appendOutcome{answered: true}
 		}
 	}
 	res, err := p.log.Stage(m.Records, p.state.LeaderEpoch)

@@ -471,11 +471,12 @@ func TestReplayHeaders(t *testing.T) {
 	}
 	for _, from := range []int64{0, 1, 2, 31, 40, 79, 80} {
 		var got []int64
-		if err := replayHeaders(l.View(), from, func(h *store.Header) {
-			if h.BaseSequence != int32(h.BaseOffset) {
-				t.Fatalf("header at %d has sequence %d", h.BaseOffset, h.BaseSequence)
+		if err := replayHeaders(l.View(), from, func(h *store.Header, control []byte) error {
+			if h.BaseSequence != int32(h.BaseOffset) || control != nil {
+				t.Fatalf("header at %d has sequence %d (control %v)", h.BaseOffset, h.BaseSequence, control != nil)
 			}
 			got = append(got, h.BaseOffset)
+			return nil
 		}); err != nil {
 			t.Fatal(err)
 		}

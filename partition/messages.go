@@ -21,11 +21,39 @@ import (
 // waiting for their durability. The actor clears Records first. An Append
 // that the actor never finishes handling (it panicked, or was stopped with
 // the message in its mailbox) is never released.
+//
+// Marker, when set, makes the Append a transaction marker instead (Records
+// nil): the control batch that ends a producer's transaction here, which
+// the transaction coordinator asks the leader for (WriteTxnMarkers).
+//
+// Verify, when set, is how the actor checks with the transaction
+// coordinator that a transactional batch belongs to a transaction in
+// progress that includes this partition (KIP-890: a late batch of a
+// finished transaction must not start a transaction nobody will end). The
+// actor calls it, on its own goroutine, for a transactional batch of a
+// producer with no transaction in progress here, and holds the Append (and
+// any later one of the same producer) until the answer: reply(nil) lets it
+// go on, an error refuses it. Verify must not block; reply may be called
+// from any goroutine, once. Nil means no verification (a writer inside the
+// cluster that is trusted).
+//
+// Coordinator marks the records of a coordinator of this node (a group
+// coordinator's transactional offset commits): the producer's epoch and
+// transaction are checked, its sequence numbers are not (Kafka's
+// AppendOrigin.COORDINATOR).
 type Append struct {
-	Records []byte
-	Acks    int16
-	Reply   func(AppendResult)
-	Release func()
+	Records     []byte
+	Acks        int16
+	Reply       func(AppendResult)
+	Release     func()
+	Marker      *Marker
+	Verify      func(reply func(*kerr.Error))
+	Coordinator bool
+
+	// guard is the verification this Append passed (txns.go); held marks
+	// an Append waiting for one, which the actor must not release yet.
+	guard uint64
+	held  bool
 }
 
 // AppendResult answers Append. Err is nil on success; a definite error

@@ -141,6 +141,18 @@ type partition struct {
 	outcomes    []appendOutcome
 
 	producers *producers
+	// unstable is the first unstable offset last given to the log
+	// (MaxInt64: none); abortedTxns the index entries of the markers
+	// staged, added once they are written (txns.go).
+	unstable    int64
+	abortedTxns []store.AbortedTxn
+	// verifying holds the transactional Appends waiting for their
+	// coordinator's answer, by producer; verifiedGuards the verification
+	// each producer passed last; guards numbers verifications.
+	verifying      map[int64]*verification
+	verifiedGuards map[int64]verifiedGuard
+	guards         uint64
+	dec            store.Decompressor // for control records
 	// lastSnapshot is the offset of the newest producer-state snapshot
 	// written or loaded (-1: none), lastSnapshotTime when it was written.
 	lastSnapshot     int64
@@ -209,6 +221,10 @@ func (p *partition) leading(ctx actor.Context) {
 		p.followerFetched(m)
 	case *isrChanged:
 		p.onISRChanged(m)
+	case *txnVerified:
+		p.onVerified(m)
+	case *DescribeProducers:
+		p.describeProducers(m)
 	default:
 		p.common(ctx)
 	}
@@ -225,6 +241,8 @@ func (p *partition) following(ctx actor.Context) {
 		m.release()
 	case *DeleteRecords:
 		m.Reply(-1, kerr.NotLeaderForPartition)
+	case *DescribeProducers:
+		m.Reply(nil, kerr.NotLeaderForPartition)
 	default:
 		p.common(ctx)
 	}
@@ -247,6 +265,8 @@ func (p *partition) common(ctx actor.Context) {
 		p.queueAppend(ctx, m) // refused: the partition is failed
 	case *DeleteRecords:
 		m.Reply(-1, kerr.KafkaStorageError)
+	case *DescribeProducers:
+		m.Reply(nil, kerr.KafkaStorageError)
 	case *Replicate:
 		m.Done() // an answer for another role
 	case *writeAppends:
@@ -288,6 +308,7 @@ func (p *partition) start() {
 	}
 	p.log = l
 	p.assumeRole()
+	p.updateLastStable()
 	p.publish()
 }
 
@@ -319,6 +340,7 @@ func (p *partition) shutdown(clean bool) {
 		m.Reply(AppendResult{Err: kerr.RequestTimedOut, Message: "partition restarting"})
 	}
 	p.appends = nil
+	p.dropVerifications(kerr.RequestTimedOut, "partition restarting")
 	p.answerWaiters(kerr.RequestTimedOut, "partition restarting")
 	p.dropFollowerSyncs()
 	if p.log == nil {
@@ -664,7 +686,15 @@ func (p *partition) rebuildProducers(l *store.Log) error {
 		}
 	}
 	now := p.cfg.Clock.Now().UnixMilli()
-	if err := replayHeaders(v, from, func(h *store.Header) { p.producers.update(h, now) }); err != nil {
+	p.unstable = -1 // the log is told again
+	err = replayHeaders(v, from, func(h *store.Header, control []byte) error {
+		if control != nil {
+			return p.applyControl(l, control, h, now)
+		}
+		p.producers.update(h, now)
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("rebuilding producer state from offset %d: %w", from, err)
 	}
 	p.producers.expire(now)
@@ -676,9 +706,11 @@ func (p *partition) rebuildProducers(l *store.Log) error {
 const replayChunk = 64 << 10
 
 // replayHeaders calls fn with the header of every batch that ends at or
-// after from, up to the view's log end, in order. It reads headers only
-// (never decompresses), through the view's segment files.
-func replayHeaders(v *store.View, from int64, fn func(h *store.Header)) error {
+// after from, up to the view's log end, in order, and for control batches
+// (transaction markers) with the batch too, nil otherwise. It reads
+// headers only (never decompresses), through the view's segment files, and
+// whole batches for control batches, which are small.
+func replayHeaders(v *store.View, from int64, fn func(h *store.Header, control []byte) error) error {
 	buf := make([]byte, replayChunk)
 	for off := max(from, v.LogStartOffset); off < v.LogEndOffset; {
 		sl, err := v.Read(off, store.ReadOptions{MaxBytes: 1 << 40, MaxOffset: v.LogEndOffset, MinOneBatch: true})
@@ -691,31 +723,59 @@ func replayHeaders(v *store.View, from int64, fn func(h *store.Header)) error {
 		var bufPos, bufEnd int64 // the file range buf holds
 		for pos, end := sl.Pos, sl.Pos+sl.Size; pos < end; {
 			if pos+store.HeaderSize > bufEnd {
-				n := min(int64(len(buf)), end-pos)
-				if n < store.HeaderSize {
-					return fmt.Errorf("%w: partial batch header at position %d", store.ErrCorrupt, pos)
-				}
-				got, err := sl.File.ReadAt(buf[:n], pos)
-				if int64(got) < n {
-					if err == nil || errors.Is(err, io.EOF) {
-						err = fmt.Errorf("%w: short read at position %d", store.ErrCorrupt, pos)
-					}
+				if err := readFull(sl.File, buf[:min(int64(len(buf)), end-pos)], pos); err != nil {
 					return err
 				}
-				bufPos, bufEnd = pos, pos+n
+				bufPos, bufEnd = pos, pos+min(int64(len(buf)), end-pos)
 			}
 			h, err := store.ParseHeader(buf[pos-bufPos:])
 			if err != nil {
 				return err
 			}
 			if h.LastOffset() >= from {
-				fn(&h)
+				var control []byte
+				if h.Control() {
+					if control, err = readBatch(sl.File, buf[:bufEnd-bufPos], bufPos, pos, h.Size()); err != nil {
+						return err
+					}
+				}
+				if err := fn(&h, control); err != nil {
+					return err
+				}
 			}
 			pos += h.Size()
 		}
 		off = sl.NextOffset
 	}
 	return nil
+}
+
+// readFull reads len(b) bytes at pos, at least a batch header's worth.
+func readFull(f io.ReaderAt, b []byte, pos int64) error {
+	if len(b) < store.HeaderSize {
+		return fmt.Errorf("%w: partial batch header at position %d", store.ErrCorrupt, pos)
+	}
+	got, err := f.ReadAt(b, pos)
+	if got < len(b) {
+		if err == nil || errors.Is(err, io.EOF) {
+			err = fmt.Errorf("%w: short read at position %d", store.ErrCorrupt, pos)
+		}
+		return err
+	}
+	return nil
+}
+
+// readBatch returns the size bytes of the batch at pos: from buf, which
+// holds the file from bufPos, when it is all there, else read anew.
+func readBatch(f io.ReaderAt, buf []byte, bufPos, pos, size int64) ([]byte, error) {
+	if pos+size <= bufPos+int64(len(buf)) {
+		return buf[pos-bufPos : pos-bufPos+size], nil
+	}
+	b := make([]byte, size)
+	if err := readFull(f, b, pos); err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 // minCleanableDirtyRatio is Kafka's default min.cleanable.dirty.ratio.

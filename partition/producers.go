@@ -12,9 +12,8 @@ import (
 	"github.com/skeinlog/skein/partition/store"
 )
 
-// Idempotent producers (KIP-98), as Kafka 4.x's ProducerStateManager and
-// ProducerAppendInfo implement them, for producers without a transactional
-// id.
+// Idempotent and transactional producers (KIP-98), as Kafka 4.x's
+// ProducerStateManager and ProducerAppendInfo implement them.
 //
 // producers is a deterministic state machine: no actors, no IO, no clock of
 // its own (callers pass the time). The partition actor drives it:
@@ -29,8 +28,9 @@ import (
 //  4. expire producers idle for producer.id.expiration.ms on its tick, and
 //     encode a snapshot at segment rolls, periodically and at a clean stop.
 //
-// For each producer id it keeps the current epoch and the metadata of the
-// producer's last five batches (Kafka's NUM_BATCHES_TO_RETAIN, which is
+// For each producer id it keeps the current epoch, the first offset of its
+// transaction in progress here, the coordinator epoch of its last marker,
+// and the metadata of the producer's last five batches (Kafka's NUM_BATCHES_TO_RETAIN, which is
 // also the most in-flight requests an idempotent producer may have), so a
 // retry of any request still in flight is recognised.
 //
@@ -56,12 +56,39 @@ import (
 //     0 after math.MaxInt32: sequences wrap), else
 //     OUT_OF_ORDER_SEQUENCE_NUMBER. That covers gaps and retries of batches
 //     older than the last five.
+//   - A batch that is not transactional from a producer whose transaction
+//     is in progress here is INVALID_TXN_STATE (Kafka's appendDataBatch).
+//
+// Transactions: a producer's first transactional batch here starts its
+// transaction at that batch's offset; its marker (endTxn) ends it. The
+// last stable offset is the smallest first offset of a transaction not
+// known to be over, which includes those whose marker is above the high
+// watermark (Kafka's unreplicated transactions: a marker a new leader may
+// not have does not end a transaction for readers). A marker from an older
+// producer epoch is INVALID_PRODUCER_EPOCH, from an older coordinator epoch
+// TRANSACTION_COORDINATOR_FENCED (Kafka's appendEndTxnMarker); under
+// transaction version 2 a marker carries the epoch its coordinator bumped
+// to, so the producer moves to it and a late batch of the finished
+// transaction is refused.
 //
 // Concurrency: owned by the partition actor; not safe for concurrent use.
 type producers struct {
 	entries map[int64]*producerEntry
+	// ongoing maps the producers with a transaction in progress here to
+	// its first offset (producerEntry.TxnFirstOffset), for the last stable
+	// offset.
+	ongoing map[int64]int64
+	// unreplicated are the transactions whose marker is at or above the
+	// high watermark, by marker offset: not over yet for readers.
+	unreplicated []completedTxn
 	// expirationMs is producer.id.expiration.ms.
 	expirationMs int64
+}
+
+// completedTxn is a transaction whose marker is in the log.
+type completedTxn struct {
+	producerID        int64
+	first, markerOffs int64
 }
 
 // maxBatchesRetained is how many batches of each producer are remembered
@@ -83,6 +110,16 @@ type producerEntry struct {
 	// skewed timestamps would expire early or never. Idleness is measured
 	// by the broker's clock here.
 	LastTimestamp int64
+	// TxnFirstOffset is the first offset of the producer's transaction in
+	// progress in this partition, -1 when none.
+	TxnFirstOffset int64
+	// CoordinatorEpoch is the coordinator epoch of the producer's last
+	// marker, -1 before any.
+	CoordinatorEpoch int32
+}
+
+func newProducerEntry() *producerEntry {
+	return &producerEntry{Epoch: noProducerEpoch, TxnFirstOffset: -1, CoordinatorEpoch: -1}
 }
 
 // batchMetadata describes one appended batch of a producer (Kafka's
@@ -96,7 +133,7 @@ type batchMetadata struct {
 }
 
 func newProducers(expirationMs int64) *producers {
-	return &producers{entries: map[int64]*producerEntry{}, expirationMs: expirationMs}
+	return &producers{entries: map[int64]*producerEntry{}, ongoing: map[int64]int64{}, expirationMs: expirationMs}
 }
 
 // lastSeq returns the last sequence of the producer's newest batch, -1 if
@@ -145,13 +182,15 @@ type checkResult struct {
 }
 
 // check decides what to do with an idempotent batch (h.ProducerID >= 0)
-// before it is appended; see the rules above. It changes nothing.
-func (s *producers) check(h *store.Header) checkResult {
+// before it is appended; see the rules above. A coordinator's batch
+// (Append.Coordinator) is checked for its epoch and transaction only: a
+// coordinator writes no sequence numbers. It changes nothing.
+func (s *producers) check(h *store.Header, coordinator bool) checkResult {
 	e := s.entries[h.ProducerID]
 	current := int16(noProducerEpoch)
 	if e != nil {
 		current = e.Epoch
-		if h.ProducerEpoch == e.Epoch {
+		if h.ProducerEpoch == e.Epoch && !coordinator {
 			first, last := h.BaseSequence, lastSequence(h)
 			for i := range e.Batches {
 				if b := &e.Batches[i]; b.FirstSeq == first && b.LastSeq == last {
@@ -164,6 +203,9 @@ func (s *producers) check(h *store.Header) checkResult {
 	if h.ProducerEpoch < current {
 		return checkResult{Err: kerr.InvalidProducerEpoch, Message: fmt.Sprintf(
 			"Epoch of producer %d is %d, which is smaller than the last seen epoch %d", h.ProducerID, h.ProducerEpoch, current)}
+	}
+	if coordinator {
+		return s.checkTxn(e, h)
 	}
 	if h.ProducerEpoch != current {
 		if h.BaseSequence != 0 && current != noProducerEpoch {
@@ -181,7 +223,40 @@ func (s *producers) check(h *store.Header) checkResult {
 			"Out of order sequence number for producer %d: %d (incoming seq. number), %d (current end sequence number)",
 			h.ProducerID, h.BaseSequence, last)}
 	}
+	return s.checkTxn(e, h)
+}
+
+// checkTxn refuses a batch that is not transactional from a producer whose
+// transaction is in progress here.
+func (s *producers) checkTxn(e *producerEntry, h *store.Header) checkResult {
+	if e != nil && e.TxnFirstOffset >= 0 && !h.Transactional() {
+		return checkResult{Err: kerr.InvalidTxnState, Message: fmt.Sprintf(
+			"Expected transactional write from producer %d, whose transaction started at offset %d", h.ProducerID, e.TxnFirstOffset)}
+	}
 	return checkResult{}
+}
+
+// inTxn reports whether the producer has a transaction in progress here in
+// epoch (Kafka's hasOngoingTransaction): its transactional batches need no
+// verification with the coordinator.
+func (s *producers) inTxn(id int64, epoch int16) bool {
+	e := s.entries[id]
+	return e != nil && e.TxnFirstOffset >= 0 && e.Epoch == epoch
+}
+
+// checkMarker decides whether a marker of the producer may be appended.
+func (s *producers) checkMarker(m *Marker) (*kerr.Error, string) {
+	e := s.entries[m.ProducerID]
+	if e == nil {
+		return nil, ""
+	}
+	if m.ProducerEpoch < e.Epoch {
+		return kerr.InvalidProducerEpoch, fmt.Sprintf("marker of producer %d in epoch %d, which is older than its epoch %d", m.ProducerID, m.ProducerEpoch, e.Epoch)
+	}
+	if m.CoordinatorEpoch < e.CoordinatorEpoch {
+		return kerr.TransactionCoordinatorFenced, fmt.Sprintf("marker of producer %d from coordinator epoch %d, older than %d", m.ProducerID, m.CoordinatorEpoch, e.CoordinatorEpoch)
+	}
+	return nil, ""
 }
 
 // update records a batch that is now in the log: h carries its assigned
@@ -194,22 +269,16 @@ func (s *producers) update(h *store.Header, now int64) {
 	if h.ProducerID < 0 {
 		return
 	}
-	e := s.entries[h.ProducerID]
-	if e == nil {
-		e = &producerEntry{Epoch: noProducerEpoch}
-		s.entries[h.ProducerID] = e
-	}
+	e := s.entry(h.ProducerID)
 	e.LastTimestamp = now
 	if h.Control() {
-		// A transaction marker moves the producer to the marker's epoch
-		// and carries no sequence; one that compaction emptied says
-		// nothing (Kafka's appendEndTxnMarker).
-		if h.NumRecords > 0 {
-			e.setEpoch(h.ProducerEpoch)
-		}
-		return
+		return // endTxn's
 	}
 	e.setEpoch(h.ProducerEpoch)
+	if h.Transactional() && e.TxnFirstOffset < 0 {
+		e.TxnFirstOffset = h.BaseOffset
+		s.ongoing[h.ProducerID] = h.BaseOffset
+	}
 	if len(e.Batches) == maxBatchesRetained {
 		e.Batches = append(e.Batches[:0], e.Batches[1:]...)
 	}
@@ -220,12 +289,81 @@ func (s *producers) update(h *store.Header, now int64) {
 	})
 }
 
+func (s *producers) entry(id int64) *producerEntry {
+	e := s.entries[id]
+	if e == nil {
+		e = newProducerEntry()
+		s.entries[id] = e
+	}
+	return e
+}
+
+// endTxn records a marker now in the log: h is its control batch's header,
+// with its offset. It ends the producer's transaction here and returns the
+// aborted transaction's index entry when the marker aborts one that wrote
+// here (ok false otherwise). It does not check: after checkMarker for the
+// leader's markers, and for markers replicated or replayed (Kafka's
+// REPLICATION origin). A marker that compaction emptied says nothing.
+func (s *producers) endTxn(h *store.Header, m Marker, now int64) (aborted store.AbortedTxn, ok bool) {
+	if h.NumRecords == 0 {
+		return store.AbortedTxn{}, false
+	}
+	e := s.entry(h.ProducerID)
+	e.LastTimestamp = now
+	e.setEpoch(h.ProducerEpoch)
+	e.CoordinatorEpoch = m.CoordinatorEpoch
+	first := e.TxnFirstOffset
+	if first < 0 {
+		return store.AbortedTxn{}, false // nothing of it here
+	}
+	e.TxnFirstOffset = -1
+	delete(s.ongoing, h.ProducerID)
+	s.unreplicated = append(s.unreplicated, completedTxn{producerID: h.ProducerID, first: first, markerOffs: h.BaseOffset})
+	if m.Commit {
+		return store.AbortedTxn{}, false
+	}
+	// Kafka's lastStableOffset(completedTxn): where the next transaction
+	// of another producer starts, else right after the marker.
+	lastStable := h.BaseOffset + 1
+	for _, f := range s.ongoing {
+		lastStable = min(lastStable, f)
+	}
+	return store.AbortedTxn{ProducerID: h.ProducerID, FirstOffset: first, LastOffset: h.BaseOffset, LastStableOffset: lastStable}, true
+}
+
+// replicated forgets the transactions whose marker is below the high
+// watermark hw: readers see them over.
+func (s *producers) replicated(hw int64) {
+	n := 0
+	for n < len(s.unreplicated) && s.unreplicated[n].markerOffs < hw {
+		n++
+	}
+	if n > 0 {
+		s.unreplicated = append(s.unreplicated[:0], s.unreplicated[n:]...)
+	}
+}
+
+// firstUnstable returns the smallest first offset of a transaction not
+// over for readers, and false when there is none: the last stable offset
+// is the smaller of it and the high watermark.
+func (s *producers) firstUnstable() (int64, bool) {
+	first, ok := int64(math.MaxInt64), false
+	for _, f := range s.ongoing {
+		first, ok = min(first, f), true
+	}
+	for _, t := range s.unreplicated {
+		first, ok = min(first, t.first), true
+	}
+	return first, ok
+}
+
 // expire forgets the producers idle for producer.id.expiration.ms or longer
-// at now (ms), as Kafka's removeExpiredProducers, and returns how many.
+// at now (ms), as Kafka's removeExpiredProducers, and returns how many. A
+// producer with a transaction in progress here is never forgotten.
 func (s *producers) expire(now int64) int {
 	n := 0
 	for id, e := range s.entries {
-		if now-e.LastTimestamp >= s.expirationMs {
+		if e.TxnFirstOffset < 0 && now-e.LastTimestamp >= s.expirationMs {
 			delete(s.entries, id)
 			n++
 		}
@@ -237,11 +375,12 @@ func (s *producers) expire(now int64) int {
 // store.WriteSnapshot). All integers big-endian; entries by producer id:
 //
 //	+-----------+------------------------------------------------------------+
-//	| version 1 | 0                                                          |
+//	| version 1 | 1 (0: before transactions, without the two txn fields)    |
 //	| count   4 | number of producers                                       |
 //	+-----------+------------------------------------------------------------+
 //	| per producer:                                                          |
-//	|   producerId 8 | epoch 2 | lastTimestamp 8 | batches 1                 |
+//	|   producerId 8 | epoch 2 | lastTimestamp 8 | txnFirstOffset 8 |      |
+//	|   coordinatorEpoch 4 | batches 1                                     |
 //	|   per batch: firstSeq 4 | lastSeq 4 | firstOffset 8 | lastOffset 8 |   |
 //	|              timestamp 8                                               |
 //	+------------------------------------------------------------------------+
@@ -251,7 +390,9 @@ func (s *producers) expire(now int64) int {
 // 128 bytes per producer and recognises every retry still in flight.
 const (
 	producersSnapshotV0 = 0
-	snapshotEntrySize   = 8 + 2 + 8 + 1
+	producersSnapshotV1 = 1
+	snapshotEntrySizeV0 = 8 + 2 + 8 + 1
+	snapshotEntrySize   = snapshotEntrySizeV0 + 8 + 4
 	snapshotBatchSize   = 4 + 4 + 8 + 8 + 8
 )
 
@@ -266,13 +407,15 @@ func (s *producers) encode() []byte {
 	}
 	slices.Sort(ids)
 	b := make([]byte, 0, 5+len(ids)*(snapshotEntrySize+maxBatchesRetained*snapshotBatchSize))
-	b = append(b, producersSnapshotV0)
+	b = append(b, producersSnapshotV1)
 	b = binary.BigEndian.AppendUint32(b, uint32(len(ids)))
 	for _, id := range ids {
 		e := s.entries[id]
 		b = binary.BigEndian.AppendUint64(b, uint64(id))
 		b = binary.BigEndian.AppendUint16(b, uint16(e.Epoch))
 		b = binary.BigEndian.AppendUint64(b, uint64(e.LastTimestamp))
+		b = binary.BigEndian.AppendUint64(b, uint64(e.TxnFirstOffset))
+		b = binary.BigEndian.AppendUint32(b, uint32(e.CoordinatorEpoch))
 		b = append(b, byte(len(e.Batches)))
 		for _, m := range e.Batches {
 			b = binary.BigEndian.AppendUint32(b, uint32(m.FirstSeq))
@@ -286,39 +429,55 @@ func (s *producers) encode() []byte {
 }
 
 // restore replaces the state with a snapshot payload's. On error (wrapping
-// errBadSnapshot) the state is left empty.
+// errBadSnapshot) the state is left empty. Transactions whose marker was
+// above the high watermark are not in a snapshot: the state counts them
+// over (Kafka's snapshot does not keep them either).
 func (s *producers) restore(b []byte) error {
 	clear(s.entries)
+	clear(s.ongoing)
+	s.unreplicated = s.unreplicated[:0]
 	if err := s.decode(b); err != nil {
 		clear(s.entries)
 		return err
+	}
+	for id, e := range s.entries {
+		if e.TxnFirstOffset >= 0 {
+			s.ongoing[id] = e.TxnFirstOffset
+		}
 	}
 	return nil
 }
 
 func (s *producers) decode(b []byte) error {
-	if len(b) < 5 || b[0] != producersSnapshotV0 {
+	if len(b) < 5 || (b[0] != producersSnapshotV0 && b[0] != producersSnapshotV1) {
 		return fmt.Errorf("%w: unknown version or short header", errBadSnapshot)
+	}
+	entrySize := snapshotEntrySize
+	if b[0] == producersSnapshotV0 {
+		entrySize = snapshotEntrySizeV0
 	}
 	n := binary.BigEndian.Uint32(b[1:])
 	b = b[5:]
-	// Every entry takes at least snapshotEntrySize bytes: check the count
-	// before trusting it.
-	if uint64(n)*snapshotEntrySize > uint64(len(b)) {
+	// Every entry takes at least entrySize bytes: check the count before
+	// trusting it.
+	if uint64(n)*uint64(entrySize) > uint64(len(b)) {
 		return fmt.Errorf("%w: %d producers in %d bytes", errBadSnapshot, n, len(b))
 	}
 	for range n {
-		if len(b) < snapshotEntrySize {
+		if len(b) < entrySize {
 			return fmt.Errorf("%w: truncated entry", errBadSnapshot)
 		}
 		id := int64(binary.BigEndian.Uint64(b))
-		e := &producerEntry{
-			Epoch:         int16(binary.BigEndian.Uint16(b[8:])),
-			LastTimestamp: int64(binary.BigEndian.Uint64(b[10:])),
+		e := newProducerEntry()
+		e.Epoch = int16(binary.BigEndian.Uint16(b[8:]))
+		e.LastTimestamp = int64(binary.BigEndian.Uint64(b[10:]))
+		if entrySize == snapshotEntrySize {
+			e.TxnFirstOffset = int64(binary.BigEndian.Uint64(b[18:]))
+			e.CoordinatorEpoch = int32(binary.BigEndian.Uint32(b[26:]))
 		}
-		nb := int(b[18])
-		b = b[snapshotEntrySize:]
-		if id < 0 || nb > maxBatchesRetained || len(b) < nb*snapshotBatchSize {
+		nb := int(b[entrySize-1])
+		b = b[entrySize:]
+		if id < 0 || nb > maxBatchesRetained || len(b) < nb*snapshotBatchSize || e.TxnFirstOffset < -1 {
 			return fmt.Errorf("%w: producer %d with %d batches", errBadSnapshot, id, nb)
 		}
 		if _, dup := s.entries[id]; dup {

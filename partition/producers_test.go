@@ -16,12 +16,17 @@ import (
 // -rewrite and review the diff). Commands:
 //
 //	init [expiration=<ms>]                 a new state machine, log end 0
-//	append pid= epoch= seq= [records=1] [ts=0] [now=0]
-//	                                       check, then append at the log end and update
-//	replay pid= epoch= seq= offset= [records=1] [ts=0] [now=0] [empty] [control]
+//	append pid= epoch= seq= [records=1] [ts=0] [now=0] [txn]
+//	                                       check, then append at the log end and update;
+//	                                       txn: a transactional batch
+//	replay pid= epoch= seq= offset= [records=1] [ts=0] [now=0] [empty] [txn] [control [commit] [coord=0]]
 //	                                       update as the log replay does (no check);
 //	                                       empty: a batch compaction emptied;
-//	                                       control: a transaction marker
+//	                                       control: a transaction marker (abort unless commit)
+//	marker pid= epoch= [commit] [coord=0] [now=0]
+//	                                       check a marker, then append it at the log end
+//	replicated hw=<offset>                 the high watermark moved
+//	unstable                               the first unstable offset
 //	expire now=<ms>                        forget idle producers
 //	restart                                snapshot, restore into a new machine
 //	state                                  every producer, its epoch and batches
@@ -43,7 +48,7 @@ func TestProducers(t *testing.T) {
 				return ""
 			case "append":
 				h, now := scanBatch(t, d)
-				c := s.check(&h)
+				c := s.check(&h, d.HasArg("coordinator"))
 				switch {
 				case c.Err != nil:
 					return fmt.Sprintf("%s: %s", c.Err.Message, c.Message)
@@ -58,8 +63,32 @@ func TestProducers(t *testing.T) {
 				h, now := scanBatch(t, d)
 				d.ScanArgs(t, "offset", &h.BaseOffset)
 				leo = max(leo, h.NextOffset())
+				if h.Control() {
+					return printAborted(s.endTxn(&h, scanMarker(t, d, &h), now))
+				}
 				s.update(&h, now)
 				return ""
+			case "marker":
+				h, now := scanBatch(t, d)
+				h.Attributes |= markerAttributes
+				h.BaseSequence, h.LastOffsetDelta = -1, 0
+				m := scanMarker(t, d, &h)
+				if err, msg := s.checkMarker(&m); err != nil {
+					return fmt.Sprintf("%s: %s", err.Message, msg)
+				}
+				h.BaseOffset = leo
+				leo = h.NextOffset()
+				return fmt.Sprintf("marker at offset %d; %s", h.BaseOffset, printAborted(s.endTxn(&h, m, now)))
+			case "replicated":
+				var hw int64
+				d.ScanArgs(t, "hw", &hw)
+				s.replicated(hw)
+				return ""
+			case "unstable":
+				if first, ok := s.firstUnstable(); ok {
+					return fmt.Sprintf("first unstable offset %d", first)
+				}
+				return "none"
 			case "expire":
 				var now int64
 				d.ScanArgs(t, "now", &now)
@@ -107,11 +136,28 @@ func scanBatch(t *testing.T, d *datadriven.TestData) (store.Header, int64) {
 	if empty {
 		h.NumRecords = 0
 	}
+	if d.HasArg("txn") {
+		h.Attributes |= 0x10
+	}
 	if contr {
-		h.Attributes |= 0x20
+		h.Attributes |= markerAttributes
 		h.BaseSequence, h.LastOffsetDelta = -1, 0
 	}
 	return h, now
+}
+
+// scanMarker reads a marker's arguments for the control batch h.
+func scanMarker(t *testing.T, d *datadriven.TestData, h *store.Header) Marker {
+	coord := 0
+	d.MaybeScanArgs(t, "coord", &coord)
+	return Marker{ProducerID: h.ProducerID, ProducerEpoch: h.ProducerEpoch, Commit: d.HasArg("commit"), CoordinatorEpoch: int32(coord)}
+}
+
+func printAborted(a store.AbortedTxn, ok bool) string {
+	if !ok {
+		return "no aborted transaction"
+	}
+	return fmt.Sprintf("aborted transaction of producer %d: offsets [%d, %d], last stable offset %d", a.ProducerID, a.FirstOffset, a.LastOffset, a.LastStableOffset)
 }
 
 func printProducers(s *producers) string {
@@ -123,7 +169,14 @@ func printProducers(s *producers) string {
 	var b strings.Builder
 	for _, id := range ids {
 		e := s.entries[id]
-		fmt.Fprintf(&b, "producer %d: epoch %d, last append at %d\n", id, e.Epoch, e.LastTimestamp)
+		fmt.Fprintf(&b, "producer %d: epoch %d, last append at %d", id, e.Epoch, e.LastTimestamp)
+		if e.TxnFirstOffset >= 0 {
+			fmt.Fprintf(&b, ", transaction from offset %d", e.TxnFirstOffset)
+		}
+		if e.CoordinatorEpoch >= 0 {
+			fmt.Fprintf(&b, ", coordinator epoch %d", e.CoordinatorEpoch)
+		}
+		b.WriteString("\n")
 		for _, m := range e.Batches {
 			fmt.Fprintf(&b, "  seq [%d, %d] offsets [%d, %d] ts %d\n", m.FirstSeq, m.LastSeq, m.FirstOffset, m.LastOffset, m.Timestamp)
 		}
@@ -150,7 +203,7 @@ func TestProducersSnapshotDecodeHostile(t *testing.T) {
 		"huge count":     {0, 0xff, 0xff, 0xff, 0xff, 1, 2, 3},
 		"truncated":      b[:len(b)-1],
 		"trailing bytes": append(slices.Clone(b), 0),
-		"six batches":    func() []byte { c := slices.Clone(b); c[5+18] = 6; return c }(),
+		"six batches":    func() []byte { c := slices.Clone(b); c[5+snapshotEntrySize-1] = 6; return c }(),
 		"negative id":    func() []byte { c := slices.Clone(b); c[5] = 0x80; return c }(),
 	} {
 		s := newProducers(1)
@@ -184,7 +237,7 @@ func TestProducersCheckUpdateAllocs(t *testing.T) {
 		nextBatch(&h)
 	}
 	allocs := testing.AllocsPerRun(1000, func() {
-		if c := s.check(&h); c.Err != nil || c.Duplicate != nil {
+		if c := s.check(&h, false); c.Err != nil || c.Duplicate != nil {
 			t.Fatalf("check: %+v", c)
 		}
 		s.update(&h, 0)
@@ -210,7 +263,7 @@ func BenchmarkProducersCheckUpdate(b *testing.B) {
 	}
 	for i := 0; b.Loop(); i++ {
 		h := &hs[i%len(hs)]
-		if c := s.check(h); c.Err != nil || c.Duplicate != nil {
+		if c := s.check(h, false); c.Err != nil || c.Duplicate != nil {
 			b.Fatalf("check: %+v", c)
 		}
 		s.update(h, 0)

@@ -15,6 +15,7 @@ import (
 func init() {
 	actors.Register[RemoteAppend](200)
 	actors.Register[RemoteAppendResult](201)
+	actors.Register[RemoteMarker](204)
 }
 
 // RemoteAppend is an append from inside the cluster: a writer on another
@@ -57,12 +58,35 @@ type RemoteAppendResult struct {
 
 func (m *RemoteAppendResult) Serialize() (actors.Serialized, error) { return actors.Encode(m) }
 
+// RemoteMarker asks a partition's leader to write a transaction marker
+// (Kafka's WriteTxnMarkers, one partition): sent by a transaction
+// coordinator with a request (actors.Ask) to the leader node's appends
+// actor, local or not, and answered RemoteAppendResult once the marker is
+// below the high watermark (markers are written with acks=all). A lost
+// answer is retried: a second marker for a transaction that is already
+// over here changes nothing but the log.
+type RemoteMarker struct {
+	Origin      actors.Origin `msgpack:"origin"`
+	Topic       string        `msgpack:"topic"`
+	Partition   int32         `msgpack:"part"`
+	LeaderEpoch int32         `msgpack:"epoch"`
+	Marker      Marker        `msgpack:"marker"`
+	TimeoutMs   int32         `msgpack:"timeout"`
+}
+
+func (m *RemoteMarker) Serialize() (actors.Serialized, error) { return actors.Encode(m) }
+
 // AppendsConfig configures a node's appends actor.
 type AppendsConfig struct {
 	NodeID   int32
 	Registry *Registry
 	// Image returns the newest cluster metadata image.
 	Image func() *image.Image
+	// Marked, when set, is called once a marker is written (below the high
+	// watermark), on a goroutine of the partition's: the group coordinators
+	// apply a transaction's offsets when its marker reaches their
+	// __consumer_offsets partition. It must not block.
+	Marked func(topic string, partition int32, m Marker)
 }
 
 // AppendsProps returns the props of the actor that takes a node's
@@ -88,31 +112,21 @@ type appended struct {
 }
 
 func (a *appends) Receive(c actor.Context) {
-	if m, ok := c.Message().(*appended); ok {
-		c.Send(m.to, m.res)
+	var m *RemoteAppend
+	switch msg := c.Message().(type) {
+	case *appended:
+		c.Send(msg.to, msg.res)
+		return
+	case *RemoteMarker:
+		a.marker(c, msg)
+		return
+	case *RemoteAppend:
+		m = msg
+	default:
 		return
 	}
-	m, ok := c.Message().(*RemoteAppend)
-	if !ok {
-		return
-	}
-	sys, self, to := c.ActorSystem(), c.Self(), c.Sender()
-	var once sync.Once
-	var timeout *time.Timer // set before the Append leaves
-	answer := func(r *RemoteAppendResult) {
-		once.Do(func() {
-			if timeout != nil {
-				timeout.Stop()
-			}
-			if to != nil {
-				sys.Root.Send(self, &appended{to: to, res: r})
-			}
-		})
-	}
-	failed := func(err *kerr.Error, msg string) {
-		answer(&RemoteAppendResult{BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1, Err: err, Message: msg})
-	}
-	h, v, err := a.leads(m)
+	answer, failed, timeout := a.answerer(c)
+	h, v, err := a.leads(m.Topic, m.TopicID, m.Partition, m.LeaderEpoch)
 	if err != nil {
 		failed(err, "")
 		return
@@ -132,9 +146,7 @@ func (a *appends) Receive(c actor.Context) {
 		records = b
 	}
 	if m.Acks != 0 && m.TimeoutMs > 0 {
-		timeout = time.AfterFunc(time.Duration(m.TimeoutMs)*time.Millisecond, func() {
-			failed(kerr.RequestTimedOut, "")
-		})
+		timeout(m.TimeoutMs)
 	}
 	reply := func(r AppendResult) {
 		answer(&RemoteAppendResult{BaseOffset: r.BaseOffset, LogAppendTime: r.LogAppendTime, LogStartOffset: r.LogStartOffset, Err: r.Err, Message: r.Message})
@@ -145,23 +157,74 @@ func (a *appends) Receive(c actor.Context) {
 	}
 }
 
+// marker hands a RemoteMarker to the partition's actor.
+func (a *appends) marker(c actor.Context, m *RemoteMarker) {
+	answer, failed, timeout := a.answerer(c)
+	h, _, err := a.leads(m.Topic, image.TopicID{}, m.Partition, m.LeaderEpoch)
+	if err != nil {
+		failed(err, "")
+		return
+	}
+	if m.TimeoutMs > 0 {
+		timeout(m.TimeoutMs)
+	}
+	mk, marked := m.Marker, a.cfg.Marked
+	c.Send(h.PID, &Append{Marker: &mk, Acks: -1, Reply: func(r AppendResult) {
+		if r.Err == nil && marked != nil {
+			marked(m.Topic, m.Partition, mk)
+		}
+		answer(&RemoteAppendResult{BaseOffset: r.BaseOffset, LogAppendTime: r.LogAppendTime, LogStartOffset: r.LogStartOffset, Err: r.Err, Message: r.Message})
+	}})
+}
+
+// answerer returns how a request to the appends actor is answered, once:
+// answer with a result, failed with an error, and timeout, which arms a
+// REQUEST_TIMED_OUT answer after ms.
+func (a *appends) answerer(c actor.Context) (answer func(*RemoteAppendResult), failed func(*kerr.Error, string), timeout func(ms int32)) {
+	sys, self, to := c.ActorSystem(), c.Self(), c.Sender()
+	var once sync.Once
+	var mu sync.Mutex
+	var t *time.Timer
+	answer = func(r *RemoteAppendResult) {
+		once.Do(func() {
+			mu.Lock()
+			if t != nil {
+				t.Stop()
+			}
+			mu.Unlock()
+			if to != nil {
+				sys.Root.Send(self, &appended{to: to, res: r})
+			}
+		})
+	}
+	failed = func(err *kerr.Error, msg string) {
+		answer(&RemoteAppendResult{BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1, Err: err, Message: msg})
+	}
+	timeout = func(ms int32) {
+		mu.Lock()
+		defer mu.Unlock()
+		t = time.AfterFunc(time.Duration(ms)*time.Millisecond, func() { failed(kerr.RequestTimedOut, "") })
+	}
+	return answer, failed, timeout
+}
+
 // leads returns the partition's handle and view if this node leads it, in
-// the epoch the writer knows.
-func (a *appends) leads(m *RemoteAppend) (*Handle, *View, *kerr.Error) {
+// the epoch the writer knows (-1: any); a zero id matches any topic id.
+func (a *appends) leads(topic string, id image.TopicID, partition, epoch int32) (*Handle, *View, *kerr.Error) {
 	im := a.cfg.Image()
-	t := im.Topic(m.Topic)
+	t := im.Topic(topic)
 	switch {
 	case t == nil:
 		return nil, nil, kerr.UnknownTopicOrPartition
-	case !m.TopicID.IsZero() && m.TopicID != t.ID:
+	case !id.IsZero() && id != t.ID:
 		return nil, nil, kerr.UnknownTopicID
-	case m.Partition < 0 || int(m.Partition) >= len(t.Partitions):
+	case partition < 0 || int(partition) >= len(t.Partitions):
 		return nil, nil, kerr.UnknownTopicOrPartition
 	}
-	if p := t.Partitions[m.Partition]; p.Leader == a.cfg.NodeID {
-		if err := CheckLeaderEpoch(m.LeaderEpoch, p.LeaderEpoch); err != nil {
+	if p := t.Partitions[partition]; p.Leader == a.cfg.NodeID {
+		if err := CheckLeaderEpoch(epoch, p.LeaderEpoch); err != nil {
 			return nil, nil, err
 		}
 	}
-	return a.cfg.Registry.Led(im, a.cfg.NodeID, m.Topic, m.Partition)
+	return a.cfg.Registry.Led(im, a.cfg.NodeID, topic, partition)
 }

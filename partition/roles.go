@@ -148,6 +148,7 @@ func (p *partition) setState(s State) {
 		if p.leader != nil {
 			p.cfg.Logger.Info().Int32("leader", s.Leader).Int32("leader_epoch", s.LeaderEpoch).Msg("partition: following")
 			p.answerWaiters(kerr.NotLeaderForPartition, fmt.Sprintf("leadership moved to node %d", s.Leader))
+			p.dropVerifications(kerr.NotLeaderForPartition, fmt.Sprintf("leadership moved to node %d", s.Leader))
 			p.assumeRole()
 		} else if p.follower != nil {
 			p.follower.Become(s.Leader, s.LeaderEpoch)
@@ -166,6 +167,7 @@ func (p *partition) raiseHighWatermark() {
 	}
 	if hw := p.leader.HighWatermark(); hw > p.log.HighWatermark() {
 		p.log.SetHighWatermark(hw)
+		p.updateLastStable()
 		p.publish()
 	}
 	hw := p.log.HighWatermark()
@@ -291,6 +293,7 @@ func (p *partition) applyAnswer(m *Replicate) error {
 			return err
 		}
 		p.follower.Truncated(p.log.LogEndOffset(), p.log.LatestEpoch())
+		p.updateLastStable()
 		return nil
 	case len(m.Records) > 0:
 		if _, err := p.log.AppendAsFollower(m.Records); err != nil {
@@ -301,8 +304,12 @@ func (p *partition) applyAnswer(m *Replicate) error {
 		}
 		p.lastAppend = p.cfg.Clock.Now()
 		now := p.lastAppend.UnixMilli()
-		if err := store.ForEachBatch(m.Records, func(_ []byte, h store.Header) error {
-			if h.ProducerID >= 0 {
+		if err := store.ForEachBatch(m.Records, func(batch []byte, h store.Header) error {
+			switch {
+			case h.ProducerID < 0:
+			case h.Control():
+				return p.applyControl(p.log, batch, &h, now)
+			default:
 				p.producers.update(&h, now)
 			}
 			return nil
@@ -314,6 +321,7 @@ func (p *partition) applyAnswer(m *Replicate) error {
 	if hw := p.follower.HighWatermark(); hw > p.log.HighWatermark() {
 		p.log.SetHighWatermark(hw)
 	}
+	p.updateLastStable()
 	if lso := min(m.Answer.LogStartOffset, p.log.HighWatermark()); lso > p.log.LogStartOffset() {
 		if err := p.log.AdvanceLogStartOffset(lso); err != nil {
 			return err

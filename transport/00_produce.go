@@ -16,6 +16,12 @@ package transport
 //     INVALID_PRODUCER_EPOCH, as Kafka 4.x answers at every version; a
 //     producer id the partition does not know goes on at any sequence
 //     (UNKNOWN_PRODUCER_ID is never returned). See partition/producers.go.
+//   - Transactional batches (KIP-98) need the request's transactional id.
+//     The partition's first batch of a producer's transaction is held
+//     while the id's coordinator confirms that the transaction includes
+//     the partition (KIP-890 part 1; from v12 it adds it, part 2): a late
+//     batch of a finished transaction is refused, never starts one. A
+//     coordinator that cannot answer now is NOT_ENOUGH_REPLICAS (retriable).
 //   - A topic whose compression.type is a codec (not "producer") stores
 //     batches in that codec: others are recompressed here, before the
 //     append. zstd batches need v7+ (UNSUPPORTED_COMPRESSION_TYPE).
@@ -174,9 +180,6 @@ func (a *API) startAppend(c *conn, req *kmsg.ProduceRequest, topic string, topic
 	if err != nil {
 		return err, ""
 	}
-	if req.TransactionID != nil {
-		return kerr.TransactionalIDAuthorizationFailed, "transactions are not supported yet"
-	}
 	bh, rej := partition.Validate(rp.Records, v.Config, &c.dec)
 	if rej != nil {
 		if rej.Record >= 0 && req.Version >= 8 {
@@ -185,6 +188,9 @@ func (a *API) startAppend(c *conn, req *kmsg.ProduceRequest, topic string, topic
 			slot.ErrorRecords = append(slot.ErrorRecords, er)
 		}
 		return rej.Err, rej.Message
+	}
+	if bh.Transactional() && (req.TransactionID == nil || a.Verifier == nil) {
+		return kerr.InvalidTxnState, "a transactional batch needs its producer's transactional id"
 	}
 	records := rp.Records
 	// The records alias the request's body, pooled by the connection:
@@ -215,6 +221,17 @@ func (a *API) startAppend(c *conn, req *kmsg.ProduceRequest, topic string, topic
 		body.retain()
 		release = body.release
 	}
-	a.System.Root.Send(h.PID, &partition.Append{Records: records, Acks: req.Acks, Reply: reply, Release: release})
+	m := &partition.Append{Records: records, Acks: req.Acks, Reply: reply, Release: release}
+	if bh.Transactional() {
+		id, version, v := *req.TransactionID, req.Version, a.Verifier
+		m.Verify = func(reply func(*kerr.Error)) {
+			// Produce v12+ adds the partition to the transaction itself
+			// (KIP-890 part 2); before, the producer added it.
+			v.Verify(id, bh.ProducerID, bh.ProducerEpoch, topic, rp.Partition, version >= 12, func(err *kerr.Error) {
+				reply(verifyProduceError(err, version))
+			})
+		}
+	}
+	a.System.Root.Send(h.PID, m)
 	return nil, ""
 }

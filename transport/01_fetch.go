@@ -5,9 +5,11 @@ package transport
 // Behaviour:
 //   - Reads each partition's published view (no actor message): batches
 //     from the fetch offset up to the high watermark (read_uncommitted) or
-//     the last stable offset (read_committed, equal to the high watermark
-//     until transactions exist), within the partition's and the response's
-//     byte limits. The first batch of the first non-empty partition is
+//     the last stable offset (read_committed), within the partition's and
+//     the response's byte limits. A read_committed fetch also gets the
+//     aborted transactions that overlap what it read (from the
+//     aborted-transaction index), which the client skips; an empty list
+//     when none, null for read_uncommitted, as Kafka answers. The first batch of the first non-empty partition is
 //     returned whole even above the limits (KIP-74).
 //   - With fewer than MinBytes available, the request waits up to
 //     MaxWaitMillis for any of its partitions to publish a new view (no
@@ -176,7 +178,7 @@ func (a *API) fetchOnce(req *kmsg.FetchRequest, wants []fetchWant) ([]fetchResul
 		p.RecordBatches = []byte{}
 		name, topicErr := topicRef(im, req.Version >= 13, w.key.topic, w.key.topicID)
 		r.topic = name
-		if err := a.fetchPartition(name, topicErr, w, r, &budget, f); err != nil {
+		if err := a.fetchPartition(name, topicErr, w, req.IsolationLevel == 1, r, &budget, f); err != nil {
 			p.ErrorCode = err.Code
 			f.errors = true
 		}
@@ -184,7 +186,7 @@ func (a *API) fetchOnce(req *kmsg.FetchRequest, wants []fetchWant) ([]fetchResul
 	return res, f
 }
 
-func (a *API) fetchPartition(topic string, topicErr *kerr.Error, w *fetchWant, r *fetchResult, budget *int64, f *fetched) *kerr.Error {
+func (a *API) fetchPartition(topic string, topicErr *kerr.Error, w *fetchWant, readCommitted bool, r *fetchResult, budget *int64, f *fetched) *kerr.Error {
 	if topicErr != nil {
 		return topicErr
 	}
@@ -194,12 +196,17 @@ func (a *API) fetchPartition(topic string, topicErr *kerr.Error, w *fetchWant, r
 	}
 	f.handles, f.views = append(f.handles, h), append(f.views, v)
 	lv, p := v.Log, &r.part
-	p.HighWatermark, p.LastStableOffset, p.LogStartOffset = lv.HighWatermark, lv.HighWatermark, lv.LogStartOffset
+	p.HighWatermark, p.LastStableOffset, p.LogStartOffset = lv.HighWatermark, lv.LastStableOffset, lv.LogStartOffset
 	if err := partition.CheckLeaderEpoch(w.currentLeaderEpoch, v.LeaderEpoch); err != nil {
 		return err
 	}
 	if w.fetchOffset < lv.LogStartOffset || w.fetchOffset > lv.LogEndOffset {
 		return kerr.OffsetOutOfRange
+	}
+	end := lv.HighWatermark
+	if readCommitted {
+		end = lv.LastStableOffset
+		p.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
 	}
 	limit := min(int64(w.maxBytes), *budget)
 	if limit <= 0 && f.bytes > 0 {
@@ -207,12 +214,19 @@ func (a *API) fetchPartition(topic string, topicErr *kerr.Error, w *fetchWant, r
 	}
 	sl, rerr := lv.Read(w.fetchOffset, store.ReadOptions{
 		MaxBytes:    max(limit, 0),
-		MaxOffset:   lv.HighWatermark,
+		MaxOffset:   end,
 		MinOneBatch: f.bytes == 0,
 	})
 	if rerr != nil {
 		a.limited(a.Logger.Warn()).Err(rerr).Str("topic", topic).Int32("partition", w.key.partition).Msg("fetch read failed")
 		return kerr.KafkaStorageError
+	}
+	if readCommitted && sl.Size > 0 {
+		for _, t := range lv.AbortedTxns(w.fetchOffset, sl.NextOffset) {
+			at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+			at.ProducerID, at.FirstOffset = t.ProducerID, t.FirstOffset
+			p.AbortedTransactions = append(p.AbortedTransactions, at)
+		}
 	}
 	r.slice = sl
 	f.bytes += sl.Size

@@ -8,6 +8,8 @@ package transport
 //     log start offset; -5 (latest tiered): -1, as nothing is tiered;
 //   - -3 (max timestamp, KIP-734): the record with the largest timestamp;
 //   - a timestamp: the first record at or after it, or offset -1 when none.
+//   - Nothing at or past the high watermark (read_committed: the last
+//     stable offset) is ever answered, as Kafka's fetchOffsetForTimestamp.
 //   - CurrentLeaderEpoch checks as Fetch (KIP-320); errors as Fetch.
 //
 // Version notes: v2 isolation level; v4 leader epochs; v6 flexible; v7
@@ -39,7 +41,7 @@ func (a *API) handleListOffsets(_ *conn, kreq kmsg.Request) finish {
 		for _, rp := range rt.Partitions {
 			p := kmsg.NewListOffsetsResponseTopicPartition()
 			p.Partition, p.Timestamp, p.Offset, p.LeaderEpoch = rp.Partition, -1, -1, -1
-			if err := a.listOffset(rt.Topic, topicErr, rp, &p, &dec); err != nil {
+			if err := a.listOffset(rt.Topic, topicErr, rp, req.IsolationLevel == 1, &p, &dec); err != nil {
 				p.ErrorCode = err.Code
 				a.metrics.errorCode(2, req.Version, err.Code)
 			}
@@ -50,7 +52,7 @@ func (a *API) handleListOffsets(_ *conn, kreq kmsg.Request) finish {
 	return respond(resp)
 }
 
-func (a *API) listOffset(topic string, topicErr *kerr.Error, rp kmsg.ListOffsetsRequestTopicPartition,
+func (a *API) listOffset(topic string, topicErr *kerr.Error, rp kmsg.ListOffsetsRequestTopicPartition, readCommitted bool,
 	p *kmsg.ListOffsetsResponseTopicPartition, dec *store.Decompressor) *kerr.Error {
 	if topicErr != nil {
 		return topicErr
@@ -64,9 +66,13 @@ func (a *API) listOffset(topic string, topicErr *kerr.Error, rp kmsg.ListOffsets
 	}
 	lv := v.Log
 	p.LeaderEpoch = v.LeaderEpoch
+	end := lv.HighWatermark
+	if readCommitted {
+		end = lv.LastStableOffset
+	}
 	switch rp.Timestamp {
 	case -1:
-		p.Offset = lv.HighWatermark
+		p.Offset = end
 	case -2, -4:
 		p.Offset = lv.LogStartOffset
 	case -5:
@@ -76,7 +82,7 @@ func (a *API) listOffset(topic string, topicErr *kerr.Error, rp kmsg.ListOffsets
 		if err != nil {
 			return kerr.KafkaStorageError
 		}
-		if found && off < lv.HighWatermark {
+		if found && off < end {
 			p.Offset, p.Timestamp = off, ts
 		}
 	default:
@@ -84,7 +90,7 @@ func (a *API) listOffset(topic string, topicErr *kerr.Error, rp kmsg.ListOffsets
 		if err != nil {
 			return kerr.KafkaStorageError
 		}
-		if found && off < lv.HighWatermark {
+		if found && off < end {
 			p.Offset, p.Timestamp = off, ts
 		}
 	}

@@ -9,8 +9,9 @@ package transport
 //     null topics (v2+) means every committed offset of the group.
 //   - v8+ batches groups: each is asked in parallel and answered with its
 //     own error code.
-//   - RequireStable (v7+) never waits: without transactions no offset is
-//     pending.
+//   - RequireStable (v7+, KIP-447): a partition whose offset a transaction
+//     not over yet committed answers UNSTABLE_OFFSET_COMMIT (retriable)
+//     instead of the offset.
 //   - v9+ to a consumer-protocol group (KIP-848): a member id must be a
 //     member's (UNKNOWN_MEMBER_ID) fetching at its epoch
 //     (STALE_MEMBER_EPOCH); no member id with epoch -1 (admin clients)

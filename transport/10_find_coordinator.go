@@ -9,8 +9,12 @@ package transport
 //     Kafka. The topic is created through the controller (internal, so
 //     Metadata reports IsInternal) by the first FindCoordinator for a
 //     group, which waits for its partitions to load here.
-//   - Key type 1 (transactions) answers COORDINATOR_NOT_AVAILABLE until
-//     transactions exist; any other type is INVALID_REQUEST.
+//   - A transactional id's coordinator (key type 1) is the leader of its
+//     partition of __transaction_state (transaction.state.log.num.partitions),
+//     created the same way on first use: compacted, with
+//     transaction.state.log.replication.factor replicas (capped at the live
+//     brokers) and transaction.state.log.min.isr. Any other type is
+//     INVALID_REQUEST.
 //   - This file also holds what every group API shares: finding a group's
 //     coordinator actor (groups/<escaped id>, spawned by the groups
 //     supervisor on first use) and sending it the request.
@@ -31,6 +35,8 @@ import (
 	"github.com/skeinlog/skein/actors"
 	"github.com/skeinlog/skein/controller"
 	"github.com/skeinlog/skein/coordinator"
+	"github.com/skeinlog/skein/partition"
+	"github.com/skeinlog/skein/txn"
 )
 
 func init() {
@@ -67,19 +73,23 @@ func (a *API) findCoordinator(keyType int8, key string) kmsg.FindCoordinatorResp
 		c.ErrorCode, c.ErrorMessage = err.Code, kmsg.StringPtr(err.Message)
 		return c
 	}
+	topic, ensure := coordinator.OffsetsTopic, a.ensureOffsetsTopic
 	switch keyType {
 	case 0:
 	case 1:
-		return fail(kerr.CoordinatorNotAvailable)
+		topic, ensure = txn.StateTopic, a.ensureTxnTopic
+		if key == "" {
+			return fail(kerr.InvalidRequest)
+		}
 	default:
 		return fail(kerr.InvalidRequest)
 	}
-	if err := a.ensureOffsetsTopic(); err != nil {
+	if err := ensure(); err != nil {
 		return fail(err)
 	}
 	im := a.Image()
-	t := im.Topic(coordinator.OffsetsTopic)
-	p := t.Partitions[coordinator.PartitionFor(key, int32(len(t.Partitions)))]
+	t := im.Topic(topic)
+	p := t.Partitions[partition.ForKey(key, int32(len(t.Partitions)))]
 	b, ok := im.Brokers[p.Leader]
 	if !ok {
 		return fail(kerr.CoordinatorNotAvailable)

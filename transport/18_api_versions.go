@@ -4,6 +4,11 @@ package transport
 //
 // Behaviour:
 //   - Lists every served key with the versions advertised.
+//   - v3+: the features (KIP-584): transaction.version 0-2 supported and 2
+//     finalized, which tells clients to use KIP-890's transaction version
+//     2 (Produce v12+ adds partitions to the transaction, EndTxn v5+ bumps
+//     the epoch). The finalized features never change, so their epoch is
+//     constant.
 //   - A request newer than v4 is answered at v0 with UNSUPPORTED_VERSION and
 //     the full key list, without parsing its body (KIP-511), so the client
 //     retries at a version we speak. The response header is always v0.
@@ -27,6 +32,15 @@ func (a *API) handleApiVersions(_ *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.ApiVersionsRequest)
 	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
 	resp.ApiKeys = a.apiKeys()
+	if req.Version >= 3 {
+		sf := kmsg.NewApiVersionsResponseSupportedFeature()
+		sf.Name, sf.MinVersion, sf.MaxVersion = "transaction.version", 0, 2
+		resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
+		ff := kmsg.NewApiVersionsResponseFinalizedFeature()
+		ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = "transaction.version", 2, 2
+		resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
+		resp.FinalizedFeaturesEpoch = 1
+	}
 	return respond(resp)
 }
 

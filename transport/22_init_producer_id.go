@@ -6,22 +6,25 @@ package transport
 //   - Idempotent producers (no transactional id) get a fresh producer id
 //     with epoch 0. Ids come from blocks the controller hands out and
 //     records durably, so no id is ever given twice, across restarts too.
-//   - A request naming a transactional id is refused until transactions
-//     exist: TRANSACTIONAL_ID_AUTHORIZATION_FAILED is not right for that,
-//     so it answers COORDINATOR_NOT_AVAILABLE (retriable, and what a broker
-//     without a transaction coordinator answers).
+//   - A request naming a transactional id goes to the id's transaction
+//     coordinator actor (package txn), on the node leading the id's
+//     __transaction_state partition (NOT_COORDINATOR elsewhere): a new id
+//     gets a fresh producer id, a known one its epoch bumped (an older
+//     producer of the id is fenced), and a transaction in progress is
+//     aborted first (CONCURRENT_TRANSACTIONS until it is); KIP-360 recovery
+//     with the producer id and epoch a v3+ producer sends;
+//     INVALID_TRANSACTION_TIMEOUT above transaction.max.timeout.ms. The
+//     answer comes once the id's new state is durable.
 //   - Without a transactional id, the id and epoch a v3+ producer sends
 //     (KIP-360) are ignored and a new id is handed out, as Kafka does.
 //
 // Version notes: v2 flexible; v3 ProducerID/ProducerEpoch (KIP-360).
 
 import (
-	"sync"
-
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/skeinlog/skein/controller"
+	"github.com/skeinlog/skein/txn"
 )
 
 func init() {
@@ -30,45 +33,19 @@ func init() {
 	})
 }
 
-// producerIDs hands out producer ids from blocks allocated by the
-// controller. Safe for concurrent use.
-type producerIDs struct {
-	mu         sync.Mutex
-	next, last int64 // the current block is [next, last)
-}
-
-func (p *producerIDs) take(a *API) (int64, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.next >= p.last {
-		res, err := a.askController(&controller.AllocateProducerIDs{})
-		if err != nil {
-			return 0, err
-		}
-		r := res.(*controller.AllocateProducerIDsResult)
-		if r.Err != nil {
-			return 0, r.Err
-		}
-		p.next, p.last = r.First, r.First+r.Size
-	}
-	id := p.next
-	p.next++
-	return id, nil
-}
-
-func (a *API) handleInitProducerID(_ *conn, kreq kmsg.Request) finish {
+func (a *API) handleInitProducerID(c *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.InitProducerIDRequest)
 	return func() kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 		resp.ProducerID, resp.ProducerEpoch = -1, -1
 		if req.TransactionalID != nil {
-			resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
-			return resp
+			return askTxn(a, c, *req.TransactionalID,
+				func(reply func(*kmsg.InitProducerIDResponse)) any { return &txn.InitRequest{Req: req, Reply: reply} },
+				func(err *kerr.Error) *kmsg.InitProducerIDResponse { resp.ErrorCode = err.Code; return resp })
 		}
-		id, err := a.producerIDs.take(a)
+		id, err := a.NewProducerID()
 		if err != nil {
-			a.Logger.Warn().Err(err).Msg("allocating producer ids")
-			resp.ErrorCode = kerr.CoordinatorLoadInProgress.Code
+			resp.ErrorCode = err.Code
 			return resp
 		}
 		resp.ProducerID, resp.ProducerEpoch = id, 0

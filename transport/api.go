@@ -5,6 +5,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/skeinlog/skein/actors"
@@ -14,6 +15,7 @@ import (
 	"github.com/skeinlog/skein/coordinator"
 	"github.com/skeinlog/skein/internal/logging"
 	"github.com/skeinlog/skein/partition"
+	"github.com/skeinlog/skein/txn"
 )
 
 // ask sends a command to the controller and waits for its answer.
@@ -24,9 +26,8 @@ func (a *API) askController(msg any) (any, error) {
 // API is the set of Kafka API keys the node serves, each with its versions
 // and handler (one file per key, named as Kafka numbers them).
 type API struct {
-	handlers    [maxKey + 1]handler
-	metrics     *Metrics
-	producerIDs producerIDs
+	handlers [maxKey + 1]handler
+	metrics  *Metrics
 	// fetchSessions are the node's fetch sessions (KIP-227): a client may
 	// go on with its session over another connection.
 	fetchSessions *fetchSessionCache
@@ -46,6 +47,14 @@ type Deps struct {
 	// is the groups supervisor, which spawns one on first use.
 	Groups    *coordinator.Directory
 	GroupsPID *actor.PID
+	// Txns maps transactional ids to their coordinator actors; TxnsPID is
+	// the txns supervisor; Verifier asks coordinators about produced
+	// transactional batches (KIP-890).
+	Txns     *txn.Directory
+	TxnsPID  *actor.PID
+	Verifier *txn.Verifier
+	// NewProducerID hands out a producer id no one had (InitProducerId).
+	NewProducerID func() (int64, *kerr.Error)
 	// Node is this node's configuration.
 	Node configs.Node
 	// Quorum returns what this node knows of the controller quorum (the

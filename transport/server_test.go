@@ -60,6 +60,7 @@ func TestApiVersionsWithFranzGo(t *testing.T) {
 		16: {0, 5}, 18: {0, 4}, 19: {2, 7}, 20: {1, 6}, 21: {0, 2}, 22: {0, 5},
 		23: {2, 4}, 32: {1, 4}, 33: {0, 2}, 35: {1, 4}, 37: {0, 3}, 42: {0, 2}, 43: {0, 2}, 45: {0, 1}, 46: {0, 0},
 		44: {0, 1}, 47: {0, 0}, 55: {0, 2}, 60: {0, 2}, 68: {0, 1}, 69: {0, 1},
+		24: {0, 5}, 25: {0, 4}, 26: {0, 5}, 28: {0, 5}, 61: {0, 0}, 65: {0, 0}, 66: {0, 2},
 	}
 	got := map[int16][2]int16{}
 	for _, k := range resp.ApiKeys {
@@ -67,6 +68,11 @@ func TestApiVersionsWithFranzGo(t *testing.T) {
 	}
 	if !maps.Equal(got, want) {
 		t.Fatalf("advertised ranges:\n got %v\nwant %v", got, want)
+	}
+	// KIP-890's transaction version 2 is finalized: clients use it.
+	if len(resp.FinalizedFeatures) != 1 || resp.FinalizedFeatures[0].Name != "transaction.version" ||
+		resp.FinalizedFeatures[0].MaxVersionLevel != 2 || resp.FinalizedFeaturesEpoch < 0 {
+		t.Fatalf("finalized features %+v (epoch %d), want transaction.version 2", resp.FinalizedFeatures, resp.FinalizedFeaturesEpoch)
 	}
 }
 

@@ -1,0 +1,358 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kversion"
+)
+
+// Transactions (issue 10) with unmodified clients, on one node.
+
+// tv1 caps a franz-go client below KIP-890's transaction version 2
+// (Produce v12, EndTxn v5, TxnOffsetCommit v5), so that it adds partitions
+// and offsets to its transactions itself, as older clients do.
+func tv1() kgo.Opt {
+	v := kversion.Stable()
+	v.SetMaxKeyVersion(0, 11) // Produce
+	v.SetMaxKeyVersion(26, 4) // EndTxn
+	v.SetMaxKeyVersion(28, 4) // TxnOffsetCommit
+	v.SetMaxKeyVersion(24, 3) // AddPartitionsToTxn
+	return kgo.MaxVersions(v)
+}
+
+// readIsolated reads a topic from the start to its end as of now, with the
+// isolation level given, and returns the values.
+func readIsolated(t *testing.T, b *broker, topic string, committed bool) []string {
+	t.Helper()
+	ctx := ctxFor(t)
+	adm := b.admin()
+	level := kgo.ReadUncommitted()
+	var ends kadm.ListedOffsets
+	var err error
+	if committed {
+		level = kgo.ReadCommitted()
+		ends, err = adm.ListCommittedOffsets(ctx, topic)
+	} else {
+		ends, err = adm.ListEndOffsets(ctx, topic)
+	}
+	if err != nil || ends.Error() != nil {
+		t.Fatalf("end offsets: %v %v", err, ends.Error())
+	}
+	want := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Offset > 0 {
+			want[o.Partition] = o.Offset
+		}
+	})
+	// Markers take offsets, often a partition's last: the consumer keeps
+	// them so that it sees where each partition ends.
+	cl := b.client(kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(level), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.KeepControlRecords())
+	var out []string
+	for len(want) > 0 {
+		fs := cl.PollFetches(ctx)
+		if err := fs.Err(); err != nil {
+			t.Fatalf("poll: %v (still reading %v)", err, want)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if !r.Attrs.IsControl() {
+				out = append(out, string(r.Value))
+			}
+			if r.Offset+1 >= want[r.Partition] {
+				delete(want, r.Partition)
+			}
+		})
+	}
+	return out
+}
+
+// TestTransactionsCommitAndAbort: a transactional producer's committed
+// records are read by read_committed consumers, its aborted ones are not
+// (read_uncommitted sees both), and records of a transaction in progress
+// are invisible to read_committed until it commits: the last stable offset
+// holds at its first record. Both transaction versions.
+func TestTransactionsCommitAndAbort(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []kgo.Opt
+	}{{"tv2", nil}, {"tv1", []kgo.Opt{tv1()}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := startBroker(t)
+			ctx := ctxFor(t)
+			topic := "txn-" + tc.name
+			if _, err := b.admin().CreateTopic(ctx, 2, 1, nil, topic); err != nil {
+				t.Fatal(err)
+			}
+			p := b.client(append(tc.opts, kgo.TransactionalID("tx-"+tc.name), kgo.DefaultProduceTopic(topic))...)
+			txn := func(commit bool, values ...string) {
+				t.Helper()
+				if err := p.BeginTransaction(); err != nil {
+					t.Fatal(err)
+				}
+				for _, v := range values {
+					if err := p.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
+						t.Fatalf("produce %s: %v", v, err)
+					}
+				}
+				if err := p.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+					t.Fatalf("end transaction: %v", err)
+				}
+			}
+			txn(true, "c1", "c2", "c3")
+			txn(false, "a1", "a2")
+			txn(true, "c4")
+
+			// A transaction in progress: read_committed stops before it.
+			if err := p.BeginTransaction(); err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range []string{"o1", "o2"} {
+				if err := p.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := readIsolated(t, b, topic, true); !sameValues(got, "c1", "c2", "c3", "c4") {
+				t.Fatalf("read_committed with a transaction open: %v", got)
+			}
+			if err := p.EndTransaction(ctx, kgo.TryCommit); err != nil {
+				t.Fatal(err)
+			}
+			// EndTxn answers once the commit is decided; its markers
+			// follow.
+			waitStable(t, b, topic)
+			if got := readIsolated(t, b, topic, true); !sameValues(got, "c1", "c2", "c3", "c4", "o1", "o2") {
+				t.Fatalf("read_committed: %v", got)
+			}
+			if got := readIsolated(t, b, topic, false); !sameValues(got, "c1", "c2", "c3", "a1", "a2", "c4", "o1", "o2") {
+				t.Fatalf("read_uncommitted: %v", got)
+			}
+		})
+	}
+}
+
+// waitStable waits until no transaction is open on topic: its last
+// stable offsets reach its high watermarks.
+func waitStable(t *testing.T, b *broker, topic string) {
+	t.Helper()
+	ctx := ctxFor(t)
+	adm := b.admin()
+	for {
+		stable, err1 := adm.ListCommittedOffsets(ctx, topic)
+		end, err2 := adm.ListEndOffsets(ctx, topic)
+		if err1 != nil || err2 != nil {
+			t.Fatalf("offsets: %v %v", err1, err2)
+		}
+		open := false
+		end.Each(func(o kadm.ListedOffset) {
+			if s, _ := stable.Lookup(topic, o.Partition); s.Offset != o.Offset {
+				open = true
+			}
+		})
+		if !open {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("a transaction stays open on %s: last stable offsets %v, high watermarks %v", topic, stable, end)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// sameValues reports whether got holds exactly want, in any order (the
+// records of two partitions interleave).
+func sameValues(got []string, want ...string) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	n := map[string]int{}
+	for _, v := range got {
+		n[v]++
+	}
+	for _, v := range want {
+		if n[v]--; n[v] < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// TestGroupTransactSessionCopy: franz-go's exactly-once pipeline
+// (GroupTransactSession: consume, produce, commit offsets in one
+// transaction) copies an input topic to an output topic with two copiers,
+// one of which leaves half way (a rebalance moves its partitions, whose
+// offsets its transactions committed): every input record is in the output
+// exactly once, and a read_committed reader running meanwhile never reads a
+// record twice. Both transaction versions.
+func TestGroupTransactSessionCopy(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []kgo.Opt
+	}{{"tv2", nil}, {"tv1", []kgo.Opt{tv1()}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			const records = 3000
+			b := startBroker(t)
+			ctx := ctxFor(t)
+			in, out := "copy-in-"+tc.name, "copy-out-"+tc.name
+			if _, err := b.admin().CreateTopics(ctx, 3, 1, nil, in, out); err != nil {
+				t.Fatal(err)
+			}
+			seed := b.client(kgo.DefaultProduceTopic(in))
+			for i := range records {
+				seed.Produce(ctx, &kgo.Record{Key: []byte(fmt.Sprint(i % 7)), Value: []byte(fmt.Sprint(i))}, nil)
+			}
+			if err := seed.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+
+			// The reader: read_committed, from the start, counting.
+			seen := map[string]int{}
+			var mu sync.Mutex
+			reader := b.client(kgo.ConsumeTopics(out), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+				kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+			readerDone := make(chan error, 1)
+			go func() {
+				for {
+					fs := reader.PollFetches(ctx)
+					if err := fs.Err(); err != nil {
+						readerDone <- err
+						return
+					}
+					mu.Lock()
+					fs.EachRecord(func(r *kgo.Record) { seen[string(r.Value)]++ })
+					n := len(seen)
+					mu.Unlock()
+					if n == records {
+						readerDone <- nil
+						return
+					}
+				}
+			}()
+
+			copier := func(id string, stop <-chan struct{}) error {
+				sess, err := kgo.NewGroupTransactSession(append(tc.opts, kgo.SeedBrokers(b.addr()),
+					kgo.TransactionalID(id), kgo.DefaultProduceTopic(out),
+					kgo.ConsumerGroup("copiers-"+tc.name), kgo.ConsumeTopics(in),
+					kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RequireStableFetchOffsets(),
+					kgo.FetchMaxPartitionBytes(16<<10))...)
+				if err != nil {
+					return err
+				}
+				defer sess.Close()
+				for {
+					select {
+					case <-stop:
+						return nil
+					default:
+					}
+					pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+					fs := sess.PollFetches(pctx)
+					cancel()
+					if ctx.Err() != nil {
+						return ctx.Err()
+					}
+					if fs.Empty() {
+						continue
+					}
+					if err := sess.Begin(); err != nil {
+						return err
+					}
+					e := kgo.AbortingFirstErrPromise(sess.Client())
+					fs.EachRecord(func(r *kgo.Record) {
+						sess.Produce(ctx, &kgo.Record{Key: r.Key, Value: r.Value}, e.Promise())
+					})
+					if _, err := sess.End(ctx, kgo.TransactionEndTry(e.Err() == nil)); err != nil {
+						return err
+					}
+				}
+			}
+			stopA, stopB := make(chan struct{}), make(chan struct{})
+			errs := make(chan error, 2)
+			go func() { errs <- copier("copier-a-"+tc.name, stopA) }()
+			go func() { errs <- copier("copier-b-"+tc.name, stopB) }()
+			// Copier b leaves once a third of the records is through.
+			var readErr error
+			read := false
+		wait:
+			for {
+				mu.Lock()
+				n := len(seen)
+				mu.Unlock()
+				if n >= records/3 {
+					break
+				}
+				select {
+				case readErr = <-readerDone:
+					read = true
+					break wait
+				case err := <-errs:
+					t.Fatalf("copier: %v", err)
+				case <-time.After(10 * time.Millisecond):
+				}
+			}
+			close(stopB)
+			if err := <-errs; err != nil {
+				t.Fatalf("copier: %v", err)
+			}
+			if !read {
+				readErr = <-readerDone
+			}
+			if readErr != nil {
+				t.Fatalf("reader: %v (read %d of %d)", readErr, len(seen), records)
+			}
+			close(stopA)
+			if err := <-errs; err != nil {
+				t.Fatalf("copier: %v", err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for v, n := range seen {
+				if n != 1 {
+					t.Errorf("record %s read %d times", v, n)
+				}
+			}
+			for i := range records {
+				if seen[fmt.Sprint(i)] == 0 {
+					t.Errorf("record %d never copied", i)
+				}
+			}
+			// The group's offsets, committed in the transactions, are at
+			// the input's end once the last markers are in.
+			ends, err := b.admin().ListEndOffsets(ctx, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for {
+				offs, err := b.admin().FetchOffsets(ctx, "copiers-"+tc.name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				behind := false
+				ends.Each(func(e kadm.ListedOffset) {
+					if o, ok := offs.Lookup(in, e.Partition); !ok || o.At != e.Offset {
+						behind = true
+					}
+				})
+				if !behind {
+					break
+				}
+				select {
+				case <-ctx.Done():
+					t.Fatalf("committed offsets %v, want the input's end %v", offs, ends)
+				case <-time.After(10 * time.Millisecond):
+				}
+			}
+			// Everything read_uncommitted holds beyond that was aborted.
+			all := readIsolated(t, b, out, false)
+			if len(all) < records {
+				t.Fatalf("read_uncommitted %d records, fewer than the %d committed", len(all), records)
+			}
+		})
+	}
+}
