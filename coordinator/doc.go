@@ -1,8 +1,9 @@
 // Package coordinator holds the group coordinator (the classic protocol and
 // a first slice of KIP-848's consumer protocol; the transaction coordinator
-// is to come). Its state lives in the
-// internal topic __consumer_offsets and is rebuilt from it when an actor
-// starts.
+// is package txn). Its state lives in the internal topic __consumer_offsets
+// and is rebuilt from it when an actor starts. Offsets committed in a
+// transaction (TxnOffsetCommit) stay pending until the transaction's marker
+// reaches the group's partition (txn_offsets.go).
 //
 // # Actors
 //
@@ -16,6 +17,8 @@
 //	TopicsDeleted metadata   spawns the actors of the groups with offsets on     none
 //	                         the topics (a read of each partition), tells
 //	                         every group actor to forget them
+//	TxnCompleted node        a marker written in a partition: its group         none
+//	                         actors apply or drop the producer's offsets
 //	Terminated   protoactor  forgets the group's actor (Directory too)          none
 //
 // A group actor handles:
@@ -27,6 +30,8 @@
 //	appended     the partition actor   an append's outcome: apply the commit, answer       none
 //	forgetTopics the groups supervisor tombstones for its offsets on deleted topics,       none
 //	                                   then forgets them (topic_deleted.go)
+//	TxnCompleted the groups supervisor applies (commit) or drops (abort) the producer's    none
+//	                                   pending offsets
 //
 // # The state machine
 //

@@ -1,11 +1,46 @@
-// Package txn is the transaction coordinator's state machine for one
-// transactional id, and the records it keeps in __transaction_state: Kafka's
-// TransactionMetadata with the transitions of its TransactionCoordinator
-// (KIP-98; KIP-360 producer recovery; KIP-447 offsets in transactions;
-// KIP-890 verification and transaction version 2; KIP-664 describe and
-// list). It does no I/O, reads no clock and starts no goroutine: each step
-// takes the time in ms and leaves in Ready the record to write, the markers
-// to write, the answers to send and when to tick next.
+// Package txn is the transaction coordinator: a deterministic state machine
+// per transactional id (Txn), the records it keeps in __transaction_state,
+// and the actors that drive them. Txn is Kafka's TransactionMetadata with
+// the transitions of its TransactionCoordinator (KIP-98; KIP-360 producer
+// recovery; KIP-447 offsets in transactions; KIP-890 verification and
+// transaction version 2; KIP-664 describe and list). It does no I/O, reads
+// no clock and starts no goroutine: each step takes the time in ms and
+// leaves in Ready the record to write, the markers to write, the answers to
+// send and when to tick next.
+//
+// # Actors
+//
+//	txns                    supervisor, one-for-one with backoff
+//	└── <escaped id>        one per transactional id of the partitions this node leads
+//
+// A node coordinates the ids of the __transaction_state partitions it
+// leads (StateTopic; an id's partition is PartitionFor, Kafka's hash). The
+// supervisor handles:
+//
+//	message     from        does                                               reply
+//	Leading     metadata    loads each partition newly led (reads it once,     none
+//	                        spawns an actor per id with its state; retried
+//	                        every 200 ms until the partition is ready), stops
+//	                        the ids of partitions no longer led
+//	Open        transport   an id's actor, spawned for a new id of a loaded    OpenResult
+//	                        partition
+//	Verify      a partition a producer's batch: hands it to the id's actor as    VerifyResult
+//	            leader      an AddRequest (verify only, or add for TV2)
+//
+// An id's actor (actor.go) takes InitRequest, AddRequest, OffsetsRequest,
+// EndRequest, DescribeRequest and ListRequest, drives its Txn, appends the
+// records it asks for to the id's partition (acks=-1, errors mapped as
+// Kafka's TransactionStateManager), writes each marker to its partition's
+// leader as a partition.RemoteMarker to that node's appends actor (retried
+// with a backoff until written; a deleted topic or a newer producer epoch
+// counts as written), and ticks it when it asks, no sooner than
+// transaction.abort.timed.out.transaction.cleanup.interval.ms after the
+// last tick. A restarted actor reads its id's state from the log again;
+// a stopped one answers its waiting request NOT_COORDINATOR.
+//
+// Verifier is the partition leaders' side of KIP-890: it asks the node
+// coordinating an id, over remoting, and asks again on
+// CONCURRENT_TRANSACTIONS for up to 2 s.
 //
 // # States
 //
@@ -38,7 +73,7 @@
 //   - A client never holds epoch MaxInt16: the coordinator can always fence
 //     with one bump; at MaxInt16-1 the producer id is replaced.
 //
-// # The caller's duties
+// # The actor's duties
 //
 // A Txn is driven by its actor, which must:
 //
@@ -75,5 +110,6 @@
 //
 // A Txn is not safe for concurrent use: its actor owns it. The callbacks
 // given with the requests are never called by the steps themselves, only
-// through Ready.Replies, by the actor.
+// through Ready.Replies, by the actor. Directory is written by the
+// supervisor and read by any goroutine; Stats is atomic.
 package txn
