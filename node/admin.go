@@ -44,6 +44,7 @@ import (
 
 	"github.com/skeinlog/skein/actors"
 	"github.com/skeinlog/skein/partition"
+	"github.com/skeinlog/skein/txn"
 )
 
 // maxAdminBody bounds a request body of the admin API.
@@ -275,6 +276,7 @@ func (n *Node) registerNodeMetrics() {
 		n.tree,
 		partitionCollector{n.registry},
 		replicationCollector{n},
+		txnCollector{&n.txnStats},
 		fileCollector{n.files, n.registry, n.failures},
 		clusterCollector{n},
 		collectors.NewGoCollector(),
@@ -292,6 +294,9 @@ var (
 		"Bytes in a partition's segment files (batches, not indexes).", []string{"topic", "partition"}, nil)
 	logSegmentsDesc = prometheus.NewDesc("skein_partition_log_segments",
 		"Segments of a partition's log, the active one included.", []string{"topic", "partition"}, nil)
+	lsoLagDesc = prometheus.NewDesc("skein_partition_lso_lag_offsets",
+		"How far the last stable offset of a partition this node leads is behind its high watermark: the offsets of transactions not over yet, which read_committed consumers wait for.",
+		[]string{"topic", "partition"}, nil)
 )
 
 // replicationCollector reports the node's replication: ISR changes and
@@ -350,6 +355,7 @@ func (c replicationCollector) Collect(ch chan<- prometheus.Metric) {
 func (c partitionCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- logSizeDesc
 	ch <- logSegmentsDesc
+	ch <- lsoLagDesc
 }
 
 func (c partitionCollector) Collect(ch chan<- prometheus.Metric) {
@@ -361,5 +367,35 @@ func (c partitionCollector) Collect(ch chan<- prometheus.Metric) {
 		p := strconv.Itoa(int(h.Partition))
 		ch <- prometheus.MustNewConstMetric(logSizeDesc, prometheus.GaugeValue, float64(v.Log.Size()), h.Topic, p)
 		ch <- prometheus.MustNewConstMetric(logSegmentsDesc, prometheus.GaugeValue, float64(v.Log.Segments()), h.Topic, p)
+		if v.LeaderEpoch >= 0 {
+			ch <- prometheus.MustNewConstMetric(lsoLagDesc, prometheus.GaugeValue, float64(v.Log.HighWatermark-v.Log.LastStableOffset), h.Topic, p)
+		}
+	}
+}
+
+// txnCollector reports the transactions of the ids this node coordinates.
+type txnCollector struct{ s *txn.Stats }
+
+var (
+	txnOngoingDesc = prometheus.NewDesc("skein_transactions_ongoing",
+		"Transactions begun and not complete, of the transactional ids this node coordinates.", nil, nil)
+	txnCommittedDesc = prometheus.NewDesc("skein_transactions_committed_total",
+		"Transactions this node's coordinators completed with a commit.", nil, nil)
+	txnAbortedDesc = prometheus.NewDesc("skein_transactions_aborted_total",
+		"Transactions this node's coordinators completed with an abort, timed out ones included.", nil, nil)
+	txnTimedOutDesc = prometheus.NewDesc("skein_transactions_timed_out_total",
+		"Transactions this node's coordinators aborted because they outlived their timeout.", nil, nil)
+)
+
+func (c txnCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{txnOngoingDesc, txnCommittedDesc, txnAbortedDesc, txnTimedOutDesc} {
+		ch <- d
+	}
+}
+
+func (c txnCollector) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(txnOngoingDesc, prometheus.GaugeValue, float64(c.s.Ongoing.Load()))
+	for d, v := range map[*prometheus.Desc]uint64{txnCommittedDesc: c.s.Committed.Load(), txnAbortedDesc: c.s.Aborted.Load(), txnTimedOutDesc: c.s.TimedOut.Load()} {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v))
 	}
 }

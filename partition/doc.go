@@ -18,7 +18,9 @@
 // handles:
 //
 //	message        from                   does                                                  reply
-//	Append         transport (Produce)    queued for the next writeAppends                      Reply callback
+//	Append         transport (Produce),   queued for the next writeAppends; a transaction       Reply callback
+//	               group and txn          marker when Marker is set (txns.go)
+//	               coordinators
 //	writeAppends   itself, after queuing  each queued Append in turn: idempotence check, staged  none
 //	               an Append              in the log; one write for all (append.go); then each
 //	                                      waits for durability per acks (a duplicate: for its
@@ -32,6 +34,9 @@
 //	Replicate      the fetcher for the    the leader's answer to a follower's fetch: truncate,  Done callback
 //	               leader's node          append, high watermark
 //	isrChanged     AlterISR's reply       the controller's answer to an ISR change              none
+//	txnVerified    Append.Verify's reply  the coordinator's answer about a transactional batch  none
+//	                                      held for it: the held Appends go on or are refused
+//	DescribeProducers transport           the producers this leader knows                       Reply callback
 //	synced         the node's Syncer, or  raises the high watermark, answers waiting appends;   none
 //	               its fsync's goroutine  starts the next sync if appends came meanwhile
 //	tick           its timer              retention, compaction, checkpoints, flush.ms,          none
@@ -60,6 +65,18 @@
 // after. It snapshots the state at segment rolls, every minute when the log
 // has grown, and at a clean stop; on start it loads the newest snapshot and
 // replays the batch headers after it.
+//
+// # Transactions
+//
+// The same state machine tracks each producer's transaction in progress:
+// its first offset here, which bounds the last stable offset that
+// read_committed fetches stop at (with the transactions whose marker is
+// still above the high watermark), and the coordinator epoch of its last
+// marker. A marker (Append.Marker) ends the transaction; an abort adds an
+// entry to the log's aborted-transaction index. A producer's first
+// transactional batch here waits for its coordinator's verification
+// (KIP-890, Append.Verify). Followers and the replay at start apply the
+// markers they read as the leader applied them (txns.go).
 //
 // # Validation
 //

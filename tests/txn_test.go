@@ -356,3 +356,72 @@ func TestGroupTransactSessionCopy(t *testing.T) {
 		})
 	}
 }
+
+// TestTransactionTimeoutAndAdmin: a transaction its producer leaves open
+// is aborted by its coordinator after transaction.timeout.ms, so the last
+// stable offset moves on (no hanging transaction) and the producer is
+// fenced; meanwhile Kafka's admin APIs describe it (DescribeTransactions,
+// ListTransactions, DescribeProducers) and /metrics counts it.
+func TestTransactionTimeoutAndAdmin(t *testing.T) {
+	b := startBroker(t)
+	ctx := ctxFor(t)
+	const topic = "txn-timeout"
+	adm := b.admin()
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	p := b.client(kgo.TransactionalID("slow"), kgo.TransactionTimeout(2*time.Second), kgo.DefaultProduceTopic(topic))
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ProduceSync(ctx, &kgo.Record{Value: []byte("never committed")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	described, err := adm.DescribeTransactions(ctx, "slow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, ok := described["slow"]
+	if !ok || d.Err != nil || d.State != "Ongoing" || d.TimeoutMillis != 2000 || len(d.Topics[topic]) != 1 {
+		t.Fatalf("DescribeTransactions: %+v", described)
+	}
+	listed, err := adm.ListTransactions(ctx, nil, []string{"Ongoing"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, ok := listed["slow"]; !ok || l.ProducerID != d.ProducerID || l.State != "Ongoing" {
+		t.Fatalf("ListTransactions: %+v", listed)
+	}
+	producers, err := adm.DescribeProducers(ctx, kadm.TopicsSet{topic: {0: {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	producers.EachProducer(func(s kadm.DescribedProducer) {
+		if s.ProducerID == d.ProducerID && s.CurrentTxnStartOffset == 0 {
+			found = true
+		}
+	})
+	if !found {
+		t.Fatalf("DescribeProducers: no producer %d with a transaction from offset 0: %+v", d.ProducerID, producers)
+	}
+	if v, _ := metricValue(b.metrics(), "skein_transactions_ongoing", nil); v != 1 {
+		t.Fatalf("skein_transactions_ongoing %v, want 1", v)
+	}
+
+	// The coordinator aborts it; read_committed never sees the record.
+	waitStable(t, b, topic)
+	if got := readIsolated(t, b, topic, true); len(got) != 0 {
+		t.Fatalf("read_committed: %v", got)
+	}
+	if err := p.EndTransaction(ctx, kgo.TryCommit); err == nil {
+		t.Fatal("the producer of a timed out transaction committed it")
+	}
+	mfs := b.metrics()
+	for name, want := range map[string]float64{"skein_transactions_ongoing": 0, "skein_transactions_timed_out_total": 1, "skein_transactions_aborted_total": 1} {
+		if v, _ := metricValue(mfs, name, nil); v != want {
+			t.Errorf("%s %v, want %v", name, v, want)
+		}
+	}
+}

@@ -1,13 +1,14 @@
 // Command skein is the one Skein binary: `skein node` runs a node; the other
-// subcommands are the command-line client (topic, group, produce, consume,
-// cluster, chaos, bench).
+// subcommands are the command-line client (topic, group, txn, producer,
+// produce, consume, cluster).
 //
 // # The client
 //
-// The client commands (topic, group, produce, consume, cluster) speak the Kafka
-// protocol through franz-go (kgo, and kadm for administration), so they work
-// against any Kafka broker; they import nothing of Skein's but what starting
-// a node needs. Their shape follows kcat and rpk:
+// The client commands (topic, group, txn, producer, produce, consume,
+// cluster) speak the Kafka protocol through franz-go (kgo, and kadm for
+// administration), so they work against any Kafka broker; they import
+// nothing of Skein's but what starting a node needs. Their shape follows
+// kcat and rpk:
 //
 //   - every one takes --brokers (default 127.0.0.1:9092, or SKEIN_BROKERS)
 //     and --timeout, which bounds the dial and each request: a command first
