@@ -18,7 +18,8 @@ func TestTxnCommands(t *testing.T) {
 	ok(t, addr, "", "topic", "create", "payments", "-p", "2")
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
-	p, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.TransactionalID("billing-1"), kgo.DefaultProduceTopic("payments"))
+	p, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.TransactionalID("billing-1"), kgo.DefaultProduceTopic("payments"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
 	}
