@@ -425,3 +425,133 @@ func TestTransactionTimeoutAndAdmin(t *testing.T) {
 		}
 	}
 }
+
+// TestCompactionOfTransactions: on a compacted topic, the cleaner removes
+// the records of aborted transactions (a read_uncommitted consumer no
+// longer sees them) without letting them displace the committed values of
+// their keys (read_committed still reads every key's last committed value),
+// and drops markers once their transactions' records are gone and
+// delete.retention.ms has passed.
+func TestCompactionOfTransactions(t *testing.T) {
+	b := startBroker(t)
+	ctx := ctxFor(t)
+	const topic = "compacted-txn"
+	policy, seg, retention := "compact", "2048", "100"
+	if _, err := b.admin().CreateTopic(ctx, 1, 1, map[string]*string{"cleanup.policy": &policy, "segment.bytes": &seg,
+		"delete.retention.ms": &retention}, topic); err != nil {
+		t.Fatal(err)
+	}
+	p := b.client(kgo.TransactionalID("compactor"), kgo.DefaultProduceTopic(topic))
+	const keys, rounds = 10, 30
+	txn := func(commit bool, value func(k int) string) {
+		t.Helper()
+		if err := p.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for k := range keys {
+			if err := p.ProduceSync(ctx, &kgo.Record{Key: []byte(fmt.Sprint("k", k)), Value: []byte(value(k))}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := p.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for r := range rounds {
+		txn(true, func(k int) string { return fmt.Sprintf("c%d-%d", k, r) })
+		txn(false, func(k int) string { return fmt.Sprintf("a%d-%d", k, r) })
+	}
+	waitStable(t, b, topic)
+
+	// count reads the topic with control records: data records, aborted
+	// ones among them, and markers.
+	count := func() (data, aborted, markers int) {
+		for _, v := range readWithMarkers(t, b, topic) {
+			switch {
+			case v == "":
+				markers++
+			case v[0] == 'a':
+				aborted++
+				data++
+			default:
+				data++
+			}
+		}
+		return data, aborted, markers
+	}
+	waitFor(t, "the cleaner to remove aborted records and their markers", func() bool {
+		_, aborted, markers := count()
+		return aborted < keys*rounds/2 && markers < rounds
+	})
+	last := map[string]string{}
+	for _, kv := range readKeyValues(t, b, topic, true) {
+		last[kv[0]] = kv[1]
+	}
+	for k := range keys {
+		if got, want := last[fmt.Sprint("k", k)], fmt.Sprintf("c%d-%d", k, rounds-1); got != want {
+			t.Errorf("key k%d: last committed value %q, want %q", k, got, want)
+		}
+	}
+}
+
+// readWithMarkers reads a topic's partition 0 from its start to its end,
+// read_uncommitted, and returns each record's value, "" for a marker.
+func readWithMarkers(t *testing.T, b *broker, topic string) []string {
+	t.Helper()
+	ctx := ctxFor(t)
+	ends, err := b.admin().ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end, _ := ends.Lookup(topic, 0)
+	cl := b.client(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.KeepControlRecords())
+	var out []string
+	for done := end.Offset == 0; !done; {
+		fs := cl.PollFetches(ctx)
+		if err := fs.Err(); err != nil {
+			t.Fatal(err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if r.Attrs.IsControl() {
+				out = append(out, "")
+			} else {
+				out = append(out, string(r.Value))
+			}
+			done = done || r.Offset+1 >= end.Offset
+		})
+	}
+	return out
+}
+
+// readKeyValues reads a topic's partition 0 to its (last stable) end and
+// returns the key and value of every record, in order.
+func readKeyValues(t *testing.T, b *broker, topic string, committed bool) [][2]string {
+	t.Helper()
+	ctx := ctxFor(t)
+	adm := b.admin()
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	level := kgo.ReadUncommitted()
+	if committed {
+		ends, err = adm.ListCommittedOffsets(ctx, topic)
+		level = kgo.ReadCommitted()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	end, _ := ends.Lookup(topic, 0)
+	cl := b.client(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(level), kgo.KeepControlRecords())
+	var out [][2]string
+	for done := end.Offset == 0; !done; {
+		fs := cl.PollFetches(ctx)
+		if err := fs.Err(); err != nil {
+			t.Fatal(err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if !r.Attrs.IsControl() {
+				out = append(out, [2]string{string(r.Key), string(r.Value)})
+			}
+			done = done || r.Offset+1 >= end.Offset
+		})
+	}
+	return out
+}
