@@ -32,6 +32,16 @@ type Offset struct {
 // generation -1 and no member id is a simple commit, allowed only while
 // the group has no members. nil means the commit may go ahead.
 func (g *Group) CheckCommit(generation int32, memberID string, instanceID *string) *kerr.Error {
+	return g.checkCommit(generation, memberID, instanceID, false)
+}
+
+// checkCommit is CheckCommit, and with txn CheckTxnCommit: a transactional
+// commit without member id and generation is always allowed, one of a
+// member is not refused during a rebalance, and a consumer-protocol
+// member's stale epoch is ILLEGAL_GENERATION (TxnOffsetCommit has no
+// STALE_MEMBER_EPOCH), as Kafka's validateOffsetCommit with
+// isTransactional.
+func (g *Group) checkCommit(generation int32, memberID string, instanceID *string, txn bool) *kerr.Error {
 	instance := ""
 	if instanceID != nil {
 		instance = *instanceID
@@ -39,8 +49,14 @@ func (g *Group) CheckCommit(generation int32, memberID string, instanceID *strin
 	switch {
 	case g.state == Dead:
 		return kerr.CoordinatorNotAvailable
+	case txn && generation < 0 && memberID == "" && instance == "":
+		return nil
 	case g.state == Empty && (g.IsConsumer() || g.consumer.epoch > 0 && memberID != ""):
-		return g.checkConsumerCommit(generation, memberID)
+		err := g.checkConsumerCommit(generation, memberID)
+		if txn && err == kerr.StaleMemberEpoch {
+			err = kerr.IllegalGeneration
+		}
+		return err
 	case generation < 0 && memberID == "" && instance == "":
 		if g.state != Empty {
 			return kerr.UnknownMemberID
@@ -55,7 +71,7 @@ func (g *Group) CheckCommit(generation int32, memberID string, instanceID *strin
 		return kerr.UnknownMemberID
 	case generation != g.generation:
 		return kerr.IllegalGeneration
-	case g.state == CompletingRebalance:
+	case g.state == CompletingRebalance && !txn:
 		// The member's assignment of this generation is not known yet.
 		return kerr.RebalanceInProgress
 	}

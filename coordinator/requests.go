@@ -76,13 +76,7 @@ func (a *groupActor) commit(req *kmsg.OffsetCommitRequest, m *Request) {
 		return
 	}
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-	type pending struct {
-		topic string
-		p     *kmsg.OffsetCommitResponseTopicPartition
-		o     Offset
-	}
-	var recs []Record
-	var todo []pending
+	var c commitBatch
 	now := time.Now().UnixMilli()
 	for _, t := range req.Topics {
 		rt := kmsg.NewOffsetCommitResponseTopic()
@@ -93,41 +87,68 @@ func (a *groupActor) commit(req *kmsg.OffsetCommitRequest, m *Request) {
 			rp := &resp.Topics[len(resp.Topics)-1].Partitions[i]
 			rp.Default()
 			rp.Partition = p.Partition
-			meta := deref(p.Metadata)
-			switch {
-			case m.TopicError != nil && m.TopicError(t.Topic, p.Partition) != nil:
-				rp.ErrorCode = m.TopicError(t.Topic, p.Partition).Code
-				continue
-			case len(meta) > a.cfg.OffsetMetadataMaxBytes:
-				rp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
-				continue
-			}
 			epoch := int32(-1)
 			if req.Version >= 6 {
 				epoch = p.LeaderEpoch
 			}
-			o := Offset{Offset: p.Offset, LeaderEpoch: epoch, Metadata: meta, CommitTimestamp: now}
-			recs = append(recs, OffsetRecord(a.id, t.Topic, p.Partition, o))
-			todo = append(todo, pending{t.Topic, rp, o})
+			a.addCommit(&c, m, t.Topic, p.Partition, Offset{Offset: p.Offset, LeaderEpoch: epoch, Metadata: deref(p.Metadata), CommitTimestamp: now}, &rp.ErrorCode)
 		}
 	}
-	if len(recs) == 0 {
+	if len(c.recs) == 0 {
 		m.Reply(resp)
 		return
 	}
 	a.writes++
-	a.append(recs, func(err *kerr.Error) {
+	a.appendBatch(c.recs, nil, func(base int64, err *kerr.Error) {
 		a.writes--
 		defer a.maybeExpire()
-		for _, p := range todo {
-			if err != nil {
-				p.p.ErrorCode = err.Code
-				continue
-			}
-			a.g.Commit(p.topic, p.p.Partition, p.o)
-		}
+		c.done(base, err, a.g.Commit)
 		m.Reply(resp)
 	})
+}
+
+// commitBatch is the offsets of one commit request, to be written as one
+// batch: their records, and where each partition's answer goes.
+type commitBatch struct {
+	recs    []Record
+	entries []commitEntry
+}
+
+type commitEntry struct {
+	topic     string
+	partition int32
+	o         Offset
+	code      *int16 // the partition's error code in the answer
+}
+
+// addCommit checks one partition of a commit (its topic exists, its
+// metadata fits offset.metadata.max.bytes) and adds its record to c, or
+// sets its answer's error code.
+func (a *groupActor) addCommit(c *commitBatch, m *Request, topic string, p int32, o Offset, code *int16) {
+	switch {
+	case m.TopicError != nil && m.TopicError(topic, p) != nil:
+		*code = m.TopicError(topic, p).Code
+		return
+	case len(o.Metadata) > a.cfg.OffsetMetadataMaxBytes:
+		*code = kerr.OffsetMetadataTooLarge.Code
+		return
+	}
+	c.recs = append(c.recs, OffsetRecord(a.id, topic, p, o))
+	c.entries = append(c.entries, commitEntry{topic, p, o, code})
+}
+
+// done takes the batch's outcome: on success apply is called for each
+// offset, with the offset of its record (base is the first's); on failure
+// each partition answers err.
+func (c *commitBatch) done(base int64, err *kerr.Error, apply func(topic string, partition int32, o Offset)) {
+	for i, e := range c.entries {
+		if err != nil {
+			*e.code = err.Code
+			continue
+		}
+		e.o.RecordOffset = base + int64(i)
+		apply(e.topic, e.partition, e.o)
+	}
 }
 
 // txnCommit handles TxnOffsetCommit: the member is checked (KIP-447), the
@@ -139,13 +160,7 @@ func (a *groupActor) txnCommit(req *kmsg.TxnOffsetCommitRequest, m *Request) {
 		return
 	}
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
-	type pending struct {
-		topic string
-		p     *kmsg.TxnOffsetCommitResponseTopicPartition
-		o     Offset
-	}
-	var recs []Record
-	var todo []pending
+	var c commitBatch
 	now := time.Now().UnixMilli()
 	for _, t := range req.Topics {
 		rt := kmsg.NewTxnOffsetCommitResponseTopic()
@@ -156,38 +171,20 @@ func (a *groupActor) txnCommit(req *kmsg.TxnOffsetCommitRequest, m *Request) {
 			rp := &resp.Topics[len(resp.Topics)-1].Partitions[i]
 			rp.Default()
 			rp.Partition = p.Partition
-			meta := deref(p.Metadata)
-			switch {
-			case m.TopicError != nil && m.TopicError(t.Topic, p.Partition) != nil:
-				rp.ErrorCode = m.TopicError(t.Topic, p.Partition).Code
-				continue
-			case len(meta) > a.cfg.OffsetMetadataMaxBytes:
-				rp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
-				continue
-			}
 			epoch := int32(-1)
 			if req.Version >= 2 {
 				epoch = p.LeaderEpoch
 			}
-			o := Offset{Offset: p.Offset, LeaderEpoch: epoch, Metadata: meta, CommitTimestamp: now}
-			recs = append(recs, OffsetRecord(a.id, t.Topic, p.Partition, o))
-			todo = append(todo, pending{t.Topic, rp, o})
+			a.addCommit(&c, m, t.Topic, p.Partition, Offset{Offset: p.Offset, LeaderEpoch: epoch, Metadata: deref(p.Metadata), CommitTimestamp: now}, &rp.ErrorCode)
 		}
 	}
-	if len(recs) == 0 {
+	if len(c.recs) == 0 {
 		m.Reply(resp)
 		return
 	}
 	txn := &txnWriter{id: req.TransactionalID, producerID: req.ProducerID, epoch: req.ProducerEpoch, add: req.Version >= 5}
-	a.appendBatch(recs, txn, func(base int64, err *kerr.Error) {
-		for i, p := range todo {
-			if err != nil {
-				p.p.ErrorCode = err.Code
-				continue
-			}
-			p.o.RecordOffset = base + int64(i)
-			a.g.AddPendingTxn(req.ProducerID, p.topic, p.p.Partition, p.o)
-		}
+	a.appendBatch(c.recs, txn, func(base int64, err *kerr.Error) {
+		c.done(base, err, func(topic string, p int32, o Offset) { a.g.AddPendingTxn(req.ProducerID, topic, p, o) })
 		m.Reply(resp)
 	})
 }

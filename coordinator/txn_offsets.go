@@ -37,35 +37,7 @@ type TxnCompleted struct {
 // so that a zombie's commit is fenced (KIP-447). A rebalance in progress does
 // not refuse it.
 func (g *Group) CheckTxnCommit(generation int32, memberID string, instanceID *string) *kerr.Error {
-	instance := ""
-	if instanceID != nil {
-		instance = *instanceID
-	}
-	switch {
-	case g.state == Dead:
-		return kerr.CoordinatorNotAvailable
-	case generation < 0 && memberID == "" && instance == "":
-		return nil
-	case g.IsConsumer() || g.state == Empty && g.consumer.epoch > 0 && memberID != "":
-		if err := g.checkConsumerCommit(generation, memberID); err != nil {
-			if err == kerr.StaleMemberEpoch {
-				return kerr.IllegalGeneration
-			}
-			return err
-		}
-		return nil
-	case g.checkInstance(memberID, instance) != nil:
-		return kerr.FencedInstanceID
-	}
-	m := g.members[memberID]
-	switch {
-	case m == nil:
-		return kerr.UnknownMemberID
-	case generation != g.generation:
-		return kerr.IllegalGeneration
-	}
-	g.touch(m)
-	return nil
+	return g.checkCommit(generation, memberID, instanceID, true)
 }
 
 // AddPendingTxn records an offset a producer's transaction committed, once
