@@ -555,3 +555,41 @@ func readKeyValues(t *testing.T, b *broker, topic string, committed bool) [][2]s
 	}
 	return out
 }
+
+// TestTransactionalIDFencing: a second producer with the same
+// transactional id fences the first (KIP-98): its InitProducerId aborts the
+// first's open transaction, whose records read_committed never shows, and
+// the first can no longer commit; the second's transactions commit.
+func TestTransactionalIDFencing(t *testing.T) {
+	b := startBroker(t)
+	ctx := ctxFor(t)
+	const topic = "txn-fencing"
+	if _, err := b.admin().CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	zombie := b.client(kgo.TransactionalID("app"), kgo.DefaultProduceTopic(topic))
+	if err := zombie.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := zombie.ProduceSync(ctx, &kgo.Record{Value: []byte("zombie")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	fresh := b.client(kgo.TransactionalID("app"), kgo.DefaultProduceTopic(topic))
+	if err := fresh.BeginTransaction(); err != nil { // InitProducerId first
+		t.Fatal(err)
+	}
+	if err := fresh.ProduceSync(ctx, &kgo.Record{Value: []byte("fresh")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := fresh.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	zerr := zombie.ProduceSync(ctx, &kgo.Record{Value: []byte("zombie again")}).FirstErr()
+	if err := zombie.EndTransaction(ctx, kgo.TryCommit); err == nil && zerr == nil {
+		t.Fatal("the fenced producer committed")
+	}
+	waitStable(t, b, topic)
+	if got := readIsolated(t, b, topic, true); !sameValues(got, "fresh") {
+		t.Fatalf("read_committed: %v, want only the second producer's record", got)
+	}
+}
