@@ -107,7 +107,7 @@ type Node struct {
 
 // children are the root actor's children, published for the listener.
 type children struct {
-	controller, metadata, partitions, groups, txns *actor.PID
+	controller, metadata, partitions, groups, txns, appends *actor.PID
 }
 
 // startTimeout bounds how long Start waits for the metadata to load.
@@ -298,6 +298,7 @@ func (n *Node) serve() {
 		Txns:          n.txns,
 		TxnsPID:       c.txns,
 		Verifier:      n.verifier,
+		Appends:       c.appends,
 		NewProducerID: n.producerIDs.take,
 		Node:          cfg,
 		Quorum:        n.quorumStatus,
@@ -633,7 +634,7 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 	}
 	// Appends from other nodes (partition.RemoteAppend) come to
 	// node/<id>/appends.
-	if _, err := c.SpawnNamed(partition.AppendsProps(partition.AppendsConfig{
+	appends, err := c.SpawnNamed(partition.AppendsProps(partition.AppendsConfig{
 		NodeID: n.cfg.NodeID, Registry: n.registry, Image: n.image.Load,
 		Marked: func(topic string, p int32, m partition.Marker) {
 			// A transaction's offsets take effect (or go) with its
@@ -642,7 +643,8 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 				n.sys.Root.Send(groups, &coordinator.TxnCompleted{Partition: p, Of: int32(len(t.Partitions)), ProducerID: m.ProducerID, Commit: m.Commit})
 			}
 		},
-	}), "appends"); err != nil {
+	}), "appends")
+	if err != nil {
 		return err
 	}
 	host, port := n.advertised()
@@ -650,7 +652,7 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 	// it has: its siblings, and its own PID (a name's PID is known before
 	// the spawn), must be known first.
 	ctrlPID := actor.NewPID(c.ActorSystem().Address(), c.Self().Id+"/controller")
-	n.children.Store(&children{controller: ctrlPID, metadata: metadata, partitions: partitions, groups: groups, txns: txns})
+	n.children.Store(&children{controller: ctrlPID, metadata: metadata, partitions: partitions, groups: groups, txns: txns, appends: appends})
 	var clusterAddr string
 	if n.remote != nil {
 		clusterAddr = n.cfg.ClusterAdvertise

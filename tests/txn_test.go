@@ -593,3 +593,51 @@ func TestTransactionalIDFencing(t *testing.T) {
 		t.Fatalf("read_committed: %v, want only the second producer's record", got)
 	}
 }
+
+// TestAbortHangingTransaction: an operator ends a transaction that holds a
+// partition's last stable offset back as Kafka's tools do (kafka-transactions
+// abort: the producer from DescribeProducers, a marker with WriteTxnMarkers),
+// and read_committed consumers move on without its records.
+func TestAbortHangingTransaction(t *testing.T) {
+	b := startBroker(t)
+	ctx := ctxFor(t)
+	const topic = "txn-hanging"
+	adm := b.admin()
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	p := b.client(kgo.TransactionalID("stuck"), kgo.TransactionTimeout(10*time.Minute), kgo.DefaultProduceTopic(topic))
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ProduceSync(ctx, &kgo.Record{Value: []byte("stuck")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	producers, err := adm.DescribeProducers(ctx, kadm.TopicsSet{topic: {0: {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var marker kadm.TxnMarkers
+	producers.EachProducer(func(s kadm.DescribedProducer) {
+		if s.CurrentTxnStartOffset >= 0 {
+			marker = kadm.TxnMarkers{ProducerID: s.ProducerID, ProducerEpoch: s.ProducerEpoch, CoordinatorEpoch: max(s.CoordinatorEpoch, 0),
+				Topics: kadm.TopicsSet{topic: {0: {}}}}
+		}
+	})
+	if marker.Topics == nil {
+		t.Fatalf("DescribeProducers shows no transaction in progress: %+v", producers)
+	}
+	res, err := adm.WriteTxnMarkers(ctx, marker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.EachPartition(func(r kadm.TxnMarkersPartitionResponse) {
+		if r.Err != nil {
+			t.Fatalf("WriteTxnMarkers %s-%d: %v", r.Topic, r.Partition, r.Err)
+		}
+	})
+	waitStable(t, b, topic)
+	if got := readIsolated(t, b, topic, true); len(got) != 0 {
+		t.Fatalf("read_committed after the abort: %v", got)
+	}
+}

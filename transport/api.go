@@ -53,6 +53,9 @@ type Deps struct {
 	Txns     *txn.Directory
 	TxnsPID  *actor.PID
 	Verifier *txn.Verifier
+	// Appends is the node's appends actor (partition.AppendsProps), which
+	// writes WriteTxnMarkers' markers.
+	Appends *actor.PID
 	// NewProducerID hands out a producer id no one had (InitProducerId).
 	NewProducerID func() (int64, *kerr.Error)
 	// Node is this node's configuration.
