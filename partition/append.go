@@ -185,6 +185,12 @@ func (p *partition) stageAppend(m *Append, now int64) appendOutcome {
 		return appendOutcome{answered: true}
 	}
 	if idempotent {
+		if v := p.verifying[h.ProducerID]; v != nil && v.epoch == h.ProducerEpoch {
+			// Behind its producer's batch that waits for the coordinator:
+			// checked against the producer's sequence once that one is in.
+			p.holdBehind(v, m)
+			return appendOutcome{answered: true}
+		}
 		c := p.producers.check(&h, m.Coordinator)
 		switch {
 		case c.Err != nil:

@@ -169,16 +169,20 @@ func (p *partition) verified(m *Append, h *store.Header) bool {
 	return ok && m.guard != 0 && g.guard == m.guard && g.epoch == h.ProducerEpoch
 }
 
+// holdBehind holds an Append of a producer whose batch waits for the
+// coordinator's verification, behind it: the producer's batches keep their
+// order, and each is checked (sequence, epoch, duplicates) once those
+// before it are in.
+func (p *partition) holdBehind(v *verification, m *Append) {
+	m.held = true
+	v.appends = append(v.appends, m)
+}
+
 // holdForVerification holds a transactional Append whose producer has no
-// transaction in progress here, asking the coordinator about it unless a
-// question for the same producer and epoch is on its way.
+// transaction in progress here, and asks the coordinator about it.
 func (p *partition) holdForVerification(m *Append, h *store.Header) {
 	m.held = true
-	if v := p.verifying[h.ProducerID]; v != nil {
-		if v.epoch == h.ProducerEpoch {
-			v.appends = append(v.appends, m)
-			return
-		}
+	if p.verifying[h.ProducerID] != nil {
 		p.endVerification(h.ProducerID, kerr.InvalidTxnState, "the producer moved to a newer epoch while the batch was verified")
 	}
 	p.guards++

@@ -163,17 +163,32 @@ func TestTransactionVerification(t *testing.T) {
 		t.Fatalf("log end %d, last stable offset %d; want 5, 5 (nothing appended, no transaction open)", leo, lso)
 	}
 
+	// A producer's batches that come while its first waits for the
+	// coordinator wait behind it, and are checked after it: the second is
+	// in sequence then.
+	third, fourth := tp.sendVerified(txnBatch(t, 1, 0, 3, 1), v), tp.sendVerified(txnBatch(t, 1, 0, 4, 1), v)
+	(<-v.calls)(nil)
+	if r := <-third; r.Err != nil || r.BaseOffset != 5 {
+		t.Fatalf("a transaction's first batch: %+v", r)
+	}
+	if r := <-fourth; r.Err != nil || r.BaseOffset != 6 {
+		t.Fatalf("the batch behind it: %+v", r)
+	}
+	if r := tp.mark(Marker{ProducerID: 1, ProducerEpoch: 0, Commit: true}); r.Err != nil {
+		t.Fatalf("marker: %+v", r)
+	}
+
 	// Transaction version 2: the marker carries the bumped epoch the next
 	// transaction uses; a batch of that epoch, verified while the marker
 	// is written, goes on.
-	tp.appendOK(txnBatch(t, 2, 0, 0, 1), 5) // producer 2's transaction, unverified
+	tp.appendOK(txnBatch(t, 2, 0, 0, 1), 8) // producer 2's transaction, unverified
 	next := tp.sendVerified(txnBatch(t, 2, 1, 0, 1), v)
 	reply = <-v.calls
 	if r := tp.mark(Marker{ProducerID: 2, ProducerEpoch: 1, Commit: true, TV2: true}); r.Err != nil {
 		t.Fatalf("TV2 marker: %+v", r)
 	}
 	reply(nil)
-	if r := <-next; r.Err != nil || r.BaseOffset != 7 {
+	if r := <-next; r.Err != nil || r.BaseOffset != 10 {
 		t.Fatalf("the next transaction's batch: %+v", r)
 	}
 }

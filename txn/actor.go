@@ -46,7 +46,21 @@ type txnActor struct {
 	timer    *time.Timer
 	lastTick time.Time
 	ongoing  bool // counted in Stats.Ongoing
+
+	// waiting are the additions of partitions held while the id is busy
+	// (Txn.Busy), oldest first: added together once it is idle.
+	waiting []waitingAdd
 }
+
+// waitingAdd is an AddRequest held while its id is busy, since when.
+type waitingAdd struct {
+	m     *AddRequest
+	since time.Time
+}
+
+// addWaitMax bounds how long an addition waits for a busy id: then it is
+// answered CONCURRENT_TRANSACTIONS, which clients and the Verifier retry.
+const addWaitMax = time.Second
 
 // Messages a txn actor sends itself.
 type (
@@ -65,6 +79,8 @@ type (
 		tp       TopicPartition
 	}
 	tickFired struct{ inc uint64 }
+	// waitExpired: the oldest held addition may have waited addWaitMax.
+	waitExpired struct{ inc uint64 }
 )
 
 // markerTimeout bounds a marker's wait for its leader's high watermark.
@@ -86,6 +102,10 @@ func (a *txnActor) Receive(c actor.Context) {
 				r()
 			}
 		}
+		for _, w := range a.waiting {
+			w.m.Reply(AddResult{Err: kerr.NotCoordinator})
+		}
+		a.waiting = nil
 		a.count(false)
 		return
 	case *InitRequest:
@@ -94,11 +114,17 @@ func (a *txnActor) Receive(c actor.Context) {
 		}
 	case *AddRequest:
 		if a.ready(func(err *kerr.Error) { m.Reply(AddResult{Err: err}) }) {
-			a.t.AddPartitions(m.ProducerID, m.Epoch, m.Partitions, m.VerifyOnly, now, m.Reply)
+			a.add(m, now)
 		}
 	case *OffsetsRequest:
 		if a.ready(m.Reply) {
-			a.t.AddOffsets(m.ProducerID, m.Epoch, m.Group, now, m.Reply)
+			tp := TopicPartition{Topic: partition.OffsetsTopic, Partition: a.offsetsPartition(m.Group)}
+			a.add(&AddRequest{ProducerID: m.ProducerID, Epoch: m.Epoch, Partitions: []TopicPartition{tp},
+				Reply: func(r AddResult) { m.Reply(r.Err) }}, now)
+		}
+	case *waitExpired:
+		if m.inc == a.inc {
+			a.expireWaiting()
 		}
 	case *EndRequest:
 		if a.ready(func(err *kerr.Error) { m.Reply(EndResult{Err: err, ProducerID: -1, Epoch: -1}) }) {
@@ -158,19 +184,84 @@ func (a *txnActor) load(now int64) {
 	}
 	a.fresh, a.initial = false, nil
 	cfg := a.cfg.Txn
-	image := a.cfg.Image
-	cfg.OffsetsPartition = func(group string) int32 {
-		if t := image().Topic(partition.OffsetsTopic); t != nil {
-			return partition.ForKey(group, int32(len(t.Partitions)))
-		}
-		return 0
-	}
+	cfg.OffsetsPartition = a.offsetsPartition
 	t := New(a.id, cfg)
 	if m != nil {
 		t.Restore(m)
 	}
 	t.Loaded(a.coordinatorEpoch, now)
 	a.t, a.err = t, nil
+}
+
+// offsetsPartition is a group's __consumer_offsets partition.
+func (a *txnActor) offsetsPartition(group string) int32 {
+	if t := a.cfg.Image().Topic(partition.OffsetsTopic); t != nil {
+		return partition.ForKey(group, int32(len(t.Partitions)))
+	}
+	return 0
+}
+
+// add handles an AddRequest: a verification at once; an addition at once
+// when the id is idle, else held until it is (Kafka answers
+// CONCURRENT_TRANSACTIONS: under transaction version 2 each partition
+// leader adds its partitions itself, and the first write would refuse the
+// others one by one, each retried after a backoff; held, they are added
+// together in the next write).
+func (a *txnActor) add(m *AddRequest, now int64) {
+	if m.VerifyOnly || !a.t.Busy() {
+		a.t.AddPartitions(m.ProducerID, m.Epoch, m.Partitions, m.VerifyOnly, now, m.Reply)
+		return
+	}
+	if len(a.waiting) == 0 {
+		a.armWaitExpiry(addWaitMax)
+	}
+	a.waiting = append(a.waiting, waitingAdd{m: m, since: time.Now()})
+}
+
+// addWaiting adds the held additions of the first one's producer and
+// epoch, in one write, once the id is idle; the others stay held.
+func (a *txnActor) addWaiting(now int64) {
+	if len(a.waiting) == 0 || a.t.Busy() {
+		return
+	}
+	first := a.waiting[0].m
+	var parts []TopicPartition
+	var replies []func(AddResult)
+	rest := a.waiting[:0]
+	for _, w := range a.waiting {
+		if w.m.ProducerID == first.ProducerID && w.m.Epoch == first.Epoch {
+			parts = append(parts, w.m.Partitions...)
+			replies = append(replies, w.m.Reply)
+		} else {
+			rest = append(rest, w)
+		}
+	}
+	a.waiting = rest
+	a.t.AddPartitions(first.ProducerID, first.Epoch, parts, false, now, func(r AddResult) {
+		for _, reply := range replies {
+			reply(r)
+		}
+	})
+}
+
+// armWaitExpiry sends waitExpired after d.
+func (a *txnActor) armWaitExpiry(d time.Duration) {
+	self, root, msg := a.self, a.sys.Root, &waitExpired{inc: a.inc}
+	time.AfterFunc(d, func() { root.Send(self, msg) })
+}
+
+// expireWaiting answers the additions held for addWaitMax
+// CONCURRENT_TRANSACTIONS, and arms the next expiry.
+func (a *txnActor) expireWaiting() {
+	n := 0
+	for n < len(a.waiting) && time.Since(a.waiting[n].since) >= addWaitMax {
+		a.waiting[n].m.Reply(AddResult{Err: kerr.ConcurrentTransactions})
+		n++
+	}
+	a.waiting = append(a.waiting[:0], a.waiting[n:]...)
+	if len(a.waiting) > 0 {
+		a.armWaitExpiry(addWaitMax - time.Since(a.waiting[0].since))
+	}
 }
 
 // ready reports whether the state machine can take a request; if not, it
@@ -186,11 +277,13 @@ func (a *txnActor) ready(fail func(*kerr.Error)) bool {
 	return true
 }
 
-// flush does what the state machine's last step asked for.
+// flush does what the state machine's last step asked for, and adds the
+// held additions once the id is idle.
 func (a *txnActor) flush(c actor.Context) {
 	if a.t == nil {
 		return
 	}
+	a.addWaiting(time.Now().UnixMilli())
 	r := a.t.Ready()
 	if r.Write != nil {
 		a.write(r.Write)

@@ -247,6 +247,14 @@ func (t *Txn) Tick(now int64) {
 	}
 }
 
+// Busy reports whether the id is between states: a write in flight, or a
+// transaction whose markers are being written. An AddPartitions now would
+// be answered CONCURRENT_TRANSACTIONS; its actor may hold it until the
+// id is idle instead.
+func (t *Txn) Busy() bool {
+	return t.pending != nil || t.known && t.m.Status.preparing()
+}
+
 // Abort answers the reply waiting on the write in flight, if any, with
 // err: the actor is going away (a stop, or a restart after a failure).
 func (t *Txn) Abort(err *kerr.Error) {

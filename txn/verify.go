@@ -46,8 +46,11 @@ func (v *Verifier) Verify(id string, producerID int64, epoch int16, topic string
 				reply(err)
 				return
 			}
-			time.AfterFunc(backoff, ask)
+			// NB: backoff changes before the next ask is scheduled: that
+			// ask's reply reads it on another goroutine.
+			d := backoff
 			backoff = min(2*backoff, 100*time.Millisecond)
+			time.AfterFunc(d, ask)
 		})
 	}
 	ask()
