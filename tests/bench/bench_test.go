@@ -135,3 +135,30 @@ func TestAddressLines(t *testing.T) {
 		t.Errorf("kfake: %q %v", a, ok)
 	}
 }
+
+// TestTxnSmoke runs the transaction benchmark (-txn) on every target with a
+// few small transactions, both modes, so that `make test` keeps it working:
+// the transactions commit, the read_committed check passes, the table has
+// its rows.
+func TestTxnSmoke(t *testing.T) {
+	dir := t.TempDir()
+	skeinBin, kfakeBin := binaries(t)
+	var out bytes.Buffer
+	cfg := txnConfig{
+		partitions: []int{2}, values: []int{100}, producers: []int{2},
+		perTxn: 100, transactions: 6, linger: 5 * time.Millisecond,
+		targets: []target{skeinTarget(skeinBin, "fsync", 0), kfakeTarget(kfakeBin), skeinTarget(skeinBin, "replicated", 0)},
+		work:    dir, runTimeout: 2 * time.Minute,
+	}
+	if err := runTxnBench(&out, cfg); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| skein-fsync | plain |", "| skein-fsync | txn |", "| kfake | txn |", "| skein-replicated | txn |"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "run failed") {
+		t.Errorf("a run failed:\n%s", out.String())
+	}
+}

@@ -38,6 +38,12 @@
 // partitions written at once. It fails (exit status 1) only if a record is
 // not acknowledged, a phase times out or a node fails; figures are reported,
 // never judged.
+//
+// With -txn it runs the transaction benchmark instead (txn.go): producers
+// with transactional ids writing transactions of -txn-records records
+// (1,000), committed, against the same producers flushing the same batches
+// without transactions; records/s and the commit latency (Flush plus
+// EndTransaction) per target, each run checked by a read_committed reader.
 package main
 
 import (
@@ -76,6 +82,10 @@ func mainErr() error {
 		profileDir = flag.String("cpuprofile-dir", "", "write a CPU profile of every Skein run to DIR/<target>-<workload>.pprof")
 		outFile    = flag.String("out", "", "also write the tables to this file")
 		runTimeout = flag.Duration("run-timeout", 15*time.Minute, "bound on one target's run of one workload")
+		txnOn      = flag.Bool("txn", false, "run the transaction benchmark (txn.go) instead: -partitions, -values, -targets, -linger as above")
+		txns       = flag.Int("txns", 200, "with -txn: transactions per run, over all producers (not counting the two warm-up transactions of each producer)")
+		txnRecords = flag.Int("txn-records", 1000, "with -txn: records per transaction")
+		producers  = flag.String("producers", "1,4", "with -txn: comma-separated producer counts, each producer a client with a transactional id of its own")
 	)
 	scale := newScaleFlags()
 	flag.Parse()
@@ -156,6 +166,22 @@ func mainErr() error {
 	names := make([]string, len(ts))
 	for i, t := range ts {
 		names[i] = t.name
+	}
+
+	if *txnOn {
+		if *txns < 1 || *txnRecords < 1 {
+			return errors.New("-txns and -txn-records must be at least 1")
+		}
+		ps, err := ints(*producers)
+		if err != nil {
+			return fmt.Errorf("-producers: %w", err)
+		}
+		header(out, "Transaction benchmark")
+		return runTxnBench(out, txnConfig{
+			partitions: parts, values: sizes, producers: ps,
+			perTxn: *txnRecords, transactions: *txns, linger: *linger,
+			targets: ts, work: work, profileDir: *profileDir, keep: *keep, runTimeout: *runTimeout,
+		})
 	}
 
 	header(out, "Broker benchmark")
