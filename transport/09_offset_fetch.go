@@ -73,6 +73,7 @@ func (a *API) handleOffsetFetch(c *conn, kreq kmsg.Request) finish {
 	for i, g := range groups {
 		one := kmsg.NewPtrOffsetFetchRequest()
 		one.Version, one.Groups = 8, []kmsg.OffsetFetchRequestGroup{g}
+		one.RequireStable = req.RequireStable
 		asks[i].call, asks[i].err = a.startGroupRequest(c, g.Group, one)
 	}
 	return func() kmsg.Response {

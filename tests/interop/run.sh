@@ -4,9 +4,10 @@
 # alone, from any directory: tests/interop/run.sh
 #
 # It installs what is missing (kcat from Debian's package, kafkajs with
-# `npm ci` from the committed package-lock.json), builds bin/skein, starts a
-# node on a fresh data directory with a port the kernel picks, and runs
-# named checks:
+# `npm ci` from the committed package-lock.json, confluent-kafka with pip
+# into a virtualenv, tests/interop/.venv, at the version requirements.txt
+# pins), builds bin/skein, starts a node on a fresh data directory with a
+# port the kernel picks, and runs named checks:
 #   - kcat -L: the broker, then each topic with its partitions;
 #   - kcat -P with keys (-K:) into a topic that the produce auto-creates
 #     (the node runs with num.partitions=3), kcat -C -e reading exactly
@@ -27,6 +28,15 @@
 #     idempotent producer, whose records kcat then reads back, and two
 #     kafkajs consumers in one group (roundrobin assignor) consuming
 #     every record and committing up to the end offsets;
+#   - transactions (issue 10): txn.py, confluent-kafka-python (librdkafka
+#     as of requirements.txt): a transactional producer committing and
+#     aborting, one transaction left open while read_committed consumers
+#     (and kcat) read, zombie fencing, consume-transform-produce with
+#     send_offsets_to_transaction aborted and then committed, the group's
+#     offsets (OffsetFetch) after; then kcat (Debian's librdkafka) reads the
+#     topic with isolation.level read_committed (exactly the committed
+#     records) and read_uncommitted (every record); kafkajs-txn.js: the
+#     same with kafkajs's transactions and transaction.sendOffsets;
 #   - the node stops cleanly on SIGTERM;
 #   - a three-node cluster (127.0.0.221-223): kafkajs-cluster.js creates a
 #     topic of replication factor 3, checks every partition has three
@@ -35,8 +45,9 @@
 #     kcat -C reads the records back through another node; the three stop
 #     cleanly on SIGTERM (controlled shutdown).
 #
-# For kcat's groups and for kafkajs it prints the API versions the client
-# sent, from the node's skein_requests_total on its admin listener.
+# For kcat's groups, kafkajs and the transaction scripts it prints the API
+# versions the client sent, from the node's skein_requests_total on its
+# admin listener.
 #
 # Ends with "interop: N passed, M failed" and exits 1 if any check failed
 # or the setup did. Set INTEROP_KEEP=1 to keep the work directory (node log,
@@ -180,6 +191,25 @@ if [ "$want" != "$have" ]; then
 	(cd "$HERE" && npm ci --no-audit --no-fund --loglevel=error) || die "npm ci"
 fi
 echo "kafkajs: $want"
+
+# confluent-kafka (its wheels carry a current librdkafka) goes into a
+# virtualenv of its own: Debian's python3 refuses pip installs outside one
+# (PEP 668), and its venv module needs python3-venv.
+VENV=$HERE/.venv
+want=$(sed -n 's/^confluent-kafka==//p' "$HERE/requirements.txt")
+have=$("$VENV/bin/python" -c 'import confluent_kafka; print(confluent_kafka.__version__)' 2>/dev/null) || have=none
+if [ "$want" != "$have" ]; then
+	echo "installing confluent-kafka $want"
+	command -v python3 >/dev/null || die "python3 is not installed"
+	if ! python3 -m venv --clear "$VENV" >/dev/null 2>&1; then
+		export DEBIAN_FRONTEND=noninteractive
+		as_root apt-get update -qq || die "apt-get update"
+		as_root apt-get install -y -qq python3-venv >/dev/null || die "apt-get install python3-venv"
+		python3 -m venv --clear "$VENV" || die "python3 -m venv $VENV"
+	fi
+	"$VENV/bin/pip" install -q --disable-pip-version-check -r "$HERE/requirements.txt" || die "pip install confluent-kafka"
+fi
+echo "confluent-kafka: $want"
 
 # --- the node -------------------------------------------------------------
 
@@ -533,6 +563,43 @@ if [ -f "$WORK/kafkajs.want" ]; then
 else
 	fail "kcat -C reads back the kafkajs records: kafkajs.js wrote none"
 fi
+
+# --- transactions ---------------------------------------------------------
+
+# txn.py: librdkafka's transactions through confluent-kafka-python; it also
+# runs kcat read_committed while a transaction is open.
+TXN_PY=interop-txn-py
+requests_total >"$WORK/txn.before"
+timeout 180 "$VENV/bin/python" "$HERE/txn.py" "$BROKER" "$TXN_PY" "$WORK/txn.committed" "$WORK/txn.all" "$KCAT" \
+	>"$WORK/txn.out" 2>"$WORK/txn.err"
+report txn.py $? "$WORK/txn"
+echo "confluent-kafka requests, as the node counted them: $(requests_since "$WORK/txn.before")"
+
+# kcat, with Debian's librdkafka, reads what the transactional producer
+# wrote: read_committed exactly the committed records, read_uncommitted
+# the aborted ones too. -e ends each partition at its last stable offset or
+# high watermark.
+if [ -s "$WORK/txn.committed" ] && [ -s "$WORK/txn.all" ]; then
+	for level in read_committed read_uncommitted; do
+		consume "$WORK/txn.$level" -t "$TXN_PY-out" -o beginning -e -X isolation.level=$level -f '%k:%s\n'
+		status=$?
+		sort -o "$WORK/txn.$level" "$WORK/txn.$level"
+		want=$WORK/txn.committed
+		[ "$level" = read_committed ] || want=$WORK/txn.all
+		sort -o "$want" "$want"
+		what="exactly the committed records"
+		[ "$level" = read_committed ] || what="every record, the aborted ones too"
+		same "kcat -C -X isolation.level=$level -e of the transactional producer's topic: $what" \
+			"$status" "$WORK/txn.$level" "$want"
+	done
+else
+	fail "kcat -C -X isolation.level=read_committed of the transactional producer's topic: txn.py wrote no records"
+fi
+
+requests_total >"$WORK/kafkajs-txn.before"
+timeout 180 node "$HERE/kafkajs-txn.js" "$BROKER" interop-txn-kafkajs >"$WORK/kafkajs-txn.out" 2>"$WORK/kafkajs-txn.err"
+report kafkajs-txn.js $? "$WORK/kafkajs-txn"
+echo "kafkajs transaction requests, as the node counted them: $(requests_since "$WORK/kafkajs-txn.before")"
 
 # --- stop -----------------------------------------------------------------
 
