@@ -211,10 +211,12 @@ func (p *partition) onVerified(m *txnVerified) {
 		p.verifiedGuards = map[int64]verifiedGuard{}
 	}
 	p.verifiedGuards[m.producerID] = verifiedGuard{epoch: v.epoch, guard: v.guard}
+	// Ahead of the Appends queued meanwhile, which came after them: a
+	// later batch of the producer among those must follow its first.
 	for _, a := range v.appends {
 		a.held, a.guard = false, v.guard
-		p.appends = append(p.appends, a)
 	}
+	p.appends = append(v.appends, p.appends...)
 	if !p.writeQueued {
 		p.writeQueued = true
 		p.sys.Root.Send(p.self, &writeAppends{})

@@ -192,3 +192,37 @@ func TestTransactionVerification(t *testing.T) {
 		t.Fatalf("the next transaction's batch: %+v", r)
 	}
 }
+
+// TestVerifiedBatchGoesFirst: a producer's batch that was queued, not yet
+// written, when its first batch's verification came back is written after
+// that first batch, which came before it (it was refused
+// OUT_OF_ORDER_SEQUENCE_NUMBER when written first).
+func TestVerifiedBatchGoesFirst(t *testing.T) {
+	cfg := testConfig(vfs.NewCrashableMem(), clock.NewManual(time.UnixMilli(1e12)))
+	h := newHolder()
+	tp := startTestPartition(t, cfg, h.middleware)
+	v := newVerifier()
+	first := tp.sendVerified(txnBatch(t, 1, 0, 0, 2), v)
+	reply := <-v.calls
+	// Hold the actor on a message, then fill its mailbox: the second batch,
+	// then the verification, which the actor takes after the second is
+	// queued and before it is written.
+	h.hold(tp, &DescribeProducers{Reply: func([]ProducerState, *kerr.Error) {}})
+	second := tp.sendVerified(txnBatch(t, 1, 0, 2, 1), v)
+	reply(nil)
+	close(h.release)
+	for _, c := range []struct {
+		name string
+		ch   chan AppendResult
+		want int64
+	}{{"first", first, 0}, {"second", second, 2}} {
+		select {
+		case r := <-c.ch:
+			if r.Err != nil || r.BaseOffset != c.want {
+				t.Fatalf("%s batch: %+v, want base offset %d", c.name, r, c.want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s batch not answered", c.name)
+		}
+	}
+}
