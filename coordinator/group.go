@@ -149,6 +149,9 @@ type Group struct {
 	// pendingTxn are the offsets of transactions not over yet, by
 	// producer id (txn_offsets.go).
 	pendingTxn map[int64]map[topicPartition]Offset
+	// writingTxn counts, by partition, the transactional offsets whose
+	// record is being written (txn_offsets.go).
+	writingTxn map[topicPartition]int
 
 	// consumer is the group's KIP-848 consumer-protocol state; a group
 	// has classic members or consumer members, never both.

@@ -183,7 +183,13 @@ func (a *groupActor) txnCommit(req *kmsg.TxnOffsetCommitRequest, m *Request) {
 		return
 	}
 	txn := &txnWriter{id: req.TransactionalID, producerID: req.ProducerID, epoch: req.ProducerEpoch, add: req.Version >= 5}
+	for _, e := range c.entries {
+		a.g.WritingTxn(e.topic, e.partition)
+	}
 	a.appendBatch(c.recs, txn, func(base int64, err *kerr.Error) {
+		for _, e := range c.entries {
+			a.g.TxnWritten(e.topic, e.partition)
+		}
 		c.done(base, err, func(topic string, p int32, o Offset) { a.g.AddPendingTxn(req.ProducerID, topic, p, o) })
 		m.Reply(resp)
 	})

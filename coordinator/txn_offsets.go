@@ -14,8 +14,8 @@ import (
 // unless an offset of the same partition was committed after them (a later
 // record wins, as in Kafka); an abort drops them. OffsetFetch with
 // RequireStable answers UNSTABLE_OFFSET_COMMIT for a partition with a
-// pending offset, so that a consumer taking over never starts from an offset
-// that may still move. Restore replays the same from the log: offsets of
+// pending offset, or one whose record is still being written, so that a
+// consumer taking over never starts from an offset that may still move. Restore replays the same from the log: offsets of
 // transactional batches are pending until the marker read after them.
 
 // TxnCompleted tells the groups supervisor that a transaction's marker is
@@ -38,6 +38,32 @@ type TxnCompleted struct {
 // not refuse it.
 func (g *Group) CheckTxnCommit(generation int32, memberID string, instanceID *string) *kerr.Error {
 	return g.checkCommit(generation, memberID, instanceID, true)
+}
+
+// WritingTxn records that a transactional offset of the partition is being
+// written (verified with the transaction's coordinator, appended,
+// replicated): it is unstable already, as Kafka's prepareTxnOffsetCommit
+// makes it pending before the append. Otherwise an OffsetFetch with
+// RequireStable meanwhile would answer the offset the transaction is about
+// to move, and a consumer taking the partition over would process again
+// what the transaction commits (KIP-447). TxnWritten ends it, whatever
+// the write's outcome.
+func (g *Group) WritingTxn(topic string, partition int32) {
+	if g.writingTxn == nil {
+		g.writingTxn = map[topicPartition]int{}
+	}
+	g.writingTxn[topicPartition{topic, partition}]++
+}
+
+// TxnWritten ends a WritingTxn: the record is durable (AddPendingTxn
+// follows) or its write failed.
+func (g *Group) TxnWritten(topic string, partition int32) {
+	tp := topicPartition{topic, partition}
+	if n := g.writingTxn[tp]; n > 1 {
+		g.writingTxn[tp] = n - 1
+	} else {
+		delete(g.writingTxn, tp)
+	}
 }
 
 // AddPendingTxn records an offset a producer's transaction committed, once
@@ -75,8 +101,12 @@ func (g *Group) CompleteTxn(producerID int64, commit bool) {
 }
 
 // Unstable reports whether a transaction not over yet committed an offset
-// of the partition (OffsetFetch's UNSTABLE_OFFSET_COMMIT).
+// of the partition, or is committing one (OffsetFetch's
+// UNSTABLE_OFFSET_COMMIT).
 func (g *Group) Unstable(topic string, partition int32) bool {
+	if g.writingTxn[topicPartition{topic, partition}] > 0 {
+		return true
+	}
 	for _, p := range g.pendingTxn {
 		if _, ok := p[topicPartition{topic, partition}]; ok {
 			return true

@@ -81,3 +81,34 @@ func TestTxnOffsetsPendingUntilMarker(t *testing.T) {
 		t.Fatal("restored an aborted offset")
 	}
 }
+
+// TestTxnOffsetsUnstableWhileWritten (KIP-447): a transactional offset is
+// unstable from the moment its commit is taken, before its record is
+// durable (Kafka's prepareTxnOffsetCommit), and stays so until the write
+// ends: pending if it succeeded, as before if it failed.
+func TestTxnOffsetsUnstableWhileWritten(t *testing.T) {
+	g := newHarness(t).g
+	g.Commit("t", 0, Offset{Offset: 5, RecordOffset: 1})
+	g.WritingTxn("t", 0)
+	g.WritingTxn("t", 0) // a second producer's, at the same time
+	if !g.Unstable("t", 0) || g.Unstable("t", 1) {
+		t.Fatal("an offset being written is not unstable, or another partition is")
+	}
+	g.TxnWritten("t", 0) // failed
+	if !g.Unstable("t", 0) {
+		t.Fatal("stable while another commit of the partition is being written")
+	}
+	g.TxnWritten("t", 0)
+	g.AddPendingTxn(7, "t", 0, Offset{Offset: 9, RecordOffset: 2})
+	if !g.Unstable("t", 0) {
+		t.Fatal("a durable transactional offset is not pending")
+	}
+	g.CompleteTxn(7, true)
+	if o, _ := g.Committed("t", 0); g.Unstable("t", 0) || o.Offset != 9 {
+		t.Fatalf("after the marker: unstable %v, committed %d", g.Unstable("t", 0), o.Offset)
+	}
+	g.TxnWritten("t", 0) // one too many: harmless
+	if g.Unstable("t", 0) {
+		t.Fatal("unstable after an unmatched TxnWritten")
+	}
+}

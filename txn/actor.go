@@ -83,8 +83,12 @@ type (
 	waitExpired struct{ inc uint64 }
 )
 
-// markerTimeout bounds a marker's wait for its leader's high watermark.
-const markerTimeout = 30 * time.Second
+// markerTimeout bounds a marker's wait for its leader's high watermark,
+// and so how long a marker sent to a leader that died waits before it is
+// sent again, to the leader the image names then. NB: a marker that is
+// written but not answered in time is written again: a second marker of a
+// transaction over in the partition changes nothing but the log.
+const markerTimeout = 5 * time.Second
 
 func (a *txnActor) Receive(c actor.Context) {
 	now := time.Now().UnixMilli()
@@ -404,7 +408,7 @@ func (a *txnActor) sendMarker(c actor.Context, tp TopicPartition) {
 	msg := &partition.RemoteMarker{Topic: tp.Topic, Partition: tp.Partition, LeaderEpoch: p.LeaderEpoch, TimeoutMs: int32(markerTimeout / time.Millisecond),
 		Marker: partition.Marker{ProducerID: mk.ProducerID, ProducerEpoch: mk.Epoch, Commit: mk.Commit, CoordinatorEpoch: mk.CoordinatorEpoch, TV2: mk.TV2}}
 	self, root := a.self, a.sys.Root
-	actors.Call(c, pid, msg, markerTimeout+5*time.Second, func(res any, err error) {
+	actors.Call(c, pid, msg, markerTimeout+time.Second, func(res any, err error) {
 		root.Send(self, &markerDone{inc: inc, gen: gen, tp: tp, res: res, err: err})
 	})
 }
@@ -424,8 +428,16 @@ func (a *txnActor) markerDone(c actor.Context, m *markerDone, now int64) {
 		a.retryMarker(c, m.tp)
 		return
 	}
+	// NB: UNKNOWN_TOPIC_OR_PARTITION is retried (default), as Kafka's
+	// TransactionMarkerRequestCompletionHandler does: a node answers it
+	// while its image does not have the topic yet (just restarted, its
+	// metadata not loaded). Counted as written, the marker would be
+	// missing there: an aborted transaction's offsets would stay pending
+	// in their group, and the producer's next commit marker would commit
+	// them. Whether the topic is gone is this node's image's to say
+	// (sendMarker).
 	switch err {
-	case nil, kerr.UnknownTopicOrPartition, kerr.UnknownTopicID:
+	case nil:
 		a.t.MarkerWritten(m.tp, now)
 	case kerr.InvalidProducerEpoch:
 		// The partition has seen a newer epoch of the producer: this
