@@ -174,9 +174,7 @@ func (p *partition) stageAppend(m *Append, now int64) appendOutcome {
 	if m.Marker != nil {
 		return p.stageMarker(m, now)
 	}
-	if isr := p.leader.ISRSize(); m.Acks == -1 && int(p.cfg.TopicConfig.MinInsyncReplicas) > isr {
-		m.Reply(AppendResult{Err: kerr.NotEnoughReplicas, Message: fmt.Sprintf(
-			"The size of the current ISR %d is insufficient to satisfy the min.isr requirement of %d", isr, p.cfg.TopicConfig.MinInsyncReplicas)})
+	if p.belowMinISR(m) {
 		return appendOutcome{answered: true}
 	}
 	h, idempotent, bad := idempotentBatch(m.Records)
@@ -204,16 +202,8 @@ func (p *partition) stageAppend(m *Append, now int64) appendOutcome {
 			return appendOutcome{answered: true}
 		}
 	}
-	res, err := p.log.Stage(m.Records, p.state.LeaderEpoch)
-	if err != nil {
-		// Nothing staged. A storage error here means the log failed (a
-		// sync that failed on its own goroutine, whose report is still on
-		// its way): the partition is failed from now on.
-		r := appendError(err)
-		if r.Err == kerr.KafkaStorageError {
-			p.fail("append", err)
-		}
-		m.Reply(r)
+	res, ok := p.stage(m, m.Records)
+	if !ok {
 		return appendOutcome{answered: true}
 	}
 	if idempotent {
@@ -224,6 +214,36 @@ func (p *partition) stageAppend(m *Append, now int64) appendOutcome {
 		p.producers.update(&h, now)
 	}
 	return appendOutcome{res: res}
+}
+
+// belowMinISR refuses an acks=all Append with NOT_ENOUGH_REPLICAS when the
+// ISR is smaller than min.insync.replicas, before anything is appended.
+func (p *partition) belowMinISR(m *Append) bool {
+	isr := p.leader.ISRSize()
+	if m.Acks != -1 || int(p.cfg.TopicConfig.MinInsyncReplicas) <= isr {
+		return false
+	}
+	m.Reply(AppendResult{Err: kerr.NotEnoughReplicas, Message: fmt.Sprintf(
+		"The size of the current ISR %d is insufficient to satisfy the min.isr requirement of %d", isr, p.cfg.TopicConfig.MinInsyncReplicas)})
+	return true
+}
+
+// stage stages an Append's records (its own, or a marker's batch) in the
+// log; false when it could not, the Append answered.
+func (p *partition) stage(m *Append, records []byte) (store.AppendResult, bool) {
+	res, err := p.log.Stage(records, p.state.LeaderEpoch)
+	if err != nil {
+		// Nothing staged. A storage error here means the log failed (a
+		// sync that failed on its own goroutine, whose report is still on
+		// its way): the partition is failed from now on.
+		r := appendError(err)
+		if r.Err == kerr.KafkaStorageError {
+			p.fail("append", err)
+		}
+		m.Reply(r)
+		return res, false
+	}
+	return res, true
 }
 
 // answerAppended answers an Append whose records are written, or makes it

@@ -723,10 +723,11 @@ func replayHeaders(v *store.View, from int64, fn func(h *store.Header, control [
 		var bufPos, bufEnd int64 // the file range buf holds
 		for pos, end := sl.Pos, sl.Pos+sl.Size; pos < end; {
 			if pos+store.HeaderSize > bufEnd {
-				if err := readFull(sl.File, buf[:min(int64(len(buf)), end-pos)], pos); err != nil {
+				n := min(int64(len(buf)), end-pos)
+				if err := readFull(sl.File, buf[:n], pos); err != nil {
 					return err
 				}
-				bufPos, bufEnd = pos, pos+min(int64(len(buf)), end-pos)
+				bufPos, bufEnd = pos, pos+n
 			}
 			h, err := store.ParseHeader(buf[pos-bufPos:])
 			if err != nil {

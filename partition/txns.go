@@ -110,9 +110,7 @@ func (p *partition) stageMarker(m *Append, now int64) appendOutcome {
 		m.Reply(AppendResult{Err: err, Message: msg})
 		return appendOutcome{answered: true}
 	}
-	if isr := p.leader.ISRSize(); int(p.cfg.TopicConfig.MinInsyncReplicas) > isr {
-		m.Reply(AppendResult{Err: kerr.NotEnoughReplicas, Message: fmt.Sprintf(
-			"The size of the current ISR %d is insufficient to satisfy the min.isr requirement of %d", isr, p.cfg.TopicConfig.MinInsyncReplicas)})
+	if p.belowMinISR(m) { // markers are written with acks=all
 		return appendOutcome{answered: true}
 	}
 	batch, err := markerBatch(mk, now)
@@ -120,13 +118,8 @@ func (p *partition) stageMarker(m *Append, now int64) appendOutcome {
 		m.Reply(appendError(err))
 		return appendOutcome{answered: true}
 	}
-	res, err := p.log.Stage(batch, p.state.LeaderEpoch)
-	if err != nil {
-		r := appendError(err)
-		if r.Err == kerr.KafkaStorageError {
-			p.fail("append", err)
-		}
-		m.Reply(r)
+	res, ok := p.stage(m, batch)
+	if !ok {
 		return appendOutcome{answered: true}
 	}
 	h, err := store.ParseHeader(batch) // with its offset now
