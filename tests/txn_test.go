@@ -30,6 +30,20 @@ func tv1() kgo.Opt {
 // isolation level given, and returns the values.
 func readIsolated(t *testing.T, b *broker, topic string, committed bool) []string {
 	t.Helper()
+	var out []string
+	for _, r := range readRecords(t, b, topic, committed) {
+		if !r.Attrs.IsControl() {
+			out = append(out, string(r.Value))
+		}
+	}
+	return out
+}
+
+// readRecords reads a topic from the start to its end as of now (its last
+// stable offsets for read_committed), with the isolation level given, and
+// returns its records, markers included, in order within each partition.
+func readRecords(t *testing.T, b *broker, topic string, committed bool) []*kgo.Record {
+	t.Helper()
 	ctx := ctxFor(t)
 	adm := b.admin()
 	level := kgo.ReadUncommitted()
@@ -54,16 +68,14 @@ func readIsolated(t *testing.T, b *broker, topic string, committed bool) []strin
 	// them so that it sees where each partition ends.
 	cl := b.client(kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(level), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.KeepControlRecords())
-	var out []string
+	var out []*kgo.Record
 	for len(want) > 0 {
 		fs := cl.PollFetches(ctx)
 		if err := fs.Err(); err != nil {
 			t.Fatalf("poll: %v (still reading %v)", err, want)
 		}
 		fs.EachRecord(func(r *kgo.Record) {
-			if !r.Attrs.IsControl() {
-				out = append(out, string(r.Value))
-			}
+			out = append(out, r)
 			if r.Offset+1 >= want[r.Partition] {
 				delete(want, r.Partition)
 			}
@@ -466,11 +478,11 @@ func TestCompactionOfTransactions(t *testing.T) {
 	// count reads the topic with control records: data records, aborted
 	// ones among them, and markers.
 	count := func() (data, aborted, markers int) {
-		for _, v := range readWithMarkers(t, b, topic) {
+		for _, r := range readRecords(t, b, topic, false) {
 			switch {
-			case v == "":
+			case r.Attrs.IsControl():
 				markers++
-			case v[0] == 'a':
+			case r.Value[0] == 'a':
 				aborted++
 				data++
 			default:
@@ -484,76 +496,16 @@ func TestCompactionOfTransactions(t *testing.T) {
 		return aborted < keys*rounds/2 && markers < rounds
 	})
 	last := map[string]string{}
-	for _, kv := range readKeyValues(t, b, topic, true) {
-		last[kv[0]] = kv[1]
+	for _, r := range readRecords(t, b, topic, true) {
+		if !r.Attrs.IsControl() {
+			last[string(r.Key)] = string(r.Value)
+		}
 	}
 	for k := range keys {
 		if got, want := last[fmt.Sprint("k", k)], fmt.Sprintf("c%d-%d", k, rounds-1); got != want {
 			t.Errorf("key k%d: last committed value %q, want %q", k, got, want)
 		}
 	}
-}
-
-// readWithMarkers reads a topic's partition 0 from its start to its end,
-// read_uncommitted, and returns each record's value, "" for a marker.
-func readWithMarkers(t *testing.T, b *broker, topic string) []string {
-	t.Helper()
-	ctx := ctxFor(t)
-	ends, err := b.admin().ListEndOffsets(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	end, _ := ends.Lookup(topic, 0)
-	cl := b.client(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.KeepControlRecords())
-	var out []string
-	for done := end.Offset == 0; !done; {
-		fs := cl.PollFetches(ctx)
-		if err := fs.Err(); err != nil {
-			t.Fatal(err)
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			if r.Attrs.IsControl() {
-				out = append(out, "")
-			} else {
-				out = append(out, string(r.Value))
-			}
-			done = done || r.Offset+1 >= end.Offset
-		})
-	}
-	return out
-}
-
-// readKeyValues reads a topic's partition 0 to its (last stable) end and
-// returns the key and value of every record, in order.
-func readKeyValues(t *testing.T, b *broker, topic string, committed bool) [][2]string {
-	t.Helper()
-	ctx := ctxFor(t)
-	adm := b.admin()
-	ends, err := adm.ListEndOffsets(ctx, topic)
-	level := kgo.ReadUncommitted()
-	if committed {
-		ends, err = adm.ListCommittedOffsets(ctx, topic)
-		level = kgo.ReadCommitted()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	end, _ := ends.Lookup(topic, 0)
-	cl := b.client(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(level), kgo.KeepControlRecords())
-	var out [][2]string
-	for done := end.Offset == 0; !done; {
-		fs := cl.PollFetches(ctx)
-		if err := fs.Err(); err != nil {
-			t.Fatal(err)
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			if !r.Attrs.IsControl() {
-				out = append(out, [2]string{string(r.Key), string(r.Value)})
-			}
-			done = done || r.Offset+1 >= end.Offset
-		})
-	}
-	return out
 }
 
 // TestTransactionalIDFencing: a second producer with the same
