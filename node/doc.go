@@ -15,11 +15,14 @@
 // "The actor tree"): controller, metadata, partitions with one child per
 // hosted partition, groups with one child per consumer group this node
 // coordinates (package coordinator; a node coordinates the groups of the
-// __consumer_offsets partitions it leads), fetchers with one child per
+// __consumer_offsets partitions it leads), txns with one child per
+// transactional id this node coordinates (package txn; the ids of the
+// __transaction_state partitions it leads), fetchers with one child per
 // node it follows partitions on, replicas, which answers other nodes'
-// fetchers, and appends, which takes appends from other nodes
-// (partition.RemoteAppend). The root's children, the partitions, the
-// fetchers and the groups restart with exponential backoff
+// fetchers, and appends, which takes appends and transaction markers from
+// other nodes (partition.RemoteAppend, partition.RemoteMarker). The root's
+// children, the partitions, the fetchers, the groups and the txns restart
+// with exponential backoff
 // (actors.NewBackoffStrategy). Every actor is
 // spawned through an actors.Tree, which counts its mailbox and restarts
 // and installs the fault-injection middleware (actors.Faults).

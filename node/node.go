@@ -537,7 +537,8 @@ func removeDeletedDirs(dataDir string, log zerolog.Logger) {
 //	├── metadata     this node's image of the cluster; tells partitions their role
 //	├── partitions   supervisor of the partition actors
 //	├── groups       supervisor of the group coordinators, one per group
-//	├── appends      takes appends from other nodes (partition.RemoteAppend)
+//	├── txns         supervisor of the transaction coordinators, one per transactional id
+//	├── appends      takes appends and markers from other nodes (partition.RemoteAppend, RemoteMarker)
 //	└── controller   this node's seat in the controller quorum
 //
 // Supervised by a one-for-one guardian that restarts it up to 10 times a
