@@ -3,6 +3,7 @@ package actors
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strings"
@@ -42,8 +43,9 @@ type Fault struct {
 	// ID is assigned by Faults.Add.
 	ID uint64
 	// Actor selects the actors by id: an exact id ("node/1/controller"), or
-	// a prefix ending in "*" ("node/1/partitions/orders-*"; "*" alone is
-	// every actor).
+	// a pattern in which "*" stands for any run of characters
+	// ("node/1/partitions/orders-*", "node/*/groups/*"; "*" alone is every
+	// actor).
 	Actor string
 	// Message, if set, selects only messages of that Go type, named with
 	// or without its package and pointer ("CreateTopics",
@@ -51,8 +53,9 @@ type Fault struct {
 	Message string
 	Kind    FaultKind
 	// Count is how many messages the fault applies to, across all the
-	// actors it selects, before it is removed: 0 means 1 for panic, stop and
-	// drop, and no limit for delay. List reports what remains.
+	// actors it selects, before it is removed: 0 means no limit for delay
+	// and for a fault with Every or Rate, and 1 otherwise. List reports
+	// what remains.
 	Count int
 	// Delay is the delay of a FaultDelay.
 	Delay time.Duration
@@ -60,8 +63,23 @@ type Fault struct {
 	// message instead of before: its effects (and any reply) happen, then
 	// the actor fails.
 	After bool
+	// For bounds the fault's lifetime: it is removed this long after Add,
+	// used up or not (0: until used up or removed).
+	For time.Duration
+	// Every spaces the messages the fault applies to: after one, it lets
+	// the selected actors' messages pass for this long (0: no spacing).
+	// "Panic every 5s" is a steady rate of failures that the tree has time
+	// to heal between.
+	Every time.Duration
+	// Rate, in (0, 1], applies the fault to that fraction of the messages
+	// it selects, at random (0: to every one).
+	Rate float64
+	// Expires is when a fault with For ends; set by Add.
+	Expires time.Time
 	// Fired counts the messages the fault has applied to.
 	Fired int
+
+	next time.Time // with Every: the first time it applies again
 }
 
 // InjectedFault is the panic value of a FaultPanic, so that deciders and
@@ -92,10 +110,17 @@ var ErrBadFault = errors.New("actors: bad fault")
 type Faults struct {
 	active atomic.Int32 // len(list), read without the lock
 
+	// Expired, if set before the first Add, is called (on a timer's
+	// goroutine) with each fault that For removes.
+	Expired func(Fault)
+
 	mu     sync.Mutex
 	nextID uint64
 	list   []*Fault // in the order added; the first match applies
 }
+
+// MaxFaultLifetime bounds Fault.For.
+const MaxFaultLifetime = 24 * time.Hour
 
 // NewFaults returns an empty registry.
 func NewFaults() *Faults { return &Faults{} }
@@ -109,9 +134,18 @@ func (fs *Faults) Add(f Fault) (Fault, error) {
 	if f.Count < 0 {
 		return Fault{}, fmt.Errorf("%w: negative count %d", ErrBadFault, f.Count)
 	}
+	if f.For < 0 || f.For > MaxFaultLifetime {
+		return Fault{}, fmt.Errorf("%w: lifetime %v is not in [0, %v]", ErrBadFault, f.For, MaxFaultLifetime)
+	}
+	if f.Every < 0 || f.Every > MaxFaultLifetime {
+		return Fault{}, fmt.Errorf("%w: spacing %v is not in [0, %v]", ErrBadFault, f.Every, MaxFaultLifetime)
+	}
+	if f.Rate < 0 || f.Rate > 1 {
+		return Fault{}, fmt.Errorf("%w: rate %v is not in (0, 1]", ErrBadFault, f.Rate)
+	}
 	switch f.Kind {
 	case FaultPanic, FaultStop, FaultDrop:
-		if f.Count == 0 {
+		if f.Count == 0 && f.Every == 0 && f.Rate == 0 {
 			f.Count = 1
 		}
 		if f.Delay != 0 {
@@ -130,11 +164,31 @@ func (fs *Faults) Add(f Fault) (Fault, error) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	fs.nextID++
-	f.ID, f.Fired = fs.nextID, 0
+	f.ID, f.Fired, f.next = fs.nextID, 0, time.Time{}
+	if f.For > 0 {
+		f.Expires = time.Now().Add(f.For)
+		id := f.ID
+		time.AfterFunc(f.For, func() { fs.expire(id) })
+	}
 	stored := f
 	fs.list = append(fs.list, &stored)
 	fs.active.Store(int32(len(fs.list)))
 	return f, nil
+}
+
+// expire removes the fault with id, if it is still set, and tells Expired.
+func (fs *Faults) expire(id uint64) {
+	fs.mu.Lock()
+	i := slices.IndexFunc(fs.list, func(f *Fault) bool { return f.ID == id })
+	var f Fault
+	if i >= 0 {
+		f = *fs.list[i]
+		fs.removeAt(i)
+	}
+	fs.mu.Unlock()
+	if i >= 0 && fs.Expired != nil {
+		fs.Expired(f)
+	}
 }
 
 // Remove removes the fault with id, reporting whether it was set.
@@ -222,6 +276,21 @@ func (fs *Faults) take(id string, msg any) (Fault, bool) {
 				continue
 			}
 		}
+		now := time.Now()
+		if !f.Expires.IsZero() && !now.Before(f.Expires) {
+			continue // its timer removes it
+		}
+		if f.Every > 0 {
+			if now.Before(f.next) {
+				continue
+			}
+		}
+		if f.Rate > 0 && rand.Float64() >= f.Rate {
+			continue
+		}
+		if f.Every > 0 {
+			f.next = now.Add(f.Every)
+		}
 		f.Fired++
 		if f.Count > 0 {
 			f.Count--
@@ -234,11 +303,31 @@ func (fs *Faults) take(id string, msg any) (Fault, bool) {
 	return Fault{}, false
 }
 
+// matchActor matches an actor id against a pattern in which "*" stands
+// for any run of characters, slashes included: "node/*/groups/*",
+// "node/1/partitions/orders-*", "*".
 func matchActor(pattern, id string) bool {
-	if prefix, ok := strings.CutSuffix(pattern, "*"); ok {
-		return strings.HasPrefix(id, prefix)
+	first, rest, star := strings.Cut(pattern, "*")
+	if !star {
+		return pattern == id
 	}
-	return pattern == id
+	if !strings.HasPrefix(id, first) {
+		return false
+	}
+	id = id[len(first):]
+	// Each "*" takes the shortest run that lets the next literal part
+	// match; the last part must end the id.
+	for {
+		part, more, star := strings.Cut(rest, "*")
+		if !star {
+			return strings.HasSuffix(id, part)
+		}
+		i := strings.Index(id, part)
+		if i < 0 {
+			return false
+		}
+		id, rest = id[i+len(part):], more
+	}
 }
 
 // matchType matches "*controller.CreateTopics" by itself, by

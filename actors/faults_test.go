@@ -170,3 +170,86 @@ func TestFaultsOffCostsNothing(t *testing.T) {
 		t.Fatal("the message was not passed on")
 	}
 }
+
+func TestMatchActor(t *testing.T) {
+	for _, tc := range []struct {
+		pattern, id string
+		want        bool
+	}{
+		{"node/1/controller", "node/1/controller", true},
+		{"node/1/controller", "node/1/controllers", false},
+		{"*", "node/1/partitions/orders-0", true},
+		{"node/1/partitions/orders-*", "node/1/partitions/orders-12", true},
+		{"node/1/partitions/orders-*", "node/2/partitions/orders-12", false},
+		{"node/*/groups/*", "node/3/groups/g1", true},
+		{"node/*/groups/*", "node/3/partitions/g1", false},
+		{"node/*/groups", "node/3/groups/g1", false},
+		{"*-0", "node/1/partitions/orders-0", true},
+		{"*-0", "node/1/partitions/orders-10", false},
+		{"*-0", "node/1/partitions/orders-01", false},
+		{"a*ab", "ab", false},
+		{"*x*x", "x", false},
+		{"*x*x", "xx", true},
+	} {
+		if got := matchActor(tc.pattern, tc.id); got != tc.want {
+			t.Errorf("matchActor(%q, %q) = %v, want %v", tc.pattern, tc.id, got, tc.want)
+		}
+	}
+}
+
+// TestFaultLifetime: a fault with For is removed when it ends, used up or
+// not, and Expired hears of it.
+func TestFaultLifetime(t *testing.T) {
+	fs := NewFaults()
+	expired := make(chan Fault, 1)
+	fs.Expired = func(f Fault) { expired <- f }
+	added := addFault(t, fs, Fault{Actor: "a", Kind: FaultDelay, Delay: time.Millisecond, For: 20 * time.Millisecond})
+	if added.Expires.IsZero() {
+		t.Fatal("a fault with a lifetime has no end")
+	}
+	select {
+	case f := <-expired:
+		if f.ID != added.ID {
+			t.Fatalf("expired %+v, want %+v", f, added)
+		}
+	case <-time.After(guard):
+		t.Fatal("the fault did not expire")
+	}
+	if n := len(fs.List()); n != 0 {
+		t.Fatalf("%d faults left after the lifetime", n)
+	}
+	if _, err := fs.Add(Fault{Actor: "a", Kind: FaultDrop, For: 25 * time.Hour}); !errors.Is(err, ErrBadFault) {
+		t.Fatalf("a 25-hour fault: %v, want ErrBadFault", err)
+	}
+}
+
+// TestFaultEveryAndRate: Every spaces the messages a fault takes, Rate
+// takes a fraction of them; neither is used up.
+func TestFaultEveryAndRate(t *testing.T) {
+	fs := NewFaults()
+	addFault(t, fs, Fault{Actor: "a", Kind: FaultDrop, Every: time.Hour})
+	hits := 0
+	for range 100 {
+		if _, ok := fs.take("a", "m"); ok {
+			hits++
+		}
+	}
+	if hits != 1 || len(fs.List()) != 1 {
+		t.Fatalf("every hour: %d of 100 messages taken, %d faults left; want 1 and 1", hits, len(fs.List()))
+	}
+	fs.Clear()
+	addFault(t, fs, Fault{Actor: "a", Kind: FaultDrop, Rate: 0.5})
+	hits = 0
+	for range 10000 {
+		if _, ok := fs.take("a", "m"); ok {
+			hits++
+		}
+	}
+	// Binomial(10000, 0.5): outside [4000, 6000] has probability < 1e-80.
+	if hits < 4000 || hits > 6000 || len(fs.List()) != 1 {
+		t.Fatalf("rate 0.5: %d of 10000 messages taken, %d faults left", hits, len(fs.List()))
+	}
+	if _, err := fs.Add(Fault{Actor: "a", Kind: FaultDrop, Rate: 1.5}); !errors.Is(err, ErrBadFault) {
+		t.Fatalf("rate 1.5: %v, want ErrBadFault", err)
+	}
+}

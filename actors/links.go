@@ -91,9 +91,18 @@ func (l linkLog) WithGroup(name string) slog.Handler {
 // sends to a PID there is dropped (the link is cut, or at a rate) or
 // delayed. Set on both nodes, a fault cuts or slows both directions.
 // Messages sent from outside any actor (the root context) pass.
+//
+// Delayed messages keep their order, as on the one connection remoting
+// keeps to a peer: a link's messages wait in one queue, each until its
+// own delay (Delay plus up to Jitter) has passed and the one before it
+// has left.
 type Links struct {
+	// Expired, if set before the first Set, is called (on a timer's
+	// goroutine) with the peer address and the fault that For removed.
+	Expired func(addr string, f LinkFault)
+
 	mu     sync.RWMutex
-	faults map[string]LinkFault
+	faults map[string]*linkState
 }
 
 // LinkFault is what happens to messages to one peer.
@@ -101,44 +110,145 @@ type LinkFault struct {
 	Cut      bool          // drop every message
 	DropRate float64       // drop this fraction of messages, at random
 	Delay    time.Duration // deliver the others this much later
+	Jitter   time.Duration // and up to this much more, at random
+	// For bounds the fault's lifetime: it is removed this long after Set
+	// (0: until Heal or Remove).
+	For time.Duration
+	// Expires is when a fault with For ends; set by Set.
+	Expires time.Time
+}
+
+// linkState is a link's fault and its queue of delayed messages.
+type linkState struct {
+	fault LinkFault
+	line  *delayLine
 }
 
 // NewLinks returns Links with no fault.
-func NewLinks() *Links { return &Links{faults: map[string]LinkFault{}} }
+func NewLinks() *Links { return &Links{faults: map[string]*linkState{}} }
 
-// Set sets the fault on the link to the peer at addr.
+// Set sets the fault on the link to the peer at addr, replacing any.
 func (l *Links) Set(addr string, f LinkFault) {
+	if f.For > 0 {
+		f.Expires = time.Now().Add(f.For)
+	}
+	st := &linkState{fault: f, line: &delayLine{}}
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.faults[addr] = f
+	l.faults[addr] = st
+	l.mu.Unlock()
+	if f.For > 0 {
+		time.AfterFunc(f.For, func() {
+			l.mu.Lock()
+			mine := l.faults[addr] == st // not replaced or removed since
+			if mine {
+				delete(l.faults, addr)
+			}
+			l.mu.Unlock()
+			if mine && l.Expired != nil {
+				l.Expired(addr, f)
+			}
+		})
+	}
 }
 
-// Heal removes every fault.
-func (l *Links) Heal() {
+// Remove removes the fault on the link to addr, reporting whether there
+// was one. Messages it delays are still delivered.
+func (l *Links) Remove(addr string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	_, ok := l.faults[addr]
+	delete(l.faults, addr)
+	return ok
+}
+
+// Heal removes every fault and returns how many there were.
+func (l *Links) Heal() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := len(l.faults)
 	clear(l.faults)
+	return n
 }
 
-func (l *Links) fault(addr string) (LinkFault, bool) {
+// List returns the faults set, by peer address.
+func (l *Links) List() map[string]LinkFault {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	f, ok := l.faults[addr]
-	return f, ok
+	out := make(map[string]LinkFault, len(l.faults))
+	for addr, st := range l.faults {
+		out[addr] = st.fault
+	}
+	return out
+}
+
+func (l *Links) state(addr string) *linkState {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.faults[addr]
 }
 
 // Middleware is the sender middleware that applies the faults.
 func (l *Links) Middleware(next actor.SenderFunc) actor.SenderFunc {
 	return func(ctx actor.SenderContext, target *actor.PID, env *actor.MessageEnvelope) {
-		f, ok := l.fault(target.GetAddress())
-		switch {
-		case !ok:
+		st := l.state(target.GetAddress())
+		if st == nil {
 			next(ctx, target, env)
+			return
+		}
+		f := st.fault
+		switch {
 		case f.Cut, f.DropRate > 0 && rand.Float64() < f.DropRate:
-		case f.Delay > 0:
-			time.AfterFunc(f.Delay, func() { next(ctx, target, env) })
+		case f.Delay > 0 || f.Jitter > 0:
+			d := f.Delay
+			if f.Jitter > 0 {
+				d += rand.N(f.Jitter)
+			}
+			st.line.push(time.Now().Add(d), func() { next(ctx, target, env) })
 		default:
 			next(ctx, target, env)
 		}
+	}
+}
+
+// delayLine delivers messages in the order pushed, each no earlier than
+// its time, from one goroutine that runs while the line is not empty.
+type delayLine struct {
+	mu      sync.Mutex
+	queue   []delayed
+	running bool
+}
+
+type delayed struct {
+	at      time.Time
+	deliver func()
+}
+
+func (d *delayLine) push(at time.Time, deliver func()) {
+	d.mu.Lock()
+	d.queue = append(d.queue, delayed{at, deliver})
+	start := !d.running
+	d.running = true
+	d.mu.Unlock()
+	if start {
+		go d.run()
+	}
+}
+
+func (d *delayLine) run() {
+	for {
+		d.mu.Lock()
+		if len(d.queue) == 0 {
+			d.running = false
+			d.queue = nil
+			d.mu.Unlock()
+			return
+		}
+		m := d.queue[0]
+		d.queue = d.queue[1:]
+		d.mu.Unlock()
+		if wait := time.Until(m.at); wait > 0 {
+			time.Sleep(wait)
+		}
+		m.deliver()
 	}
 }

@@ -89,6 +89,7 @@ func TestDefaultNode(t *testing.T) {
 		"admin.listen":                         "127.0.0.1:9644",
 		"log.level":                            "info",
 		"log.max.open.files":                   "0",
+		"chaos.enable":                         "false",
 		"log.format":                           "auto",
 		"durability":                           "fsync",
 		"auto.create.topics.enable":            "true",

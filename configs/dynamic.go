@@ -426,6 +426,7 @@ var docs = map[string]string{
 	"group.consumer.session.timeout.ms":                           "A consumer-protocol group member (KIP-848) that does not heartbeat for this long is removed.",
 	"group.consumer.heartbeat.interval.ms":                        "The heartbeat interval a consumer-protocol group (KIP-848) gives its members.",
 	"log.max.open.files":                                          "The most segment and index files the node keeps open; 0 derives it from the open-file limit (Skein-only).",
+	"chaos.enable":                                                "The admin API may inject faults into this node (Skein-only).",
 	"offsets.retention.minutes":                                   "The committed offsets of a group with no members are deleted this long after it became empty.",
 	"log.retention.minutes":                                       "log.retention.ms in minutes, used when log.retention.ms is not set.",
 	"log.retention.hours":                                         "log.retention.ms in hours, used when log.retention.ms and log.retention.minutes are not set.",

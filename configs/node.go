@@ -281,6 +281,11 @@ type Node struct {
 	// raise the limit.
 	LogMaxOpenFiles int32 `mapstructure:"log.max.open.files" yaml:"log.max.open.files"`
 
+	// ChaosEnable lets the admin API inject faults into this node (actor,
+	// link, clock and disk faults: `skein chaos`). Default false: a node
+	// refuses them unless it opts in. Skein-only.
+	ChaosEnable bool `mapstructure:"chaos.enable" yaml:"chaos.enable"`
+
 	// TopicDefaults are the broker-level defaults of the topic configs.
 	TopicDefaults `mapstructure:",squash" yaml:",inline"`
 

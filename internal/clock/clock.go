@@ -5,6 +5,7 @@ package clock
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -51,30 +52,32 @@ func (m *Manual) Set(t time.Time) {
 	m.mu.Unlock()
 }
 
-// Skewed is a clock that runs at a fixed offset from another one; the offset
-// can be changed at any time to model a jump.
+// Skewed is a clock that runs at an offset from another one; the offset
+// can be changed at any time to model a step of the system clock (NTP, an
+// operator): every reading after it, and every duration measured across
+// it, moves by the step.
 type Skewed struct {
 	base   Clock
-	mu     sync.Mutex
-	offset time.Duration
+	offset atomic.Int64 // nanoseconds
 }
 
 // NewSkewed returns base shifted by offset.
 func NewSkewed(base Clock, offset time.Duration) *Skewed {
-	return &Skewed{base: base, offset: offset}
+	s := &Skewed{base: base}
+	s.offset.Store(int64(offset))
+	return s
 }
 
 // Now returns the base clock's time plus the offset.
 func (s *Skewed) Now() time.Time {
-	s.mu.Lock()
-	off := s.offset
-	s.mu.Unlock()
-	return s.base.Now().Add(off)
+	return s.base.Now().Add(time.Duration(s.offset.Load()))
 }
 
 // Jump changes the offset by d.
-func (s *Skewed) Jump(d time.Duration) {
-	s.mu.Lock()
-	s.offset += d
-	s.mu.Unlock()
-}
+func (s *Skewed) Jump(d time.Duration) { s.offset.Add(int64(d)) }
+
+// SetOffset sets the offset to d.
+func (s *Skewed) SetOffset(d time.Duration) { s.offset.Store(int64(d)) }
+
+// Offset returns the offset.
+func (s *Skewed) Offset() time.Duration { return time.Duration(s.offset.Load()) }

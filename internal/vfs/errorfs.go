@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"syscall"
 )
 
 // ErrInjected is the error an ErrorFS returns for an injected failure when
@@ -212,7 +213,11 @@ func (e *errorFS) wrap(name string, f File, err error) (File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &errorFile{inner: f, name: name, inject: e.inject}, nil
+	ef := &errorFile{inner: f, name: name, inject: e.inject}
+	if _, ok := f.(syscall.Conn); ok {
+		return errorConnFile{ef}, nil
+	}
+	return ef, nil
 }
 
 func (e *errorFS) Create(name string) (File, error) {
@@ -380,3 +385,44 @@ func (f *errorFile) Stat() (FileInfo, error) {
 
 // Fd passes through, uninjected.
 func (f *errorFile) Fd() uintptr { return f.inner.Fd() }
+
+// errorConnFile is an errorFile whose inner file lends its descriptor
+// (an *os.File): it lends it too, so that WritevAt and sendfile keep their
+// one system call, asking the Injector first. A write through the
+// descriptor fails whole or not at all: a ShortWrite is a plain error
+// there.
+type errorConnFile struct{ *errorFile }
+
+// SyscallConn returns a RawConn that injects into Read (OpRead) and Write
+// (OpWrite) before lending the descriptor; Control passes.
+func (f errorConnFile) SyscallConn() (syscall.RawConn, error) {
+	raw, err := f.inner.(syscall.Conn).SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	return errorRawConn{raw, f.errorFile}, nil
+}
+
+type errorRawConn struct {
+	raw syscall.RawConn
+	f   *errorFile
+}
+
+func (r errorRawConn) Control(fn func(fd uintptr)) error { return r.raw.Control(fn) }
+
+func (r errorRawConn) Read(fn func(fd uintptr) bool) error {
+	if err := r.f.inject.MaybeError(OpRead, r.f.name); err != nil {
+		return err
+	}
+	return r.raw.Read(fn)
+}
+
+func (r errorRawConn) Write(fn func(fd uintptr) bool) error {
+	if err := r.f.inject.MaybeError(OpWrite, r.f.name); err != nil {
+		if sw, ok := asShortWrite(err); ok {
+			return sw.Unwrap()
+		}
+		return err
+	}
+	return r.raw.Write(fn)
+}

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -318,5 +320,31 @@ func TestOpString(t *testing.T) {
 		if got := op.String(); got != want {
 			t.Errorf("%d: %q, want %q", int(op), got, want)
 		}
+	}
+}
+
+// An ErrorFS over the OS keeps lending the descriptor, so WritevAt keeps
+// its one pwritev, and still injects: a write it fails writes nothing.
+func TestErrorFSLendsDescriptorAndInjects(t *testing.T) {
+	toggle := NewToggle(OnOp(OpWrite, syscall.ENOSPC))
+	fsys := NewErrorFS(Default, toggle)
+	f, err := fsys.Create(filepath.Join(t.TempDir(), "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, ok := f.(syscall.Conn); !ok {
+		t.Fatal("an ErrorFS file over the OS does not lend its descriptor")
+	}
+	if n, err := WritevAt(f, [][]byte{[]byte("ab"), []byte("cd")}, 0); n != 4 || err != nil {
+		t.Fatalf("WritevAt = %d, %v", n, err)
+	}
+	toggle.On()
+	if _, err := WritevAt(f, [][]byte{[]byte("ef")}, 4); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("WritevAt with writes failing: %v, want ENOSPC", err)
+	}
+	toggle.Off()
+	if fi, err := f.Stat(); err != nil || fi.Size() != 4 {
+		t.Fatalf("size after the failed write: %v, %v; want 4", fi, err)
 	}
 }
