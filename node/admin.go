@@ -16,17 +16,12 @@ package node
 //	                         otherwise, saying why
 //	GET    /v1/actors        the live actor tree: {"actors": [{"name", "kind",
 //	                         "mailbox_length", "restarts", "children": [...]}]}
-//	GET    /v1/faults        the injected faults
-//	POST   /v1/faults        inject one: {"actor": "node/1/partitions/orders-0",
-//	                         "kind": "panic"|"stop"|"delay"|"drop", "count": 3,
-//	                         "delay": "250ms", "message": "Append", "after": false};
-//	                         201 with the fault and its id, 400 if it is invalid
-//	DELETE /v1/faults        remove every fault
-//	DELETE /v1/faults/{id}   remove one; 404 if it is not set
+//	GET    /v1/node, /v1/faults, /v1/links, /v1/clock, /v1/disk, and their
+//	       POST and DELETE: the faults `skein chaos` injects (see chaos.go)
 //
 // Errors are JSON, {"error": "..."}. The listener has no authentication:
 // bind it to loopback or a private network (its fault API breaks the
-// node on purpose). See actors.Faults for what each kind does.
+// node on purpose, when chaos.enable lets it).
 
 import (
 	"context"
@@ -72,10 +67,7 @@ func (n *Node) startAdmin() (*adminServer, error) {
 	mux.HandleFunc("GET /readyz", a.readyz)
 	mux.HandleFunc("GET /v1/actors", a.actors)
 	mux.HandleFunc("GET /v1/cluster", a.cluster)
-	mux.HandleFunc("GET /v1/faults", a.listFaults)
-	mux.HandleFunc("POST /v1/faults", a.addFault)
-	mux.HandleFunc("DELETE /v1/faults", a.clearFaults)
-	mux.HandleFunc("DELETE /v1/faults/{id}", a.removeFault)
+	a.chaosRoutes(mux)
 	a.srv = &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -159,96 +151,6 @@ func (a *adminServer) cluster(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// faultJSON is a fault as the admin API reads and writes it.
-type faultJSON struct {
-	ID      uint64 `json:"id,omitempty"`
-	Actor   string `json:"actor"`
-	Kind    string `json:"kind"`
-	Message string `json:"message,omitempty"`
-	Count   int    `json:"count,omitempty"`
-	// Delay is a Go duration ("250ms").
-	Delay string `json:"delay,omitempty"`
-	After bool   `json:"after,omitempty"`
-	Fired int    `json:"fired"`
-}
-
-func toJSON(f actors.Fault) faultJSON {
-	j := faultJSON{ID: f.ID, Actor: f.Actor, Kind: string(f.Kind), Message: f.Message, Count: f.Count, After: f.After, Fired: f.Fired}
-	if f.Delay > 0 {
-		j.Delay = f.Delay.String()
-	}
-	return j
-}
-
-func (a *adminServer) listFaults(w http.ResponseWriter, _ *http.Request) {
-	list := a.n.faults.List()
-	out := make([]faultJSON, len(list))
-	for i, f := range list {
-		out[i] = toJSON(f)
-	}
-	writeJSON(w, http.StatusOK, struct {
-		Faults []faultJSON `json:"faults"`
-	}{out})
-}
-
-func (a *adminServer) addFault(w http.ResponseWriter, r *http.Request) {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxAdminBody))
-	dec.DisallowUnknownFields()
-	var j faultJSON
-	if err := dec.Decode(&j); err != nil {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("reading the fault: %v", err))
-		return
-	}
-	if dec.More() {
-		writeError(w, http.StatusBadRequest, "reading the fault: more than one JSON value")
-		return
-	}
-	f := actors.Fault{Actor: j.Actor, Kind: actors.FaultKind(j.Kind), Message: j.Message, Count: j.Count, After: j.After}
-	if j.Delay != "" {
-		d, err := time.ParseDuration(j.Delay)
-		if err != nil {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("delay: %v", err))
-			return
-		}
-		f.Delay = d
-	}
-	added, err := a.n.faults.Add(f)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	a.n.log.Warn().Uint64("fault", added.ID).Str("actor", added.Actor).Str("kind", string(added.Kind)).
-		Int("count", added.Count).Str("message_type", added.Message).Dur("delay", added.Delay).Bool("after", added.After).
-		Msg("fault injected")
-	writeJSON(w, http.StatusCreated, toJSON(added))
-}
-
-func (a *adminServer) clearFaults(w http.ResponseWriter, _ *http.Request) {
-	n := a.n.faults.Clear()
-	if n > 0 {
-		a.n.log.Warn().Int("faults", n).Msg("faults cleared")
-	}
-	writeJSON(w, http.StatusOK, struct {
-		Removed int `json:"removed"`
-	}{n})
-}
-
-func (a *adminServer) removeFault(w http.ResponseWriter, r *http.Request) {
-	id, err := strconv.ParseUint(r.PathValue("id"), 10, 64)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("fault id %q: not a number", r.PathValue("id")))
-		return
-	}
-	if !a.n.faults.Remove(id) {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no fault %d", id))
-		return
-	}
-	a.n.log.Warn().Uint64("fault", id).Msg("fault removed")
-	writeJSON(w, http.StatusOK, struct {
-		Removed int `json:"removed"`
-	}{1})
-}
-
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
@@ -279,6 +181,7 @@ func (n *Node) registerNodeMetrics() {
 		txnCollector{&n.txnStats},
 		fileCollector{n.files, n.registry, n.failures},
 		clusterCollector{n},
+		chaosCollector{n},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

@@ -62,7 +62,7 @@ func (n *Node) closeIdleFiles() {
 // syncfs(2) on a descriptor of the directory, held for the node's life so
 // that a writeback error anywhere on the filesystem since the node started
 // is reported (Linux 5.8 and later) and fails the partitions that waited.
-func newSyncer(dataDir string) (*partition.Syncer, error) {
+func newSyncer(dataDir string, disk vfs.Injector) (*partition.Syncer, error) {
 	dir, err := os.Open(dataDir)
 	if err != nil {
 		return nil, fmt.Errorf("node: opening data.dir for syncs: %w", err)
@@ -73,6 +73,9 @@ func newSyncer(dataDir string) (*partition.Syncer, error) {
 		return nil, err
 	}
 	return partition.NewSyncer(func() error {
+		if err := disk.MaybeError(vfs.OpSync, dataDir); err != nil {
+			return err
+		}
 		var serr error
 		if err := raw.Control(func(fd uintptr) { serr = unix.Syncfs(int(fd)) }); err != nil {
 			return err

@@ -87,7 +87,14 @@ type Node struct {
 	// mailbox and restart counters.
 	faults *actors.Faults
 	// links are the injected network faults to other nodes.
-	links   *actors.Links
+	links *actors.Links
+	// clock is the node's clock for its partitions and controller: the
+	// system's, shifted by a clock fault. disk fails the node's file
+	// operations on a disk fault (only a node with chaos.enable reaches
+	// its files through it). chaos keeps those faults' lifetimes.
+	clock   *clock.Skewed
+	disk    *diskFault
+	chaos   *chaosState
 	tree    *actors.Tree
 	admin   *adminServer
 	serving atomic.Bool // the Kafka listener serves; cleared when Stop begins
@@ -182,12 +189,23 @@ func prepare(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 	n := &Node{cfg: cfg, log: log, done: make(chan struct{}), firstImage: make(chan struct{}), imageNews: make(chan struct{}, 1),
 		incarnation: newIncarnation(),
 		registry:    partition.NewRegistry(), groups: &coordinator.Directory{}, txns: &txn.Directory{},
-		ln: ln, metrics: prometheus.NewRegistry(), faults: actors.NewFaults(), links: actors.NewLinks()}
+		ln: ln, metrics: prometheus.NewRegistry(), faults: actors.NewFaults(), links: actors.NewLinks(),
+		clock: clock.NewSkewed(clock.Real, 0), disk: &diskFault{}, chaos: newChaosState()}
 	n.producerIDs.n = n
+	n.faults.Expired = func(f actors.Fault) {
+		log.Warn().Uint64("fault", f.ID).Str("actor", f.Actor).Str("kind", string(f.Kind)).Int("fired", f.Fired).Msg("chaos: actor fault ended")
+	}
+	n.links.Expired = func(addr string, _ actors.LinkFault) {
+		log.Warn().Str("address", addr).Msg("chaos: link fault ended")
+	}
 	filesCap, capReason := openFilesCap(cfg.LogMaxOpenFiles)
-	n.files = vfs.NewCache(vfs.Default, filesCap)
+	fsys := vfs.Default
+	if cfg.ChaosEnable {
+		fsys = vfs.NewErrorFS(fsys, n.disk)
+	}
+	n.files = vfs.NewCache(fsys, filesCap)
 	n.failures = logging.NewLimiter(20, time.Second)
-	if n.syncer, err = newSyncer(cfg.DataDir); err != nil {
+	if n.syncer, err = newSyncer(cfg.DataDir, n.disk); err != nil {
 		ln.Close()
 		return nil, err
 	}
@@ -570,7 +588,7 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 	// metadata actor to host them again.
 	var metadata *actor.PID
 	partitions, err := c.SpawnNamed(partition.SupervisorProps(partition.SupervisorConfig{
-		Registry: n.registry, FS: n.files, Logger: n.log, Failures: n.failures, Syncer: n.syncer, Stats: &n.replication,
+		Registry: n.registry, FS: n.files, Clock: n.clock, Logger: n.log, Failures: n.failures, Syncer: n.syncer, Stats: &n.replication,
 		Restarted: func() { n.sys.Root.Send(metadata, &resync{}) },
 	}, actors.NewBackoffStrategy(actors.Backoff{})), "partitions")
 	if err != nil {
@@ -668,7 +686,7 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 		SessionTimeout:    time.Duration(n.cfg.BrokerSessionTimeoutMs) * time.Millisecond,
 		SnapshotBytes:     int(n.cfg.MetadataSnapshotBytes),
 		Refused:           n.refused,
-		Dir:               filepath.Join(n.cfg.DataDir, "__cluster_metadata-0"), FS: n.files, Clock: clock.Real,
+		Dir:               filepath.Join(n.cfg.DataDir, "__cluster_metadata-0"), FS: n.files, Clock: n.clock,
 		Node: n.cfg, Logger: n.log, Publish: n.publish,
 		Quorum: func(s controller.Status) { n.quorum.Store(&s) },
 	}), "controller")

@@ -134,7 +134,10 @@ func (r *Registry) remove(k Key) {
 type SupervisorConfig struct {
 	Registry *Registry
 	FS       vfs.FS
-	Logger   zerolog.Logger
+	// Clock is the partitions' clock (record times, retention, timers);
+	// nil means clock.Real.
+	Clock  clock.Clock
+	Logger zerolog.Logger
 	// Failures rate-limits the lines partitions log when their storage
 	// fails and recovers, node-wide; nil means no limit.
 	Failures *logging.Limiter
@@ -256,6 +259,9 @@ func (s *supervisor) host(ctx actor.Context, cfg Config) {
 	}
 	if cfg.FS == nil {
 		cfg.FS = s.cfg.FS
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = s.cfg.Clock
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real

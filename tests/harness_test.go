@@ -33,6 +33,9 @@ func startBroker(t *testing.T, edit ...func(*configs.Node)) *broker {
 	// Kafka's group.initial.rebalance.delay.ms (3 s) would make every
 	// group test wait for it; TestGroupInitialRebalanceDelay sets it back.
 	cfg.GroupInitialRebalanceDelayMs = 0
+	// The fault tests inject through the admin API; TestChaosRefused
+	// turns it off.
+	cfg.ChaosEnable = true
 	for _, e := range edit {
 		e(&cfg)
 	}

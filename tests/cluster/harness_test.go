@@ -255,6 +255,7 @@ func (c *cluster) start(i int) {
 		"--cluster-listen", fmt.Sprintf("%s:%d", c.host(i), clusterPort),
 		"--log-format", "json",
 		"--set", "group.initial.rebalance.delay.ms=0",
+		"--set", "chaos.enable=true",
 	}
 	args = append(args, c.layout.flags...)
 	if c.layout.nodeFlags != nil {
