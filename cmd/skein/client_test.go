@@ -28,6 +28,12 @@ import (
 // returns its Kafka address. edit, if given, changes the configuration.
 func startNode(t *testing.T, edit ...func(*configs.Node)) string {
 	t.Helper()
+	return startNodeProcess(t, edit...).Addr().String()
+}
+
+// startNodeProcess is startNode, returning the node.
+func startNodeProcess(t *testing.T, edit ...func(*configs.Node)) *node.Node {
+	t.Helper()
 	cfg := configs.Default()
 	cfg.DataDir = filepath.Join(t.TempDir(), "data")
 	cfg.Listen, cfg.Advertise = "127.0.0.1:0", "127.0.0.1:0"
@@ -50,7 +56,7 @@ func startNode(t *testing.T, edit ...func(*configs.Node)) string {
 			t.Errorf("stop: %v", err)
 		}
 	})
-	return n.Addr().String()
+	return n
 }
 
 // result is what a command printed and its exit code.

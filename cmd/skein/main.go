@@ -62,7 +62,8 @@ func newRootCommand(environ []string, stdin io.Reader, stdout, stderr io.Writer)
 		Long: "Skein is a Kafka-compatible log broker. `skein node` runs a node; with no\n" +
 			"arguments it is a single node with its data in ./data and Kafka on 127.0.0.1:9092.\n" +
 			"The other commands are a Kafka client for any broker: topic, group, produce,\n" +
-			"consume, cluster (--brokers, or SKEIN_BROKERS, names the brokers to ask).",
+			"consume, cluster (--brokers, or SKEIN_BROKERS, names the brokers to ask);\n" +
+			"chaos injects faults into a running cluster (--admin, or SKEIN_ADMIN).",
 		SilenceErrors:     true, // run prints them
 		SilenceUsage:      true,
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
@@ -78,5 +79,6 @@ func newRootCommand(environ []string, stdin io.Reader, stdout, stderr io.Writer)
 	root.AddCommand(newProduceCommand(environ, stdin, stdout))
 	root.AddCommand(newConsumeCommand(environ, stdout, stderr))
 	root.AddCommand(newClusterCommand(environ, stdout))
+	root.AddCommand(newChaosCommand(environ, stdout))
 	return root
 }

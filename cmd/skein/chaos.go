@@ -1,0 +1,647 @@
+package main
+
+// skein chaos: faults injected into a running cluster through its nodes'
+// admin APIs (--admin, or SKEIN_ADMIN: one address per node), and signals
+// to the nodes of this host.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/skeinlog/skein/chaos"
+)
+
+const (
+	defaultAdmin = "127.0.0.1:9644"
+	envAdmin     = "SKEIN_ADMIN"
+)
+
+// chaosFlags are the flags every chaos command shares.
+type chaosFlags struct {
+	admin   string
+	timeout time.Duration
+}
+
+func newChaosCommand(environ []string, stdout io.Writer) *cobra.Command {
+	f := &chaosFlags{}
+	admin := defaultAdmin
+	for _, kv := range environ {
+		if v, ok := strings.CutPrefix(kv, envAdmin+"="); ok && v != "" {
+			admin = v
+		}
+	}
+	cmd := &cobra.Command{
+		Use:   "chaos",
+		Short: "Inject faults into a running cluster and check what they did",
+		Long: "skein chaos breaks a cluster on purpose: actors (panic, stop, delay, drop),\n" +
+			"links between nodes (cut, slow, lossy), nodes (kill, pause, resume), clocks and\n" +
+			"disks. It reaches every node's admin API (--admin, one address per node); a\n" +
+			"node refuses faults unless started with chaos.enable=true. Every fault ends by\n" +
+			"itself after --for (default 60s); heal ends them all now.",
+		Args: cobra.NoArgs,
+	}
+	fs := cmd.PersistentFlags()
+	fs.StringVar(&f.admin, "admin", admin, "comma-separated admin addresses of the nodes, host:port (env "+envAdmin+")")
+	fs.DurationVar(&f.timeout, "timeout", defaultTimeout, "bound on each admin request")
+	cmd.AddCommand(newChaosListCommand(f, stdout))
+	for _, kind := range []string{"panic", "stop", "delay", "drop"} {
+		cmd.AddCommand(newChaosActorCommand(f, stdout, kind))
+	}
+	cmd.AddCommand(newChaosLinkCommand(f, stdout, "cut", "Cut the links between two nodes: their actors' messages to each other are dropped"))
+	cmd.AddCommand(newChaosLinkCommand(f, stdout, "slow", "Delay the messages between two nodes (--delay, --jitter), in order"))
+	cmd.AddCommand(newChaosLinkCommand(f, stdout, "lossy", "Drop a fraction of the messages between two nodes (--drop 20%)"))
+	cmd.AddCommand(newChaosHealCommand(f, stdout))
+	cmd.AddCommand(newChaosSignalCommand(f, stdout, "kill"))
+	cmd.AddCommand(newChaosSignalCommand(f, stdout, "pause"))
+	cmd.AddCommand(newChaosSignalCommand(f, stdout, "resume"))
+	cmd.AddCommand(newChaosClockCommand(f, stdout))
+	cmd.AddCommand(newChaosDiskCommand(f, stdout))
+	cmd.AddCommand(newChaosEventsCommand(f, stdout))
+	return cmd
+}
+
+func (f *chaosFlags) addrs() ([]string, error) {
+	var out []string
+	for a := range strings.SplitSeq(f.admin, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	if len(out) == 0 {
+		return nil, usageError("--admin is empty")
+	}
+	return out, nil
+}
+
+// dial reaches every node of --admin.
+func (f *chaosFlags) dial(ctx context.Context) (*chaos.Nodes, error) {
+	addrs, err := f.addrs()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	return chaos.Dial(ctx, addrs)
+}
+
+// nodeArg parses a node id argument.
+func nodeArg(s string) (int32, error) {
+	id, err := strconv.ParseInt(s, 10, 32)
+	if err != nil {
+		return 0, usageError(fmt.Sprintf("node %q: not a node id", s))
+	}
+	return int32(id), nil
+}
+
+// parseFraction reads "20%" or "0.2" as 0.2.
+func parseFraction(s string) (float64, error) {
+	pct := strings.HasSuffix(s, "%")
+	v, err := strconv.ParseFloat(strings.TrimSuffix(s, "%"), 64)
+	if pct {
+		v /= 100
+	}
+	if err != nil || v <= 0 || v > 1 {
+		return 0, usageError(fmt.Sprintf("%q is not a fraction in (0, 1] (20%% or 0.2)", s))
+	}
+	return v, nil
+}
+
+func durationString(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return d.String()
+}
+
+func newChaosListCommand(f *chaosFlags, stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "Show every node's actor tree (path, kind, role, mailbox, restarts) and the faults active now",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ns, err := f.dial(cmd.Context())
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+			defer cancel()
+			var errs []error
+			for _, id := range ns.IDs() {
+				a, _ := ns.Admin(id)
+				info := ns.Info(id)
+				chaosState := "refused (chaos.enable=false)"
+				if info.Chaos {
+					chaosState = "enabled"
+				}
+				fmt.Fprintf(stdout, "NODE %d  admin %s  kafka %s  pid %d  faults %s\n", id, a.Addr, info.Kafka, info.PID, chaosState)
+				actors, err := a.Actors(ctx)
+				if err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				rows := [][]string{{"ACTOR", "KIND", "ROLE", "EPOCH", "MAILBOX", "RESTARTS"}}
+				var walk func(as []*chaos.Actor, depth int)
+				walk = func(as []*chaos.Actor, depth int) {
+					for _, x := range as {
+						epoch := ""
+						if x.Epoch != 0 || x.Role != "" {
+							epoch = strconv.Itoa(int(x.Epoch))
+						}
+						rows = append(rows, []string{strings.Repeat("  ", depth) + x.Name, x.Kind, x.Role, epoch,
+							strconv.FormatInt(x.MailboxLength, 10), strconv.FormatInt(x.Restarts, 10)})
+						walk(x.Children, depth+1)
+					}
+				}
+				walk(actors, 0)
+				printTable(stdout, rows)
+				faults, err := activeFaults(ctx, a)
+				if err != nil {
+					errs = append(errs, err)
+				}
+				if len(faults) == 0 {
+					fmt.Fprintln(stdout, "no faults")
+				} else {
+					printTable(stdout, append([][]string{{"FAULT", "TARGET", "WHAT", "UNTIL"}}, faults...))
+				}
+				fmt.Fprintln(stdout)
+			}
+			return errors.Join(errs...)
+		},
+	}
+}
+
+// activeFaults are a node's faults of every type as table rows.
+func activeFaults(ctx context.Context, a *chaos.Admin) ([][]string, error) {
+	var rows [][]string
+	faults, err := a.Faults(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, x := range faults {
+		what := x.Kind
+		for _, kv := range [][2]string{{"message", x.Message}, {"delay", x.Delay}, {"every", x.Every}} {
+			if kv[1] != "" {
+				what += " " + kv[0] + " " + kv[1]
+			}
+		}
+		if x.Rate > 0 {
+			what += fmt.Sprintf(" rate %g", x.Rate)
+		}
+		if x.Count > 0 {
+			what += fmt.Sprintf(" count %d", x.Count)
+		}
+		what += fmt.Sprintf(" (fired %d)", x.Fired)
+		rows = append(rows, []string{"actor " + strconv.FormatUint(x.ID, 10), x.Actor, what, x.Expires})
+	}
+	links, err := a.Links(ctx)
+	if err != nil {
+		return rows, err
+	}
+	for _, l := range links {
+		var what []string
+		if l.Cut {
+			what = append(what, "cut")
+		}
+		if l.Drop > 0 {
+			what = append(what, fmt.Sprintf("drop %g%%", l.Drop*100))
+		}
+		if l.Delay != "" || l.Jitter != "" {
+			what = append(what, "delay "+l.Delay+" jitter "+l.Jitter)
+		}
+		rows = append(rows, []string{"link", fmt.Sprintf("to node %d (%s)", l.Peer, l.Address), strings.Join(what, ", "), l.Expires})
+	}
+	c, err := a.Clock(ctx)
+	if err != nil {
+		return rows, err
+	}
+	if c.Offset != "" && c.Offset != "0s" {
+		rows = append(rows, []string{"clock", "", "offset " + c.Offset, c.Expires})
+	}
+	d, err := a.Disk(ctx)
+	if err != nil {
+		return rows, err
+	}
+	if d.Fail != "" {
+		rows = append(rows, []string{"disk", "", "fail " + d.Fail, d.Expires})
+	}
+	return rows, nil
+}
+
+// nodeOfPattern is the node an actor pattern names ("node/2/..."), or -1.
+var nodeOfPattern = regexp.MustCompile(`^node/(\d+)(/|$)`)
+
+func newChaosActorCommand(f *chaosFlags, stdout io.Writer, kind string) *cobra.Command {
+	var node int32
+	var every, lifetime, delay time.Duration
+	var rate, message string
+	var count int
+	var after bool
+	short := map[string]string{
+		"panic": "Make actors panic (as a bug would): their supervisors restart them",
+		"stop":  "Stop actors (no failure, no restart by the supervisor)",
+		"delay": "Delay the messages of actors (--delay): slow actors, growing mailboxes",
+		"drop":  "Drop the messages of actors: lost messages nobody is told of",
+	}[kind]
+	cmd := &cobra.Command{
+		Use:   kind + " ACTOR-PATH-OR-GLOB",
+		Short: short,
+		Long: short + ".\nActors are named by their path (node/2/partitions/orders-3, node/1/controller);\n" +
+			"\"*\" matches any run of characters (node/*/groups/*). Without --every or --rate\n" +
+			"the fault applies to --count messages (default 1; delay: all).",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			pattern := args[0]
+			fault := chaos.Fault{Actor: pattern, Kind: kind, Message: message, Count: count, After: after,
+				Delay: durationString(delay), Every: durationString(every), For: durationString(lifetime)}
+			if rate != "" {
+				r, err := parseFraction(rate)
+				if err != nil {
+					return err
+				}
+				fault.Rate = r
+			}
+			if kind == "delay" && delay <= 0 {
+				return usageError("delay needs --delay")
+			}
+			ns, err := f.dial(cmd.Context())
+			if err != nil {
+				return err
+			}
+			targets := ns.IDs()
+			if m := nodeOfPattern.FindStringSubmatch(pattern); m != nil {
+				id, _ := nodeArg(m[1])
+				targets = []int32{id}
+			}
+			if node >= 0 {
+				targets = []int32{node}
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+			defer cancel()
+			var errs []error
+			for _, id := range targets {
+				a, err := ns.Admin(id)
+				if err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				set, err := a.AddFault(ctx, fault)
+				if err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				fmt.Fprintf(stdout, "node %d: fault %d: %s %s until %s\n", id, set.ID, kind, pattern, set.Expires)
+			}
+			return errors.Join(errs...)
+		},
+	}
+	fl := cmd.Flags()
+	fl.Int32Var(&node, "node", -1, "only on this node (default: the node the path names, else every node)")
+	fl.DurationVar(&every, "every", 0, "apply once every this long, for as long as the fault lasts")
+	fl.DurationVar(&lifetime, "for", time.Minute, "how long the fault lasts")
+	fl.StringVar(&rate, "rate", "", "apply to this fraction of the messages (20% or 0.2)")
+	fl.IntVar(&count, "count", 0, "apply to this many messages, then end")
+	fl.StringVar(&message, "message", "", "only messages of this Go type (Append, partition.Append)")
+	if kind == "delay" {
+		fl.DurationVar(&delay, "delay", 0, "how long each message waits")
+	}
+	if kind == "panic" {
+		fl.BoolVar(&after, "after", false, "panic after handling the message instead of before")
+	}
+	return cmd
+}
+
+func newChaosLinkCommand(f *chaosFlags, stdout io.Writer, kind, short string) *cobra.Command {
+	var oneWay bool
+	var lifetime, delay, jitter time.Duration
+	var drop string
+	cmd := &cobra.Command{
+		Use:   kind + " NODE NODE",
+		Short: short,
+		Long: short + ".\nThe fault is in Skein's remoting (no root or iptables needed): clients still\n" +
+			"reach both nodes. --one-way faults only the first node's messages to the second.",
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a, err := nodeArg(args[0])
+			if err != nil {
+				return err
+			}
+			b, err := nodeArg(args[1])
+			if err != nil {
+				return err
+			}
+			if a == b {
+				return usageError("a link joins two different nodes")
+			}
+			link := chaos.Link{For: durationString(lifetime)}
+			switch kind {
+			case "cut":
+				link.Cut = true
+			case "slow":
+				if delay <= 0 && jitter <= 0 {
+					return usageError("slow needs --delay or --jitter")
+				}
+				link.Delay, link.Jitter = durationString(delay), durationString(jitter)
+			case "lossy":
+				if drop == "" {
+					return usageError("lossy needs --drop")
+				}
+				if link.Drop, err = parseFraction(drop); err != nil {
+					return err
+				}
+				link.Delay, link.Jitter = durationString(delay), durationString(jitter)
+			}
+			ns, err := f.dial(cmd.Context())
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+			defer cancel()
+			// Both nodes must be known before either is faulted.
+			for _, id := range []int32{a, b} {
+				if _, err := ns.Admin(id); err != nil {
+					return err
+				}
+			}
+			pairs := [][2]int32{{a, b}}
+			if !oneWay {
+				pairs = append(pairs, [2]int32{b, a})
+			}
+			for _, p := range pairs {
+				adm, _ := ns.Admin(p[0])
+				l := link
+				l.Peer = p[1]
+				if err := adm.SetLink(ctx, l); err != nil {
+					return err
+				}
+				fmt.Fprintf(stdout, "node %d -> node %d: %s for %s\n", p[0], p[1], kind, lifetime)
+			}
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.BoolVar(&oneWay, "one-way", false, "fault only the first node's messages to the second")
+	fl.DurationVar(&lifetime, "for", time.Minute, "how long the fault lasts")
+	if kind == "slow" || kind == "lossy" {
+		fl.DurationVar(&delay, "delay", 0, "delay each message this long")
+		fl.DurationVar(&jitter, "jitter", 0, "and up to this much more, at random (order is kept)")
+	}
+	if kind == "lossy" {
+		fl.StringVar(&drop, "drop", "", "the fraction of messages dropped (20% or 0.2)")
+	}
+	return cmd
+}
+
+func newChaosHealCommand(f *chaosFlags, stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "heal [NODE...]",
+		Short: "End every fault now (of the nodes named, or all), resuming the nodes skein chaos paused",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			addrs, err := f.addrs()
+			if err != nil {
+				return err
+			}
+			// A paused node does not answer: resume first, by address.
+			for _, addr := range addrs {
+				if err := chaos.Resume(addr); err == nil {
+					fmt.Fprintf(stdout, "%s: resumed\n", addr)
+				}
+			}
+			ns, err := f.dial(cmd.Context())
+			if err != nil {
+				return err
+			}
+			targets := ns.IDs()
+			if len(args) > 0 {
+				targets = nil
+				for _, s := range args {
+					id, err := nodeArg(s)
+					if err != nil {
+						return err
+					}
+					targets = append(targets, id)
+				}
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+			defer cancel()
+			var errs []error
+			for _, id := range targets {
+				a, err := ns.Admin(id)
+				if err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				n, err := a.Heal(ctx)
+				if err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				fmt.Fprintf(stdout, "node %d: %d faults removed\n", id, n)
+			}
+			return errors.Join(errs...)
+		},
+	}
+}
+
+func newChaosSignalCommand(f *chaosFlags, stdout io.Writer, kind string) *cobra.Command {
+	var lifetime time.Duration
+	short := map[string]string{
+		"kill":   "Kill a node's process (SIGKILL): a crash; the node must run on this host",
+		"pause":  "Pause a node's process (SIGSTOP) for --for, then resume it: a zombie that wakes up",
+		"resume": "Resume a node paused by skein chaos pause",
+	}[kind]
+	cmd := &cobra.Command{
+		Use:   kind + " NODE",
+		Short: short,
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := nodeArg(args[0])
+			if err != nil {
+				return err
+			}
+			if kind == "resume" {
+				// The paused node cannot say which address is its own: try
+				// each.
+				addrs, err := f.addrs()
+				if err != nil {
+					return err
+				}
+				for _, addr := range addrs {
+					if err := chaos.Resume(addr); err == nil {
+						fmt.Fprintf(stdout, "node at %s resumed\n", addr)
+						return nil
+					}
+				}
+				return fmt.Errorf("no node of --admin was paused by skein chaos on this host (node %d)", id)
+			}
+			ns, err := f.dial(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if kind == "kill" {
+				if err := ns.Signal(id, syscall.SIGKILL); err != nil {
+					return err
+				}
+				fmt.Fprintf(stdout, "node %d (pid %d) killed\n", id, ns.Info(id).PID)
+				return nil
+			}
+			a, _ := ns.Admin(id)
+			if err := ns.Pause(id); err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "node %d (pid %d) paused for %s; interrupt to resume now\n", id, ns.Info(id).PID, lifetime)
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			select {
+			case <-ctx.Done():
+			case <-time.After(lifetime):
+			}
+			if err := chaos.Resume(a.Addr); err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "node %d resumed\n", id)
+			return nil
+		},
+	}
+	if kind == "pause" {
+		cmd.Flags().DurationVar(&lifetime, "for", time.Minute, "how long the node stays paused")
+	}
+	return cmd
+}
+
+func newChaosClockCommand(f *chaosFlags, stdout io.Writer) *cobra.Command {
+	var offset, jump, lifetime time.Duration
+	cmd := &cobra.Command{
+		Use:   "clock NODE (--offset D | --jump D)",
+		Short: "Move a node's clock: set its offset from the system's, or step it",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := nodeArg(args[0])
+			if err != nil {
+				return err
+			}
+			if cmd.Flags().Changed("offset") == cmd.Flags().Changed("jump") {
+				return usageError("give one of --offset and --jump")
+			}
+			c := chaos.Clock{For: durationString(lifetime)}
+			if cmd.Flags().Changed("offset") {
+				c.Offset = offset.String()
+			} else {
+				c.Jump = jump.String()
+			}
+			ns, err := f.dial(cmd.Context())
+			if err != nil {
+				return err
+			}
+			a, err := ns.Admin(id)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+			defer cancel()
+			set, err := a.SetClock(ctx, c)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "node %d: clock offset %s (now %s) until %s\n", id, set.Offset, set.Now, set.Expires)
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.DurationVar(&offset, "offset", 0, "the clock's distance from the system's (90s, -1h)")
+	fl.DurationVar(&jump, "jump", 0, "step the clock by this much from where it is")
+	fl.DurationVar(&lifetime, "for", time.Minute, "how long the fault lasts")
+	return cmd
+}
+
+func newChaosDiskCommand(f *chaosFlags, stdout io.Writer) *cobra.Command {
+	var writes, syncs, full bool
+	var lifetime time.Duration
+	cmd := &cobra.Command{
+		Use:   "disk NODE (--fail-writes | --fail-syncs | --full)",
+		Short: "Fail a node's disk: writes or syncs (EIO), or all space gone (ENOSPC)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := nodeArg(args[0])
+			if err != nil {
+				return err
+			}
+			var fail []string
+			for name, on := range map[string]bool{"writes": writes, "syncs": syncs, "full": full} {
+				if on {
+					fail = append(fail, name)
+				}
+			}
+			if len(fail) != 1 {
+				return usageError("give one of --fail-writes, --fail-syncs and --full")
+			}
+			ns, err := f.dial(cmd.Context())
+			if err != nil {
+				return err
+			}
+			a, err := ns.Admin(id)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+			defer cancel()
+			if err := a.SetDisk(ctx, chaos.Disk{Fail: fail[0], For: durationString(lifetime)}); err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "node %d: disk fails %s for %s\n", id, fail[0], lifetime)
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.BoolVar(&writes, "fail-writes", false, "every write fails (EIO)")
+	fl.BoolVar(&syncs, "fail-syncs", false, "every fsync fails (EIO)")
+	fl.BoolVar(&full, "full", false, "no space left (ENOSPC) for writes and new files")
+	fl.DurationVar(&lifetime, "for", time.Minute, "how long the fault lasts")
+	return cmd
+}
+
+func newChaosEventsCommand(f *chaosFlags, stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "events",
+		Short: "Show each node's supervision journal: actors started, failed, restarted (with the time to recover), stopped, roles and epochs changed",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ns, err := f.dial(cmd.Context())
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+			defer cancel()
+			rows := [][]string{{"NODE", "TIME", "ACTOR", "EVENT", "DETAIL"}}
+			for _, id := range ns.IDs() {
+				a, _ := ns.Admin(id)
+				events, _, err := a.Events(ctx, 0)
+				if err != nil {
+					return err
+				}
+				for _, e := range events {
+					detail := e.Cause
+					switch e.Type {
+					case "restarted":
+						detail = fmt.Sprintf("recovered in %.3fs", e.RecoverySeconds)
+					case "role", "epoch":
+						detail = fmt.Sprintf("%s epoch %d", e.Role, e.Epoch)
+					}
+					rows = append(rows, []string{strconv.Itoa(int(id)), e.Time.Format("15:04:05.000"), e.Actor, e.Type, detail})
+				}
+			}
+			printTable(stdout, rows)
+			return nil
+		},
+	}
+}
