@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/skeinlog/skein/history"
 )
 
 // consumption is what a group's members read: by record value, each
@@ -47,10 +49,13 @@ func TestGroupCoordinatorKilled(t *testing.T) {
 	c.startAll()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	const topic, group, records = "orders-g", "g-failover", 6000
-	createReplicated(t, ctx, c, topic, 6)
-	h := newProduceHistory()
+	const topic, group, records, partitions = "orders-g", "g-failover", 6000, 6
+	createReplicated(t, ctx, c, topic, partitions)
+	h := history.New()
 	produceN(t, c.client([]int{1, 2, 3}, kgo.DefaultProduceTopic(topic)), h, 1, records)
+	for p := range int32(partitions) {
+		h.ExpectConsumedFrom(history.TP{Topic: topic, Partition: p}, 0)
+	}
 
 	got := &consumption{read: map[string][]readBy{}}
 	var wg sync.WaitGroup
@@ -76,7 +81,10 @@ func TestGroupCoordinatorKilled(t *testing.T) {
 				pcancel()
 				time.Sleep(20 * time.Millisecond) // the members' work: they read slowly, so the kill finds them busy
 				member, gen := cl.GroupMetadata()
-				fs.EachRecord(func(r *kgo.Record) { got.add(string(r.Value), member, gen) })
+				fs.EachRecord(func(r *kgo.Record) {
+					got.add(string(r.Value), member, gen)
+					h.Consumed(history.TP{Topic: r.Topic, Partition: r.Partition}, r.Offset, string(r.Value))
+				})
 				if err := cl.CommitUncommittedOffsets(ctx); err != nil {
 					t.Logf("member %d: commit: %v", m, err)
 				}
@@ -136,12 +144,15 @@ func TestGroupCoordinatorKilled(t *testing.T) {
 	})
 	close(stop)
 	wg.Wait()
+	// The members read nothing that was not sent, every acknowledged
+	// record, each where the log has it.
+	readBack(t, ctx, c, []int{1, 2, 3}, topic, h)
+	if v := h.Check(); !v.OK() {
+		t.Errorf("history: %v", v)
+	}
 	got.mu.Lock()
 	defer got.mu.Unlock()
 	for v, by := range got.read {
-		if h.sent[v] == nil {
-			t.Errorf("read %s, which was never sent", v)
-		}
 		byGen := map[int32]string{} // generation: member
 		for _, r := range by {
 			if other, ok := byGen[r.generation]; ok && other != r.member {

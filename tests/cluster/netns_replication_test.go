@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/skeinlog/skein/history"
 )
 
 // TestLeaderCutOff: network namespaces as hosts (see
@@ -26,7 +28,7 @@ func TestLeaderCutOff(t *testing.T) {
 	defer cancel()
 	const topic = "cut"
 	createReplicated(t, ctx, c, topic, 1)
-	h := newProduceHistory()
+	h := history.New()
 	produceN(t, c.client([]int{1, 2, 3}, kgo.DefaultProduceTopic(topic)), h, 1, 200)
 	c.inSync(t, ctx, 1, topic)
 
@@ -60,12 +62,13 @@ func TestLeaderCutOff(t *testing.T) {
 	<-alone
 	hosts.heal()
 	c.inSync(t, ctx, majority[0], topic)
-	v := h.check(readBack(t, ctx, c, []int{1, 2, 3}, topic))
+	readBack(t, ctx, c, []int{1, 2, 3}, topic, h)
+	v := h.Check()
 	t.Logf("history: %v", v)
-	if !v.ok() {
+	if !v.OK() {
 		t.Fatalf("history: %v", v)
 	}
-	if v.acked < 400 {
-		t.Fatalf("%d records acknowledged; the 400 sent to reachable leaders should all be", v.acked)
+	if v.Acknowledged < 400 {
+		t.Fatalf("%d records acknowledged; the 400 sent to reachable leaders should all be", v.Acknowledged)
 	}
 }

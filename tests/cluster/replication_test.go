@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/skeinlog/skein/history"
 	"github.com/skeinlog/skein/partition/store"
 )
 
@@ -79,7 +80,7 @@ func TestLeadersKilledUnderLoad(t *testing.T) {
 	for round := 0; time.Now().Before(end); round++ {
 		p := round % partitions
 		victim := c.leaderOf(t, ctx, topic, p)
-		t.Logf("round %d: killing node %d, the leader of %s-%d (%d acknowledged so far)", round, victim, topic, p, h.acked())
+		t.Logf("round %d: killing node %d, the leader of %s-%d (%d acknowledged so far)", round, victim, topic, p, h.Acknowledged())
 		c.kill(victim)
 		// The others fence it and elect a new leader from the ISR.
 		if next := c.leaderOf(t, ctx, topic, p); next == victim {
@@ -90,12 +91,13 @@ func TestLeadersKilledUnderLoad(t *testing.T) {
 		time.Sleep(3 * time.Second)
 	}
 	stopLoad()
-	v := h.check(readBack(t, ctx, c, []int{1, 2, 3}, topic))
+	readBack(t, ctx, c, []int{1, 2, 3}, topic, h)
+	v := h.Check()
 	t.Logf("history: %v", v)
-	if !v.ok() {
+	if !v.OK() {
 		t.Fatalf("history: %v", v)
 	}
-	if v.acked == 0 {
+	if v.Acknowledged == 0 {
 		t.Fatal("no record was acknowledged")
 	}
 }
@@ -134,19 +136,20 @@ func TestRollingRestart(t *testing.T) {
 	h, stopLoad := startLoad(t, c, topic, 2)
 	for i := 1; i <= numNodes; i++ {
 		c.inSync(t, ctx, i%numNodes+1, topic)
-		t.Logf("restarting node %d (%d acknowledged so far)", i, h.acked())
+		t.Logf("restarting node %d (%d acknowledged so far)", i, h.Acknowledged())
 		c.stop(i)
 		c.start(i)
 		c.waitReady(i)
 	}
 	c.inSync(t, ctx, 1, topic)
 	stopLoad()
-	v := h.check(readBack(t, ctx, c, []int{1, 2, 3}, topic))
+	readBack(t, ctx, c, []int{1, 2, 3}, topic, h)
+	v := h.Check()
 	t.Logf("history: %v", v)
-	if !v.ok() || v.failed > 0 {
+	if !v.OK() || v.Failed > 0 {
 		t.Fatalf("history: %v", v)
 	}
-	if v.acked == 0 {
+	if v.Acknowledged == 0 {
 		t.Fatal("no record was acknowledged")
 	}
 }
@@ -167,7 +170,7 @@ func TestLeaderPaused(t *testing.T) {
 	c.inSync(t, ctx, 1, topic)
 	h, stopLoad := startLoad(t, c, topic, 2)
 	waitFor(t, time.Minute, "records acknowledged", func() string {
-		if n := h.acked(); n < 1000 {
+		if n := h.Acknowledged(); n < 1000 {
 			return fmt.Sprintf("%d acknowledged", n)
 		}
 		return ""
@@ -179,7 +182,7 @@ func TestLeaderPaused(t *testing.T) {
 			others = append(others, i)
 		}
 	}
-	t.Logf("pausing node %d, the leader of %s-0 (%d acknowledged so far)", victim, topic, h.acked())
+	t.Logf("pausing node %d, the leader of %s-0 (%d acknowledged so far)", victim, topic, h.Acknowledged())
 	c.pause(victim)
 	waitFor(t, time.Minute, "a new leader of partition 0", func() string {
 		v, err := c.view(ctx, others[0])
@@ -191,22 +194,23 @@ func TestLeaderPaused(t *testing.T) {
 		}
 		return ""
 	})
-	acked := h.acked()
+	acked := h.Acknowledged()
 	waitFor(t, time.Minute, "records acknowledged by the new leaders", func() string {
-		if n := h.acked(); n < acked+1000 {
+		if n := h.Acknowledged(); n < acked+1000 {
 			return fmt.Sprintf("%d acknowledged", n)
 		}
 		return ""
 	})
-	t.Logf("resuming node %d (%d acknowledged so far)", victim, h.acked())
+	t.Logf("resuming node %d (%d acknowledged so far)", victim, h.Acknowledged())
 	c.resume(victim)
 	for i := 1; i <= numNodes; i++ {
 		c.inSync(t, ctx, i, topic)
 	}
 	stopLoad()
-	v := h.check(readBack(t, ctx, c, []int{1, 2, 3}, topic))
+	readBack(t, ctx, c, []int{1, 2, 3}, topic, h)
+	v := h.Check()
 	t.Logf("history: %v", v)
-	if !v.ok() {
+	if !v.OK() {
 		t.Fatalf("history: %v", v)
 	}
 }
@@ -256,7 +260,7 @@ func TestFollowersPaused(t *testing.T) {
 	}
 	c.inSync(t, ctx, 1, topic)
 
-	h := newProduceHistory()
+	h := history.New()
 	produceN(t, c.client([]int{1}, kgo.DefaultProduceTopic(topic)), h, 1, 500)
 	c.pause(2)
 	c.pause(3)
@@ -284,7 +288,7 @@ func TestFollowersPaused(t *testing.T) {
 	// history as sent with its outcome unknown; the next is refused.)
 	refused := false
 	for attempt := 0; attempt < 5 && !refused; attempt++ {
-		v := h.send(9, attempt)
+		v := h.Send(9, attempt)
 		raw := kmsg.NewPtrProduceRequest()
 		raw.Acks, raw.TimeoutMillis = -1, 2000
 		pt := kmsg.NewProduceRequestTopic()
@@ -298,7 +302,9 @@ func TestFollowersPaused(t *testing.T) {
 			t.Fatal(err)
 		}
 		code := presp.Topics[0].Partitions[0].ErrorCode
-		h.done(&kgo.Record{Value: []byte(v)}, kerr.ErrorForCode(code))
+		if err := kerr.ErrorForCode(code); err != nil {
+			h.Failed(v, err)
+		}
 		switch code {
 		case kerr.NotEnoughReplicas.Code:
 			refused = true
@@ -320,9 +326,10 @@ func TestFollowersPaused(t *testing.T) {
 	c.resume(3)
 	<-done
 	c.inSync(t, ctx, 1, topic)
-	v := h.check(readBack(t, ctx, c, []int{1, 2, 3}, topic))
+	readBack(t, ctx, c, []int{1, 2, 3}, topic, h)
+	v := h.Check()
 	t.Logf("history: %v", v)
-	if !v.ok() || v.acked < 1000 {
+	if !v.OK() || v.Acknowledged < 1000 {
 		t.Fatalf("history: %v; want the 1000 records of the producers acknowledged", v)
 	}
 }

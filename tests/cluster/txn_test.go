@@ -22,6 +22,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
+
+	"github.com/skeinlog/skein/history"
 )
 
 // Transactions (issue 10) under process faults: nodes killed with SIGKILL
@@ -88,7 +90,7 @@ func TestTransactionalCopyUnderFaults(t *testing.T) {
 
 	// The input: copyChunk records now, as many again each round, by an
 	// idempotent acks=all producer whose history is checked too.
-	seeded := newProduceHistory()
+	seeded := history.New()
 	seeder := c.client(all, kgo.DefaultProduceTopic(in), kgo.DialTimeout(2*time.Second))
 	produceN(t, seeder, seeded, 0, copyChunk)
 	reader := startCommittedReader(t, c, out)
@@ -137,15 +139,12 @@ func TestTransactionalCopyUnderFaults(t *testing.T) {
 	}
 
 	// The input holds what its producer sent, once each.
-	inRead := readBack(t, ctx, c, all, in)
-	if v := seeded.check(inRead); !v.ok() {
-		t.Fatalf("the input's history: %v", v)
-	}
 	input := map[string]bool{}
-	for _, rs := range inRead {
-		for _, r := range rs {
-			input[r.value] = true
-		}
+	for _, v := range readBack(t, ctx, c, all, in, seeded) {
+		input[v] = true
+	}
+	if v := seeded.Check(); !v.OK() {
+		t.Fatalf("the input's history: %v", v)
 	}
 	logf("waiting for the copy of the %d input records to complete", len(input))
 	complete := poll(2*time.Minute, func() string {
