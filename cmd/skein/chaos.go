@@ -68,6 +68,7 @@ func newChaosCommand(environ []string, stdout io.Writer) *cobra.Command {
 	cmd.AddCommand(newChaosClockCommand(f, stdout))
 	cmd.AddCommand(newChaosDiskCommand(f, stdout))
 	cmd.AddCommand(newChaosEventsCommand(f, stdout))
+	cmd.AddCommand(newChaosRunCommand(f, stdout))
 	return cmd
 }
 
