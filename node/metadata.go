@@ -37,7 +37,10 @@ import (
 // in Kafka, whose publisher learns deletions from the delta between two
 // images).
 type metadataActor struct {
-	node       configs.Node
+	node configs.Node
+	// incarnation is this run of the node: until an image registers it,
+	// the node leads nothing (see leader).
+	incarnation uint64
 	partitions *actor.PID
 	groups     *actor.PID
 	txns       *actor.PID
@@ -82,6 +85,7 @@ func (m *metadataActor) apply(c actor.Context, im *image.Image) {
 	node, _ := m.node.WithDynamic(im.BrokerConfigs, im.PerBrokerConfigs[m.node.NodeID])
 	want := map[partition.Key]image.TopicID{}
 	follow := &partition.Follow{Leaders: map[int32]partition.Followed{}}
+	me := m.node.NodeID
 	for _, t := range im.Topics {
 		cfg, err := configs.ResolveTopic(node, t.Configs)
 		if err != nil {
@@ -106,7 +110,7 @@ func (m *metadataActor) apply(c actor.Context, im *image.Image) {
 				Dir:         partition.Dir(m.node.DataDir, t.Name, p.Index),
 				TopicConfig: cfg, Durability: m.node.Durability,
 				NodeID:                 m.node.NodeID,
-				State:                  stateOf(p),
+				State:                  m.stateOf(im, p),
 				ReplicaLagMax:          time.Duration(m.node.ReplicaLagTimeMaxMs) * time.Millisecond,
 				AlterISR:               m.alterISR,
 				ProducerIDExpirationMs: m.node.ProducerIDExpirationMs,
@@ -133,7 +137,7 @@ func (m *metadataActor) apply(c actor.Context, im *image.Image) {
 	if t := im.Topic(coordinator.OffsetsTopic); t != nil && m.groups != nil {
 		led := &coordinator.Leading{Partitions: map[int32]bool{}, Of: int32(len(t.Partitions))}
 		for _, p := range t.Partitions {
-			if p.Leader == m.node.NodeID {
+			if m.leader(im, p) == me {
 				led.Partitions[p.Index] = true
 			}
 		}
@@ -142,7 +146,7 @@ func (m *metadataActor) apply(c actor.Context, im *image.Image) {
 	if t := im.Topic(txn.StateTopic); t != nil && m.txns != nil {
 		led := &txn.Leading{Partitions: map[int32]int32{}, Of: int32(len(t.Partitions))}
 		for _, p := range t.Partitions {
-			if p.Leader == m.node.NodeID {
+			if m.leader(im, p) == me {
 				led.Partitions[p.Index] = p.LeaderEpoch
 			}
 		}
@@ -172,7 +176,7 @@ func (m *metadataActor) topicsDeleted(c actor.Context, im *image.Image) {
 	if t := im.Topic(coordinator.OffsetsTopic); t != nil {
 		for _, p := range t.Partitions {
 			// As transport's startGroupRequest: the leader coordinates.
-			if p.Leader != m.node.NodeID {
+			if m.leader(im, p) != m.node.NodeID {
 				continue
 			}
 			// NB: one still loading (just after a start) is skipped,
@@ -185,6 +189,29 @@ func (m *metadataActor) topicsDeleted(c actor.Context, im *image.Image) {
 		}
 	}
 	c.Send(m.groups, msg)
+}
+
+// leader is p's leader for this node: the image's, except that a node
+// leads nothing before an image registers this run of it. A restarted
+// node replays the metadata it had, in which it may still lead; but its
+// log may hold less than it acknowledged before (a torn tail, a lost
+// disk cache), and followers truncate to their leader's log. Its new
+// incarnation's registration comes with the controller's answer to the
+// restart (controller.restarted: another in-sync replica leads, or it
+// leads again in a new leader epoch), so that image is the first it may
+// lead by.
+func (m *metadataActor) leader(im *image.Image, p image.Partition) int32 {
+	if p.Leader == m.node.NodeID && im.Brokers[p.Leader].Incarnation != m.incarnation {
+		return -1
+	}
+	return p.Leader
+}
+
+// stateOf is stateOf(p) with leader's leader.
+func (m *metadataActor) stateOf(im *image.Image, p image.Partition) partition.State {
+	s := stateOf(p)
+	s.Leader = m.leader(im, p)
+	return s
 }
 
 func hosts(p image.Partition, node int32) bool {

@@ -645,7 +645,7 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 		return err
 	}
 	metadata, err = c.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-		return &metadataActor{node: n.cfg, partitions: partitions, groups: groups, txns: txns, fetchers: fetchers, registry: n.registry,
+		return &metadataActor{node: n.cfg, incarnation: n.incarnation, partitions: partitions, groups: groups, txns: txns, fetchers: fetchers, registry: n.registry,
 			current: n.image.Load, hosted: map[partition.Key]image.TopicID{}, alterISR: n.alterISR}
 	}), "metadata")
 	if err != nil {

@@ -240,24 +240,7 @@ func TestFollowersPaused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	const topic = "followers"
-	minISR := "2"
-	req := kmsg.NewPtrCreateTopicsRequest()
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
-	ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
-	ra.Partition, ra.Replicas = 0, []int32{1, 2, 3}
-	rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
-	cfg := kmsg.NewCreateTopicsRequestTopicConfig()
-	cfg.Name, cfg.Value = "min.insync.replicas", &minISR
-	rt.Configs = append(rt.Configs, cfg)
-	req.Topics = append(req.Topics, rt)
-	cresp, err := req.RequestWith(ctx, c.seeds[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := kerr.ErrorForCode(cresp.Topics[0].ErrorCode); err != nil {
-		t.Fatalf("create %s: %v", topic, err)
-	}
+	createAssigned(t, ctx, c, topic, []int32{1, 2, 3})
 	c.inSync(t, ctx, 1, topic)
 
 	h := history.New()
