@@ -45,8 +45,13 @@
 // A Tree spawns a node's root actor and, through a spawn middleware that
 // passes itself on, instruments every actor below it: mailbox length
 // (posted and received counters in the mailbox), restart count (from the
-// SupervisorEvents on the EventStream), kind, and the Faults middleware.
-// It is a prometheus.Collector and gives the live tree as a snapshot.
+// SupervisorEvents on the EventStream), kind, role (actors that implement
+// Roled), and the Faults middleware. It is a prometheus.Collector and gives
+// the live tree as a snapshot. It keeps a bounded journal of what happened
+// to its actors (events.go): started, failed (with the cause and the
+// supervisor's directive), restarted (with the time from the failure to
+// the new instance's Started handled), stopped, role and epoch changes;
+// the admin API serves it at /v1/events.
 //
 // Faults is the fault-injection registry: panic, stop, delay or drop the
 // messages of the actors whose name (exact, or a prefix ending in "*")

@@ -1,11 +1,13 @@
 package actors
 
 import (
+	"fmt"
 	"reflect"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/eventstream"
@@ -18,13 +20,31 @@ type Kinded interface {
 	ActorKind() string
 }
 
+// Roled is implemented by actors that play a role in a protocol, such as a
+// partition's leader or follower, under an epoch. Tree journals the
+// changes (EventRole, EventEpoch) and shows the role in its snapshot.
+//
+// Concurrency: ActorRole may be called from goroutines other than the
+// actor's, concurrently with its Receive: it must be safe for concurrent
+// use, typically by loading what the actor published in an atomic where it
+// switches role. Tree calls it after each message the actor handles, so it
+// must be cheap and must not allocate.
+type Roled interface {
+	// ActorRole returns the actor's role ("leader", "follower", ...;
+	// empty while it has none) and the epoch it acts under.
+	ActorRole() (role string, epoch int32)
+}
+
 // Tree observes the actors of one actor system that are spawned through
 // it: the root actors given to SpawnNamed and, through a spawn middleware
 // it installs on each of them, every descendant. For each live actor it
 // keeps the name (its id, a stable path such as node/1/partitions/orders-0),
-// its kind, its mailbox length and its restart count; it installs Faults'
-// middleware on the same actors. It exports these as Prometheus metrics
-// (it is a prometheus.Collector) and as a snapshot for the admin API.
+// its kind, its role (Roled), its mailbox length and its restart count; it
+// installs Faults' middleware on the same actors. It exports these as
+// Prometheus metrics (it is a prometheus.Collector) and as a snapshot for
+// the admin API, and journals what happens to each actor (Events): started,
+// failed with its cause, restarted with the time it took to recover,
+// stopped, role and epoch changes.
 //
 // How it instruments an actor: at spawn, it copies the actor's props and
 // gives the copy
@@ -33,16 +53,27 @@ type Kinded interface {
 //     received (system messages included; the message being handled
 //     counts as queued until it is done);
 //   - receiver middleware that records the kind at each Started and
-//     forgets the actor at Stopped, then the fault middleware;
+//     forgets the actor at Stopped, journaling both, and after each message
+//     compares the actor's role with the one it last saw; then the fault
+//     middleware;
 //   - this spawn middleware, for the actor's own children.
 //
 // NB: the mailbox replaces whatever mailbox the props named; Skein's actors
 // all use protoactor's default unbounded one.
 //
-// Restarts are counted from the SupervisorEvents with RestartDirective on
-// the system's EventStream (the Backoff strategy publishes one per
-// restart); the handler is O(1), as EventStream handlers run on the
-// publisher's goroutine.
+// Failures and restarts come from the system's EventStream: a failure is
+// journaled when its supervisor decides, from the Backoff strategy's
+// RestartScheduled (published at the failure, before the delay) or from
+// protoactor's SupervisorEvent (published at once by protoactor's
+// strategies, and by Backoff for a resume or a stop); restarts are counted
+// from the SupervisorEvents with RestartDirective (Backoff publishes one
+// per restart, after the delay). The restarted instance's Started, which
+// protoactor delivers through the same receiver middleware once the old
+// instance has handled Restarting, ends the recovery: its time since the
+// failure goes to the journal and to the skein_actor_recovery_seconds
+// histogram, by kind. The handlers are O(1) (a map lookup under a read
+// lock, a journal append), as EventStream handlers run on the publisher's
+// goroutine.
 //
 // Concurrency: safe for concurrent use. Counters are atomics; the set of
 // actors is behind a read-write lock that spawns and stops take briefly.
@@ -55,7 +86,11 @@ type Tree struct {
 	mu   sync.RWMutex
 	byID map[string]*actorStats
 
+	events *Journal
+
 	restarts *prometheus.CounterVec
+	failures *prometheus.CounterVec
+	recovery *prometheus.HistogramVec
 	mailbox  *prometheus.Desc
 }
 
@@ -67,20 +102,35 @@ func NewTree(sys *actor.ActorSystem, faults *Faults, links *Links) *Tree {
 		faults: faults,
 		links:  links,
 		byID:   map[string]*actorStats{},
+		events: NewJournal(DefaultJournalCapacity),
 		restarts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "skein_actor_restarts_total", Help: "Actor restarts by supervisors, by actor name.",
 		}, []string{"actor"}),
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "skein_actor_failures_total", Help: "Actor failures (panics a supervisor handled), by actor kind.",
+		}, []string{"kind"}),
+		recovery: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "skein_actor_recovery_seconds",
+			Help:    "Time from an actor's failure to its restarted instance having handled Started (supervisor backoff included), by actor kind.",
+			Buckets: []float64{.0001, .0005, .001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"kind"}),
 		mailbox: prometheus.NewDesc("skein_actor_mailbox_length",
 			"Messages queued for an actor, the one it is handling included, by actor name.", []string{"actor"}, nil),
 	}
-	t.sub = sys.EventStream.SubscribeWithPredicate(t.onSupervisorEvent, func(evt any) bool {
-		_, ok := evt.(*actor.SupervisorEvent)
-		return ok
+	t.sub = sys.EventStream.SubscribeWithPredicate(t.onSupervision, func(evt any) bool {
+		switch evt.(type) {
+		case *actor.SupervisorEvent, *RestartScheduled:
+			return true
+		}
+		return false
 	})
 	return t
 }
 
-// Close stops counting restarts.
+// Events returns the tree's journal of actor events.
+func (t *Tree) Events() *Journal { return t.events }
+
+// Close stops counting failures and restarts.
 func (t *Tree) Close() { t.sys.EventStream.Unsubscribe(t.sub) }
 
 // SpawnNamed spawns a root actor (from sys.Root) under name, instrumented
@@ -143,18 +193,74 @@ func (t *Tree) forget(s *actorStats) {
 	t.mu.Unlock()
 }
 
-func (t *Tree) onSupervisorEvent(evt any) {
-	e := evt.(*actor.SupervisorEvent)
-	if e.Directive != actor.RestartDirective || e.Child == nil {
-		return
+// onSupervision handles the supervision events, on the publisher's
+// goroutine.
+func (t *Tree) onSupervision(evt any) {
+	switch e := evt.(type) {
+	case *RestartScheduled:
+		if s := t.lookup(e.Child); s != nil {
+			s.scheduled.Store(true)
+			t.failed(s, e.Reason, actor.RestartDirective, e.Delay)
+		}
+	case *actor.SupervisorEvent:
+		if e.Child == nil {
+			return
+		}
+		s := t.lookup(e.Child)
+		if e.Directive == actor.RestartDirective {
+			t.restarts.WithLabelValues(e.Child.Id).Inc()
+			if s == nil {
+				return
+			}
+			s.restarts.Add(1)
+			if s.scheduled.Swap(false) {
+				return // journaled at the failure, from RestartScheduled
+			}
+		}
+		if s != nil {
+			t.failed(s, e.Reason, e.Directive, 0)
+		}
+	}
+}
+
+func (t *Tree) lookup(pid *actor.PID) *actorStats {
+	if pid == nil {
+		return nil
 	}
 	t.mu.RLock()
-	s := t.byID[e.Child.Id]
-	t.mu.RUnlock()
-	if s != nil {
-		s.restarts.Add(1)
+	defer t.mu.RUnlock()
+	return t.byID[pid.Id]
+}
+
+// failed journals and counts a failure of s that its supervisor handles
+// with d (after delay, for a restart with backoff); a restart starts the
+// recovery that the restarted instance's Started ends.
+func (t *Tree) failed(s *actorStats, reason any, d actor.Directive, delay time.Duration) {
+	now := time.Now()
+	kind, cause := s.kindName(), fmt.Sprint(reason)
+	if d == actor.RestartDirective {
+		// NB: a failure while an earlier one is still being recovered
+		// from (the restarted instance panicked in Started) keeps the
+		// earlier one: the actor has been down since then.
+		s.failure.CompareAndSwap(nil, &pendingFailure{at: now, cause: cause})
 	}
-	t.restarts.WithLabelValues(e.Child.Id).Inc()
+	t.failures.WithLabelValues(kind).Inc()
+	t.events.Append(Event{Time: now, Actor: s.id, Kind: kind, Type: EventFailed, Cause: cause,
+		Directive: directiveName(d), DelaySeconds: delay.Seconds()})
+}
+
+func directiveName(d actor.Directive) string {
+	switch d {
+	case actor.ResumeDirective:
+		return "resume"
+	case actor.RestartDirective:
+		return "restart"
+	case actor.StopDirective:
+		return "stop"
+	case actor.EscalateDirective:
+		return "escalate"
+	}
+	return d.String()
 }
 
 // ActorInfo is an actor in a Tree snapshot.
@@ -167,7 +273,11 @@ type ActorInfo struct {
 	// included.
 	MailboxLength int64 `json:"mailbox_length"`
 	// Restarts counts the restarts of this actor since it was spawned.
-	Restarts int64        `json:"restarts"`
+	Restarts int64 `json:"restarts"`
+	// Role and Epoch are what a Roled actor reported after the last
+	// message it handled.
+	Role     string       `json:"role,omitempty"`
+	Epoch    int32        `json:"epoch,omitempty"`
 	Children []*ActorInfo `json:"children"`
 }
 
@@ -230,6 +340,8 @@ func (t *Tree) Find(id string) *ActorInfo {
 // Describe implements prometheus.Collector.
 func (t *Tree) Describe(ch chan<- *prometheus.Desc) {
 	t.restarts.Describe(ch)
+	t.failures.Describe(ch)
+	t.recovery.Describe(ch)
 	ch <- t.mailbox
 }
 
@@ -237,6 +349,8 @@ func (t *Tree) Describe(ch chan<- *prometheus.Desc) {
 // scrape time.
 func (t *Tree) Collect(ch chan<- prometheus.Metric) {
 	t.restarts.Collect(ch)
+	t.failures.Collect(ch)
+	t.recovery.Collect(ch)
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	for id, s := range t.byID {
@@ -246,7 +360,8 @@ func (t *Tree) Collect(ch chan<- prometheus.Metric) {
 
 // actorStats is what Tree knows of one spawned actor. It is the actor's
 // mailbox middleware (posted and received counters) and, through
-// middleware, its receiver middleware.
+// middleware, its receiver middleware. It lives as long as the actor's
+// context: across restarts, until Stopped.
 type actorStats struct {
 	id       string
 	tree     *Tree
@@ -254,6 +369,31 @@ type actorStats struct {
 	posted   atomic.Int64
 	received atomic.Int64
 	restarts atomic.Int64
+	// failure is the failure the actor is recovering from: set when its
+	// supervisor decides to restart it, taken by the restarted instance's
+	// Started.
+	failure atomic.Pointer[pendingFailure]
+	// scheduled is set while a failure journaled from RestartScheduled
+	// waits for its restart's SupervisorEvent, which is then not journaled
+	// again.
+	scheduled atomic.Bool
+	// role is what the actor reported after the last message it handled
+	// (nil: none yet).
+	role atomic.Pointer[roleSeen]
+
+	// Touched only by the receiver middleware, on the actor's goroutine.
+	roled   Roled // the current instance, if Roled
+	started bool  // an instance has handled Started
+}
+
+type pendingFailure struct {
+	at    time.Time
+	cause string
+}
+
+type roleSeen struct {
+	role  string
+	epoch int32
 }
 
 func (s *actorStats) MailboxStarted()         {}
@@ -265,18 +405,16 @@ func (s *actorStats) setKind(a actor.Actor)   { k := kindOf(a); s.kind.Store(&k)
 func (s *actorStats) kindName() (kind string) { return deref(s.kind.Load()) }
 
 func (s *actorStats) info() *ActorInfo {
-	return &ActorInfo{Name: s.id, Kind: s.kindName(), MailboxLength: s.mailboxLength(),
+	i := &ActorInfo{Name: s.id, Kind: s.kindName(), MailboxLength: s.mailboxLength(),
 		Restarts: s.restarts.Load(), Children: []*ActorInfo{}}
+	if r := s.role.Load(); r != nil {
+		i.Role, i.Epoch = r.role, r.epoch
+	}
+	return i
 }
 
 func (s *actorStats) middleware(next actor.ReceiverFunc) actor.ReceiverFunc {
 	return func(c actor.ReceiverContext, env *actor.MessageEnvelope) {
-		switch env.Message.(type) {
-		case *actor.Started:
-			s.setKind(c.Actor())
-		case *actor.Stopped:
-			defer s.tree.forget(s)
-		}
 		// NB: a message the actor panics on never reaches the mailbox's
 		// MessageReceived (the panic unwinds past it), so it is counted
 		// here, or the mailbox would seem one longer after every failure.
@@ -286,9 +424,73 @@ func (s *actorStats) middleware(next actor.ReceiverFunc) actor.ReceiverFunc {
 				s.received.Add(1)
 			}
 		}()
-		next(c, env)
-		handled = true
+		switch env.Message.(type) {
+		case *actor.Started:
+			// At a restart, c.Actor() is already the new instance.
+			s.setKind(c.Actor())
+			s.roled, _ = c.Actor().(Roled)
+			next(c, env)
+			handled = true
+			s.onStarted()
+		case *actor.Stopped:
+			defer s.onStopped()
+			next(c, env)
+			handled = true
+			return
+		default:
+			next(c, env)
+			handled = true
+		}
+		if s.roled != nil {
+			s.checkRole()
+		}
 	}
+}
+
+// onStarted journals an instance's Started, handled: the actor's first,
+// or the end of its recovery from a failure.
+func (s *actorStats) onStarted() {
+	first := !s.started
+	s.started = true
+	f := s.failure.Swap(nil)
+	switch {
+	case f != nil:
+		recovery := time.Since(f.at)
+		kind := s.kindName()
+		s.tree.recovery.WithLabelValues(kind).Observe(recovery.Seconds())
+		s.tree.events.Append(Event{Actor: s.id, Kind: kind, Type: EventRestarted, Cause: f.cause,
+			RecoverySeconds: recovery.Seconds()})
+	case first:
+		s.tree.events.Append(Event{Actor: s.id, Kind: s.kindName(), Type: EventStarted})
+	default:
+		// Restarted without a failure the tree saw: a strategy that
+		// publishes no SupervisorEvent.
+		s.tree.events.Append(Event{Actor: s.id, Kind: s.kindName(), Type: EventRestarted})
+	}
+}
+
+func (s *actorStats) onStopped() {
+	s.tree.events.Append(Event{Actor: s.id, Kind: s.kindName(), Type: EventStopped})
+	s.tree.forget(s)
+}
+
+// checkRole journals a change of the actor's role or epoch since the last
+// message: one interface call and two compares when nothing changed.
+func (s *actorStats) checkRole() {
+	role, epoch := s.roled.ActorRole()
+	var prev roleSeen // none yet: no role, epoch 0
+	if p := s.role.Load(); p != nil {
+		prev = *p
+	}
+	if prev.role == role && prev.epoch == epoch {
+		return
+	}
+	s.role.Store(&roleSeen{role: role, epoch: epoch})
+	typ := EventEpoch
+	if role != prev.role {
+		typ = EventRole
+	}
+	s.tree.events.Append(Event{Actor: s.id, Kind: s.kindName(), Type: typ, Role: role, Epoch: epoch})
 }
 
 func kindOf(a actor.Actor) string {

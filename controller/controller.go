@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -170,6 +171,46 @@ type Controller struct {
 	// answered.
 	outbox map[RequestID]*pending
 	seq    uint64
+
+	// role is the role and term ActorRole reports, published by start
+	// (an observer) and by follow (a voter, after each ready); nil until
+	// then.
+	role atomic.Pointer[roleView]
+}
+
+// roleView is what ActorRole reports: immutable once published.
+type roleView struct {
+	role  string
+	epoch int32
+}
+
+// ActorRole implements actors.Roled: a voter's raft role ("leader",
+// "follower", or "candidate", pre-vote included) and its term (as an
+// int32, capped), an observer's "observer". Safe for concurrent use: it
+// loads what the actor published.
+func (c *Controller) ActorRole() (role string, epoch int32) {
+	if v := c.role.Load(); v != nil {
+		return v.role, v.epoch
+	}
+	return "", 0
+}
+
+// showRole publishes v for ActorRole, when it changed.
+func (c *Controller) showRole(v roleView) {
+	if cur := c.role.Load(); cur == nil || *cur != v {
+		c.role.Store(&v)
+	}
+}
+
+// raftRole names a raft state for ActorRole.
+func raftRole(st raft.StateType) string {
+	switch st {
+	case raft.StateLeader:
+		return "leader"
+	case raft.StateCandidate, raft.StatePreCandidate:
+		return "candidate"
+	}
+	return "follower"
 }
 
 type pending struct {
@@ -320,6 +361,7 @@ func (c *Controller) start() error {
 	c.leader, c.term, c.caughtUp = 0, 0, false
 	c.gen = nextGen()
 	if c.cfg.Observer {
+		c.showRole(roleView{role: "observer"})
 		return nil // it fetches at its first tick
 	}
 	disk, err := openLogDisk(c.cfg.FS, c.cfg.Dir, c.cfg.Clock)
@@ -728,6 +770,7 @@ func (c *Controller) snapshot() {
 func (c *Controller) follow() {
 	st := c.m.status()
 	self := raftID(c.cfg.NodeID)
+	c.showRole(roleView{role: raftRole(st.RaftState), epoch: int32(min(st.GetTerm(), math.MaxInt32))})
 	if st.Lead != c.leader || st.GetTerm() != c.term {
 		if st.Lead != c.leader {
 			c.cfg.Logger.Info().Int32("leader", nodeID(st.Lead)).Uint64("term", st.GetTerm()).Msg("controller: quorum leader changed")

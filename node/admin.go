@@ -16,6 +16,7 @@ package node
 //	                         otherwise, saying why
 //	GET    /v1/actors        the live actor tree: {"actors": [{"name", "kind",
 //	                         "mailbox_length", "restarts", "children": [...]}]}
+//	GET    /v1/events        actor events (?since=SEQ&limit=N): {"events": [...], "next": SEQ}
 //	GET    /v1/node, /v1/faults, /v1/links, /v1/clock, /v1/disk, and their
 //	       POST and DELETE: the faults `skein chaos` injects (see chaos.go)
 //
@@ -66,6 +67,7 @@ func (n *Node) startAdmin() (*adminServer, error) {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /readyz", a.readyz)
 	mux.HandleFunc("GET /v1/actors", a.actors)
+	mux.HandleFunc("GET /v1/events", a.events)
 	mux.HandleFunc("GET /v1/cluster", a.cluster)
 	a.chaosRoutes(mux)
 	a.srv = &http.Server{

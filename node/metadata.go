@@ -41,10 +41,10 @@ type metadataActor struct {
 	// incarnation is this run of the node: until an image registers it,
 	// the node leads nothing (see leader).
 	incarnation uint64
-	partitions *actor.PID
-	groups     *actor.PID
-	txns       *actor.PID
-	fetchers   *actor.PID
+	partitions  *actor.PID
+	groups      *actor.PID
+	txns        *actor.PID
+	fetchers    *actor.PID
 	// alterISR asks the active controller for a partition leader's ISR
 	// change (partition.Config.AlterISR).
 	alterISR func(partition.ISRChange, func(partition.ISRChanged))

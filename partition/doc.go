@@ -14,8 +14,10 @@
 // roles.go): leading (appends, record deletions, followers' positions),
 // following (its leader's answers; appends are refused
 // NOT_LEADER_OR_FOLLOWER), and under both the common one (ticks, syncs,
-// configs, state changes), which is all it runs while no log is open. It
-// handles:
+// configs, state changes), which is all it runs while no log is open. Where
+// it switches, it publishes its role and leader epoch in an atomic, which
+// ActorRole reports (actors.Roled) to the node's actor tree: /v1/actors
+// shows it, /v1/events journals its changes. It handles:
 //
 //	message        from                   does                                                  reply
 //	Append         transport (Produce),   queued for the next writeAppends; a transaction       Reply callback

@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -125,6 +126,9 @@ type partition struct {
 	follower *replica.Follower
 	// behavior is the role's: leading, following or common (assumeRole).
 	behavior actor.Behavior
+	// role is the role and leader epoch ActorRole reports, published
+	// where they change (showRole); nil until then.
+	role atomic.Pointer[roleView]
 
 	waiters []waiter // acks=all appends waiting for the high watermark, by offset
 	// durableWaiters are acks=1 appends waiting for the leader's own fsync

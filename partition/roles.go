@@ -91,9 +91,50 @@ type isrChanged struct {
 // leads reports whether this replica leads in the state in force.
 func (p *partition) leads() bool { return p.state.Leader == p.cfg.NodeID }
 
+// The roles ActorRole reports.
+const (
+	roleLeader   = "leader"
+	roleFollower = "follower"
+)
+
+// roleView is what ActorRole reports: immutable once published.
+type roleView struct {
+	role  string
+	epoch int32
+}
+
+// ActorRole implements actors.Roled: "leader" or "follower" and the
+// leader epoch the partition acts under, or "" and 0 while no log is open
+// (failed before one ever opened). It stays what it was while the actor
+// stops or restarts. Safe for concurrent use: it loads what showRole
+// published.
+func (p *partition) ActorRole() (role string, epoch int32) {
+	if v := p.role.Load(); v != nil {
+		return v.role, v.epoch
+	}
+	return "", 0
+}
+
+// showRole publishes the role and leader epoch in force for ActorRole,
+// when they changed.
+func (p *partition) showRole() {
+	var v roleView
+	switch {
+	case p.leader != nil:
+		v = roleView{roleLeader, p.state.LeaderEpoch}
+	case p.follower != nil:
+		v = roleView{roleFollower, p.state.LeaderEpoch}
+	}
+	if cur := p.role.Load(); (cur == nil && v == roleView{}) || (cur != nil && *cur == v) {
+		return
+	}
+	p.role.Store(&v)
+}
+
 // assumeRole sets up the leader's or follower's account from the state in
 // force and the open log; with no log (failed) it waits for one.
 func (p *partition) assumeRole() {
+	defer p.showRole()
 	p.leader, p.follower = nil, nil
 	if p.log == nil {
 		p.behavior.Become(p.common)
@@ -152,6 +193,7 @@ func (p *partition) setState(s State) {
 			p.assumeRole()
 		} else if p.follower != nil {
 			p.follower.Become(s.Leader, s.LeaderEpoch)
+			p.showRole() // a new leader epoch
 		} else {
 			p.assumeRole()
 		}
