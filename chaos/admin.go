@@ -273,3 +273,18 @@ func (a *Admin) Ready(ctx context.Context) (bool, string) {
 	}
 	return true, ""
 }
+
+// PowerLoss makes the node lose what it wrote but did not sync, and die
+// (SIGKILL). The node may die before its answer is read: an error reading
+// the answer is not one.
+func (a *Admin) PowerLoss(ctx context.Context) error {
+	err := a.do(ctx, http.MethodPost, "/v1/power-loss", nil, http.StatusOK, nil)
+	var api *APIError
+	if err == nil || errors.As(err, &api) {
+		return err
+	}
+	if ctx.Err() != nil {
+		return err
+	}
+	return nil // the connection ended with the node
+}

@@ -186,6 +186,28 @@ func (l *localCluster) signal(id int32, sig syscall.Signal, wait time.Duration) 
 }
 
 func (l *localCluster) kill(id int32) error { return l.signal(id, syscall.SIGKILL, time.Minute) }
+
+// powerLoss makes node id lose its unsynced writes and die (it kills
+// itself), and waits until it is gone.
+func (l *localCluster) powerLoss(ctx context.Context, id int32) error {
+	p := l.proc(id)
+	if p == nil || !p.running() {
+		return fmt.Errorf("node %d is not running", id)
+	}
+	p.ended = true
+	if err := (&Admin{Addr: l.adminAddr(id)}).PowerLoss(ctx); err != nil {
+		p.ended = false
+		return err
+	}
+	select {
+	case <-p.exited:
+		return nil
+	case <-time.After(time.Minute):
+		p.cmd.Process.Kill()
+		<-p.exited
+		return fmt.Errorf("node %d outlived its power loss; killed", id)
+	}
+}
 func (l *localCluster) stop(id int32) error { return l.signal(id, syscall.SIGTERM, time.Minute) }
 func (l *localCluster) pause(id int32) error {
 	return l.signal(id, syscall.SIGSTOP, 0)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -174,6 +175,31 @@ func init() {
 				r.recovered(ctx, since)
 			}
 		}})
+	register(&scenario{name: "power-loss", local: true,
+		about: "the power goes out on one node, then on every node at once: what was written but not synced is lost (under durability fsync, nothing acknowledged)",
+		run: func(ctx context.Context, r *run, _ *workload) {
+			for i := 0; sleep(ctx, r.between(time.Second, 3*time.Second)); i++ {
+				victims, what := []int32{r.pick(r.nodes)}, "one node"
+				if i%2 == 1 {
+					victims, what = r.nodes, "every node"
+				}
+				r.fault("power loss on %s: %v", what, victims)
+				since := time.Now()
+				var wg sync.WaitGroup
+				for _, id := range victims {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						if err := r.local.powerLoss(ctx, id); err != nil {
+							r.logf("power loss on node %d: %v", id, err)
+						}
+					}()
+				}
+				wg.Wait()
+				r.restart(ctx, victims...)
+				r.recovered(ctx, since)
+			}
+		}})
 	register(&scenario{name: "clock-skew",
 		about: "nodes' clocks set apart (up to two minutes either way) and stepped, one node at a time",
 		run: func(ctx context.Context, r *run, _ *workload) {
@@ -255,20 +281,29 @@ func init() {
 		}})
 }
 
-// restart starts node id again and waits until it is ready (a node that
-// does not come back is logged; the heal tries again).
-func (r *run) restart(ctx context.Context, id int32) {
-	if err := r.local.start(id); err != nil {
-		r.logf("restarting node %d: %v", id, err)
-		return
+// restart starts the nodes again and waits until they are ready (a node
+// that does not come back is logged; the heal tries again). All start
+// before any is waited for: a quorum may need several.
+func (r *run) restart(ctx context.Context, ids ...int32) {
+	var started []int32
+	for _, id := range ids {
+		if err := r.local.start(id); err != nil {
+			r.logf("restarting node %d: %v", id, err)
+			continue
+		}
+		started = append(started, id)
 	}
 	rctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if err := r.local.waitReady(rctx, id); err != nil && ctx.Err() == nil {
-		r.logf("node %d: %v", id, err)
-		return
+	for _, id := range started {
+		if err := r.local.waitReady(rctx, id); err != nil {
+			if ctx.Err() == nil {
+				r.logf("node %d: %v", id, err)
+			}
+			continue
+		}
+		r.logf("node %d restarted", id)
 	}
-	r.logf("node %d restarted", id)
 }
 
 // link sets a fault on from's link to to.

@@ -28,6 +28,10 @@ package node
 //	POST   /v1/disk            {"fail": "writes"|"syncs"|"full", "for": "60s"}
 //	DELETE /v1/disk            the disk works again
 //	DELETE /v1/chaos           heal everything above
+//	POST   /v1/power-loss      the power goes out: what was written but not
+//	                           synced since the node started is dropped,
+//	                           and the node dies (SIGKILL) after answering
+//	                           {"files": N, "dropped_bytes": B}
 //
 // Every fault has a lifetime: "for", default 60s, at most 24h; it ends by
 // itself then, with a line in the node's log, as it began with one. The
@@ -90,21 +94,121 @@ func newChaosState() *chaosState {
 // diskFault is the node's disk injector (an ErrorFS under the descriptor
 // cache, and the data directory's syncfs); mode is off (0) or the failing
 // op set.
-type diskFault struct{ mode atomic.Int32 }
+//
+// It also keeps what a power outage would lose: for each file written
+// since the node started, the size it had at its last sync (its own, or
+// the data directory's syncfs). PowerLoss cuts every file written since
+// back to that size. It models the data of unsynced writes, not directory
+// entries: a file created and never synced comes back empty rather than
+// gone, which the logs' recovery treats alike.
+type diskFault struct {
+	mode atomic.Int32
+
+	mu     sync.Mutex
+	synced map[string]int64 // path → bytes synced, for files written since their last sync
+}
 
 const (
 	diskOff int32 = iota
 	diskWrites
 	diskSyncs
 	diskFull
+	diskFrozen // a power loss is under way: nothing reaches the disk any more
 )
 
 var diskModes = map[string]int32{"writes": diskWrites, "syncs": diskSyncs, "full": diskFull}
 
 // MaybeError fails writes (EIO), syncs (EIO), or, for a full disk, creates
-// and writes (ENOSPC), as the kernel would.
-func (d *diskFault) MaybeError(op vfs.Op, _ string) error {
+// and writes (ENOSPC), as the kernel would. It notes the writes and syncs
+// it lets through, for PowerLoss.
+func (d *diskFault) MaybeError(op vfs.Op, path string) error {
+	if err := d.fail(op); err != nil {
+		return err
+	}
+	switch op {
+	case vfs.OpCreate, vfs.OpWrite, vfs.OpTruncate:
+		d.written(path, op == vfs.OpCreate)
+	case vfs.OpSync:
+		// The size before the sync is a lower bound of what it makes
+		// durable: the writes before it returned are in.
+		d.mu.Lock()
+		if _, ok := d.synced[path]; ok {
+			if fi, err := os.Stat(path); err == nil {
+				d.synced[path] = fi.Size()
+			}
+		}
+		d.mu.Unlock()
+	}
+	return nil
+}
+
+// written notes a write to path: its first since a sync records the size
+// it had, all of which was on disk (or is what the node found there).
+func (d *diskFault) written(path string, created bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, ok := d.synced[path]; ok {
+		return
+	}
+	if d.synced == nil {
+		d.synced = map[string]int64{}
+	}
+	var size int64
+	if fi, err := os.Stat(path); err == nil && !created {
+		size = fi.Size()
+	}
+	d.synced[path] = size
+}
+
+// syncedAll runs a sync of the whole filesystem (syncfs): on success, what
+// every file held before it is durable.
+func (d *diskFault) syncedAll(sync func() error) error {
+	d.mu.Lock()
+	sizes := make(map[string]int64, len(d.synced))
+	for path := range d.synced {
+		if fi, err := os.Stat(path); err == nil {
+			sizes[path] = fi.Size()
+		}
+	}
+	d.mu.Unlock()
+	if err := sync(); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	for path, size := range sizes {
+		if _, ok := d.synced[path]; ok {
+			d.synced[path] = max(d.synced[path], size)
+		}
+	}
+	d.mu.Unlock()
+	return nil
+}
+
+// PowerLoss freezes the disk (every operation fails from now on) and cuts
+// every file written since the node started back to the size it had at
+// its last sync; it returns how many bytes it dropped. The caller kills
+// the process next: nothing it does after this reaches the disk.
+func (d *diskFault) PowerLoss() (files int, dropped int64) {
+	d.mode.Store(diskFrozen)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for path, size := range d.synced {
+		fi, err := os.Stat(path)
+		if err != nil || fi.Size() <= size {
+			continue
+		}
+		if os.Truncate(path, size) == nil {
+			files++
+			dropped += fi.Size() - size
+		}
+	}
+	return files, dropped
+}
+
+func (d *diskFault) fail(op vfs.Op) error {
 	switch d.mode.Load() {
+	case diskFrozen:
+		return syscall.EIO
 	case diskWrites:
 		if op == vfs.OpWrite || op == vfs.OpTruncate {
 			return syscall.EIO
@@ -139,6 +243,7 @@ func (a *adminServer) chaosRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/disk", a.chaos(a.setDisk))
 	mux.HandleFunc("DELETE /v1/disk", a.healDisk)
 	mux.HandleFunc("DELETE /v1/chaos", a.healAll)
+	mux.HandleFunc("POST /v1/power-loss", a.chaos(a.powerLoss))
 }
 
 // chaos refuses h's requests on a node without chaos.enable.
@@ -623,4 +728,18 @@ func (c chaosCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(chaosActiveDesc, prometheus.GaugeValue, float64(active[t]), t)
 		ch <- prometheus.MustNewConstMetric(chaosInjectedDesc, prometheus.CounterValue, float64(n.chaos.injected[t].Load()), t)
 	}
+}
+
+func (a *adminServer) powerLoss(w http.ResponseWriter, _ *http.Request) {
+	files, dropped := a.n.disk.PowerLoss()
+	a.n.log.Warn().Int("files", files).Int64("dropped_bytes", dropped).
+		Msg("chaos: power loss: unsynced data dropped; the node dies now")
+	writeJSON(w, http.StatusOK, struct {
+		Files   int   `json:"files"`
+		Dropped int64 `json:"dropped_bytes"`
+	}{files, dropped})
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+	syscall.Kill(os.Getpid(), syscall.SIGKILL)
 }

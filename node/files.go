@@ -62,7 +62,10 @@ func (n *Node) closeIdleFiles() {
 // syncfs(2) on a descriptor of the directory, held for the node's life so
 // that a writeback error anywhere on the filesystem since the node started
 // is reported (Linux 5.8 and later) and fails the partitions that waited.
-func newSyncer(dataDir string, disk vfs.Injector) (*partition.Syncer, error) {
+//
+// A node with chaos.enable syncs through disk, which can fail the sync and
+// notes what it made durable (diskFault.PowerLoss); disk is nil otherwise.
+func newSyncer(dataDir string, disk *diskFault) (*partition.Syncer, error) {
 	dir, err := os.Open(dataDir)
 	if err != nil {
 		return nil, fmt.Errorf("node: opening data.dir for syncs: %w", err)
@@ -72,16 +75,23 @@ func newSyncer(dataDir string, disk vfs.Injector) (*partition.Syncer, error) {
 		dir.Close()
 		return nil, err
 	}
-	return partition.NewSyncer(func() error {
-		if err := disk.MaybeError(vfs.OpSync, dataDir); err != nil {
-			return err
-		}
+	syncFS := func() error {
 		var serr error
 		if err := raw.Control(func(fd uintptr) { serr = unix.Syncfs(int(fd)) }); err != nil {
 			return err
 		}
 		return serr
-	}, func() { dir.Close() }), nil
+	}
+	if disk != nil {
+		plain := syncFS
+		syncFS = func() error {
+			if err := disk.fail(vfs.OpSync); err != nil {
+				return err
+			}
+			return disk.syncedAll(plain)
+		}
+	}
+	return partition.NewSyncer(syncFS, func() { dir.Close() }), nil
 }
 
 // fileCollector exports the descriptor cache's counters and the

@@ -199,13 +199,13 @@ func prepare(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 		log.Warn().Str("address", addr).Msg("chaos: link fault ended")
 	}
 	filesCap, capReason := openFilesCap(cfg.LogMaxOpenFiles)
-	fsys := vfs.Default
+	fsys, disk := vfs.Default, (*diskFault)(nil)
 	if cfg.ChaosEnable {
-		fsys = vfs.NewErrorFS(fsys, n.disk)
+		fsys, disk = vfs.NewErrorFS(fsys, n.disk), n.disk
 	}
 	n.files = vfs.NewCache(fsys, filesCap)
 	n.failures = logging.NewLimiter(20, time.Second)
-	if n.syncer, err = newSyncer(cfg.DataDir, n.disk); err != nil {
+	if n.syncer, err = newSyncer(cfg.DataDir, disk); err != nil {
 		ln.Close()
 		return nil, err
 	}

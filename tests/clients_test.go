@@ -746,13 +746,5 @@ func rawProducePartition(t *testing.T, raw *rawClient, topic string, batch []byt
 // endOffset returns partition 0's log end offset (high watermark).
 func endOffset(t *testing.T, ctx context.Context, b *broker, topic string) int64 {
 	t.Helper()
-	offs, err := b.admin().ListEndOffsets(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, ok := offs.Lookup(topic, 0)
-	if !ok || o.Err != nil {
-		t.Fatalf("end offset of %s/0: %+v", topic, o)
-	}
-	return o.Offset
+	return endOffsetAt(t, ctx, b.addr(), topic)
 }
