@@ -29,8 +29,8 @@ type Config struct {
 	// Seed makes the faults' choices (which node, when) repeatable.
 	Seed uint64
 	// Nodes is the size of the local cluster the run starts (default: the
-	// scenario's, 3 for most), Hosts their addresses (node i on Hosts[i-1];
-	// default 127.0.0.1i), Binary the skein binary they run (default this
+	// scenario's, 3 for most), Hosts their addresses (node i on Hosts[i-1],
+	// extra ones unused; default 127.0.0.1i), Binary the skein binary they run (default this
 	// executable), Dir where they keep data and logs (default a temporary
 	// directory, removed after a run that holds), Settings more --set k=v
 	// for every node.
@@ -244,9 +244,10 @@ func startLocal(ctx context.Context, cfg Config, sc *scenario) (*localCluster, e
 			hosts = append(hosts, fmt.Sprintf("127.0.0.1%d", i))
 		}
 	}
-	if len(hosts) != n {
+	if len(hosts) < n {
 		return nil, fmt.Errorf("%d hosts for %d nodes", len(hosts), n)
 	}
+	hosts = hosts[:n]
 	bin := cfg.Binary
 	if bin == "" {
 		var err error

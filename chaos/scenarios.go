@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 // scenario is a named pattern of faults, from the reliability literature
@@ -198,6 +200,42 @@ func init() {
 				wg.Wait()
 				r.restart(ctx, victims...)
 				r.recovered(ctx, since)
+			}
+		}})
+	register(&scenario{name: "reassign", local: true, minNodes: 4,
+		about: "partitions moved to other nodes (replicas added, caught up, removed) while nodes are killed and restarted, on four nodes",
+		run: func(ctx context.Context, r *run, _ *workload) {
+			for sleep(ctx, r.between(time.Second, 3*time.Second)) {
+				p := r.rng.Int32N(r.cfg.Partitions)
+				to := slices.Clone(r.nodes)
+				r.rng.Shuffle(len(to), func(i, j int) { to[i], to[j] = to[j], to[i] })
+				to = to[:3]
+				r.fault("reassign %s-%d to %v", plainTopic, p, to)
+				var req kadm.AlterPartitionAssignmentsReq
+				req.Assign(plainTopic, p, to)
+				actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				res, err := kadm.NewClient(r.cl).AlterPartitionAssignments(actx, req)
+				cancel()
+				if err == nil {
+					err = res.Error()
+				}
+				if err != nil {
+					r.logf("reassigning: %v", err)
+				}
+				// Half the time a node dies while the partition moves.
+				if r.rng.IntN(2) == 0 {
+					id := r.pick(r.nodes)
+					r.fault("kill -9 node %d during the move", id)
+					r.local.kill(id)
+					sleep(ctx, r.between(time.Second, 3*time.Second))
+					r.restart(ctx, id)
+				}
+				r.until(ctx, 30*time.Second, "the move to end", func() bool {
+					lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+					defer cancel()
+					moving, err := kadm.NewClient(r.cl).ListPartitionReassignments(lctx, kadm.TopicsSet{plainTopic: {p: {}}})
+					return err == nil && len(moving[plainTopic]) == 0
+				})
 			}
 		}})
 	register(&scenario{name: "clock-skew",

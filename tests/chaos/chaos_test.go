@@ -1,5 +1,5 @@
 // Package chaos runs every `skein chaos run` scenario briefly against three
-// `skein node` processes, as a user would from the command line: each run
+// `skein node` processes (four for reassign), as a user would from the command line: each run
 // must end with the history checker finding nothing lost, duplicated,
 // reordered or invented, and every partition led after the heal.
 package chaos
@@ -46,8 +46,9 @@ func TestMain(m *testing.M) {
 // each (tests/cluster uses others); a subtest takes one for its run.
 var hostSets = func() chan string {
 	ch := make(chan string, 2)
-	ch <- "127.0.0.231,127.0.0.232,127.0.0.233"
-	ch <- "127.0.0.241,127.0.0.242,127.0.0.243"
+	// Four each: reassign moves partitions among four nodes.
+	ch <- "127.0.0.231,127.0.0.232,127.0.0.233,127.0.0.234"
+	ch <- "127.0.0.241,127.0.0.242,127.0.0.243,127.0.0.244"
 	return ch
 }()
 
