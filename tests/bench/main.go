@@ -88,6 +88,7 @@ func mainErr() error {
 		producers  = flag.String("producers", "1,4", "with -txn: comma-separated producer counts, each producer a client with a transactional id of its own")
 	)
 	scale := newScaleFlags()
+	recovery := newRecoveryFlags()
 	flag.Parse()
 	if *records < 1 {
 		return errors.New("-records must be at least 1")
@@ -134,6 +135,15 @@ func mainErr() error {
 		sc.bin, sc.work, sc.keep, sc.linger = *skeinBin, work, *keep, *linger
 		header(out, "Scale benchmark")
 		return runScale(out, sc)
+	}
+	if *recovery.on {
+		if *skeinBin == "" {
+			if *skeinBin, err = buildSkein(work); err != nil {
+				return err
+			}
+		}
+		header(out, "Recovery benchmark")
+		return runRecovery(out, recovery, *skeinBin, work)
 	}
 	if *profileDir != "" {
 		if err := os.MkdirAll(*profileDir, 0o755); err != nil {

@@ -53,56 +53,65 @@ func TestChaosCommandsAcrossNodes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	const topic = "cut"
-	createAssigned(t, ctx, c, topic, []int32{1, 2, 3})
+	// The cut joins the partition's leader and a follower, neither the
+	// active controller: cut from the controller, a node would be fenced
+	// as a whole (its leaderships moved), which is another test's matter.
+	active := int(c.agreedController(ctx, []int{1, 2, 3}, func(id int32) bool { return id > 0 }))
+	leader := active%numNodes + 1
+	follower := leader%numNodes + 1
+	createAssigned(t, ctx, c, topic, []int32{int32(leader), int32(follower), int32(active)})
 	h := history.New()
 	cl := c.client([]int{1, 2, 3}, kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()))
 	produceN(t, cl, h, 1, 100)
-	c.inSync(t, ctx, 1, topic)
+	c.inSync(t, ctx, leader, topic)
 
-	// Cut 1 <-> 2: node 2, a follower of node 1, stops replicating and
-	// leaves the ISR; node 3 goes on.
-	out := c.skeinChaos(t, "cut", "1", "2", "--for", "5m")
-	if !strings.Contains(out, "node 1 -> node 2: cut") || !strings.Contains(out, "node 2 -> node 1: cut") {
+	// The cut follower stops replicating and leaves the ISR; the other
+	// goes on.
+	out := c.skeinChaos(t, "cut", fmt.Sprint(leader), fmt.Sprint(follower), "--for", "5m")
+	if !strings.Contains(out, fmt.Sprintf("node %d -> node %d: cut", leader, follower)) || !strings.Contains(out, fmt.Sprintf("node %d -> node %d: cut", follower, leader)) {
 		t.Fatalf("chaos cut printed:\n%s", out)
 	}
 	produceN(t, cl, h, 2, 100)
-	waitFor(t, time.Minute, "node 2 out of the ISR, node 3 in it", func() string {
-		if isr := c.isr(t, ctx, 1, topic); !slices.Equal(isr, []int32{1, 3}) {
+	want := []int32{int32(leader), int32(active)}
+	slices.Sort(want)
+	waitFor(t, time.Minute, fmt.Sprintf("node %d out of the ISR, node %d in it", follower, active), func() string {
+		if isr := c.isr(t, ctx, leader, topic); !slices.Equal(isr, want) {
 			return fmt.Sprintf("ISR %v", isr)
 		}
 		return ""
 	})
 	lag := func(replica int) float64 {
-		m, err := c.metrics(1)
+		m, err := c.metrics(leader)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return m[fmt.Sprintf(`skein_follower_lag_offsets{partition="0",replica="%d",topic="%s"}`, replica, topic)]
 	}
-	waitFor(t, time.Minute, "node 3 caught up, node 2 behind", func() string {
-		if l2, l3 := lag(2), lag(3); l3 != 0 || l2 < 100 {
-			return fmt.Sprintf("lag of node 2: %v, of node 3: %v", l2, l3)
+	waitFor(t, time.Minute, "one follower caught up, the cut one behind", func() string {
+		if cut, other := lag(follower), lag(active); other != 0 || cut < 100 {
+			return fmt.Sprintf("lag of node %d (cut): %v, of node %d: %v", follower, cut, active, other)
 		}
 		return ""
 	})
-	if out := c.skeinChaos(t, "list"); strings.Count(out, "link ") != 2 || !strings.Contains(out, "to node 2") || !strings.Contains(out, "to node 1") {
+	if out := c.skeinChaos(t, "list"); strings.Count(out, "link ") != 2 || !strings.Contains(out, fmt.Sprintf("to node %d", follower)) || !strings.Contains(out, fmt.Sprintf("to node %d", leader)) {
 		t.Fatalf("chaos list does not show the two cut links:\n%s", out)
 	}
 	if out := c.skeinChaos(t, "heal"); strings.Count(out, ": 1 faults removed") != 2 {
 		t.Fatalf("chaos heal printed:\n%s", out)
 	}
-	c.inSync(t, ctx, 1, topic)
+	c.inSync(t, ctx, leader, topic)
 
-	// A delay on the partition's appends shows in node 1's Produce latency.
+	// A delay on the partition's appends shows in its leader's Produce
+	// latency.
 	sum := func() (float64, float64) {
-		m, err := c.metrics(1)
+		m, err := c.metrics(leader)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return m[`skein_request_duration_seconds_sum{api="Produce"}`], m[`skein_request_duration_seconds_count{api="Produce"}`]
 	}
 	s0, n0 := sum()
-	c.skeinChaos(t, "delay", "node/1/partitions/"+topic+"-0", "--delay", "200ms", "--message", "Append", "--for", "5m")
+	c.skeinChaos(t, "delay", fmt.Sprintf("node/%d/partitions/%s-0", leader, topic), "--delay", "200ms", "--message", "Append", "--for", "5m")
 	for seq := range 5 {
 		v := h.Send(3, seq)
 		r, err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).First()
@@ -118,26 +127,35 @@ func TestChaosCommandsAcrossNodes(t *testing.T) {
 	}
 	c.skeinChaos(t, "heal")
 
-	// Pause holds node 3 for its time, then it answers again.
+	// A scenario run against this cluster (not one it starts itself).
+	var brokers []string
+	for i := 1; i <= numNodes; i++ {
+		brokers = append(brokers, c.addr(i))
+	}
+	if out := c.skeinChaos(t, "run", "lossy", "--duration", "5s", "--rate", "200", "--brokers", strings.Join(brokers, ",")); !strings.Contains(out, "verdict: ok") {
+		t.Fatalf("chaos run against the cluster:\n%s", out)
+	}
+
+	// Pause holds the follower for its time, then it answers again.
 	start := time.Now()
-	if out := c.skeinChaos(t, "pause", "3", "--for", "2s"); !strings.Contains(out, "node 3 resumed") {
+	if out := c.skeinChaos(t, "pause", fmt.Sprint(follower), "--for", "2s"); !strings.Contains(out, fmt.Sprintf("node %d resumed", follower)) {
 		t.Fatalf("chaos pause printed:\n%s", out)
 	}
 	if held := time.Since(start); held < 2*time.Second {
 		t.Fatalf("pause --for 2s returned after %v", held)
 	}
-	c.waitReady(3)
+	c.waitReady(follower)
 
-	// Kill ends node 3's process.
-	c.nodes[3].ended = true
-	c.skeinChaos(t, "kill", "3")
+	// Kill ends the follower's process.
+	c.nodes[follower].ended = true
+	c.skeinChaos(t, "kill", fmt.Sprint(follower))
 	select {
-	case <-c.nodes[3].exited:
+	case <-c.nodes[follower].exited:
 	case <-time.After(time.Minute):
-		t.Fatal("node 3 still runs after chaos kill")
+		t.Fatalf("node %d still runs after chaos kill", follower)
 	}
 
-	readBack(t, ctx, c, []int{1, 2}, topic, h)
+	readBack(t, ctx, c, []int{leader, active}, topic, h)
 	if v := h.Check(); !v.OK() || v.Failed > 0 {
 		t.Fatalf("history: %v", v)
 	}
