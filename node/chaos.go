@@ -78,9 +78,24 @@ type chaosState struct {
 
 	mu         sync.Mutex
 	clockUntil time.Time // zero: no lifetime (offset 0)
-	clockGen   uint64    // bumped by each change, so that an old timer does nothing
+	clockGen   uint64    // bumped by each change, so that an old timer does nothing (endAfter)
 	disk       diskJSON  // Fail empty: no fault
 	diskGen    uint64
+}
+
+// endAfter arms the end of a fault just set (the caller holds c.mu): end
+// runs, under c.mu, after d, unless the fault was set again or healed
+// since, either of which bumps gen.
+func (c *chaosState) endAfter(gen *uint64, d time.Duration, end func()) {
+	*gen++
+	mine := *gen
+	time.AfterFunc(d, func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if *gen == mine {
+			end()
+		}
+	})
 }
 
 func newChaosState() *chaosState {
@@ -583,22 +598,13 @@ func (a *adminServer) setClock(w http.ResponseWriter, r *http.Request) {
 	} else {
 		a.n.clock.Jump(jump)
 	}
-	c.clockGen++
-	gen := c.clockGen
 	c.clockUntil = time.Now().Add(d)
-	c.mu.Unlock()
-	time.AfterFunc(d, func() {
-		c.mu.Lock()
-		mine := c.clockGen == gen
-		if mine {
-			a.n.clock.SetOffset(0)
-			c.clockUntil = time.Time{}
-		}
-		c.mu.Unlock()
-		if mine {
-			a.n.log.Warn().Msg("chaos: clock fault ended; the node's clock is the system's again")
-		}
+	c.endAfter(&c.clockGen, d, func() {
+		a.n.clock.SetOffset(0)
+		c.clockUntil = time.Time{}
+		a.n.log.Warn().Msg("chaos: clock fault ended; the node's clock is the system's again")
 	})
+	c.mu.Unlock()
 	c.injected[chaosClock].Add(1)
 	a.n.log.Warn().Dur("offset", a.n.clock.Offset()).Dur("for", d).Msg("chaos: clock fault injected")
 	writeJSON(w, http.StatusOK, a.clockNow())
@@ -653,23 +659,14 @@ func (a *adminServer) setDisk(w http.ResponseWriter, r *http.Request) {
 	c := a.n.chaos
 	c.mu.Lock()
 	a.n.disk.mode.Store(mode)
-	c.diskGen++
-	gen := c.diskGen
 	j.For, j.Expires = d.String(), rfc3339(time.Now().Add(d))
 	c.disk = j
-	c.mu.Unlock()
-	time.AfterFunc(d, func() {
-		c.mu.Lock()
-		mine := c.diskGen == gen
-		if mine {
-			a.n.disk.mode.Store(diskOff)
-			c.disk = diskJSON{}
-		}
-		c.mu.Unlock()
-		if mine {
-			a.n.log.Warn().Str("fail", j.Fail).Msg("chaos: disk fault ended")
-		}
+	c.endAfter(&c.diskGen, d, func() {
+		a.n.disk.mode.Store(diskOff)
+		c.disk = diskJSON{}
+		a.n.log.Warn().Str("fail", j.Fail).Msg("chaos: disk fault ended")
 	})
+	c.mu.Unlock()
 	c.injected[chaosDisk].Add(1)
 	a.n.log.Warn().Str("fail", j.Fail).Dur("for", d).Msg("chaos: disk fault injected")
 	writeJSON(w, http.StatusCreated, j)

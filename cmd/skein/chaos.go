@@ -85,15 +85,20 @@ func (f *chaosFlags) addrs() ([]string, error) {
 	return out, nil
 }
 
-// dial reaches every node of --admin.
-func (f *chaosFlags) dial(ctx context.Context) (*chaos.Nodes, error) {
+// dial reaches every node of --admin, and returns them with a context
+// that bounds the command's requests by --timeout.
+func (f *chaosFlags) dial(cmd *cobra.Command) (*chaos.Nodes, context.Context, context.CancelFunc, error) {
 	addrs, err := f.addrs()
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, f.timeout)
-	defer cancel()
-	return chaos.Dial(ctx, addrs)
+	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+	ns, err := chaos.Dial(ctx, addrs)
+	if err != nil {
+		cancel()
+		return nil, nil, nil, err
+	}
+	return ns, ctx, cancel, nil
 }
 
 // nodeArg parses a node id argument.
@@ -131,11 +136,10 @@ func newChaosListCommand(f *chaosFlags, stdout io.Writer) *cobra.Command {
 		Short: "Show every node's actor tree (path, kind, role, mailbox, restarts) and the faults active now",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ns, err := f.dial(cmd.Context())
+			ns, ctx, cancel, err := f.dial(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
 			defer cancel()
 			var errs []error
 			for _, id := range ns.IDs() {
@@ -275,10 +279,11 @@ func newChaosActorCommand(f *chaosFlags, stdout io.Writer, kind string) *cobra.C
 			if kind == "delay" && delay <= 0 {
 				return usageError("delay needs --delay")
 			}
-			ns, err := f.dial(cmd.Context())
+			ns, ctx, cancel, err := f.dial(cmd)
 			if err != nil {
 				return err
 			}
+			defer cancel()
 			targets := ns.IDs()
 			if m := nodeOfPattern.FindStringSubmatch(pattern); m != nil {
 				id, _ := nodeArg(m[1])
@@ -287,8 +292,6 @@ func newChaosActorCommand(f *chaosFlags, stdout io.Writer, kind string) *cobra.C
 			if node >= 0 {
 				targets = []int32{node}
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
-			defer cancel()
 			var errs []error
 			for _, id := range targets {
 				a, err := ns.Admin(id)
@@ -362,11 +365,10 @@ func newChaosLinkCommand(f *chaosFlags, stdout io.Writer, kind, short string) *c
 				}
 				link.Delay, link.Jitter = durationString(delay), durationString(jitter)
 			}
-			ns, err := f.dial(cmd.Context())
+			ns, ctx, cancel, err := f.dial(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
 			defer cancel()
 			// Both nodes must be known before either is faulted.
 			for _, id := range []int32{a, b} {
@@ -418,10 +420,11 @@ func newChaosHealCommand(f *chaosFlags, stdout io.Writer) *cobra.Command {
 					fmt.Fprintf(stdout, "%s: resumed\n", addr)
 				}
 			}
-			ns, err := f.dial(cmd.Context())
+			ns, ctx, cancel, err := f.dial(cmd)
 			if err != nil {
 				return err
 			}
+			defer cancel()
 			targets := ns.IDs()
 			if len(args) > 0 {
 				targets = nil
@@ -433,8 +436,6 @@ func newChaosHealCommand(f *chaosFlags, stdout io.Writer) *cobra.Command {
 					targets = append(targets, id)
 				}
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
-			defer cancel()
 			var errs []error
 			for _, id := range targets {
 				a, err := ns.Admin(id)
@@ -485,10 +486,11 @@ func newChaosSignalCommand(f *chaosFlags, stdout io.Writer, kind string) *cobra.
 				}
 				return fmt.Errorf("no node of --admin was paused by skein chaos on this host (node %d)", id)
 			}
-			ns, err := f.dial(cmd.Context())
+			ns, ctx, cancel, err := f.dial(cmd)
 			if err != nil {
 				return err
 			}
+			defer cancel()
 			if kind == "kill" {
 				if err := ns.Signal(id, syscall.SIGKILL); err != nil {
 					return err
@@ -540,16 +542,15 @@ func newChaosClockCommand(f *chaosFlags, stdout io.Writer) *cobra.Command {
 			} else {
 				c.Jump = jump.String()
 			}
-			ns, err := f.dial(cmd.Context())
+			ns, ctx, cancel, err := f.dial(cmd)
 			if err != nil {
 				return err
 			}
+			defer cancel()
 			a, err := ns.Admin(id)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
-			defer cancel()
 			set, err := a.SetClock(ctx, c)
 			if err != nil {
 				return err
@@ -586,16 +587,15 @@ func newChaosDiskCommand(f *chaosFlags, stdout io.Writer) *cobra.Command {
 			if len(fail) != 1 {
 				return usageError("give one of --fail-writes, --fail-syncs and --full")
 			}
-			ns, err := f.dial(cmd.Context())
+			ns, ctx, cancel, err := f.dial(cmd)
 			if err != nil {
 				return err
 			}
+			defer cancel()
 			a, err := ns.Admin(id)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
-			defer cancel()
 			if err := a.SetDisk(ctx, chaos.Disk{Fail: fail[0], For: durationString(lifetime)}); err != nil {
 				return err
 			}
@@ -617,11 +617,10 @@ func newChaosEventsCommand(f *chaosFlags, stdout io.Writer) *cobra.Command {
 		Short: "Show each node's supervision journal: actors started, failed, restarted (with the time to recover), stopped, roles and epochs changed",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ns, err := f.dial(cmd.Context())
+			ns, ctx, cancel, err := f.dial(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
 			defer cancel()
 			rows := [][]string{{"NODE", "TIME", "ACTOR", "EVENT", "DETAIL"}}
 			for _, id := range ns.IDs() {
