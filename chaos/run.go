@@ -261,6 +261,8 @@ func startLocal(ctx context.Context, cfg Config, sc *scenario) (*localCluster, e
 		if dir, err = os.MkdirTemp("", "skein-chaos-"); err != nil {
 			return nil, err
 		}
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
 	}
 	l := &localCluster{bin: bin, dir: dir, hosts: hosts, settings: append(slices.Clone(sc.settings), cfg.Settings...)}
 	for _, id := range l.ids() {

@@ -71,6 +71,7 @@ func runRecovery(out io.Writer, f recoveryFlags, bin, work string) error {
 				switch {
 				case err != nil:
 					verdict = "error: " + err.Error()
+					failed = append(failed, fmt.Sprintf("%s (%s): %v", kind, ts.name, err))
 				case !res.OK():
 					verdict = "FAILED"
 					failed = append(failed, fmt.Sprintf("%s (%s): %v", kind, ts.name, res))
@@ -90,7 +91,7 @@ func runRecovery(out io.Writer, f recoveryFlags, bin, work string) error {
 		}
 	}
 	if len(failed) > 0 {
-		return fmt.Errorf("runs that lost data or did not heal:\n%s", strings.Join(failed, "\n"))
+		return fmt.Errorf("runs that failed, lost data or did not heal:\n%s", strings.Join(failed, "\n"))
 	}
 	return nil
 }
