@@ -175,7 +175,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return res, fmt.Errorf("scenario %s needs at least %d nodes", sc.name, sc.minNodes)
 	}
 	var err error
-	if r.cl, err = kgo.NewClient(kgo.SeedBrokers(r.seeds...), kgo.DialTimeout(2*time.Second)); err != nil {
+	// The probes' client refreshes its metadata as often as it is told
+	// to (kgo's default waits 5 s between refreshes), so that a recovery
+	// is timed by when the cluster has one, not by a client's cache.
+	if r.cl, err = kgo.NewClient(kgo.SeedBrokers(r.seeds...), kgo.DialTimeout(2*time.Second),
+		kgo.MetadataMinAge(100*time.Millisecond), kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond })); err != nil {
 		return res, err
 	}
 	defer r.cl.Close()
