@@ -109,9 +109,7 @@ func (l *localCluster) start(id int32) error {
 		}
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
-	// Its own process group: a Ctrl-C to the run reaches the run, which
-	// stops its nodes itself.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = procAttr()
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("node %d: %w", id, err)
 	}
