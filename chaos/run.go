@@ -176,10 +176,13 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	var err error
 	// The probes' client refreshes its metadata as often as it is told
-	// to (kgo's default waits 5 s between refreshes), so that a recovery
-	// is timed by when the cluster has one, not by a client's cache.
+	// to (kgo's default waits 5 s between refreshes) and gives up on a
+	// request after 2 s (a paused node takes requests and never answers),
+	// so that a recovery is timed by when the cluster has one, not by a
+	// client's cache or timeouts.
 	if r.cl, err = kgo.NewClient(kgo.SeedBrokers(r.seeds...), kgo.DialTimeout(2*time.Second),
-		kgo.MetadataMinAge(100*time.Millisecond), kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond })); err != nil {
+		kgo.MetadataMinAge(100*time.Millisecond), kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }),
+		kgo.RequestTimeoutOverhead(time.Second), kgo.ProduceRequestTimeout(time.Second)); err != nil {
 		return res, err
 	}
 	defer r.cl.Close()
