@@ -42,7 +42,7 @@ var layers = map[string]int{
 	"cmd/skein":     7,
 	// chaos is the client side of fault injection, which `skein chaos`
 	// is made of: it talks to nodes over the wire, so it sits with
-	// cmd/skein's dependencies, below it.
+	// cmd/skein's dependencies, below it; node serves its wire types.
 	"chaos": 1,
 }
 

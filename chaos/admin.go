@@ -12,7 +12,9 @@ import (
 )
 
 // Admin is a client of one node's admin API (see node/chaos.go for the
-// endpoints). Its methods are safe for concurrent use.
+// endpoints). Its methods are safe for concurrent use. The types it sends
+// and receives (NodeInfo, Fault, Link, Clock, Disk) are the API's own: the
+// node serves them too.
 type Admin struct {
 	// Addr is the node's admin listener, host:port.
 	Addr string

@@ -54,6 +54,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/skeinlog/skein/actors"
+	"github.com/skeinlog/skein/chaos"
 	"github.com/skeinlog/skein/internal/vfs"
 )
 
@@ -77,9 +78,9 @@ type chaosState struct {
 	injected map[string]*atomic.Uint64 // by type; the map is fixed at start
 
 	mu         sync.Mutex
-	clockUntil time.Time // zero: no lifetime (offset 0)
-	clockGen   uint64    // bumped by each change, so that an old timer does nothing (endAfter)
-	disk       diskJSON  // Fail empty: no fault
+	clockUntil time.Time  // zero: no lifetime (offset 0)
+	clockGen   uint64     // bumped by each change, so that an old timer does nothing (endAfter)
+	disk       chaos.Disk // Fail empty: no fault
 	diskGen    uint64
 }
 
@@ -323,45 +324,17 @@ func rfc3339(t time.Time) string {
 	return t.UTC().Format(time.RFC3339Nano)
 }
 
-// nodeJSON is /v1/node.
-type nodeJSON struct {
-	Node        int32  `json:"node"`
-	PID         int    `json:"pid"`
-	Incarnation uint64 `json:"incarnation"`
-	Kafka       string `json:"kafka"`
-	Cluster     string `json:"cluster"`
-	DataDir     string `json:"data_dir"`
-	Chaos       bool   `json:"chaos_enable"`
-}
-
 func (a *adminServer) nodeInfo(w http.ResponseWriter, _ *http.Request) {
 	dir, err := filepath.Abs(a.n.cfg.DataDir)
 	if err != nil {
 		dir = a.n.cfg.DataDir
 	}
-	writeJSON(w, http.StatusOK, nodeJSON{Node: a.n.cfg.NodeID, PID: os.Getpid(), Incarnation: a.n.incarnation,
+	writeJSON(w, http.StatusOK, chaos.NodeInfo{Node: a.n.cfg.NodeID, PID: os.Getpid(), Incarnation: a.n.incarnation,
 		Kafka: a.n.ln.Addr().String(), Cluster: a.n.cfg.ClusterAdvertise, DataDir: dir, Chaos: a.n.cfg.ChaosEnable})
 }
 
-// faultJSON is an actor fault as the admin API reads and writes it.
-type faultJSON struct {
-	ID      uint64 `json:"id,omitempty"`
-	Actor   string `json:"actor"`
-	Kind    string `json:"kind"`
-	Message string `json:"message,omitempty"`
-	Count   int    `json:"count,omitempty"`
-	// Delay, For and Every are Go durations ("250ms").
-	Delay   string  `json:"delay,omitempty"`
-	After   bool    `json:"after,omitempty"`
-	For     string  `json:"for,omitempty"`
-	Every   string  `json:"every,omitempty"`
-	Rate    float64 `json:"rate,omitempty"`
-	Expires string  `json:"expires,omitempty"`
-	Fired   int     `json:"fired"`
-}
-
-func toJSON(f actors.Fault) faultJSON {
-	j := faultJSON{ID: f.ID, Actor: f.Actor, Kind: string(f.Kind), Message: f.Message, Count: f.Count, After: f.After,
+func toJSON(f actors.Fault) chaos.Fault {
+	j := chaos.Fault{ID: f.ID, Actor: f.Actor, Kind: string(f.Kind), Message: f.Message, Count: f.Count, After: f.After,
 		Rate: f.Rate, Expires: rfc3339(f.Expires), Fired: f.Fired}
 	for _, d := range []struct {
 		d time.Duration
@@ -376,17 +349,17 @@ func toJSON(f actors.Fault) faultJSON {
 
 func (a *adminServer) listFaults(w http.ResponseWriter, _ *http.Request) {
 	list := a.n.faults.List()
-	out := make([]faultJSON, len(list))
+	out := make([]chaos.Fault, len(list))
 	for i, f := range list {
 		out[i] = toJSON(f)
 	}
 	writeJSON(w, http.StatusOK, struct {
-		Faults []faultJSON `json:"faults"`
+		Faults []chaos.Fault `json:"faults"`
 	}{out})
 }
 
 func (a *adminServer) addFault(w http.ResponseWriter, r *http.Request) {
-	var j faultJSON
+	var j chaos.Fault
 	if !decodeBody(w, r, "fault", &j) {
 		return
 	}
@@ -439,18 +412,6 @@ func writeRemoved(w http.ResponseWriter, n int) {
 	}{n})
 }
 
-// linkJSON is a link fault as the admin API reads and writes it.
-type linkJSON struct {
-	Peer    int32   `json:"peer"`
-	Address string  `json:"address,omitempty"` // the peer's remoting address; read only
-	Cut     bool    `json:"cut,omitempty"`
-	Drop    float64 `json:"drop,omitempty"`
-	Delay   string  `json:"delay,omitempty"`
-	Jitter  string  `json:"jitter,omitempty"`
-	For     string  `json:"for,omitempty"`
-	Expires string  `json:"expires,omitempty"`
-}
-
 // peerAddr is the remoting address of node id, from the image.
 func (n *Node) peerAddr(id int32) (string, error) {
 	if id == n.cfg.NodeID {
@@ -474,9 +435,9 @@ func (n *Node) peerOf(addr string) int32 {
 }
 
 func (a *adminServer) listLinks(w http.ResponseWriter, _ *http.Request) {
-	out := []linkJSON{}
+	out := []chaos.Link{}
 	for addr, f := range a.n.links.List() {
-		j := linkJSON{Peer: a.n.peerOf(addr), Address: addr, Cut: f.Cut, Drop: f.DropRate, Expires: rfc3339(f.Expires)}
+		j := chaos.Link{Peer: a.n.peerOf(addr), Address: addr, Cut: f.Cut, Drop: f.DropRate, Expires: rfc3339(f.Expires)}
 		if f.Delay > 0 {
 			j.Delay = f.Delay.String()
 		}
@@ -489,12 +450,12 @@ func (a *adminServer) listLinks(w http.ResponseWriter, _ *http.Request) {
 		out = append(out, j)
 	}
 	writeJSON(w, http.StatusOK, struct {
-		Links []linkJSON `json:"links"`
+		Links []chaos.Link `json:"links"`
 	}{out})
 }
 
 func (a *adminServer) setLink(w http.ResponseWriter, r *http.Request) {
-	var j linkJSON
+	var j chaos.Link
 	if !decodeBody(w, r, "link fault", &j) {
 		return
 	}
@@ -554,20 +515,11 @@ func (a *adminServer) healLink(w http.ResponseWriter, r *http.Request) {
 	writeRemoved(w, 1)
 }
 
-// clockJSON is the clock fault as the admin API reads and writes it.
-type clockJSON struct {
-	Offset  string `json:"offset,omitempty"`
-	Jump    string `json:"jump,omitempty"` // write only
-	For     string `json:"for,omitempty"`
-	Expires string `json:"expires,omitempty"`
-	Now     string `json:"now,omitempty"` // read only: the node's time
-}
-
-func (a *adminServer) clockNow() clockJSON {
+func (a *adminServer) clockNow() chaos.Clock {
 	a.n.chaos.mu.Lock()
 	until := a.n.chaos.clockUntil
 	a.n.chaos.mu.Unlock()
-	return clockJSON{Offset: a.n.clock.Offset().String(), Expires: rfc3339(until), Now: rfc3339(a.n.clock.Now())}
+	return chaos.Clock{Offset: a.n.clock.Offset().String(), Expires: rfc3339(until), Now: rfc3339(a.n.clock.Now())}
 }
 
 func (a *adminServer) getClock(w http.ResponseWriter, _ *http.Request) {
@@ -575,7 +527,7 @@ func (a *adminServer) getClock(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (a *adminServer) setClock(w http.ResponseWriter, r *http.Request) {
-	var j clockJSON
+	var j chaos.Clock
 	if !decodeBody(w, r, "clock fault", &j) {
 		return
 	}
@@ -628,13 +580,6 @@ func (n *Node) healClock() int {
 	return 1
 }
 
-// diskJSON is the disk fault as the admin API reads and writes it.
-type diskJSON struct {
-	Fail    string `json:"fail,omitempty"` // writes, syncs or full
-	For     string `json:"for,omitempty"`
-	Expires string `json:"expires,omitempty"`
-}
-
 func (a *adminServer) getDisk(w http.ResponseWriter, _ *http.Request) {
 	a.n.chaos.mu.Lock()
 	d := a.n.chaos.disk
@@ -643,7 +588,7 @@ func (a *adminServer) getDisk(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (a *adminServer) setDisk(w http.ResponseWriter, r *http.Request) {
-	var j diskJSON
+	var j chaos.Disk
 	if !decodeBody(w, r, "disk fault", &j) {
 		return
 	}
@@ -663,7 +608,7 @@ func (a *adminServer) setDisk(w http.ResponseWriter, r *http.Request) {
 	c.disk = j
 	c.endAfter(&c.diskGen, d, func() {
 		a.n.disk.mode.Store(diskOff)
-		c.disk = diskJSON{}
+		c.disk = chaos.Disk{}
 		a.n.log.Warn().Str("fail", j.Fail).Msg("chaos: disk fault ended")
 	})
 	c.mu.Unlock()
@@ -681,7 +626,7 @@ func (n *Node) healDisk() int {
 	n.chaos.mu.Lock()
 	defer n.chaos.mu.Unlock()
 	n.chaos.diskGen++
-	n.chaos.disk = diskJSON{}
+	n.chaos.disk = chaos.Disk{}
 	if n.disk.mode.Swap(diskOff) == diskOff {
 		return 0
 	}
