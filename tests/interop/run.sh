@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# Interop: unmodified kcat (librdkafka) and kafkajs against a fresh
-# `skein node`, over TCP. .ci/run runs it after `make test`; it also runs
-# alone, from any directory: tests/interop/run.sh
+# Interop: unmodified kcat (librdkafka), kafkajs, confluent-kafka-python and
+# Apache Kafka's Java client against a fresh `skein node`, over TCP. .ci/run
+# runs it after `make test`; it also runs alone, from any directory:
+# tests/interop/run.sh
 #
 # It installs what is missing (kcat from Debian's package, kafkajs with
 # `npm ci` from the committed package-lock.json, confluent-kafka with pip
 # into a virtualenv, tests/interop/.venv, at the version requirements.txt
-# pins), builds bin/skein, starts a node on a fresh data directory with a
-# port the kernel picks, and runs named checks:
+# pins; later, Java 17 and Maven from Debian), builds bin/skein, starts a
+# node on a fresh data directory with a port the kernel picks, and runs
+# named checks:
 #   - kcat -L: the broker, then each topic with its partitions;
 #   - kcat -P with keys (-K:) into a topic that the produce auto-creates
 #     (the node runs with num.partitions=3), kcat -C -e reading exactly
@@ -37,6 +39,17 @@
 #     topic with isolation.level read_committed (exactly the committed
 #     records) and read_uncommitted (every record); kafkajs-txn.js: the
 #     same with kafkajs's transactions and transaction.sendOffsets;
+#   - java/ (Main.java), Apache Kafka's Java client (kafka-clients, the
+#     version java/pom.xml pins; Java and Maven from Debian when missing,
+#     built with mvn): AdminClient createTopics, describeTopics, listTopics,
+#     describeCluster, describeConfigs, incrementalAlterConfigs and
+#     deleteTopics; the idempotent producer (acks=all) with each codec,
+#     records read back with key, value, header and timestamp; classic
+#     groups of two consumers (range, then cooperative-sticky) consuming
+#     every record, committed offsets (listConsumerGroupOffsets) equal to
+#     the end offsets; transactions (commit, abort) read with
+#     read_committed and read_uncommitted; a KIP-848 (group.protocol=
+#     consumer) consumer subscribed to a pattern;
 #   - the node stops cleanly on SIGTERM;
 #   - a three-node cluster (127.0.0.221-223): kafkajs-cluster.js creates a
 #     topic of replication factor 3, checks every partition has three
@@ -45,9 +58,9 @@
 #     kcat -C reads the records back through another node; the three stop
 #     cleanly on SIGTERM (controlled shutdown).
 #
-# For kcat's groups, kafkajs and the transaction scripts it prints the API
-# versions the client sent, from the node's skein_requests_total on its
-# admin listener.
+# For kcat's groups, kafkajs, the transaction scripts and the Java client it
+# prints the API versions the client sent, from the node's
+# skein_requests_total on its admin listener.
 #
 # Ends with "interop: N passed, M failed" and exits 1 if any check failed
 # or the setup did. Set INTEROP_KEEP=1 to keep the work directory (node log,
@@ -600,6 +613,38 @@ requests_total >"$WORK/kafkajs-txn.before"
 timeout 180 node "$HERE/kafkajs-txn.js" "$BROKER" interop-txn-kafkajs >"$WORK/kafkajs-txn.out" 2>"$WORK/kafkajs-txn.err"
 report kafkajs-txn.js $? "$WORK/kafkajs-txn"
 echo "kafkajs transaction requests, as the node counted them: $(requests_since "$WORK/kafkajs-txn.before")"
+
+# --- Apache Kafka's Java client --------------------------------------------
+
+# java/: kafka-clients (the version java/pom.xml pins) from Maven Central
+# into ~/.m2, built with Maven; Main prints one "ok"/"FAIL" line a check.
+# Java and Maven come from Debian when missing. A failed install or build
+# fails this step only: the node's remaining checks still run.
+JAVA_OK=1
+if ! command -v java >/dev/null || ! command -v mvn >/dev/null; then
+	echo "installing openjdk-17-jdk-headless and maven"
+	export DEBIAN_FRONTEND=noninteractive
+	if ! as_root apt-get update -qq || ! as_root apt-get install -y -qq openjdk-17-jdk-headless maven >/dev/null; then
+		fail "java: apt-get install openjdk-17-jdk-headless maven"
+		JAVA_OK=
+	fi
+fi
+if [ -n "$JAVA_OK" ]; then
+	echo "java: $(java -version 2>&1 | head -n 1); $(mvn -v 2>&1 | head -n 1 | sed 's/\x1b\[[0-9;]*m//g')"
+	if ! mvn -q -B -f "$HERE/java/pom.xml" package dependency:build-classpath \
+		-Dmdep.outputFile=target/classpath.txt >"$WORK/java-build.log" 2>&1; then
+		fail "java: mvn package"
+		tail -n 20 "$WORK/java-build.log"
+		JAVA_OK=
+	fi
+fi
+if [ -n "$JAVA_OK" ]; then
+	requests_total >"$WORK/java.before"
+	timeout 300 java -cp "$HERE/java/target/classes:$(cat "$HERE/java/target/classpath.txt")" skein.interop.Main "$BROKER" \
+		>"$WORK/java.out" 2>"$WORK/java.err"
+	report Main.java $? "$WORK/java"
+	echo "kafka-clients requests, as the node counted them: $(requests_since "$WORK/java.before")"
+fi
 
 # --- stop -----------------------------------------------------------------
 
