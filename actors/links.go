@@ -127,8 +127,9 @@ type linkState struct {
 // NewLinks returns Links with no fault.
 func NewLinks() *Links { return &Links{faults: map[string]*linkState{}} }
 
-// Set sets the fault on the link to the peer at addr, replacing any.
-func (l *Links) Set(addr string, f LinkFault) {
+// Set sets the fault on the link to the peer at addr, replacing any, and
+// returns it as set (with Expires).
+func (l *Links) Set(addr string, f LinkFault) LinkFault {
 	if f.For > 0 {
 		f.Expires = time.Now().Add(f.For)
 	}
@@ -149,6 +150,7 @@ func (l *Links) Set(addr string, f LinkFault) {
 			}
 		})
 	}
+	return f
 }
 
 // Remove removes the fault on the link to addr, reporting whether there

@@ -464,29 +464,7 @@ func (r *run) recovered(ctx context.Context, since time.Time) {
 func (r *run) heal(ctx context.Context) (time.Duration, []string) {
 	r.logf("healing")
 	start := time.Now()
-	if r.local != nil {
-		for _, id := range r.nodes {
-			switch {
-			case r.local.paused(id):
-				r.local.resume(id)
-			case !r.local.running(id):
-				if err := r.local.start(id); err != nil {
-					r.logf("restarting node %d: %v", id, err)
-				}
-			}
-		}
-	}
-	for _, id := range r.nodes {
-		hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		for {
-			_, err := r.admin[id].Heal(hctx)
-			if err == nil || hctx.Err() != nil {
-				break
-			}
-			sleep(hctx, 200*time.Millisecond) // a node still starting
-		}
-		cancel()
-	}
+	r.endFaults(ctx)
 	var leaderless []string
 	hctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()

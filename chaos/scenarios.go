@@ -304,17 +304,7 @@ func init() {
 				sctx, cancel := context.WithTimeout(ctx, r.between(8*time.Second, 15*time.Second))
 				s.run(sctx, r, w)
 				cancel()
-				r.healNodes(ctx)
-				if r.local != nil {
-					for _, id := range r.nodes {
-						if r.local.paused(id) {
-							r.local.resume(id)
-						}
-						if !r.local.running(id) {
-							r.restart(ctx, id)
-						}
-					}
-				}
+				r.endFaults(ctx)
 			}
 		}})
 }
@@ -366,6 +356,25 @@ func (r *run) clock(ctx context.Context, id int32, c Clock) {
 	if _, err := r.admin[id].SetClock(ctx, c); err != nil {
 		r.logf("clock of node %d: %v", id, err)
 	}
+}
+
+// endFaults ends whatever faults a scenario left: paused nodes resume,
+// stopped ones start again (all before any is waited for: a quorum may
+// need several), and every node's injected faults are removed.
+func (r *run) endFaults(ctx context.Context) {
+	if r.local != nil {
+		var down []int32
+		for _, id := range r.nodes {
+			switch {
+			case r.local.paused(id):
+				r.local.resume(id)
+			case !r.local.running(id):
+				down = append(down, id)
+			}
+		}
+		r.restart(ctx, down...)
+	}
+	r.healNodes(ctx)
 }
 
 // healNodes removes every injected fault of every node that answers.

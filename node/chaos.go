@@ -484,11 +484,11 @@ func (a *adminServer) setLink(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	a.n.links.Set(addr, f)
+	f = a.n.links.Set(addr, f)
 	a.n.chaos.injected[chaosLink].Add(1)
 	a.n.log.Warn().Int32("peer", j.Peer).Str("address", addr).Bool("cut", f.Cut).Float64("drop", f.DropRate).
 		Dur("delay", f.Delay).Dur("jitter", f.Jitter).Dur("for", f.For).Msg("chaos: link fault injected")
-	j.Address, j.For, j.Expires = addr, f.For.String(), rfc3339(time.Now().Add(f.For))
+	j.Address, j.For, j.Expires = addr, f.For.String(), rfc3339(f.Expires)
 	writeJSON(w, http.StatusCreated, j)
 }
 
