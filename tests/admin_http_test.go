@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -132,19 +131,6 @@ next:
 	return 0, false
 }
 
-// waitFor polls cond, a bounded poll of an observable condition, failing
-// the test after a minute.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within a minute: %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // TestAdminMetrics: after clients have produced, /metrics has the request
 // counters, each partition's log size and segment count, the actors'
 // mailbox gauges and the Go runtime's metrics.
@@ -211,7 +197,7 @@ func TestAdminActors(t *testing.T) {
 		t.Fatal(err)
 	}
 	var as map[string]*actorJSON
-	waitFor(t, "three partition actors listed and started (their kind is known)", func() bool {
+	eventually(t, "three partition actors listed and started (their kind is known)", func() bool {
 		as = b.actors()
 		for i := 0; i < 3; i++ {
 			if a := as[fmt.Sprint("node/1/partitions/listed-", i)]; a == nil || a.Kind == "" {

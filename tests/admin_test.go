@@ -22,15 +22,16 @@ import (
 // OffsetForLeaderEpoch, DescribeConfigs, AlterConfigs,
 // IncrementalAlterConfigs, DescribeCluster, DescribeLogDirs.
 
-// eventually polls cond until it holds or 30 s pass: the fallback for
-// conditions no event announces to a client (retention running on the
-// partition's own tick, a partition loading after its topic was created).
+// eventually polls cond until it holds or a minute passes: the fallback
+// for conditions no event announces to a client (retention running on the
+// partition's own tick, a partition loading after its topic was created, a
+// metric counted when an actor gets to it).
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+			t.Fatalf("not within a minute: %s", what)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -53,7 +53,7 @@ func TestCompactedTopic(t *testing.T) {
 		}
 	}
 	const end = keys * rounds
-	waitFor(t, "the cleaner to remove superseded records", func() bool {
+	eventually(t, "the cleaner to remove superseded records", func() bool {
 		n, _ := readKeyed(t, b, "compacted", end)
 		return n < end/2
 	})

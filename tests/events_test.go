@@ -78,7 +78,7 @@ func TestEventsShowHowAPartitionHealed(t *testing.T) {
 		t.Fatal(err)
 	}
 	var next uint64
-	waitFor(t, "the partition started and took its role", func() bool {
+	eventually(t, "the partition started and took its role", func() bool {
 		var es []eventJSON
 		es, next = b.events(0, name)
 		return eventTypes(es) == "started role" && es[1].Role == "leader"
@@ -92,7 +92,7 @@ func TestEventsShowHowAPartitionHealed(t *testing.T) {
 		t.Fatal(err)
 	}
 	var es []eventJSON
-	waitFor(t, "the failure and the restart journaled", func() bool {
+	eventually(t, "the failure and the restart journaled", func() bool {
 		es, _ = b.events(next, name)
 		return eventTypes(es) == "failed restarted"
 	})

@@ -76,17 +76,17 @@ func TestPartitionPanicsWhileProducing(t *testing.T) {
 		}
 	}()
 	// Wait until records flow, then break two of the partitions.
-	waitFor(t, "records acknowledged before the faults", func() bool { return ackCount() >= 300 })
+	eventually(t, "records acknowledged before the faults", func() bool { return ackCount() >= 300 })
 	b.injectFault(`{"actor": "node/1/partitions/orders-0", "kind": "panic", "count": 3}`)
 	b.injectFault(`{"actor": "node/1/partitions/orders-1", "kind": "panic", "count": 2}`)
-	waitFor(t, "the partition actors restarted", func() bool {
+	eventually(t, "the partition actors restarted", func() bool {
 		as := b.actors()
 		p0, p1 := as["node/1/partitions/orders-0"], as["node/1/partitions/orders-1"]
 		return p0 != nil && p0.Restarts >= 3 && p1 != nil && p1.Restarts >= 2
 	})
 	// Records still flow after the restarts.
 	after := ackCount()
-	waitFor(t, "records acknowledged after the restarts", func() bool { return ackCount() >= after+300 })
+	eventually(t, "records acknowledged after the restarts", func() bool { return ackCount() >= after+300 })
 	close(stop)
 	n := <-produced
 	if err := p.Flush(ctx); err != nil {
@@ -233,7 +233,7 @@ func TestControllerPanicKeepsTopics(t *testing.T) {
 	if err := create("during"); err != nil {
 		t.Fatalf("create during: %v (the panic comes after the answer)", err)
 	}
-	waitFor(t, "the controller restarted", func() bool { return controllerRestarts() == 1 })
+	eventually(t, "the controller restarted", func() bool { return controllerRestarts() == 1 })
 
 	b.injectFault(`{"actor": "node/1/controller", "kind": "panic", "message": "CreateTopics"}`)
 	start := time.Now()
@@ -246,7 +246,7 @@ func TestControllerPanicKeepsTopics(t *testing.T) {
 	if d := time.Since(start); d > 20*time.Second {
 		t.Errorf("the abandoned CreateTopics took %v", d)
 	}
-	waitFor(t, "the controller restarted again", func() bool { return controllerRestarts() == 2 })
+	eventually(t, "the controller restarted again", func() bool { return controllerRestarts() == 2 })
 	if err := create("lost"); err != nil {
 		t.Fatalf("create lost again: %v", err)
 	}

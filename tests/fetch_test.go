@@ -58,7 +58,7 @@ func (l *fetchLog) snapshot() []*fetchExchange {
 }
 
 // waitFor blocks until cond holds for the exchanges so far.
-func (l *fetchLog) waitFor(ctx context.Context, t *testing.T, what string, cond func([]*fetchExchange) bool) {
+func (l *fetchLog) eventually(ctx context.Context, t *testing.T, what string, cond func([]*fetchExchange) bool) {
 	t.Helper()
 	for {
 		l.mu.Lock()
@@ -342,7 +342,7 @@ func TestFetchSessionsWithFranzGo(t *testing.T) {
 	// answered.
 	c.PauseFetchTopics("added")
 	forgotten := -1
-	log.waitFor(ctx, t, "incremental fetches forgetting the paused topic", func(ex []*fetchExchange) bool {
+	log.eventually(ctx, t, "incremental fetches forgetting the paused topic", func(ex []*fetchExchange) bool {
 		gone := map[int32]bool{}
 		for i, e := range ex {
 			for _, ft := range e.req.ForgottenTopics {
@@ -788,7 +788,7 @@ func TestFetchLongPollWakesOnProduce(t *testing.T) {
 		}
 	}()
 	var waiting *kmsg.FetchRequest
-	log.waitFor(ctx, t, "a fetch at the log end", func(ex []*fetchExchange) bool {
+	log.eventually(ctx, t, "a fetch at the log end", func(ex []*fetchExchange) bool {
 		for _, e := range ex {
 			for _, rt := range e.req.Topics {
 				for _, rp := range rt.Partitions {

@@ -84,7 +84,7 @@ func TestPartitionRestartsGiveBackTheirFiles(t *testing.T) {
 		for p := range partitions {
 			b.injectFault(fmt.Sprintf(`{"actor": "node/1/partitions/leaky-%d", "kind": "panic", "count": 1, "message": "tick"}`, p))
 		}
-		waitFor(t, "every partition restarted once more", func() bool {
+		eventually(t, "every partition restarted once more", func() bool {
 			as := b.actors()
 			for p := range partitions {
 				if a := as[fmt.Sprintf("node/1/partitions/leaky-%d", p)]; a == nil || a.Restarts < int64(round+1) {
@@ -95,7 +95,7 @@ func TestPartitionRestartsGiveBackTheirFiles(t *testing.T) {
 		})
 	}
 	readAll(t, b, "leaky", partitions)
-	waitFor(t, fmt.Sprintf("the descriptor count back to its baseline of %d", baseFds), func() bool {
+	eventually(t, fmt.Sprintf("the descriptor count back to its baseline of %d", baseFds), func() bool {
 		return openFds(t) <= baseFds && metricOpen() <= baseOpen
 	})
 	produceAll() // and the partitions still take records

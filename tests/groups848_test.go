@@ -154,8 +154,8 @@ func TestConsumerGroup848(t *testing.T) {
 	produceN(t, prod, topic, 0, 600)
 	m1 := start848Member(t, b, l, o, "m1", group, topic)
 	m2 := start848Member(t, b, l, o, "m2", group, topic)
-	waitFor(t, "the first 600 records", func() bool { return l.distinct() >= 600 })
-	waitFor(t, "m1 and m2 share the partitions", func() bool { return o.owns("m1") == 3 && o.owns("m2") == 3 })
+	eventually(t, "the first 600 records", func() bool { return l.distinct() >= 600 })
+	eventually(t, "m1 and m2 share the partitions", func() bool { return o.owns("m1") == 3 && o.owns("m2") == 3 })
 
 	// A classic member may join a consumer group (TestConsumerGroupMigration),
 	// but only with the consumer protocol's subscription in its metadata.
@@ -168,8 +168,8 @@ func TestConsumerGroup848(t *testing.T) {
 
 	m3 := start848Member(t, b, l, o, "m3", group, topic)
 	produceN(t, prod, topic, 600, 1200)
-	waitFor(t, "1200 records", func() bool { return l.distinct() >= 1200 })
-	waitFor(t, "two partitions each", func() bool { return o.owns("m1") == 2 && o.owns("m2") == 2 && o.owns("m3") == 2 })
+	eventually(t, "1200 records", func() bool { return l.distinct() >= 1200 })
+	eventually(t, "two partitions each", func() bool { return o.owns("m1") == 2 && o.owns("m2") == 2 && o.owns("m3") == 2 })
 
 	// A member that joins and never heartbeats again is expired by its
 	// session timeout; its target partitions go back to the others.
@@ -199,10 +199,10 @@ func TestConsumerGroup848(t *testing.T) {
 	wantErr(t, "commit with a future epoch", commit("silent-member", hr.MemberEpoch+5), kerr.StaleMemberEpoch)
 	wantErr(t, "commit by an unknown member", commit("nobody", hr.MemberEpoch), kerr.UnknownMemberID)
 	produceN(t, prod, topic, 1200, 1800)
-	waitFor(t, "1800 records", func() bool { return l.distinct() >= 1800 })
+	eventually(t, "1800 records", func() bool { return l.distinct() >= 1800 })
 	total := func() int { return o.owns("m1") + o.owns("m2") + o.owns("m3") }
-	waitFor(t, "partitions revoked for the silent member", func() bool { return total() < 6 })
-	waitFor(t, "the silent member's partitions back with the others", func() bool {
+	eventually(t, "partitions revoked for the silent member", func() bool { return total() < 6 })
+	eventually(t, "the silent member's partitions back with the others", func() bool {
 		return o.owns("m1") == 2 && o.owns("m2") == 2 && o.owns("m3") == 2
 	})
 	hb.MemberEpoch = hr.MemberEpoch
@@ -211,8 +211,8 @@ func TestConsumerGroup848(t *testing.T) {
 	// m1 leaves (member epoch -1): m2 and m3 take its partitions.
 	m1.close()
 	produceN(t, prod, topic, 1800, 2400)
-	waitFor(t, "2400 records", func() bool { return l.distinct() >= 2400 })
-	waitFor(t, "m2 and m3 share the partitions", func() bool { return o.owns("m2") == 3 && o.owns("m3") == 3 })
+	eventually(t, "2400 records", func() bool { return l.distinct() >= 2400 })
+	eventually(t, "m2 and m3 share the partitions", func() bool { return o.owns("m2") == 3 && o.owns("m3") == 3 })
 
 	m2.close()
 	m3.close()
@@ -270,12 +270,12 @@ func survive848(t *testing.T, addr, topic, what string, happen func()) {
 	produceN(t, newClientFor(t, addr, kgo.RecordPartitioner(kgo.RoundRobinPartitioner())), topic, 0, 400)
 	m1 := start848MemberAt(t, addr, l, o, "m1", group, topic)
 	m2 := start848MemberAt(t, addr, l, o, "m2", group, topic)
-	waitFor(t, "400 records", func() bool { return l.distinct() >= 400 })
-	waitFor(t, "m1 and m2 share the partitions", func() bool { return o.owns("m1") == 2 && o.owns("m2") == 2 })
+	eventually(t, "400 records", func() bool { return l.distinct() >= 400 })
+	eventually(t, "m1 and m2 share the partitions", func() bool { return o.owns("m1") == 2 && o.owns("m2") == 2 })
 
 	happen()
 	produceN(t, newClientFor(t, addr, kgo.RecordPartitioner(kgo.RoundRobinPartitioner())), topic, 400, 800)
-	waitFor(t, "800 records", func() bool { return l.distinct() >= 800 })
+	eventually(t, "800 records", func() bool { return l.distinct() >= 800 })
 	m1.close()
 	m2.close()
 	o.check(t, what)
@@ -314,16 +314,16 @@ func TestConsumerGroup848CoordinatorPanic(t *testing.T) {
 	o := &ownership{owner: map[int32]string{}}
 	produceN(t, prod, topic, 0, 400)
 	m1 := start848Member(t, b, l, o, "m1", group, topic)
-	waitFor(t, "400 records", func() bool { return l.distinct() >= 400 })
+	eventually(t, "400 records", func() bool { return l.distinct() >= 400 })
 	b.injectFault(`{"actor": "node/1/groups/` + group + `", "kind": "panic", "message": "Request", "count": 1}`)
 	m2 := start848Member(t, b, l, o, "m2", group, topic)
 	produceN(t, prod, topic, 400, 800)
-	waitFor(t, "800 records", func() bool { return l.distinct() >= 800 })
-	waitFor(t, "the coordinator restarted", func() bool {
+	eventually(t, "800 records", func() bool { return l.distinct() >= 800 })
+	eventually(t, "the coordinator restarted", func() bool {
 		a := b.actors()["node/1/groups/"+group]
 		return a != nil && a.Restarts > 0
 	})
-	waitFor(t, "m1 and m2 share the partitions", func() bool { return o.owns("m1") == 2 && o.owns("m2") == 2 })
+	eventually(t, "m1 and m2 share the partitions", func() bool { return o.owns("m1") == 2 && o.owns("m2") == 2 })
 	m1.close()
 	m2.close()
 	o.check(t, "the coordinator's restart")
@@ -374,11 +374,11 @@ func TestConsumerGroup848Regex(t *testing.T) {
 		}
 	}()
 	defer func() { cl.Close(); <-done }()
-	waitFor(t, "every record of rx-a and rx-b", func() bool { return count("rx-a") == 20 && count("rx-b") == 20 })
+	eventually(t, "every record of rx-a and rx-b", func() bool { return count("rx-a") == 20 && count("rx-b") == 20 })
 
 	mustCreate(t, ctx, adm, "rx-c", 3, nil)
 	produceN(t, prod, "rx-c", 0, 30)
-	waitFor(t, "the records of rx-c, created later", func() bool { return count("rx-c") == 30 })
+	eventually(t, "the records of rx-c, created later", func() bool { return count("rx-c") == 30 })
 	if n := count("other"); n != 0 {
 		t.Errorf("%d records of a topic the regex does not match were consumed", n)
 	}
@@ -408,7 +408,7 @@ func TestConsumerGroup848StaticMember(t *testing.T) {
 	l := newGroupLedger()
 	o := &ownership{owner: map[int32]string{}}
 	m1 := start848Member(t, b, l, o, "m1", group, topic)
-	waitFor(t, "m1 owns every partition", func() bool { return o.owns("m1") == 4 })
+	eventually(t, "m1 owns every partition", func() bool { return o.owns("m1") == 4 })
 
 	raw := b.client()
 	var topicID [16]byte
@@ -439,7 +439,7 @@ func TestConsumerGroup848StaticMember(t *testing.T) {
 	r := hb("s1", 0, []int32{})
 	wantErr(t, "static member joins", r.ErrorCode, nil)
 	epoch, owned := r.MemberEpoch, []int32{}
-	waitFor(t, "the static member gets two partitions", func() bool {
+	eventually(t, "the static member gets two partitions", func() bool {
 		r = hb("s1", epoch, owned)
 		if r.ErrorCode != 0 {
 			t.Fatalf("static member heartbeat: %v", kerr.ErrorForCode(r.ErrorCode))
@@ -450,7 +450,7 @@ func TestConsumerGroup848StaticMember(t *testing.T) {
 		}
 		return len(owned) == 2
 	})
-	waitFor(t, "m1 down to two partitions", func() bool { return o.owns("m1") == 2 })
+	eventually(t, "m1 down to two partitions", func() bool { return o.owns("m1") == 2 })
 	before, err := adm.DescribeConsumerGroups(ctx, group)
 	if err != nil {
 		t.Fatal(err)
@@ -504,14 +504,14 @@ func TestConsumerGroupMigration(t *testing.T) {
 	produceN(t, prod, topic, 0, 400)
 	k1 := startTrackedMember(t, b.addr(), l, o, "k1", group, topic)
 	k2 := startTrackedMember(t, b.addr(), l, o, "k2", group, topic)
-	waitFor(t, "400 records", func() bool { return l.distinct() >= 400 })
-	waitFor(t, "k1 and k2 share the partitions", func() bool { return o.owns("k1") == 2 && o.owns("k2") == 2 })
+	eventually(t, "400 records", func() bool { return l.distinct() >= 400 })
+	eventually(t, "k1 and k2 share the partitions", func() bool { return o.owns("k1") == 2 && o.owns("k2") == 2 })
 
 	n1 := start848Member(t, b, l, o, "n1", group, topic)
-	waitFor(t, "n1 owns a partition", func() bool { return o.owns("n1") > 0 })
+	eventually(t, "n1 owns a partition", func() bool { return o.owns("n1") > 0 })
 	produceN(t, prod, topic, 400, 800)
-	waitFor(t, "800 records", func() bool { return l.distinct() >= 800 })
-	waitFor(t, "three members with the four partitions", func() bool {
+	eventually(t, "800 records", func() bool { return l.distinct() >= 800 })
+	eventually(t, "three members with the four partitions", func() bool {
 		return o.owns("k1")+o.owns("k2")+o.owns("n1") == 4 && o.owns("k1") > 0 && o.owns("k2") > 0
 	})
 	described, err := adm.DescribeConsumerGroups(ctx, group)
@@ -527,7 +527,7 @@ func TestConsumerGroupMigration(t *testing.T) {
 	}
 
 	n1.close()
-	waitFor(t, "a classic group again, k1 and k2 sharing the partitions", func() bool {
+	eventually(t, "a classic group again, k1 and k2 sharing the partitions", func() bool {
 		dg, err := adm.DescribeGroups(ctx, group)
 		if err != nil {
 			return false
@@ -535,7 +535,7 @@ func TestConsumerGroupMigration(t *testing.T) {
 		return dg[group].State == "Stable" && len(dg[group].Members) == 2 && o.owns("k1") == 2 && o.owns("k2") == 2
 	})
 	produceN(t, prod, topic, 800, 1200)
-	waitFor(t, "1200 records", func() bool { return l.distinct() >= 1200 })
+	eventually(t, "1200 records", func() bool { return l.distinct() >= 1200 })
 	k1.close()
 	k2.close()
 	o.check(t, "the migrations")
@@ -558,8 +558,8 @@ func TestConsumerGroup848RangeAssignor(t *testing.T) {
 	opts := []kgo.Opt{kgo.ServerSideBalancer(), kgo.Balancers(kgo.RangeBalancer())}
 	m1 := startTrackedMember(t, b.addr(), l, o, "m1", group, topic, opts...)
 	m2 := startTrackedMember(t, b.addr(), l, o, "m2", group, topic, opts...)
-	waitFor(t, "600 records", func() bool { return l.distinct() >= 600 })
-	waitFor(t, "three partitions each", func() bool { return o.owns("m1") == 3 && o.owns("m2") == 3 })
+	eventually(t, "600 records", func() bool { return l.distinct() >= 600 })
+	eventually(t, "three partitions each", func() bool { return o.owns("m1") == 3 && o.owns("m2") == 3 })
 	described, err := adm.DescribeConsumerGroups(ctx, group)
 	if err != nil {
 		t.Fatal(err)

@@ -199,7 +199,7 @@ func checkCommittedAtEnd(t *testing.T, adm *kadm.Client, group, topic string) {
 		t.Fatal(err)
 	}
 	var committed kadm.OffsetResponses
-	waitFor(t, "committed offsets at the end offsets", func() bool {
+	eventually(t, "committed offsets at the end offsets", func() bool {
 		committed, err = adm.FetchOffsets(ctx, group)
 		if err != nil {
 			t.Fatal(err)
@@ -242,30 +242,30 @@ func TestGroupConsumers(t *testing.T) {
 			produceN(t, prod, topic, 0, 600)
 			m1 := startMember(t, b, l, "m1", group, topic, opt)
 			m2 := startMember(t, b, l, "m2", group, topic, opt)
-			waitFor(t, "the first 600 records", func() bool { return l.distinct() >= 600 })
+			eventually(t, "the first 600 records", func() bool { return l.distinct() >= 600 })
 
 			// A third member joins mid-stream.
 			m3 := startMember(t, b, l, "m3", group, topic, opt)
 			produceN(t, prod, topic, 600, 1200)
-			waitFor(t, "1200 records", func() bool { return l.distinct() >= 1200 })
+			eventually(t, "1200 records", func() bool { return l.distinct() >= 1200 })
 
 			// m1 leaves.
 			m1.close()
 			produceN(t, prod, topic, 1200, 1800)
-			waitFor(t, "1800 records", func() bool { return l.distinct() >= 1800 })
+			eventually(t, "1800 records", func() bool { return l.distinct() >= 1800 })
 
 			// m4 joins through a connection that dies without a
 			// LeaveGroup: the session timeout removes it.
 			cd := &crashDialer{}
 			m4 := startMember(t, b, l, "m4", group, topic, opt, kgo.Dialer(cd.dial))
-			waitFor(t, "m4 has partitions", func() bool {
+			eventually(t, "m4 has partitions", func() bool {
 				l.mu.Lock()
 				defer l.mu.Unlock()
 				return len(l.owners["m4"]) > 0
 			})
 			cd.crash()
 			produceN(t, prod, topic, 1800, 2400)
-			waitFor(t, "2400 records", func() bool { return l.distinct() >= 2400 })
+			eventually(t, "2400 records", func() bool { return l.distinct() >= 2400 })
 
 			m2.close()
 			m3.close()
@@ -320,7 +320,7 @@ func TestGroupOffsetsSurviveRestart(t *testing.T) {
 	produceN(t, prod, topic, 0, 300)
 	l := newGroupLedger()
 	m := startMember(t, b, l, "m1", group, topic)
-	waitFor(t, "300 records", func() bool { return l.distinct() >= 300 })
+	eventually(t, "300 records", func() bool { return l.distinct() >= 300 })
 	m.close()
 	checkCommittedAtEnd(t, adm, group, topic)
 
@@ -369,7 +369,7 @@ func TestGroupOffsetsSurviveRestart(t *testing.T) {
 	produceN(t, b.client(kgo.RecordPartitioner(kgo.RoundRobinPartitioner())), topic, 300, 330)
 	l2 := newGroupLedger()
 	startMember(t, b, l2, "m2", group, topic)
-	waitFor(t, "the 30 new records", func() bool { return l2.distinct() >= 30 })
+	eventually(t, "the 30 new records", func() bool { return l2.distinct() >= 30 })
 	l2.mu.Lock()
 	defer l2.mu.Unlock()
 	for p, offs := range l2.seen {
@@ -397,7 +397,7 @@ func TestGroupStaticMemberRestart(t *testing.T) {
 	m1 := startMember(t, b, l, "a", group, topic, opts...)
 	m2 := startMember(t, b, l, "b", group, topic, kgo.InstanceID("instance-b"), kgo.SessionTimeout(30*time.Second))
 	var gen int32
-	waitFor(t, "both members stable with partitions", func() bool {
+	eventually(t, "both members stable with partitions", func() bool {
 		_, g1 := m1.cl.GroupMetadata()
 		_, g2 := m2.cl.GroupMetadata()
 		l.mu.Lock()
@@ -411,7 +411,7 @@ func TestGroupStaticMemberRestart(t *testing.T) {
 	// A static member's Close sends no LeaveGroup.
 	m1.close()
 	m3 := startMember(t, b, l, "a", group, topic, opts...)
-	waitFor(t, "the restarted static member has its partitions", func() bool {
+	eventually(t, "the restarted static member has its partitions", func() bool {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		return len(l.owners["a"]) > 0
@@ -528,7 +528,7 @@ func TestGroupErrors(t *testing.T) {
 		}
 		joined <- resp
 	}()
-	waitFor(t, "the rebalance to start", func() bool {
+	eventually(t, "the rebalance to start", func() bool {
 		return rawReq[*kmsg.HeartbeatResponse](t, c1, heartbeatReq(m1, gen, "")).ErrorCode == kerr.RebalanceInProgress.Code
 	})
 	sync.GroupAssignment = nil
@@ -544,7 +544,7 @@ func TestGroupErrors(t *testing.T) {
 	c3, c4 := b.client(), b.client()
 	go func() { _, _ = joinReq("", "static-1").RequestWith(ctx, c3) }()
 	var staticOld string
-	waitFor(t, "the static member in the group", func() bool {
+	eventually(t, "the static member in the group", func() bool {
 		d, err := adm.DescribeGroups(ctx, "raw")
 		if err != nil {
 			return false
@@ -558,7 +558,7 @@ func TestGroupErrors(t *testing.T) {
 		return false
 	})
 	go func() { _, _ = joinReq("", "static-1").RequestWith(ctx, c4) }()
-	waitFor(t, "the old static member id fenced", func() bool {
+	eventually(t, "the old static member id fenced", func() bool {
 		code := rawReq[*kmsg.HeartbeatResponse](t, c1, heartbeatReq(staticOld, gen+1, "static-1")).ErrorCode
 		return code == kerr.FencedInstanceID.Code
 	})
@@ -575,9 +575,9 @@ func TestGroupAdmin(t *testing.T) {
 	produceN(t, b.client(), topic, 0, 20)
 	l := newGroupLedger()
 	m := startMember(t, b, l, "m1", group, topic)
-	waitFor(t, "20 records", func() bool { return l.distinct() >= 20 })
+	eventually(t, "20 records", func() bool { return l.distinct() >= 20 })
 
-	waitFor(t, "the group Stable", func() bool {
+	eventually(t, "the group Stable", func() bool {
 		d, err := adm.DescribeGroups(ctx, group)
 		return err == nil && d[group].State == "Stable" && len(d[group].Members) == 1
 	})
@@ -600,7 +600,7 @@ func TestGroupAdmin(t *testing.T) {
 		t.Error("a group with members was deleted")
 	}
 	m.close()
-	waitFor(t, "offsets committed", func() bool {
+	eventually(t, "offsets committed", func() bool {
 		o, err := adm.FetchOffsets(ctx, group)
 		return err == nil && len(o) > 0
 	})
@@ -643,12 +643,12 @@ func TestGroupCoordinatorPanic(t *testing.T) {
 	l := newGroupLedger()
 	produceN(t, prod, topic, 0, 400)
 	m1 := startMember(t, b, l, "m1", group, topic)
-	waitFor(t, "400 records", func() bool { return l.distinct() >= 400 })
+	eventually(t, "400 records", func() bool { return l.distinct() >= 400 })
 	b.injectFault(`{"actor": "node/1/groups/` + group + `", "kind": "panic", "message": "Request", "count": 1}`)
 	m2 := startMember(t, b, l, "m2", group, topic)
 	produceN(t, prod, topic, 400, 800)
-	waitFor(t, "800 records", func() bool { return l.distinct() >= 800 })
-	waitFor(t, "the coordinator restarted", func() bool {
+	eventually(t, "800 records", func() bool { return l.distinct() >= 800 })
+	eventually(t, "the coordinator restarted", func() bool {
 		a := b.actors()["node/1/groups/"+group]
 		return a != nil && a.Restarts > 0
 	})
@@ -697,7 +697,7 @@ func TestGroupCommitsSurviveSIGKILL(t *testing.T) {
 				mu.Unlock()
 			}
 		}()
-		waitFor(t, "commits acknowledged", func() bool {
+		eventually(t, "commits acknowledged", func() bool {
 			mu.Lock()
 			defer mu.Unlock()
 			return acked >= start+int64(20+10*round)
@@ -745,7 +745,7 @@ func TestGroupOlderProtocolVersions(t *testing.T) {
 			opt := kgo.MaxVersions(tc.versions)
 			m1 := startMember(t, b, l, "m1", group, topic, opt)
 			m2 := startMember(t, b, l, "m2", group, topic, opt)
-			waitFor(t, "400 records", func() bool { return l.distinct() >= 400 })
+			eventually(t, "400 records", func() bool { return l.distinct() >= 400 })
 			m1.close()
 			m2.close()
 			l.check(t)

@@ -51,7 +51,7 @@ func TestStoppedPartitionComesBack(t *testing.T) {
 	if err := p.ProduceSync(ctxFor(t), kgo.StringRecord("poke")).FirstErr(); err != nil {
 		t.Fatalf("the record that met the stopped partition was not retried to success: %v", err)
 	}
-	waitFor(t, "the stopped partition actor to be started again", func() bool {
+	eventually(t, "the stopped partition actor to be started again", func() bool {
 		a := b.actors()["node/1/partitions/healing-0"]
 		return a != nil
 	})
@@ -73,7 +73,7 @@ func TestPartitionsSupervisorRestart(t *testing.T) {
 	if _, err := b.admin().CreateTopic(ctxFor(t), 1, 1, nil, "trigger"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the partitions supervisor to restart and host its partitions again", func() bool {
+	eventually(t, "the partitions supervisor to restart and host its partitions again", func() bool {
 		a := b.actors()
 		return a["node/1/partitions"] != nil && a["node/1/partitions"].Restarts >= 1 &&
 			a["node/1/partitions/survivor-0"] != nil && a["node/1/partitions/survivor-1"] != nil

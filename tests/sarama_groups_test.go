@@ -265,16 +265,16 @@ func TestSaramaConsumerGroup(t *testing.T) {
 
 			produceN(t, prod, topic, 0, 600)
 			m1 := startSaramaMember(t, b, l, "m1", group, tc.strategy())
-			waitFor(t, "m1 consumes", func() bool { return l.distinct() > 0 })
+			eventually(t, "m1 consumes", func() bool { return l.distinct() > 0 })
 			m2 := startSaramaMember(t, b, l, "m2", group, tc.strategy())
 			produceN(t, prod, topic, 600, 1200)
-			waitFor(t, "a generation in which both members own partitions", func() bool {
+			eventually(t, "a generation in which both members own partitions", func() bool {
 				m1.observe()
 				m2.observe()
 				return l.shared("m1", "m2")
 			})
 			produceN(t, prod, topic, 1200, 1800)
-			waitFor(t, "1800 records", func() bool { return l.distinct() >= 1800 })
+			eventually(t, "1800 records", func() bool { return l.distinct() >= 1800 })
 
 			m1.close()
 			m2.close()
@@ -332,10 +332,10 @@ func TestSaramaInConsumerGroup(t *testing.T) {
 	kl := newGroupLedger()
 	o := &ownership{owner: map[int32]string{}}
 	n1 := start848Member(t, b, kl, o, "n1", group, topic)
-	waitFor(t, "n1 owns every partition", func() bool { return o.owns("n1") == 4 })
+	eventually(t, "n1 owns every partition", func() bool { return o.owns("n1") == 4 })
 	sl := newSaramaLedger(topic)
 	s1 := startSaramaMember(t, b, sl, "s1", group, sarama.NewBalanceStrategyRange())
-	waitFor(t, "the sarama member, a classic member, owns two partitions", func() bool {
+	eventually(t, "the sarama member, a classic member, owns two partitions", func() bool {
 		described, err := adm.DescribeConsumerGroups(ctx, group)
 		if err != nil {
 			t.Fatal(err)
@@ -363,7 +363,7 @@ func TestSaramaInConsumerGroup(t *testing.T) {
 		}
 		return all, sl.count
 	}
-	waitFor(t, "every record, between the two, the sarama member's share included", func() bool {
+	eventually(t, "every record, between the two, the sarama member's share included", func() bool {
 		all, bySarama := union()
 		return all == 800 && bySarama >= 200
 	})

@@ -190,7 +190,7 @@ func TestSaramaNegotiatesVersions(t *testing.T) {
 	recs := []wireRecord{{Key: []byte("k"), Value: []byte("v"), Headers: []wireHeader{{"h", []byte("x")}}, Timestamp: msTime(1_700_000_000_000)}}
 	var acked []wireRecord
 	var errs []error
-	waitFor(t, "sarama's produce to an auto-created topic", func() bool {
+	eventually(t, "sarama's produce to an auto-created topic", func() bool {
 		acked, errs = s.produce(t, ctx, "negotiated", recs, allAcks)
 		return errs[0] == nil
 	})

@@ -124,7 +124,7 @@ func (r *saramaReader) values() []string {
 // polls at the end of the log), and fails unless it read exactly want.
 func (r *saramaReader) caughtUp(what string, want []string) {
 	r.t.Helper()
-	waitFor(r.t, what+": every record", func() bool {
+	eventually(r.t, what+": every record", func() bool {
 		got := map[string]bool{}
 		for _, v := range r.values() {
 			got[v] = true
@@ -137,7 +137,7 @@ func (r *saramaReader) caughtUp(what string, want []string) {
 		return true
 	})
 	after := r.b.requests("Fetch") + 5
-	waitFor(r.t, what+": five more fetches", func() bool { return r.b.requests("Fetch") >= after })
+	eventually(r.t, what+": five more fetches", func() bool { return r.b.requests("Fetch") >= after })
 	if got := r.values(); !sameValues(got, want...) {
 		r.t.Fatalf("%s: read %v, want %v", what, got, want)
 	}
@@ -147,7 +147,7 @@ func (r *saramaReader) caughtUp(what string, want []string) {
 // end-P: the records it read before are all it will ever read of them.
 func (r *saramaReader) endsWith(partitions int32) []string {
 	r.t.Helper()
-	waitFor(r.t, "every partition's end-P record", func() bool {
+	eventually(r.t, "every partition's end-P record", func() bool {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		for p := range partitions {
@@ -467,7 +467,7 @@ func TestSaramaTransactions(t *testing.T) {
 	if want[0]+want[1] != input {
 		t.Fatalf("offsets after the input %v, want %d records in all", want, input)
 	}
-	waitFor(t, "the group's offsets to be the ones committed", func() bool { return maps.Equal(groupOffsets(), want) })
+	eventually(t, "the group's offsets to be the ones committed", func() bool { return maps.Equal(groupOffsets(), want) })
 	closeGroup()
 	if got := groupOffsets(); !maps.Equal(got, want) {
 		t.Fatalf("the group's offsets once its member left: %v, want %v", got, want)
@@ -628,7 +628,7 @@ func TestSaramaOffsetFetchRequireStable(t *testing.T) {
 		t.Fatalf("EndTxn: %v", err)
 	}
 	after := map[int32]string{0: "5 0", 1: "1 0"}
-	waitFor(t, "the transaction's offset", func() bool { return maps.Equal(fetch(8, true), after) })
+	eventually(t, "the transaction's offset", func() bool { return maps.Equal(fetch(8, true), after) })
 	if got := fetch(7, false); !maps.Equal(got, after) {
 		t.Errorf("OffsetFetch v7 after the commit: %v, want %v", got, after)
 	}
