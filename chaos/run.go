@@ -217,9 +217,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	r.logf("stopping the producers")
 	w.finish()
 	r.logf("waiting for the group to read everything acknowledged")
-	r.until(ctx, time.Minute, "the group to consume every acknowledged record", func() bool {
+	if err := r.until(ctx, time.Minute, "the group to consume every acknowledged record", func() bool {
 		return len(r.h.Check().Unseen) == 0
-	})
+	}); err != nil {
+		r.logf("%v; checking what it consumed", err)
+	}
 	w.closeGroup()
 	r.logf("reading the topics back")
 	if err := r.readBack(ctx, plainTopic, false); err != nil {
