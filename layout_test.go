@@ -34,12 +34,17 @@ var layers = map[string]int{
 	// txn is the transaction coordinator, which DESIGN.md puts in
 	// coordinator: a package of its own beside the group coordinator,
 	// meeting it through messages (partition.Marker, coordinator.TxnCompleted).
-	"txn":           4,
-	"controller":    4,
-	"transport":     5,
-	"node":          6,
-	"node/nodetest": 6,
-	"cmd/skein":     7,
+	"txn":        4,
+	"controller": 4,
+	// extension runs user actors beside the partitions: it reads their
+	// views and writes through their appends actors; its library of
+	// kinds sits above it.
+	"extension":         4,
+	"extension/library": 5,
+	"transport":         5,
+	"node":              6,
+	"node/nodetest":     6,
+	"cmd/skein":         7,
 	// chaos is the client side of fault injection, which `skein chaos`
 	// is made of: it talks to nodes over the wire, so it sits with
 	// cmd/skein's dependencies, below it; node serves its wire types.

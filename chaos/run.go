@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -490,28 +491,50 @@ func (r *run) heal(ctx context.Context) (time.Duration, []string) {
 
 // readBack reads every partition of topic from its start to its end (the
 // high watermark; the last stable offset for committed) into the history.
+// ends returns where the read-back of topic ends: each partition's high
+// watermark, or, for read_committed, its last stable offset once it has
+// reached the high watermark. A transaction whose commit was acknowledged
+// may still have its markers to write (the coordinator writes them after
+// it answers): read_committed stops below it until then, and would miss a
+// committed transaction's records.
+func (r *run) ends(ctx context.Context, topic string, committed bool) (map[int32]int64, error) {
+	adm := kadm.NewClient(r.cl)
+	list := func(f func(context.Context, ...string) (kadm.ListedOffsets, error)) (map[int32]int64, error) {
+		ends, err := f(ctx, topic)
+		if err != nil {
+			return nil, fmt.Errorf("end offsets of %s: %w", topic, err)
+		}
+		out := map[int32]int64{}
+		var lerr error
+		ends.Each(func(o kadm.ListedOffset) {
+			if o.Err != nil {
+				lerr = errors.Join(lerr, fmt.Errorf("end offset of %s-%d: %w", topic, o.Partition, o.Err))
+			}
+			out[o.Partition] = o.Offset
+		})
+		return out, lerr
+	}
+	for {
+		hw, err := list(adm.ListEndOffsets)
+		if err != nil || !committed {
+			return hw, err
+		}
+		lso, err := list(adm.ListCommittedOffsets)
+		if err != nil || maps.Equal(lso, hw) {
+			return lso, err
+		}
+		if !sleep(ctx, 100*time.Millisecond) {
+			return nil, fmt.Errorf("a transaction stays open on %s: last stable offsets %v, high watermarks %v", topic, lso, hw)
+		}
+	}
+}
+
 func (r *run) readBack(ctx context.Context, topic string, committed bool) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	adm := kadm.NewClient(r.cl)
-	list := adm.ListEndOffsets
-	if committed {
-		list = adm.ListCommittedOffsets
-	}
-	ends, err := list(ctx, topic)
+	want, err := r.ends(ctx, topic, committed)
 	if err != nil {
-		return fmt.Errorf("end offsets of %s: %w", topic, err)
-	}
-	want := map[int32]int64{}
-	var lerr error
-	ends.Each(func(o kadm.ListedOffset) {
-		if o.Err != nil {
-			lerr = errors.Join(lerr, fmt.Errorf("end offset of %s-%d: %w", topic, o.Partition, o.Err))
-		}
-		want[o.Partition] = o.Offset
-	})
-	if lerr != nil {
-		return lerr
+		return err
 	}
 	opts := []kgo.Opt{kgo.SeedBrokers(r.seeds...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}
 	if committed {

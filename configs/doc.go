@@ -23,6 +23,10 @@
 //     --advertise, --admin-listen, --log-level, --log-format, --durability,
 //     and --set key=value for any key.
 //
+// The one key that is not a scalar is extensions, a list of extension
+// instances ({name, kind, settings}) the node sets in the cluster's
+// metadata at start (Node.Extensions): only the file sets it.
+//
 // Kafka's alternative names log.retention.minutes, log.retention.hours and
 // log.roll.hours are accepted too and converted to milliseconds. Load records
 // in Node.Explicit which keys the sources set, so that DescribeTopic can tell

@@ -30,7 +30,7 @@ func fieldsOf(t reflect.Type, prefix []int) []field {
 		sf := t.Field(i)
 		index := append(append([]int(nil), prefix...), i)
 		switch tag := sf.Tag.Get("mapstructure"); tag {
-		case "-", "":
+		case "-", "", keyExtensions: // not a scalar: readExtensions reads it
 		case ",squash":
 			fs = append(fs, fieldsOf(sf.Type, index)...)
 		default:

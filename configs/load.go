@@ -152,10 +152,11 @@ func flagType(t reflect.Type) string {
 // precedence holds (ms over minutes over hours).
 func Load(fs *pflag.FlagSet, environ []string) (Node, error) {
 	var file, flags map[string]string
+	var extensions []Extension
 	if fs != nil {
 		if path, _ := fs.GetString(FlagConfig); path != "" {
 			var err error
-			if file, err = readFile(path); err != nil {
+			if file, extensions, err = readFile(path); err != nil {
 				return Node{}, err
 			}
 		}
@@ -210,6 +211,7 @@ func Load(fs *pflag.FlagSet, environ []string) (Node, error) {
 		n.ClusterAdvertise = n.ClusterListen
 	}
 	n.Explicit = explicit
+	n.Extensions = extensions
 	if err := n.Validate(); err != nil {
 		return Node{}, err
 	}
@@ -274,22 +276,122 @@ func firstSet(layer map[string]string, keys []string) string {
 	return ""
 }
 
-// readFile reads a YAML file into flat keys. A .json or .toml file is read
-// as such, any other name as YAML.
-func readFile(path string) (map[string]string, error) {
+// readFile reads a YAML file into flat keys, and its extensions. A .json
+// or .toml file is read as such, any other name as YAML.
+func readFile(path string) (map[string]string, []Extension, error) {
 	v := viper.NewWithOptions(viper.KeyDelimiter("\x00"))
 	v.SetConfigFile(path)
 	if ext := strings.TrimPrefix(filepath.Ext(path), "."); !slices.Contains(viper.SupportedExts, ext) {
 		v.SetConfigType("yaml") // node.conf, or no extension at all
 	}
 	if err := v.ReadInConfig(); err != nil {
-		return nil, fmt.Errorf("configs: reading %s: %w", path, err)
+		return nil, nil, fmt.Errorf("configs: reading %s: %w", path, err)
 	}
+	settings := v.AllSettings()
+	extensions, err := readExtensions(settings[keyExtensions], path)
+	if err != nil {
+		return nil, nil, err
+	}
+	delete(settings, keyExtensions)
 	out := map[string]string{}
-	if err := flatten(out, "", v.AllSettings(), path); err != nil {
-		return nil, err
+	if err := flatten(out, "", settings, path); err != nil {
+		return nil, nil, err
+	}
+	return out, extensions, nil
+}
+
+// readExtensions reads the file's extensions: a list of maps with the keys
+// name, kind and settings. Settings may nest (source: {topics: orders} is
+// source.topics) and a list value is joined with commas, as the file's
+// own keys.
+func readExtensions(raw any, path string) ([]Extension, error) {
+	if raw == nil {
+		return nil, nil
+	}
+	list, ok := raw.([]any)
+	if !ok {
+		return nil, &Error{Key: keyExtensions, Value: fmt.Sprint(raw), Reason: "must be a list of {name, kind, settings} (in " + path + ")"}
+	}
+	var out []Extension
+	for i, item := range list {
+		key := fmt.Sprintf("%s[%d]", keyExtensions, i)
+		m, ok := item.(map[string]any)
+		if !ok {
+			return nil, &Error{Key: key, Value: fmt.Sprint(item), Reason: "must be a map of name, kind and settings (in " + path + ")"}
+		}
+		var e Extension
+		for _, k := range sortedKeys(m) {
+			switch val := m[k]; k {
+			case "name", "kind":
+				s, err := scalar(key+"."+k, val, path)
+				if err != nil {
+					return nil, err
+				}
+				if k == "name" {
+					e.Name = s
+				} else {
+					e.Kind = s
+				}
+			case "settings":
+				if val == nil {
+					continue
+				}
+				sm, ok := val.(map[string]any)
+				if !ok {
+					return nil, &Error{Key: key + ".settings", Value: fmt.Sprint(val), Reason: "must be a map of setting names to values (in " + path + ")"}
+				}
+				e.Settings = map[string]string{}
+				if err := flattenSettings(e.Settings, key+".settings", "", sm, path); err != nil {
+					return nil, err
+				}
+			default:
+				return nil, &Error{Key: key + "." + k, Value: fmt.Sprint(val), Reason: "unknown key: an extension has name, kind and settings (in " + path + ")"}
+			}
+		}
+		out = append(out, e)
 	}
 	return out, nil
+}
+
+// flattenSettings adds an extension's settings m to out, nested maps as
+// dotted names.
+func flattenSettings(out map[string]string, key, prefix string, m map[string]any, path string) error {
+	for _, k := range sortedKeys(m) {
+		name := k
+		if prefix != "" {
+			name = prefix + "." + k
+		}
+		if sub, ok := m[k].(map[string]any); ok {
+			if err := flattenSettings(out, key, name, sub, path); err != nil {
+				return err
+			}
+			continue
+		}
+		s, err := scalar(key+"."+name, m[k], path)
+		if err != nil {
+			return err
+		}
+		out[name] = s
+	}
+	return nil
+}
+
+// scalar formats a value of an extension as a string: a list joined with
+// commas, nothing as "".
+func scalar(key string, val any, path string) (string, error) {
+	switch val := val.(type) {
+	case nil:
+		return "", nil
+	case map[string]any:
+		return "", &Error{Key: key, Value: fmt.Sprint(val), Reason: "must be a value, not a map (in " + path + ")"}
+	case []any:
+		parts := make([]string, len(val))
+		for i, p := range val {
+			parts[i] = fmt.Sprint(p)
+		}
+		return strings.Join(parts, ","), nil
+	}
+	return fmt.Sprint(val), nil
 }
 
 func flatten(out map[string]string, prefix string, m map[string]any, path string) error {
@@ -373,6 +475,9 @@ func fromFlags(fs *pflag.FlagSet) (map[string]string, error) {
 		key = strings.TrimSpace(key)
 		if !ok {
 			return nil, fmt.Errorf("configs: --set %s: want key=value", s)
+		}
+		if key == keyExtensions {
+			return nil, &Error{Key: key, Value: val, Reason: "a list, which only the --config file sets"}
 		}
 		if !known(key) {
 			return nil, &Error{Key: key, Value: val, Reason: "unknown key (in --set)"}

@@ -286,6 +286,21 @@ type Node struct {
 	// refuses them unless it opts in. Skein-only.
 	ChaosEnable bool `mapstructure:"chaos.enable" yaml:"chaos.enable"`
 
+	// Extensions are extension instances this node sees to: once it
+	// serves, each one the cluster's metadata lacks, or holds with another
+	// definition, is set through the controller (replacing the one there),
+	// and retried until it lands. Instances are cluster-wide, so nodes that
+	// configure the same name differently overwrite each other at their
+	// starts: configure an instance on one node, or the same on all.
+	// Deleting one from this list does not delete it from the cluster
+	// (`skein extension delete` does). Default none. Only the --config
+	// file sets them, as a list of {name, kind, settings}; settings are
+	// the kind's (`skein extension kinds`), their names read in lower
+	// case, as every key of the file. Names must be unique and kinds
+	// given; whether the kind exists and takes the settings is checked by
+	// the node. Skein-only.
+	Extensions []Extension `mapstructure:"extensions" yaml:"extensions"`
+
 	// TopicDefaults are the broker-level defaults of the topic configs.
 	TopicDefaults `mapstructure:",squash" yaml:",inline"`
 
@@ -301,6 +316,19 @@ type Node struct {
 	// for none.
 	dynamic *dynamicLayers
 }
+
+// Extension is an extension instance of the node configuration
+// (Node.Extensions): its name (as a topic's: ASCII letters, digits, '.',
+// '_' and '-'), the kind of extension it runs, and the kind's settings.
+type Extension struct {
+	Name     string            `mapstructure:"name" yaml:"name"`
+	Kind     string            `mapstructure:"kind" yaml:"kind"`
+	Settings map[string]string `mapstructure:"settings" yaml:"settings,omitempty"`
+}
+
+// keyExtensions is Node.Extensions' key: a list, which only the file sets
+// (readExtensions), outside the scalar keys of nodeFields.
+const keyExtensions = "extensions"
 
 // TopicDefaults are the broker-level defaults of the topic-level configs,
 // under Kafka's broker names (log.retention.ms for retention.ms, and so on).
@@ -488,6 +516,20 @@ func (n Node) Validate() error {
 	v.atLeast("offsets.retention.minutes", int64(n.OffsetsRetentionMinutes), 1)
 	v.atLeast("log.max.open.files", int64(n.LogMaxOpenFiles), 0)
 	n.validateCluster(&v)
+	seen := map[string]bool{}
+	for i, e := range n.Extensions {
+		key := fmt.Sprintf("%s[%d]", keyExtensions, i)
+		switch {
+		case e.Name == "":
+			v.fail(key+".name", e.Name, "must not be empty")
+		case seen[e.Name]:
+			v.fail(key+".name", e.Name, "names an earlier extension too: names are unique")
+		}
+		seen[e.Name] = true
+		if e.Kind == "" {
+			v.fail(key+".kind", e.Kind, "must not be empty")
+		}
+	}
 	d := n.TopicDefaults
 	d.Topic().validate(&v, brokerName)
 	// NB: Kafka's broker refuses log.retention.ms = 0 (every segment would
@@ -504,7 +546,8 @@ func (n Node) Validate() error {
 func (n Node) YAML() string {
 	out, err := yaml.Marshal(n)
 	if err != nil {
-		// Node holds only scalars and CleanupPolicy, which marshals to a string.
+		// Node holds scalars, CleanupPolicy (which marshals to a string)
+		// and the extensions' strings.
 		panic(fmt.Sprintf("configs: marshalling Node: %v", err))
 	}
 	return "# Skein node configuration. Keys are Kafka's broker config names where Kafka\n" +
@@ -513,11 +556,19 @@ func (n Node) YAML() string {
 }
 
 // Map returns every key with its value as YAML prints it, for structured
-// logging of the effective configuration.
+// logging of the effective configuration; extensions, when there are any,
+// as their names, comma-separated.
 func (n Node) Map() map[string]string {
-	m := make(map[string]string, len(nodeFields))
+	m := make(map[string]string, len(nodeFields)+1)
 	for _, f := range nodeFields {
 		m[f.key] = f.format(n)
+	}
+	if len(n.Extensions) > 0 {
+		names := make([]string, len(n.Extensions))
+		for i, e := range n.Extensions {
+			names[i] = e.Name
+		}
+		m[keyExtensions] = strings.Join(names, ",")
 	}
 	return m
 }

@@ -43,6 +43,7 @@ const (
 	kindAlterPartition
 	kindElectLeaders
 	kindAlterReassignments
+	kindAlterExtensions
 )
 
 func newCommand(k commandKind) command {
@@ -69,6 +70,8 @@ func newCommand(k commandKind) command {
 		return &ElectLeaders{}
 	case kindAlterReassignments:
 		return &AlterReassignments{}
+	case kindAlterExtensions:
+		return &AlterExtensions{}
 	}
 	return nil
 }

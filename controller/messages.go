@@ -146,6 +146,29 @@ type AllocateProducerIDsResult struct {
 	Message     string
 }
 
+// AlterExtensions creates, replaces or deletes one extension instance
+// (node/extensions.go: the admin API and the node's configured
+// extensions). Exactly one of Set and Delete is given.
+type AlterExtensions struct {
+	// Set creates the instance Set.Name, with its settings as given (the
+	// caller has checked them against the kind, which the controller may
+	// not know). An instance of that name is refused unless Replace.
+	Set     *image.Extension `msgpack:"set"`
+	Replace bool             `msgpack:"replace"`
+	// Delete names the instance to delete.
+	Delete    string `msgpack:"delete"`
+	TimeoutMs int32  `msgpack:"timeout"` // as CreateTopics'
+}
+
+// AlterExtensionsResult answers AlterExtensions: Err is nil once the change
+// is committed (or there was nothing to change), INVALID_REQUEST for a
+// malformed request, DUPLICATE_RESOURCE for a Set of a name that exists
+// without Replace, RESOURCE_NOT_FOUND for a Delete of a name that does not.
+type AlterExtensionsResult struct {
+	Err     *kerr.Error `msgpack:"err"`
+	Message string      `msgpack:"msg"`
+}
+
 // ImagePublished is sent by the controller to its subscribers after every
 // change, and once at start.
 type ImagePublished struct {

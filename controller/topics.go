@@ -26,18 +26,22 @@ const maxTopicNameLength = 249
 
 // ValidateTopicName applies Kafka's rules for topic names (Topic.validate)
 // and returns why name is illegal, or "" if it is legal.
-func ValidateTopicName(name string) string {
+func ValidateTopicName(name string) string { return validateName("Topic", name) }
+
+// validateName applies the topic name rules to a name of what (a topic,
+// an extension instance), with Kafka's messages.
+func validateName(what, name string) string {
 	switch {
 	case name == "":
-		return "Topic name is illegal, it can't be empty"
+		return what + " name is illegal, it can't be empty"
 	case name == "." || name == "..":
-		return "Topic name cannot be \".\" or \"..\""
+		return what + " name cannot be \".\" or \"..\""
 	case len(name) > maxTopicNameLength:
-		return fmt.Sprintf("Topic name is illegal, it can't be longer than %d characters, topic name: %s", maxTopicNameLength, name)
+		return fmt.Sprintf("%s name is illegal, it can't be longer than %d characters, %s name: %s", what, maxTopicNameLength, strings.ToLower(what), name)
 	}
 	for _, r := range name {
 		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
-			return fmt.Sprintf("Topic name %q is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'", name)
+			return fmt.Sprintf("%s name %q is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'", what, name)
 		}
 	}
 	return ""

@@ -19,6 +19,9 @@ package node
 //	GET    /v1/events        actor events (?since=SEQ&limit=N): {"events": [...], "next": SEQ}
 //	GET    /v1/node, /v1/faults, /v1/links, /v1/clock, /v1/disk, and their
 //	       POST and DELETE: the faults `skein chaos` injects (see chaos.go)
+//	GET    /v1/extension-kinds, /v1/extensions[/{name}], POST /v1/extensions,
+//	       DELETE /v1/extensions/{name}: the extension kinds of this binary
+//	       and the cluster's extension instances (see extensions.go)
 //
 // Errors are JSON, {"error": "..."}. The listener has no authentication:
 // bind it to loopback or a private network (its fault API breaks the
@@ -51,6 +54,9 @@ type adminServer struct {
 	n   *Node
 	ln  net.Listener
 	srv *http.Server
+	// cancel ends what runs as long as the listener: the setting of the
+	// configuration's extensions.
+	cancel context.CancelFunc
 }
 
 // startAdmin binds admin.listen and serves the admin API until close.
@@ -70,6 +76,7 @@ func (n *Node) startAdmin() (*adminServer, error) {
 	mux.HandleFunc("GET /v1/events", a.events)
 	mux.HandleFunc("GET /v1/cluster", a.cluster)
 	a.chaosRoutes(mux)
+	a.extensionRoutes(mux)
 	a.srv = &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -83,12 +90,20 @@ func (n *Node) startAdmin() (*adminServer, error) {
 			n.log.Error().Err(err).Msg("admin listener failed")
 		}
 	}()
+	// The extensions of the node's configuration are set as the admin
+	// API sets them, once the node has loaded the cluster's metadata.
+	var ctx context.Context
+	ctx, a.cancel = context.WithCancel(context.Background())
+	go n.setConfiguredExtensions(ctx)
 	return a, nil
 }
 
 // close stops accepting and waits for the requests in progress, until ctx
 // ends; then it closes the rest.
 func (a *adminServer) close(ctx context.Context) error {
+	if a.cancel != nil {
+		a.cancel()
+	}
 	if err := a.srv.Shutdown(ctx); err != nil {
 		a.srv.Close()
 		return err

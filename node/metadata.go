@@ -13,6 +13,7 @@ import (
 	"github.com/skeinlog/skein/controller"
 	"github.com/skeinlog/skein/controller/image"
 	"github.com/skeinlog/skein/coordinator"
+	"github.com/skeinlog/skein/extension"
 	"github.com/skeinlog/skein/partition"
 	"github.com/skeinlog/skein/txn"
 )
@@ -45,6 +46,9 @@ type metadataActor struct {
 	groups      *actor.PID
 	txns        *actor.PID
 	fetchers    *actor.PID
+	// extensions is told where the extension actors run (the partitions
+	// this node leads).
+	extensions *actor.PID
 	// alterISR asks the active controller for a partition leader's ISR
 	// change (partition.Config.AlterISR).
 	alterISR func(partition.ISRChange, func(partition.ISRChanged))
@@ -151,6 +155,17 @@ func (m *metadataActor) apply(c actor.Context, im *image.Image) {
 			}
 		}
 		c.Send(m.txns, led)
+	}
+	if m.extensions != nil {
+		led := map[partition.Key]bool{}
+		for _, t := range im.Topics {
+			for _, p := range t.Partitions {
+				if m.leader(im, p) == me {
+					led[partition.Key{Topic: t.Name, Partition: p.Index}] = true
+				}
+			}
+		}
+		c.Send(m.extensions, &extension.Placement{Image: im, Led: led})
 	}
 	m.topicsDeleted(c, im)
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/skeinlog/skein/controller"
 	"github.com/skeinlog/skein/controller/image"
 	"github.com/skeinlog/skein/coordinator"
+	"github.com/skeinlog/skein/extension"
 	"github.com/skeinlog/skein/internal/clock"
 	"github.com/skeinlog/skein/internal/logging"
 	"github.com/skeinlog/skein/internal/vfs"
@@ -72,8 +73,12 @@ type Node struct {
 	txnStats    txn.Stats
 	verifier    *txn.Verifier
 	producerIDs producerIDs
-	children    atomic.Pointer[children]
-	ln          net.Listener
+	// extensions are the statuses of the node's extension actors;
+	// extClient their client of the cluster (positions).
+	extensions *extension.Runtime
+	extClient  extensionClient
+	children   atomic.Pointer[children]
+	ln         net.Listener
 	// remote is the node's remoting, nil for a one-node cluster.
 	remote *remote.Remote
 	// server serves the Kafka listener once the metadata has loaded;
@@ -192,6 +197,8 @@ func prepare(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 		ln: ln, metrics: prometheus.NewRegistry(), faults: actors.NewFaults(), links: actors.NewLinks(),
 		clock: clock.NewSkewed(clock.Real, 0), disk: &diskFault{}, chaos: newChaosState()}
 	n.producerIDs.n = n
+	n.extClient.n = n
+	n.extensions = extension.NewRuntime()
 	n.faults.Expired = func(f actors.Fault) {
 		log.Warn().Uint64("fault", f.ID).Str("actor", f.Actor).Str("kind", string(f.Kind)).Int("fired", f.Fired).Msg("chaos: actor fault ended")
 	}
@@ -239,6 +246,7 @@ func prepare(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 		n.tree.Close()
 		n.sys.Shutdown()
 		n.syncer.Close()
+		n.extClient.close()
 		return nil, err
 	}
 	n.filesCap, n.capReason = filesCap, capReason
@@ -265,6 +273,7 @@ func (n *Node) run() error {
 		n.closeAdmin()
 		n.sys.Shutdown()
 		n.syncer.Close()
+		n.extClient.close()
 		return fmt.Errorf("node: spawning %s: %w", Name(cfg.NodeID), err)
 	}
 	n.root = root
@@ -447,6 +456,7 @@ func (n *Node) Stop(ctx context.Context) error {
 		// NB: Shutdown stops no actor; it only marks the system stopped.
 		n.sys.Shutdown()
 		n.syncer.Close()
+		n.extClient.close()
 		n.log.Info().Int32("node.id", n.cfg.NodeID).Msg("node stopped")
 	})
 	return n.stopErr
@@ -644,8 +654,18 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 	}), "replicas"); err != nil {
 		return err
 	}
+	// An actor per source partition of each extension instance, on the
+	// node that leads the partition.
+	extensions, err := c.SpawnNamed(extension.SupervisorProps(extension.Config{
+		NodeID: n.cfg.NodeID, Origin: actors.Origin{Node: n.cfg.NodeID, Incarnation: n.incarnation}, Registry: n.registry,
+		Image: n.image.Load, Positions: &n.extClient, ProducerID: n.extensionProducerID, Cluster: extensionCluster{n},
+		Runtime: n.extensions, Logger: n.log,
+	}, actors.NewBackoffStrategy(actors.Backoff{})), "extensions")
+	if err != nil {
+		return err
+	}
 	metadata, err = c.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-		return &metadataActor{node: n.cfg, incarnation: n.incarnation, partitions: partitions, groups: groups, txns: txns, fetchers: fetchers, registry: n.registry,
+		return &metadataActor{node: n.cfg, incarnation: n.incarnation, partitions: partitions, groups: groups, txns: txns, fetchers: fetchers, extensions: extensions, registry: n.registry,
 			current: n.image.Load, hosted: map[partition.Key]image.TopicID{}, alterISR: n.alterISR}
 	}), "metadata")
 	if err != nil {

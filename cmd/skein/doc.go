@@ -28,6 +28,14 @@
 //     ListOffsets), as rpk does; group seek commits offsets only for a
 //     group with no members, resolving --to as consume resolves --from.
 //
+// # Admin API commands
+//
+// chaos and extension speak HTTP and JSON to nodes' admin APIs (--admin,
+// or SKEIN_ADMIN), which are Skein's own: chaos injects faults (package
+// chaos is its client), extension creates, lists, describes and deletes
+// the cluster's extension instances and lists the kinds a node has. An
+// error prints the node's message and exits 1.
+//
 // run is the entry point main and the tests share: it reads only the
 // arguments, environment and streams it is given.
 package main

@@ -63,7 +63,8 @@ func newRootCommand(environ []string, stdin io.Reader, stdout, stderr io.Writer)
 			"arguments it is a single node with its data in ./data and Kafka on 127.0.0.1:9092.\n" +
 			"The other commands are a Kafka client for any broker: topic, group, produce,\n" +
 			"consume, cluster (--brokers, or SKEIN_BROKERS, names the brokers to ask);\n" +
-			"chaos injects faults into a running cluster (--admin, or SKEIN_ADMIN).",
+			"chaos injects faults into a running cluster and extension manages its\n" +
+			"extension instances (--admin, or SKEIN_ADMIN, names a node's admin API).",
 		SilenceErrors:     true, // run prints them
 		SilenceUsage:      true,
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
@@ -80,5 +81,6 @@ func newRootCommand(environ []string, stdin io.Reader, stdout, stderr io.Writer)
 	root.AddCommand(newConsumeCommand(environ, stdout, stderr))
 	root.AddCommand(newClusterCommand(environ, stdout))
 	root.AddCommand(newChaosCommand(environ, stdout))
+	root.AddCommand(newExtensionCommand(environ, stdout))
 	return root
 }

@@ -39,6 +39,9 @@ type Image struct {
 	// NextProducerID is the first producer id not yet handed out in a
 	// block: ids below it are never given out again, even after restarts.
 	NextProducerID int64
+	// Extensions are the extension instances, by name. The values are
+	// shared between images: a record that changes one replaces it.
+	Extensions map[string]*Extension
 }
 
 // Broker is a registered broker.
@@ -95,6 +98,23 @@ type Partition struct {
 	Removing []int32 `msgpack:",omitempty"`
 }
 
+// Extension is an extension instance: a name, the kind of extension it
+// runs (a kind registered in the binary, package extension) and its
+// settings as they were given, without the kind's defaults (which the
+// runtime fills in, so that a new default reaches instances that left the
+// setting alone). Treat it as read-only.
+type Extension struct {
+	Name     string            `msgpack:"name"`
+	Kind     string            `msgpack:"kind"`
+	Settings map[string]string `msgpack:"settings"`
+}
+
+// Equal reports whether e and o define the same instance. A nil and an
+// empty Settings are the same.
+func (e *Extension) Equal(o *Extension) bool {
+	return e.Name == o.Name && e.Kind == o.Kind && maps.Equal(e.Settings, o.Settings)
+}
+
 // Empty returns the image before any record.
 func Empty() *Image {
 	return &Image{
@@ -104,6 +124,7 @@ func Empty() *Image {
 		TopicsByID:       map[TopicID]*Topic{},
 		BrokerConfigs:    map[string]string{},
 		PerBrokerConfigs: map[int32]map[string]string{},
+		Extensions:       map[string]*Extension{},
 	}
 }
 
@@ -117,6 +138,11 @@ func (im *Image) TopicNames() []string {
 	return names
 }
 
+// ExtensionNames returns the names of the extension instances, sorted.
+func (im *Image) ExtensionNames() []string {
+	return slices.Sorted(maps.Keys(im.Extensions))
+}
+
 // BrokerIDs returns the broker ids, sorted.
 func (im *Image) BrokerIDs() []int32 {
 	ids := slices.Collect(maps.Keys(im.Brokers))
@@ -125,7 +151,8 @@ func (im *Image) BrokerIDs() []int32 {
 }
 
 // clone returns a shallow copy whose maps can be changed without touching
-// im. Topics themselves are shared; a record that changes one replaces it.
+// im. Topics and extensions themselves are shared; a record that changes
+// one replaces it.
 func (im *Image) clone() *Image {
 	c := *im
 	c.Brokers = maps.Clone(im.Brokers)
@@ -133,6 +160,7 @@ func (im *Image) clone() *Image {
 	c.TopicsByID = maps.Clone(im.TopicsByID)
 	c.BrokerConfigs = maps.Clone(im.BrokerConfigs)
 	c.PerBrokerConfigs = maps.Clone(im.PerBrokerConfigs)
+	c.Extensions = maps.Clone(im.Extensions)
 	return &c
 }
 

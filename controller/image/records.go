@@ -34,6 +34,8 @@ const (
 	TypeAllocateProducerIDs
 	TypeChangePartition
 	TypeFenceBroker
+	TypeSetExtension
+	TypeDeleteExtension
 )
 
 // New returns an empty record of type t, for decoding, or nil for a type
@@ -58,6 +60,10 @@ func New(t RecordType) Record {
 		return &ChangePartition{}
 	case TypeFenceBroker:
 		return &FenceBroker{}
+	case TypeSetExtension:
+		return &SetExtension{}
+	case TypeDeleteExtension:
+		return &DeleteExtension{}
 	}
 	return nil
 }
@@ -282,5 +288,38 @@ func (r *AllocateProducerIDs) apply(im *Image) error {
 		return fmt.Errorf("block at %d below the next id %d", r.First, im.NextProducerID)
 	}
 	im.NextProducerID = r.First + r.Size
+	return nil
+}
+
+// SetExtension creates an extension instance, or replaces the one of the
+// same name. The controller has checked the name and that the kind is
+// given; whether this binary knows the kind is the runtime's concern (a
+// node of another build may).
+type SetExtension struct {
+	Extension Extension `msgpack:"ext"`
+}
+
+func (*SetExtension) Type() RecordType { return TypeSetExtension }
+func (r *SetExtension) apply(im *Image) error {
+	if r.Extension.Name == "" {
+		return errors.New("extension without a name")
+	}
+	e := r.Extension
+	e.Settings = maps.Clone(e.Settings)
+	im.Extensions[e.Name] = &e
+	return nil
+}
+
+// DeleteExtension removes an extension instance.
+type DeleteExtension struct {
+	Name string `msgpack:"name"`
+}
+
+func (*DeleteExtension) Type() RecordType { return TypeDeleteExtension }
+func (r *DeleteExtension) apply(im *Image) error {
+	if _, ok := im.Extensions[r.Name]; !ok {
+		return fmt.Errorf("no extension %q", r.Name)
+	}
+	delete(im.Extensions, r.Name)
 	return nil
 }

@@ -33,6 +33,13 @@ func (im *Image) Records() []Record {
 	if im.NextProducerID > 0 {
 		out = append(out, &AllocateProducerIDs{First: 0, Size: im.NextProducerID})
 	}
+	// NB: a snapshot written before extensions existed has none of these
+	// records, and rebuilds an image without extensions, as it should.
+	for _, name := range im.ExtensionNames() {
+		e := *im.Extensions[name]
+		e.Settings = maps.Clone(e.Settings)
+		out = append(out, &SetExtension{Extension: e})
+	}
 	return out
 }
 

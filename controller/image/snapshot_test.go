@@ -25,6 +25,10 @@ func TestRecordsRebuildTheImage(t *testing.T) {
 		&SetConfigs{Resource: ResourceBroker, Name: "2", Configs: map[string]*string{"log.retention.bytes": new("100")}},
 		&AllocateProducerIDs{First: 0, Size: 1000},
 		&AllocateProducerIDs{First: 1000, Size: 1000},
+		&SetExtension{Extension: Extension{Name: "mirror", Kind: "copy", Settings: map[string]string{"source.topics": "orders"}}},
+		&SetExtension{Extension: Extension{Name: "audit", Kind: "count"}},
+		&SetExtension{Extension: Extension{Name: "gone", Kind: "count"}},
+		&DeleteExtension{Name: "gone"},
 	}
 	im := Empty()
 	for i, r := range steps {

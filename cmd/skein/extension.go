@@ -1,0 +1,299 @@
+package main
+
+// skein extension create|list|describe|delete|kinds: the cluster's
+// extension instances, through a node's admin API (--admin, or
+// SKEIN_ADMIN; see node/extensions.go for the endpoints). The node checks
+// a new instance against the kinds compiled into it and has the
+// controller store it; every node's image then holds it.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// extensionDef is an extension instance of the admin API.
+type extensionDef struct {
+	Name     string            `json:"name"`
+	Kind     string            `json:"kind"`
+	Settings map[string]string `json:"settings"`
+}
+
+// extensionKind is a kind of GET /v1/extension-kinds.
+type extensionKind struct {
+	Name     string `json:"name"`
+	Doc      string `json:"doc"`
+	Settings []struct {
+		Name     string `json:"name"`
+		Default  string `json:"default"`
+		Required bool   `json:"required"`
+		Doc      string `json:"doc"`
+		Common   bool   `json:"common"`
+	} `json:"settings"`
+}
+
+// extensionFlags are the flags every extension command shares.
+type extensionFlags struct {
+	admin   string
+	timeout time.Duration
+}
+
+func newExtensionCommand(environ []string, stdout io.Writer) *cobra.Command {
+	f := &extensionFlags{admin: defaultAdmin}
+	for _, kv := range environ {
+		if v, ok := strings.CutPrefix(kv, envAdmin+"="); ok && v != "" {
+			f.admin = v
+		}
+	}
+	cmd := &cobra.Command{
+		Use:   "extension",
+		Short: "Create, list, describe and delete the cluster's extension instances",
+		Long: "An extension instance runs a kind of extension compiled into Skein (`skein\n" +
+			"extension kinds` lists them, with their settings) over the topics its\n" +
+			"source.topics names. Instances are cluster metadata: any node's admin API\n" +
+			"(--admin host:port, or SKEIN_ADMIN; the first of a list that answers) creates\n" +
+			"and deletes them for the whole cluster.",
+		Args: cobra.NoArgs,
+	}
+	fs := cmd.PersistentFlags()
+	fs.StringVar(&f.admin, "admin", f.admin, "a node's admin listener, host:port; of a comma-separated list, the first that answers (env "+envAdmin+")")
+	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "bound on each admin request (a change waits for the cluster to commit it)")
+	cmd.AddCommand(newExtensionCreateCommand(f, stdout), newExtensionListCommand(f, stdout),
+		newExtensionDescribeCommand(f, stdout), newExtensionDeleteCommand(f, stdout), newExtensionKindsCommand(f, stdout))
+	return cmd
+}
+
+// do sends a request to the first node of --admin that answers, with body
+// (nil for none) as JSON, and decodes the answer into out when its status
+// is want; any other answer is an error with the node's message.
+func (f *extensionFlags) do(ctx context.Context, method, path string, body any, want int, out any) error {
+	var addrs []string
+	for a := range strings.SplitSeq(f.admin, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			addrs = append(addrs, a)
+		}
+	}
+	if len(addrs) == 0 {
+		return usageError("--admin is empty")
+	}
+	if f.timeout <= 0 {
+		return usageError("--timeout must be positive")
+	}
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	var data []byte
+	if body != nil {
+		var err error
+		if data, err = json.Marshal(body); err != nil {
+			return err
+		}
+	}
+	var errs []error
+	for _, addr := range addrs {
+		req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+path, bytes.NewReader(data))
+		if err != nil {
+			return usageError(fmt.Sprintf("--admin %s: %v", addr, err))
+		}
+		if body != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--admin %s: %w", addr, err))
+			continue // the next node may answer
+		}
+		answer, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+		resp.Body.Close()
+		if err != nil {
+			return fmt.Errorf("--admin %s: %s %s: reading the answer: %w", addr, method, path, err)
+		}
+		if resp.StatusCode != want {
+			var e struct{ Error string }
+			if json.Unmarshal(answer, &e) == nil && e.Error != "" {
+				return errors.New(e.Error)
+			}
+			return fmt.Errorf("--admin %s: %s %s: %s %s", addr, method, path, resp.Status, bytes.TrimSpace(answer))
+		}
+		if out == nil {
+			return nil
+		}
+		if err := json.Unmarshal(answer, out); err != nil {
+			return fmt.Errorf("--admin %s: %s %s: %w", addr, method, path, err)
+		}
+		return nil
+	}
+	return errors.Join(errs...)
+}
+
+func newExtensionCreateCommand(f *extensionFlags, stdout io.Writer) *cobra.Command {
+	var (
+		kind string
+		sets []string
+	)
+	cmd := &cobra.Command{
+		Use:   "create NAME --kind KIND [--set key=value]...",
+		Short: "Create an extension instance",
+		Long: "Create the extension instance NAME (a name as a topic's) of kind --kind, with\n" +
+			"the kind's settings given by --set (repeatable); source.topics, the topics it\n" +
+			"reads, is needed by every kind. The node refuses a kind it does not have and\n" +
+			"settings the kind does not take or needs; settings left out take the kind's\n" +
+			"defaults.",
+		Example: "  skein extension create audit --kind route --set source.topics=orders --set routes='key~^vip=>vip-orders'",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if kind == "" {
+				return usageError("give the kind with --kind (skein extension kinds lists them)")
+			}
+			settings := map[string]string{}
+			for _, kv := range sets {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok || k == "" {
+					return usageError(fmt.Sprintf("--set %q: want key=value", kv))
+				}
+				settings[k] = v
+			}
+			var out extensionDef
+			if err := f.do(cmd.Context(), http.MethodPost, "/v1/extensions", extensionDef{Name: args[0], Kind: kind, Settings: settings}, http.StatusCreated, &out); err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "created extension %s (kind %s)\n", out.Name, out.Kind)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&kind, "kind", "", "the kind of extension (skein extension kinds)")
+	cmd.Flags().StringArrayVar(&sets, "set", nil, "a setting, key=value (repeatable)")
+	return cmd
+}
+
+func newExtensionListCommand(f *extensionFlags, stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List the extension instances with their kinds and settings",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var out struct {
+				Extensions []extensionDef `json:"extensions"`
+			}
+			if err := f.do(cmd.Context(), http.MethodGet, "/v1/extensions", nil, http.StatusOK, &out); err != nil {
+				return err
+			}
+			rows := [][]string{{"NAME", "KIND", "SETTINGS"}}
+			for _, e := range out.Extensions {
+				var kvs []string
+				for _, k := range slices.Sorted(maps.Keys(e.Settings)) {
+					kvs = append(kvs, k+"="+e.Settings[k])
+				}
+				rows = append(rows, []string{e.Name, e.Kind, strings.Join(kvs, ",")})
+			}
+			return printTable(stdout, rows)
+		},
+	}
+}
+
+func newExtensionDescribeCommand(f *extensionFlags, stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "describe NAME",
+		Short: "Show an extension instance: its kind, and each setting with its value and source",
+		Long: "Show an extension instance: its kind and every setting of the kind with its\n" +
+			"value and source (set, or the kind's default); when the node lacks the\n" +
+			"kind, the settings as set.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var e extensionDef
+			if err := f.do(cmd.Context(), http.MethodGet, "/v1/extensions/"+args[0], nil, http.StatusOK, &e); err != nil {
+				return err
+			}
+			var kinds struct {
+				Kinds []extensionKind `json:"kinds"`
+			}
+			if err := f.do(cmd.Context(), http.MethodGet, "/v1/extension-kinds", nil, http.StatusOK, &kinds); err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "NAME  %s\nKIND  %s\n\n", e.Name, e.Kind)
+			rows := [][]string{{"SETTING", "VALUE", "SOURCE"}}
+			shown := map[string]bool{}
+			for _, k := range kinds.Kinds {
+				if k.Name != e.Kind {
+					continue
+				}
+				for _, s := range k.Settings {
+					shown[s.Name] = true
+					if v, ok := e.Settings[s.Name]; ok {
+						rows = append(rows, []string{s.Name, v, "set"})
+					} else if !s.Required {
+						rows = append(rows, []string{s.Name, s.Default, "default"})
+					}
+				}
+			}
+			for _, name := range slices.Sorted(maps.Keys(e.Settings)) {
+				if !shown[name] {
+					rows = append(rows, []string{name, e.Settings[name], "set"})
+				}
+			}
+			return printTable(stdout, rows)
+		},
+	}
+}
+
+func newExtensionDeleteCommand(f *extensionFlags, stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete NAME",
+		Short: "Delete an extension instance",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := f.do(cmd.Context(), http.MethodDelete, "/v1/extensions/"+args[0], nil, http.StatusOK, nil); err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "deleted extension %s\n", args[0])
+			return nil
+		},
+	}
+}
+
+func newExtensionKindsCommand(f *extensionFlags, stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "kinds",
+		Short: "List the kinds of extension the node has, with their settings",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var out struct {
+				Kinds []extensionKind `json:"kinds"`
+			}
+			if err := f.do(cmd.Context(), http.MethodGet, "/v1/extension-kinds", nil, http.StatusOK, &out); err != nil {
+				return err
+			}
+			if len(out.Kinds) == 0 {
+				fmt.Fprintln(stdout, "no kinds of extension")
+			}
+			for i, k := range out.Kinds {
+				if i > 0 {
+					fmt.Fprintln(stdout)
+				}
+				fmt.Fprintf(stdout, "KIND %s: %s\n", k.Name, k.Doc)
+				rows := [][]string{{"SETTING", "DEFAULT", "REQUIRED", "DOC"}}
+				for _, s := range k.Settings {
+					req := ""
+					if s.Required {
+						req = "yes"
+					}
+					rows = append(rows, []string{s.Name, s.Default, req, s.Doc})
+				}
+				if err := printTable(stdout, rows); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
+}

@@ -1,0 +1,161 @@
+package extension
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/skeinlog/skein/partition/store"
+)
+
+// errCredit stops a walk over the records once the credit is used up.
+var errCredit = errors.New("credit used up")
+
+// decode returns the records of batches (whole batches, as the log holds
+// them) from r.pos on, within the credit, and the offset after the last one
+// returned (after the last batch, when it was taken whole). Control batches
+// and the batches of aborted transactions are skipped: an extension reads
+// what a read_committed consumer would.
+func (r *runner) decode(batches []byte, aborted []store.AbortedTxn) ([]Record, int64, error) {
+	var out []Record
+	next, size := r.pos, 0
+	err := store.ForEachBatch(batches, func(b []byte, h store.Header) error {
+		if h.Control() || h.Transactional() && isAborted(aborted, h.ProducerID, h.BaseOffset) {
+			next = h.NextOffset()
+			return nil
+		}
+		err := store.ForEachRecord(b, &r.dec, func(rec *store.Record) error {
+			off := h.BaseOffset + int64(rec.OffsetDelta)
+			if off < r.pos {
+				return nil
+			}
+			if len(out) >= r.maxRecords || len(out) > 0 && size >= r.maxSize {
+				return errCredit
+			}
+			ts := h.BaseTimestamp + rec.TimestampDelta
+			if h.LogAppendTime() {
+				ts = h.MaxTimestamp
+			}
+			hdrs, err := decodeHeaders(rec.Headers, rec.NumHeaders)
+			if err != nil {
+				return err
+			}
+			out = append(out, Record{Topic: r.key.topic, Partition: r.key.partition, Offset: off, Timestamp: time.UnixMilli(ts),
+				Key: clone(rec.Key), Value: clone(rec.Value), Headers: hdrs, ProducerID: h.ProducerID})
+			size += len(rec.Key) + len(rec.Value)
+			next = off + 1
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		next = h.NextOffset()
+		return nil
+	})
+	if errors.Is(err, errCredit) {
+		err = nil
+	}
+	return out, next, err
+}
+
+// isAborted reports whether a transactional batch of producer at offset
+// belongs to an aborted transaction.
+func isAborted(aborted []store.AbortedTxn, producer, offset int64) bool {
+	for _, t := range aborted {
+		if t.ProducerID == producer && t.FirstOffset <= offset && offset <= t.LastOffset {
+			return true
+		}
+	}
+	return false
+}
+
+// clone copies b, keeping nil nil.
+func clone(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append([]byte{}, b...)
+}
+
+// decodeHeaders decodes a record's headers as the wire has them: per
+// header a varint key length, the key, a varint value length (-1: null)
+// and the value.
+func decodeHeaders(b []byte, n int32) ([]Header, error) {
+	if n == 0 {
+		return nil, nil
+	}
+	out := make([]Header, 0, n)
+	for range n {
+		kl, m := binary.Varint(b)
+		if m <= 0 || kl < 0 || int64(len(b)-m) < kl {
+			return nil, errors.New("malformed record header")
+		}
+		key := string(b[m : m+int(kl)])
+		b = b[m+int(kl):]
+		vl, m := binary.Varint(b)
+		if m <= 0 || int64(len(b)-m) < vl {
+			return nil, errors.New("malformed record header")
+		}
+		var v []byte
+		if vl >= 0 {
+			v = clone(b[m : m+int(vl)])
+			b = b[m+int(vl):]
+		} else {
+			b = b[m:]
+		}
+		out = append(out, Header{Key: key, Value: v})
+	}
+	return out, nil
+}
+
+// encodeBatch returns b's records as one idempotent batch of producer id
+// pid (epoch 0), starting at b.baseSeq.
+func encodeBatch(b *outBatch, pid int64) ([]byte, error) {
+	recs := make([]store.Record, len(b.records))
+	base := b.records[0].Timestamp.UnixMilli()
+	maxTs := base
+	for _, r := range b.records {
+		base = min(base, r.Timestamp.UnixMilli())
+		maxTs = max(maxTs, r.Timestamp.UnixMilli())
+	}
+	for i, r := range b.records {
+		var hdrs []byte
+		for _, h := range r.Headers {
+			hdrs = binary.AppendVarint(hdrs, int64(len(h.Key)))
+			hdrs = append(hdrs, h.Key...)
+			if h.Value == nil {
+				hdrs = binary.AppendVarint(hdrs, -1)
+			} else {
+				hdrs = binary.AppendVarint(hdrs, int64(len(h.Value)))
+				hdrs = append(hdrs, h.Value...)
+			}
+		}
+		recs[i] = store.Record{TimestampDelta: r.Timestamp.UnixMilli() - base, OffsetDelta: int32(i), Key: r.Key, Value: r.Value,
+			NumHeaders: int32(len(r.Headers)), Headers: hdrs}
+	}
+	h := store.Header{LastOffsetDelta: int32(len(recs) - 1), BaseTimestamp: base, MaxTimestamp: maxTs,
+		ProducerID: pid, ProducerEpoch: 0, BaseSequence: b.baseSeq, PartitionLeaderEpoch: -1}
+	out, err := store.AppendBatch(nil, h, recs, store.CodecNone)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the output for %s-%d: %w", b.key.Topic, b.key.Partition, err)
+	}
+	return out, nil
+}
+
+// keyPartitioner is Kafka's default partitioner for keyed records (murmur2
+// of the key), as franz-go implements it.
+var keyPartitioner = kgo.StickyKeyPartitioner(nil)
+
+// partitionFor returns the partition of n that key hashes to; a record
+// without a key goes to the source partition's number modulo n, which
+// spreads the output as the input was spread and, unlike Kafka's sticky
+// choice, is the same when the records are processed again.
+func partitionFor(key []byte, source, n int32) int32 {
+	if key == nil {
+		return source % n
+	}
+	return int32(keyPartitioner.ForTopic("").Partition(&kgo.Record{Key: key}, int(n)))
+}

@@ -1,0 +1,92 @@
+package extension
+
+import "time"
+
+// Extension is a kind's code for one source partition of an instance: the
+// runtime hands it the partition's records in offset order, and writes
+// what it emits.
+//
+// Its output is written exactly once if Process is deterministic: the same
+// records in, after the same earlier ones, give the same output in the
+// same order. After a restart the runtime hands it again the records after
+// its last committed position, and drops the output the cluster already
+// holds. An extension that depends on the clock or on chance gets its
+// output at least once.
+type Extension interface {
+	// Process takes the next records of the source partition, at most as
+	// many as Credit allows, and emits what is to be written through out.
+	// The records are the extension's to keep. An error, like a panic,
+	// restarts the partition's extension actor, which starts again from
+	// the last committed position.
+	Process(records []Record, out Output) error
+}
+
+// Credited is implemented by an Extension that bounds each Process call:
+// at most records records and about bytes bytes of keys and values (one
+// record more than bytes is handed over whole). Without it the runtime
+// hands over up to DefaultCreditRecords and DefaultCreditBytes.
+type Credited interface {
+	Credit() (records, bytes int)
+}
+
+// The credit of an Extension that does not say (Credited).
+const (
+	DefaultCreditRecords = 1000
+	DefaultCreditBytes   = 1 << 20
+)
+
+// Output takes an Extension's records to write.
+type Output interface {
+	// Emit writes r to partition of topic, or, with partition -1, to the
+	// partition its key hashes to (Kafka's default partitioner: murmur2
+	// of the key; a record without a key goes to the source partition's
+	// number modulo the topic's partition count). The
+	// record's Topic, Partition and Offset are ignored. A topic that does
+	// not exist is waited for, and shows as lag.
+	Emit(topic string, partition int32, r Record)
+}
+
+// Record is one record read from a source partition, or one to write.
+type Record struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	Timestamp time.Time
+	Key       []byte
+	Value     []byte
+	Headers   []Header
+	// ProducerID is the id of the producer that wrote a source record, -1
+	// for none.
+	ProducerID int64
+}
+
+// Header is a record header.
+type Header struct {
+	Key   string
+	Value []byte
+}
+
+// Instance is what an Extension is told when it is made: the instance it
+// belongs to, the source partition it processes, and what it may ask of the
+// cluster.
+type Instance struct {
+	// Name is the instance's name; Kind its kind's.
+	Name, Kind string
+	// Settings are the instance's settings, defaults filled in.
+	Settings map[string]string
+	// Topic and Partition are the source partition.
+	Topic     string
+	Partition int32
+	// Cluster is what the extension may ask of the cluster it runs in.
+	Cluster Cluster
+}
+
+// Cluster is what an Extension may ask of the cluster, from its actor.
+type Cluster interface {
+	// Partitions returns a topic's partition count, 0 when it does not
+	// exist.
+	Partitions(topic string) int32
+	// CreateTopic creates a topic with the cluster's default replication
+	// factor, unless it exists already.
+	CreateTopic(name string, partitions int32, configs map[string]string) error
+}

@@ -1,0 +1,88 @@
+package extension
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/skeinlog/skein/partition"
+)
+
+// Positions is where instances keep their positions: a consumer group per
+// instance (GroupFor), with a committed offset per source partition, as a
+// Kafka consumer's, so that Kafka's tools show an instance's lag. The node
+// provides it over its own Kafka listener.
+type Positions interface {
+	// Fetch returns the committed offset and metadata of a source
+	// partition; ok is false when none was committed.
+	Fetch(ctx context.Context, group, topic string, partition int32) (offset int64, metadata string, ok bool, err error)
+	// Commit commits offset and metadata for a source partition.
+	Commit(ctx context.Context, group, topic string, partition int32, offset int64, metadata string) error
+	// LastSequence returns the sequence number of the last record a
+	// producer id wrote to a partition, as the partition's leader knows it
+	// (DescribeProducers); ok is false when the leader knows no such
+	// producer.
+	LastSequence(ctx context.Context, topic string, partition int32, producerID int64) (seq int32, ok bool, err error)
+}
+
+// GroupFor is the consumer group that holds an instance's positions.
+func GroupFor(instance string) string { return "skein-extension-" + instance }
+
+// position is what a commit records besides the offset, in its metadata:
+// the producer id the partition's output is written with, and for each
+// partition written to, the sequence number of the next record the output
+// of the records from the offset on starts with. A restarted actor
+// processes those records again and numbers their output from there: what
+// a target already has (its last sequence of the producer) is dropped.
+type position struct {
+	producerID int64
+	next       map[partition.Key]int32
+}
+
+const positionVersion = "skein-ext/1"
+
+// encode returns the commit metadata of p: the version, the producer id,
+// then topic:partition=sequence for each target, sorted.
+func (p *position) encode() string {
+	var b strings.Builder
+	b.WriteString(positionVersion)
+	b.WriteByte(' ')
+	b.WriteString(strconv.FormatInt(p.producerID, 10))
+	keys := slices.SortedFunc(maps.Keys(p.next), func(a, b partition.Key) int {
+		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+			return c
+		}
+		return int(a.Partition - b.Partition)
+	})
+	for _, k := range keys {
+		fmt.Fprintf(&b, " %s:%d=%d", k.Topic, k.Partition, p.next[k])
+	}
+	return b.String()
+}
+
+// decodePosition parses commit metadata that encode wrote.
+func decodePosition(s string) (*position, error) {
+	f := strings.Fields(s)
+	if len(f) < 2 || f[0] != positionVersion {
+		return nil, fmt.Errorf("commit metadata %q is not an extension's position", s)
+	}
+	pid, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil || pid < 0 {
+		return nil, fmt.Errorf("commit metadata %q: producer id %q", s, f[1])
+	}
+	p := &position{producerID: pid, next: map[partition.Key]int32{}}
+	for _, e := range f[2:] {
+		tp, seq, ok1 := strings.Cut(e, "=")
+		topic, part, ok2 := strings.Cut(tp, ":")
+		n, err1 := strconv.ParseInt(part, 10, 32)
+		q, err2 := strconv.ParseInt(seq, 10, 32)
+		if !ok1 || !ok2 || topic == "" || err1 != nil || err2 != nil || n < 0 || q < 0 {
+			return nil, fmt.Errorf("commit metadata %q: target %q", s, e)
+		}
+		p.next[partition.Key{Topic: topic, Partition: int32(n)}] = int32(q)
+	}
+	return p, nil
+}

@@ -1,0 +1,611 @@
+package extension
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/skeinlog/skein/actors"
+	"github.com/skeinlog/skein/partition"
+	"github.com/skeinlog/skein/partition/store"
+)
+
+// runner is the actor of one source partition of an instance on the node
+// that leads it: node/<id>/extensions/<instance>/<topic>-<n>. It reads the
+// partition's published view (no message to the partition's actor), hands
+// the records to the Extension, writes its output through the leaders'
+// appends actors, one chunk at a time, and commits its position.
+//
+// A restart (a panic, an error from Process, an output the cluster refuses
+// for good) starts it again from the committed position; after
+// parkFailures failures without a quiet minute between them it parks: it
+// stays, idle, and its status says why.
+type runner struct {
+	cfg  *Config
+	key  runnerKey
+	kind *Kind
+	// settings are the instance's, resolved.
+	settings map[string]string
+	st       *status
+	self     *actor.PID
+	ctx      context.Context
+	cancel   context.CancelFunc
+
+	ext                 Extension
+	maxRecords, maxSize int
+	dec                 store.Decompressor
+
+	pos        int64                   // the next source offset to process
+	pid        int64                   // the producer id the output is written with
+	next       map[partition.Key]int32 // the next sequence of each target
+	written    map[partition.Key]int32 // after a restart: the next sequence each target lacks
+	committed  position                // the last durable commit's targets
+	commitAt   int64                   // its offset
+	lastCommit time.Time
+	committing bool
+
+	chunk   *chunk // the records in progress
+	waiting bool   // a step is scheduled (a watch, or a retry)
+}
+
+// chunk is a Process call's input range and output.
+type chunk struct {
+	next    int64 // the source offset after its records
+	records int
+	out     []emitted
+	// batches are its output per target once numbered; pending counts
+	// those not yet acknowledged.
+	batches map[partition.Key]*outBatch
+	pending int
+	// register is set while a commit must name new targets before the
+	// output goes: the commit of the chunk's start, with the sequences the
+	// chunk's output starts at (startNext).
+	register  bool
+	startNext map[partition.Key]int32
+}
+
+type emitted struct {
+	topic     string
+	partition int32
+	rec       Record
+}
+
+type outBatch struct {
+	key     partition.Key
+	baseSeq int32
+	records []Record
+}
+
+// The runner's own messages; each carries the runner it is for, so that
+// what a previous instance of the actor (before a restart) set going is
+// ignored.
+type (
+	loaded struct {
+		r       *runner
+		pos     int64
+		p       *position
+		written map[partition.Key]int32
+		err     error
+	}
+	stepNow   struct{ r *runner }
+	appendRes struct {
+		r   *runner
+		b   *outBatch
+		res *partition.RemoteAppendResult
+		err error
+	}
+	commitRes struct {
+		r      *runner
+		offset int64
+		p      position
+		err    error
+	}
+	retryNow struct {
+		r     *runner
+		again func()
+	}
+)
+
+// The runner's bounds.
+const (
+	parkFailures  = 5
+	loadTimeout   = 30 * time.Second
+	appendTimeout = 30 * time.Second
+	maxBackoff    = 5 * time.Second
+	// idleRecheck bounds the wait for new records: the view's watch wakes
+	// the runner sooner, this catches a leadership it lost meanwhile.
+	idleRecheck = time.Second
+)
+
+func (r *runner) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *actor.Started:
+		r.start(c)
+	case *actor.Stopping:
+		r.cancel()
+	case *actor.Restarting:
+		r.cancel()
+	case *loaded:
+		if m.r == r {
+			r.loaded(c, m)
+		}
+	case *stepNow:
+		if m.r == r {
+			r.waiting = false
+			r.step(c)
+		}
+	case *appendRes:
+		if m.r == r {
+			r.appended(c, m)
+		}
+	case *commitRes:
+		if m.r == r {
+			r.commitDone(c, m)
+		}
+	case *retryNow:
+		if m.r == r && r.ctx.Err() == nil {
+			m.again()
+		}
+	}
+}
+
+func (r *runner) start(c actor.Context) {
+	r.self = c.Self()
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	if r.st.parked() {
+		return
+	}
+	r.st.set(func(s *Status) { s.State, s.Reason = StateLoading, "" })
+	r.load(c)
+}
+
+// load fetches the committed position and, after a restart, what the
+// targets already hold from this producer, on a goroutine.
+func (r *runner) load(c actor.Context) {
+	cfg, key, self, sys, ctx := r.cfg, r.key, r.self, c.ActorSystem(), r.ctx
+	start := r.settings[SettingStart]
+	go func() {
+		m := &loaded{r: r}
+		defer func() { sys.Root.Send(self, m) }()
+		ctx, cancel := context.WithTimeout(ctx, loadTimeout)
+		defer cancel()
+		off, meta, ok, err := cfg.Positions.Fetch(ctx, GroupFor(key.instance), key.topic, key.partition)
+		if err != nil {
+			m.err = fmt.Errorf("fetching the committed position: %w", err)
+			return
+		}
+		m.pos = -1
+		if ok {
+			m.pos = off
+			if m.p, err = decodePosition(meta); err != nil {
+				// Committed by something else (a Kafka tool resetting the
+				// group's offsets): the offset holds, the output starts a
+				// new producer.
+				m.p = nil
+			}
+		}
+		if m.pos < 0 && start == "latest" {
+			m.pos = -2
+		}
+		if m.p == nil {
+			id, err := cfg.ProducerID()
+			if err != nil {
+				m.err = fmt.Errorf("taking a producer id: %w", err)
+				return
+			}
+			m.p = &position{producerID: id, next: map[partition.Key]int32{}}
+			return
+		}
+		m.written = map[partition.Key]int32{}
+		for k, next := range m.p.next {
+			seq, ok, err := cfg.Positions.LastSequence(ctx, k.Topic, k.Partition, m.p.producerID)
+			if err != nil {
+				m.err = fmt.Errorf("asking %s-%d for the output's last sequence: %w", k.Topic, k.Partition, err)
+				return
+			}
+			if ok && seq+1 > next {
+				m.written[k] = seq + 1
+			}
+		}
+	}()
+}
+
+func (r *runner) loaded(c actor.Context, m *loaded) {
+	if m.err != nil {
+		r.retry(c, "waiting", m.err.Error(), func() { r.load(c) })
+		return
+	}
+	r.st.ok()
+	r.pid, r.next, r.written = m.p.producerID, m.p.next, m.written
+	r.committed = position{producerID: m.p.producerID, next: cloneSeqs(m.p.next)}
+	r.commitAt, r.lastCommit = m.pos, time.Now()
+	r.pos = m.pos
+	ext, err := r.kind.New(Instance{Name: r.key.instance, Kind: r.kind.Name, Settings: r.settings,
+		Topic: r.key.topic, Partition: r.key.partition, Cluster: r.cfg.Cluster})
+	if err != nil {
+		r.fail(fmt.Errorf("kind %s: %w", r.kind.Name, err))
+		return
+	}
+	r.ext = ext
+	r.maxRecords, r.maxSize = DefaultCreditRecords, DefaultCreditBytes
+	if cr, ok := ext.(Credited); ok {
+		n, b := cr.Credit()
+		r.maxRecords, r.maxSize = max(n, 1), max(b, 1)
+	}
+	r.st.set(func(s *Status) { s.State, s.Reason, s.ProducerID = StateRunning, "", r.pid })
+	r.step(c)
+}
+
+// step moves on: sends the chunk in progress's output, or reads and
+// processes the next records, or waits for some.
+func (r *runner) step(c actor.Context) {
+	if r.ext == nil || r.waiting {
+		return
+	}
+	if r.chunk != nil {
+		r.sendChunk(c)
+		return
+	}
+	h, v, kerr := r.cfg.Registry.Led(r.cfg.Image(), r.cfg.NodeID, r.key.topic, r.key.partition)
+	if kerr != nil {
+		// Not led here (yet, or any more: the supervisor stops this actor
+		// when the metadata says so), or failed: look again soon.
+		r.st.set(func(s *Status) { s.State, s.Reason = StateWaiting, "the source partition: "+kerr.Message })
+		r.after(c, idleRecheck)
+		return
+	}
+	log := v.Log
+	switch {
+	case r.pos == -1:
+		r.pos = log.LogStartOffset
+	case r.pos == -2:
+		r.pos = log.HighWatermark
+	case r.pos < log.LogStartOffset:
+		r.cfg.Logger.Warn().Str("extension", r.key.instance).Str("topic", r.key.topic).Int32("partition", r.key.partition).
+			Int64("position", r.pos).Int64("log_start", log.LogStartOffset).Msg("extension: records deleted before they were processed; going on from the log start")
+		r.pos = log.LogStartOffset
+	}
+	upTo := log.LastStableOffset
+	r.st.set(func(s *Status) { s.Position, s.End, s.State, s.Reason = r.pos, log.HighWatermark, StateRunning, "" })
+	if r.pos >= upTo {
+		r.maybeCommit(c, true)
+		r.watch(c, h)
+		return
+	}
+	b, err := log.ReadBytes(r.pos, store.ReadOptions{MaxBytes: int64(r.maxSize), MaxOffset: upTo, MinOneBatch: true})
+	if err != nil {
+		r.retry(c, StateWaiting, "reading the source partition: "+err.Error(), func() { r.step(c) })
+		return
+	}
+	if len(b) == 0 { // the next batch ends beyond the last stable offset
+		r.watch(c, h)
+		return
+	}
+	recs, next, err := r.decode(b, log.AbortedTxns(r.pos, upTo))
+	if err != nil {
+		r.fail(fmt.Errorf("decoding %s-%d at %d: %w", r.key.topic, r.key.partition, r.pos, err))
+		return
+	}
+	out := &collector{}
+	if err := r.process(recs, out); err != nil {
+		r.fail(err)
+		return
+	}
+	r.chunk = &chunk{next: next, records: len(recs), out: out.out}
+	r.sendChunk(c)
+}
+
+// process calls the extension, turning a panic into an error.
+func (r *runner) process(recs []Record, out Output) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%s panicked: %v", r.kind.Name, p)
+		}
+	}()
+	if err := r.ext.Process(recs, out); err != nil {
+		return fmt.Errorf("%s: %w", r.kind.Name, err)
+	}
+	return nil
+}
+
+// collector is the Output a Process call writes to.
+type collector struct{ out []emitted }
+
+func (o *collector) Emit(topic string, partition int32, r Record) {
+	o.out = append(o.out, emitted{topic: topic, partition: partition, rec: r})
+}
+
+// sendChunk numbers the chunk's output (once its targets exist), commits
+// first if it writes to targets the last commit does not name, and sends a
+// batch to each target.
+func (r *runner) sendChunk(c actor.Context) {
+	ch := r.chunk
+	if ch.batches == nil {
+		ch.startNext = cloneSeqs(r.next)
+		batches, missing := r.number(ch.out)
+		if missing != "" {
+			r.retry(c, StateWaiting, missing, func() { r.step(c) })
+			return
+		}
+		ch.batches = batches
+		for k := range batches {
+			if _, ok := r.committed.next[k]; !ok {
+				ch.register = true
+			}
+		}
+	}
+	if ch.register {
+		// A target no commit names yet: were the actor to restart after
+		// writing there, nothing would say to look for its output. The
+		// position at the chunk's start, with the new targets at their
+		// first sequence, goes first.
+		if !r.committing {
+			r.commit(c, r.pos, ch.startNext)
+		}
+		return
+	}
+	if ch.pending > 0 {
+		return
+	}
+	for _, b := range ch.batches {
+		if len(b.records) > 0 {
+			ch.pending++
+			r.send(c, b)
+		}
+	}
+	if ch.pending == 0 {
+		r.chunkDone(c)
+	}
+}
+
+// number groups a chunk's output by target partition, in order, and gives
+// each record its sequence; the records a target already has (after a
+// restart) are dropped. missing says which output partition does not
+// exist, if one does not.
+func (r *runner) number(out []emitted) (map[partition.Key]*outBatch, string) {
+	im := r.cfg.Image()
+	batches := map[partition.Key]*outBatch{}
+	var order []*outBatch
+	for _, e := range out {
+		t := im.Topic(e.topic)
+		switch {
+		case t == nil || len(t.Partitions) == 0:
+			return nil, "the output topic " + e.topic + " does not exist"
+		case int(e.partition) >= len(t.Partitions):
+			return nil, fmt.Sprintf("the output topic %s has no partition %d", e.topic, e.partition)
+		}
+		p := e.partition
+		if p < 0 {
+			p = partitionFor(e.rec.Key, r.key.partition, int32(len(t.Partitions)))
+		}
+		k := partition.Key{Topic: e.topic, Partition: p}
+		b := batches[k]
+		if b == nil {
+			b = &outBatch{key: k}
+			batches[k] = b
+			order = append(order, b)
+		}
+		b.records = append(b.records, e.rec)
+	}
+	for _, b := range order {
+		seq := r.next[b.key]
+		skip := 0
+		if w, ok := r.written[b.key]; ok {
+			skip = int(min(max(w-seq, 0), int32(len(b.records))))
+			if seq+int32(len(b.records)) >= w {
+				delete(r.written, b.key)
+			}
+		}
+		r.next[b.key] = seq + int32(len(b.records))
+		b.baseSeq, b.records = seq+int32(skip), b.records[skip:]
+		if skip > 0 && r.st != nil {
+			r.st.set(func(s *Status) { s.Skipped += int64(skip) })
+		}
+	}
+	return batches, ""
+}
+
+// send writes one batch to its target's leader.
+func (r *runner) send(c actor.Context, b *outBatch) {
+	im := r.cfg.Image()
+	t := im.Topic(b.key.Topic)
+	if t == nil || int(b.key.Partition) >= len(t.Partitions) {
+		r.fail(fmt.Errorf("the output partition %s-%d is gone", b.key.Topic, b.key.Partition))
+		return
+	}
+	p := t.Partitions[b.key.Partition]
+	addr := c.ActorSystem().Address()
+	if p.Leader != r.cfg.NodeID {
+		br, ok := im.Brokers[p.Leader]
+		if p.Leader < 0 || !ok || br.ClusterAddr == "" {
+			r.sent(c, &appendRes{r: r, b: b, res: &partition.RemoteAppendResult{Err: kerr.LeaderNotAvailable}})
+			return
+		}
+		addr = br.ClusterAddr
+	}
+	batch, err := encodeBatch(b, r.pid)
+	if err != nil {
+		r.fail(err)
+		return
+	}
+	to := actor.NewPID(addr, "node/"+strconv.Itoa(int(p.Leader))+"/appends")
+	msg := &partition.RemoteAppend{Origin: r.cfg.Origin, Topic: b.key.Topic, Partition: b.key.Partition, TopicID: t.ID,
+		LeaderEpoch: -1, Acks: -1, TimeoutMs: int32(appendTimeout / time.Millisecond), Records: batch}
+	self, root := r.self, c.ActorSystem().Root
+	actors.Call(c, to, msg, appendTimeout+time.Second, func(res any, err error) {
+		m := &appendRes{r: r, b: b, err: err}
+		m.res, _ = res.(*partition.RemoteAppendResult)
+		if m.res == nil && m.err == nil {
+			m.err = fmt.Errorf("unexpected answer %T", res)
+		}
+		root.Send(self, m)
+	})
+}
+
+// sent hands an answer that did not go over the wire to appended.
+func (r *runner) sent(c actor.Context, m *appendRes) { c.Send(r.self, m) }
+
+// appended takes a target leader's answer: done, sent again (after a
+// backoff), or a failure.
+func (r *runner) appended(c actor.Context, m *appendRes) {
+	ch := r.chunk
+	if ch == nil || ch.batches[m.b.key] != m.b {
+		return
+	}
+	var err error
+	switch {
+	case m.err != nil:
+		err = m.err
+	case m.res.Err != nil:
+		err = m.res.Err
+		if m.res.Message != "" {
+			err = fmt.Errorf("%w: %s", m.res.Err, m.res.Message)
+		}
+	}
+	if err == nil {
+		m.b.records = nil
+		ch.pending--
+		if ch.pending == 0 {
+			r.st.ok()
+			r.chunkDone(c)
+		}
+		return
+	}
+	var ke *kerr.Error
+	if m.err == nil && errors.As(err, &ke) && !ke.Retriable {
+		// OUT_OF_ORDER_SEQUENCE_NUMBER among them: another runner of this
+		// partition (on the node that led it before) wrote too. A restart
+		// asks the targets again what they have.
+		r.fail(fmt.Errorf("writing to %s-%d: %w", m.b.key.Topic, m.b.key.Partition, err))
+		return
+	}
+	b := m.b
+	r.retry(c, StateWaiting, fmt.Sprintf("writing to %s-%d: %v", b.key.Topic, b.key.Partition, err), func() { r.send(c, b) })
+}
+
+// chunkDone moves the position past a chunk whose output is all written.
+func (r *runner) chunkDone(c actor.Context) {
+	ch := r.chunk
+	r.chunk = nil
+	r.pos = ch.next
+	emitted := int64(len(ch.out))
+	r.st.set(func(s *Status) {
+		s.Position = r.pos
+		s.Processed += int64(ch.records)
+		s.Emitted += emitted
+	})
+	r.maybeCommit(c, false)
+	r.step(c)
+}
+
+// maybeCommit commits the position if the last commit is older than the
+// commit interval, or, when idle, if it is behind.
+func (r *runner) maybeCommit(c actor.Context, idle bool) {
+	if r.committing || r.pos == r.commitAt && len(r.next) == len(r.committed.next) {
+		return
+	}
+	if idle || time.Since(r.lastCommit) >= r.cfg.CommitInterval {
+		r.commit(c, r.pos, r.next)
+	}
+}
+
+// commit commits offset with the targets' sequences, on a goroutine.
+func (r *runner) commit(c actor.Context, offset int64, next map[partition.Key]int32) {
+	r.committing = true
+	p := position{producerID: r.pid, next: cloneSeqs(next)}
+	if ch := r.chunk; ch != nil && ch.register {
+		for k := range ch.batches {
+			if _, ok := p.next[k]; !ok {
+				p.next[k] = 0
+			}
+		}
+	}
+	cfg, key, self, sys, ctx := r.cfg, r.key, r.self, c.ActorSystem(), r.ctx
+	go func() {
+		ctx, cancel := context.WithTimeout(ctx, loadTimeout)
+		defer cancel()
+		err := cfg.Positions.Commit(ctx, GroupFor(key.instance), key.topic, key.partition, offset, p.encode())
+		sys.Root.Send(self, &commitRes{r: r, offset: offset, p: p, err: err})
+	}()
+}
+
+func (r *runner) commitDone(c actor.Context, m *commitRes) {
+	r.committing = false
+	if m.err != nil {
+		r.retry(c, StateWaiting, "committing the position: "+m.err.Error(), func() { r.step(c) })
+		return
+	}
+	r.commitAt, r.committed, r.lastCommit = m.offset, m.p, time.Now()
+	r.st.set(func(s *Status) { s.Committed = m.offset })
+	if ch := r.chunk; ch != nil && ch.register {
+		ch.register = false
+		for k := range ch.batches {
+			if _, ok := r.committed.next[k]; !ok {
+				ch.register = true
+			}
+		}
+	}
+	r.step(c)
+}
+
+// watch steps again once the partition publishes a new view, or after
+// idleRecheck.
+func (r *runner) watch(c actor.Context, h *partition.Handle) {
+	r.waiting = true
+	ch := make(chan struct{}, 1)
+	cancel := h.Watch(ch)
+	self, root, ctx := r.self, c.ActorSystem().Root, r.ctx
+	go func() {
+		defer cancel()
+		t := time.NewTimer(idleRecheck)
+		defer t.Stop()
+		select {
+		case <-ch:
+		case <-t.C:
+		case <-ctx.Done():
+			return
+		}
+		root.Send(self, &stepNow{r: r})
+	}()
+}
+
+// after steps again after d.
+func (r *runner) after(c actor.Context, d time.Duration) {
+	r.waiting = true
+	self, root := r.self, c.ActorSystem().Root
+	time.AfterFunc(d, func() { root.Send(self, &stepNow{r: r}) })
+}
+
+// retry records why the runner waits and calls again after a backoff
+// doubling with the retries since the runner last made progress.
+func (r *runner) retry(c actor.Context, state, reason string, again func()) {
+	n := r.st.waitFor(reason)
+	r.st.set(func(s *Status) { s.State, s.Reason = state, reason })
+	d := min(50*time.Millisecond<<min(n-1, 10), maxBackoff)
+	self, root := r.self, c.ActorSystem().Root
+	time.AfterFunc(d, func() { root.Send(self, &retryNow{r: r, again: again}) })
+}
+
+// fail records a failure and restarts the actor, or parks it after
+// parkFailures of them.
+func (r *runner) fail(err error) {
+	if r.st.failed(err) {
+		r.cancel()
+		r.ext = nil
+		return
+	}
+	panic(err)
+}
+
+func cloneSeqs(m map[partition.Key]int32) map[partition.Key]int32 {
+	out := make(map[partition.Key]int32, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,207 @@
+package extension
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+
+	"github.com/skeinlog/skein/actors"
+	"github.com/skeinlog/skein/controller/image"
+	"github.com/skeinlog/skein/partition"
+)
+
+// Config is what the extensions supervisor takes from its node.
+type Config struct {
+	NodeID int32
+	// Origin is this node's run, sent with its appends.
+	Origin   actors.Origin
+	Registry *partition.Registry
+	// Image returns the newest cluster metadata image.
+	Image     func() *image.Image
+	Positions Positions
+	// ProducerID returns a producer id no one else has.
+	ProducerID func() (int64, error)
+	Cluster    Cluster
+	// Runtime collects the statuses, for the admin API and /metrics.
+	Runtime *Runtime
+	// CommitInterval is how often a partition that makes progress commits
+	// its position; default 1 s.
+	CommitInterval time.Duration
+	Logger         zerolog.Logger
+}
+
+// Placement is the newest metadata for the extensions supervisor: the
+// image and the partitions this node leads in it. Sent by the node's
+// metadata actor.
+type Placement struct {
+	Image *image.Image
+	Led   map[partition.Key]bool
+}
+
+// Runtime holds the statuses of a node's extension actors.
+//
+// Concurrency: safe for concurrent use.
+type Runtime struct {
+	mu sync.Mutex
+	m  map[runnerKey]*status
+}
+
+// NewRuntime returns an empty Runtime.
+func NewRuntime() *Runtime { return &Runtime{m: map[runnerKey]*status{}} }
+
+// Statuses returns the status of every source partition processed on this
+// node, by instance, topic and partition.
+func (rt *Runtime) Statuses() []Status {
+	rt.mu.Lock()
+	out := make([]Status, 0, len(rt.m))
+	for _, st := range rt.m {
+		out = append(out, st.get())
+	}
+	rt.mu.Unlock()
+	slices.SortFunc(out, func(a, b Status) int {
+		if c := strings.Compare(a.Instance, b.Instance); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+			return c
+		}
+		return int(a.Partition - b.Partition)
+	})
+	return out
+}
+
+// runnerKey names an instance's source partition.
+type runnerKey struct {
+	instance  string
+	topic     string
+	partition int32
+}
+
+// SupervisorProps returns the props of the extensions supervisor, spawned
+// as "extensions" under the node: it runs, for each instance in the
+// metadata, an actor per source partition this node leads, named
+// <instance>/<topic>-<n>, and stops it when the leadership moves, the
+// instance is deleted or its definition changes.
+func SupervisorProps(cfg Config, strategy actor.SupervisorStrategy) *actor.Props {
+	if cfg.CommitInterval <= 0 {
+		cfg.CommitInterval = time.Second
+	}
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &supervisor{cfg: &cfg, running: map[runnerKey]*placed{}, refused: map[string]string{}}
+	}, actor.WithSupervisor(strategy))
+}
+
+type supervisor struct {
+	cfg     *Config
+	running map[runnerKey]*placed
+	// refused are the instances this node cannot run (a kind it lacks,
+	// settings it refuses), with why, logged once.
+	refused map[string]string
+	last    *Placement
+}
+
+// placed is a running source partition's actor.
+type placed struct {
+	pid *actor.PID
+	def image.Extension
+}
+
+func (s *supervisor) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *Placement:
+		s.last = m
+		s.place(c, m)
+	case *actor.Terminated:
+		// A stopped actor's name is free again: one that replaces it (a
+		// changed definition) can start.
+		if s.last != nil {
+			s.place(c, s.last)
+		}
+	case *actor.Stopping:
+		s.cfg.Runtime.mu.Lock()
+		clear(s.cfg.Runtime.m)
+		s.cfg.Runtime.mu.Unlock()
+	}
+}
+
+// place starts and stops actors to match the metadata.
+func (s *supervisor) place(c actor.Context, m *Placement) {
+	type wanted struct {
+		def      image.Extension
+		kind     *Kind
+		settings map[string]string
+	}
+	want := map[runnerKey]wanted{}
+	refused := map[string]string{}
+	for _, name := range slices.Sorted(maps.Keys(m.Image.Extensions)) {
+		def := *m.Image.Extensions[name]
+		kind, ok := Lookup(def.Kind)
+		if !ok {
+			refused[name] = fmt.Sprintf("this node's binary has no extension kind %q", def.Kind)
+			continue
+		}
+		settings, err := kind.Resolve(def.Settings)
+		if err != nil {
+			refused[name] = err.Error()
+			continue
+		}
+		match, _ := NewTopicMatcher(settings[SettingSourceTopics])
+		for _, t := range m.Image.Topics {
+			if !match.Match(t.Name) || kind.Skip != nil && kind.Skip(settings, t.Name) {
+				continue
+			}
+			for _, p := range t.Partitions {
+				if m.Led[partition.Key{Topic: t.Name, Partition: p.Index}] {
+					want[runnerKey{name, t.Name, p.Index}] = wanted{def, kind, settings}
+				}
+			}
+		}
+	}
+	for name, why := range refused {
+		if s.refused[name] != why {
+			s.cfg.Logger.Error().Str("extension", name).Str("reason", why).Msg("extension: not run on this node")
+		}
+	}
+	s.refused = refused
+	for k, p := range s.running {
+		if w, ok := want[k]; ok && sameDef(w.def, p.def) {
+			continue
+		}
+		c.Stop(p.pid)
+		delete(s.running, k)
+		s.cfg.Runtime.mu.Lock()
+		delete(s.cfg.Runtime.m, k)
+		s.cfg.Runtime.mu.Unlock()
+	}
+	for k, w := range want {
+		if _, ok := s.running[k]; ok {
+			continue
+		}
+		st := &status{log: s.cfg.Logger, s: Status{Instance: k.instance, Kind: w.kind.Name, Topic: k.topic, Partition: k.partition,
+			Node: s.cfg.NodeID, State: StateLoading, Position: -1, Committed: -1}}
+		cfg, kind, settings := s.cfg, w.kind, w.settings
+		props := actor.PropsFromProducer(func() actor.Actor {
+			return &runner{cfg: cfg, key: k, kind: kind, settings: settings, st: st}
+		})
+		pid, err := c.SpawnNamed(props, fmt.Sprintf("%s/%s-%d", k.instance, k.topic, k.partition))
+		if err != nil {
+			// The previous actor of that name still stops: its
+			// Terminated places again.
+			continue
+		}
+		s.running[k] = &placed{pid: pid, def: w.def}
+		s.cfg.Runtime.mu.Lock()
+		s.cfg.Runtime.m[k] = st
+		s.cfg.Runtime.mu.Unlock()
+	}
+}
+
+func sameDef(a, b image.Extension) bool {
+	return a.Name == b.Name && a.Kind == b.Kind && maps.Equal(a.Settings, b.Settings)
+}

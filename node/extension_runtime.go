@@ -1,0 +1,148 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/skeinlog/skein/actors"
+	"github.com/skeinlog/skein/controller"
+	"github.com/skeinlog/skein/extension"
+	// The kinds Skein ships register themselves.
+	_ "github.com/skeinlog/skein/extension/library"
+)
+
+// extensionClient is what the node's extension actors ask of the cluster
+// through Kafka's protocol: their positions, which are a consumer group's
+// committed offsets (so that Kafka's tools show an instance's lag), and
+// what a target partition holds of their output (DescribeProducers). It is
+// a franz-go client of the node's own listener, made on first use; the
+// records themselves go through the partitions' appends actors.
+//
+// Concurrency: safe for concurrent use.
+type extensionClient struct {
+	n    *Node
+	once sync.Once
+	cl   *kgo.Client
+	adm  *kadm.Client
+	err  error
+}
+
+func (e *extensionClient) client() (*kadm.Client, error) {
+	e.once.Do(func() {
+		host, port := e.n.advertised()
+		if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+			host = "127.0.0.1"
+		}
+		e.cl, e.err = kgo.NewClient(kgo.SeedBrokers(net.JoinHostPort(host, strconv.Itoa(int(port)))), kgo.ClientID("skein-extensions"))
+		if e.err == nil {
+			e.adm = kadm.NewClient(e.cl)
+		}
+	})
+	return e.adm, e.err
+}
+
+func (e *extensionClient) close() {
+	if e.cl != nil {
+		e.cl.Close()
+	}
+}
+
+func (e *extensionClient) Fetch(ctx context.Context, group, topic string, p int32) (int64, string, bool, error) {
+	adm, err := e.client()
+	if err != nil {
+		return 0, "", false, err
+	}
+	offs, err := adm.FetchOffsets(ctx, group)
+	if err != nil {
+		return 0, "", false, err
+	}
+	o, ok := offs.Lookup(topic, p)
+	if !ok || o.At < 0 {
+		return 0, "", false, nil
+	}
+	if o.Err != nil {
+		return 0, "", false, o.Err
+	}
+	return o.At, o.Metadata, true, nil
+}
+
+func (e *extensionClient) Commit(ctx context.Context, group, topic string, p int32, offset int64, metadata string) error {
+	adm, err := e.client()
+	if err != nil {
+		return err
+	}
+	var os kadm.Offsets
+	os.Add(kadm.Offset{Topic: topic, Partition: p, At: offset, LeaderEpoch: -1, Metadata: metadata})
+	res, err := adm.CommitOffsets(ctx, group, os)
+	if err != nil {
+		return err
+	}
+	return res.Error()
+}
+
+func (e *extensionClient) LastSequence(ctx context.Context, topic string, p int32, producerID int64) (int32, bool, error) {
+	adm, err := e.client()
+	if err != nil {
+		return 0, false, err
+	}
+	described, err := adm.DescribeProducers(ctx, kadm.TopicsSet{topic: {p: {}}})
+	if err != nil {
+		return 0, false, err
+	}
+	dp, ok := described[topic].Partitions[p]
+	if !ok {
+		return 0, false, fmt.Errorf("no answer for %s-%d", topic, p)
+	}
+	if dp.Err != nil {
+		return 0, false, dp.Err
+	}
+	for _, s := range dp.ActiveProducers {
+		if s.ProducerID == producerID {
+			return s.LastSequence, true, nil
+		}
+	}
+	return 0, false, nil
+}
+
+// extensionCluster is extension.Cluster on this node.
+type extensionCluster struct{ n *Node }
+
+func (c extensionCluster) Partitions(topic string) int32 {
+	if t := c.n.image.Load().Topic(topic); t != nil {
+		return int32(len(t.Partitions))
+	}
+	return 0
+}
+
+func (c extensionCluster) CreateTopic(name string, partitions int32, configs map[string]string) error {
+	cmd := &controller.CreateTopics{Topics: []controller.NewTopic{{Name: name, NumPartitions: partitions, ReplicationFactor: -1, Configs: configs}}}
+	res, err := actors.Ask(c.n.sys, c.n.children.Load().controller, cmd, 30*time.Second)
+	if err != nil {
+		return err
+	}
+	r := res.(*controller.CreateTopicsResult).Topics[0]
+	if r.Err != nil && !errors.Is(r.Err, kerr.TopicAlreadyExists) {
+		return fmt.Errorf("creating %s: %s: %s", name, r.Err.Message, r.Message)
+	}
+	return nil
+}
+
+// extensionProducerID takes a producer id for an extension's output.
+func (n *Node) extensionProducerID() (int64, error) {
+	id, err := n.producerIDs.take()
+	if err != nil {
+		return -1, err
+	}
+	return id, nil
+}
+
+var _ extension.Positions = (*extensionClient)(nil)
