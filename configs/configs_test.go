@@ -103,6 +103,7 @@ func TestDefaultNode(t *testing.T) {
 		"transaction.max.timeout.ms":                                  "900000",
 		"transactional.id.expiration.ms":                              "604800000",
 		"transaction.abort.timed.out.transaction.cleanup.interval.ms": "10000",
+		"extension.commit.interval.ms":                                "1000",
 		"unclean.leader.election.enable":                              "false",
 		"auto.leader.rebalance.enable":                                "true",
 		"leader.imbalance.check.interval.seconds":                     "300",

@@ -32,7 +32,7 @@
 // in Node.Explicit which keys the sources set, so that DescribeTopic can tell
 // a broker setting from a default.
 //
-// The caller's duties (cmd/skein does this):
+// The caller's duties (package cli does this for `skein node`):
 //
 //  1. RegisterFlags on the command's flag set, then parse the arguments;
 //  2. Load with that flag set and os.Environ(); on error, print it and exit

@@ -419,6 +419,7 @@ var docs = map[string]string{
 	"transaction.max.timeout.ms":               "The longest transaction timeout a producer may ask for.",
 	"transactional.id.expiration.ms":           "A transactional id with no transaction in progress is forgotten after this many milliseconds unused.",
 	"transaction.abort.timed.out.transaction.cleanup.interval.ms": "How often a transaction coordinator aborts the transactions older than their timeout.",
+	"extension.commit.interval.ms":                                "How often an extension instance's actor commits its position while it makes progress.",
 	"group.min.session.timeout.ms":                                "The shortest session timeout a group member may ask for.",
 	"group.max.session.timeout.ms":                                "The longest session timeout a group member may ask for.",
 	"group.initial.rebalance.delay.ms":                            "How long an empty classic group waits for more members after its first join before the first rebalance completes.",

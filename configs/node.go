@@ -144,6 +144,11 @@ type Node struct {
 	// transaction.abort.timed.out.transaction.cleanup.interval.ms.
 	TransactionAbortTimedOutCleanupIntervalMs int32 `mapstructure:"transaction.abort.timed.out.transaction.cleanup.interval.ms" yaml:"transaction.abort.timed.out.transaction.cleanup.interval.ms"`
 
+	// ExtensionCommitIntervalMs is how often an extension instance's actor
+	// commits its position while it makes progress (it commits too when it
+	// catches up). Default 1000, at least 1. Skein's own.
+	ExtensionCommitIntervalMs int32 `mapstructure:"extension.commit.interval.ms" yaml:"extension.commit.interval.ms"`
+
 	// GroupMinSessionTimeoutMs is the shortest session timeout a group
 	// member may ask for in JoinGroup; a shorter one is refused with
 	// INVALID_SESSION_TIMEOUT. Default 6000, at least 1. Kafka:
@@ -452,6 +457,7 @@ func Default() Node {
 		TransactionMaxTimeoutMs:              900000,
 		TransactionalIDExpirationMs:          604800000,
 		TransactionAbortTimedOutCleanupIntervalMs: 10000,
+		ExtensionCommitIntervalMs:                 1000,
 		GroupMinSessionTimeoutMs:                  6000,
 		GroupMaxSessionTimeoutMs:                  1800000,
 		GroupInitialRebalanceDelayMs:              3000,
@@ -507,6 +513,7 @@ func (n Node) Validate() error {
 	v.atLeast("transaction.max.timeout.ms", int64(n.TransactionMaxTimeoutMs), 1)
 	v.atLeast("transactional.id.expiration.ms", n.TransactionalIDExpirationMs, 1)
 	v.atLeast("transaction.abort.timed.out.transaction.cleanup.interval.ms", int64(n.TransactionAbortTimedOutCleanupIntervalMs), 1)
+	v.atLeast("extension.commit.interval.ms", int64(n.ExtensionCommitIntervalMs), 1)
 	v.atLeast("group.min.session.timeout.ms", int64(n.GroupMinSessionTimeoutMs), 1)
 	v.atLeast("group.max.session.timeout.ms", int64(n.GroupMaxSessionTimeoutMs), int64(n.GroupMinSessionTimeoutMs))
 	v.atLeast("group.initial.rebalance.delay.ms", int64(n.GroupInitialRebalanceDelayMs), 0)

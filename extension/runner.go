@@ -23,7 +23,7 @@ import (
 //
 // A restart (a panic, an error from Process, an output the cluster refuses
 // for good) starts it again from the committed position; after
-// parkFailures failures without a quiet minute between them it parks: it
+// parkFailures restarts without a quiet minute between them it parks: it
 // stays, idle, and its status says why.
 type runner struct {
 	cfg  *Config
@@ -157,10 +157,9 @@ func (r *runner) Receive(c actor.Context) {
 func (r *runner) start(c actor.Context) {
 	r.self = c.Self()
 	r.ctx, r.cancel = context.WithCancel(context.Background())
-	if r.st.parked() {
+	if r.st.parked() || r.st.started() {
 		return
 	}
-	r.st.set(func(s *Status) { s.State, s.Reason = StateLoading, "" })
 	r.load(c)
 }
 
@@ -404,7 +403,7 @@ func (r *runner) number(out []emitted) (map[partition.Key]*outBatch, string) {
 		r.next[b.key] = seq + int32(len(b.records))
 		b.baseSeq, b.records = seq+int32(skip), b.records[skip:]
 		if skip > 0 && r.st != nil {
-			r.st.set(func(s *Status) { s.Skipped += int64(skip) })
+			r.st.count(0, 0, int64(skip))
 		}
 	}
 	return batches, ""
@@ -493,12 +492,8 @@ func (r *runner) chunkDone(c actor.Context) {
 	ch := r.chunk
 	r.chunk = nil
 	r.pos = ch.next
-	emitted := int64(len(ch.out))
-	r.st.set(func(s *Status) {
-		s.Position = r.pos
-		s.Processed += int64(ch.records)
-		s.Emitted += emitted
-	})
+	r.st.set(func(s *Status) { s.Position = r.pos })
+	r.st.count(int64(ch.records), int64(len(ch.out)), 0)
 	r.maybeCommit(c, false)
 	r.step(c)
 }
@@ -591,14 +586,10 @@ func (r *runner) retry(c actor.Context, state, reason string, again func()) {
 	time.AfterFunc(d, func() { root.Send(self, &retryNow{r: r, again: again}) })
 }
 
-// fail records a failure and restarts the actor, or parks it after
-// parkFailures of them.
+// fail records a failure and restarts the actor (its supervisor's backoff
+// spaces the restarts; the start after parkFailures of them parks it).
 func (r *runner) fail(err error) {
-	if r.st.failed(err) {
-		r.cancel()
-		r.ext = nil
-		return
-	}
+	r.st.failed(err)
 	panic(err)
 }
 

@@ -2,6 +2,7 @@ package extension
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -38,36 +39,72 @@ type Status struct {
 	Committed int64 `json:"committed"`
 	End       int64 `json:"end"`
 	// Processed and Emitted count records in and out since the actor was
-	// placed here; Failures counts its failures (restarts, or parking).
+	// placed here; Restarts counts its restarts, whatever failed (the
+	// extension, an output refused for good, an injected fault).
 	Processed int64 `json:"processed"`
 	Emitted   int64 `json:"emitted"`
 	// Skipped counts output records not written again after a restart:
 	// their target had them.
-	Skipped    int64 `json:"skipped"`
-	Failures   int64 `json:"failures"`
+	Skipped int64 `json:"skipped"`
+	// Lag is how many source records are not processed yet: End less
+	// Position.
+	Lag        int64 `json:"lag"`
+	Restarts   int64 `json:"restarts"`
 	ProducerID int64 `json:"producer_id"`
 }
 
-// Lag is how many source records are not processed yet.
-func (s *Status) Lag() int64 { return max(s.End-s.Position, 0) }
+// Totals counts an instance's records and restarts on this node, since
+// the node started: what its actors for each source partition counted
+// while they ran here.
+type Totals struct {
+	Instance, Kind                        string
+	Processed, Emitted, Skipped, Restarts int64
+}
+
+// totals is an instance's Totals as its partitions add to them.
+type totals struct {
+	instance, kind                        string
+	processed, emitted, skipped, restarts atomic.Int64
+}
+
+func (t *totals) get() Totals {
+	return Totals{Instance: t.instance, Kind: t.kind, Processed: t.processed.Load(), Emitted: t.emitted.Load(),
+		Skipped: t.skipped.Load(), Restarts: t.restarts.Load()}
+}
 
 // status is a partition's Status, kept by the supervisor across the
 // restarts of its actor. A waiting state is logged when it starts and when
 // it ends, not at each retry.
 type status struct {
 	log zerolog.Logger
-	mu  sync.Mutex
-	s   Status
-	// failures are the times of the failures since the last quiet
+	// totals are the instance's, which this partition's counts add to.
+	totals *totals
+	mu     sync.Mutex
+	s      Status
+	// starts are the times the actor started since the last quiet
 	// minute; waits the retries since the runner last made progress.
-	failures []time.Time
-	waits    int
+	starts []time.Time
+	waits  int
 }
 
 func (st *status) get() Status {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	return st.s
+	s := st.s
+	s.Lag = max(s.End-s.Position, 0)
+	return s
+}
+
+// count adds to the partition's counts and its instance's.
+func (st *status) count(processed, emitted, skipped int64) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.s.Processed += processed
+	st.s.Emitted += emitted
+	st.s.Skipped += skipped
+	st.totals.processed.Add(processed)
+	st.totals.emitted.Add(emitted)
+	st.totals.skipped.Add(skipped)
 }
 
 func (st *status) set(f func(*Status)) {
@@ -108,29 +145,42 @@ func (st *status) ok() {
 	}
 }
 
-// failed records a failure and reports whether the actor parks now.
-func (st *status) failed(err error) bool {
+// started records a start of the actor and reports whether it parks now:
+// its parkFailures-th restart without a quiet minute in between.
+func (st *status) started() bool {
 	now := time.Now()
 	st.mu.Lock()
-	if n := len(st.failures); n > 0 && now.Sub(st.failures[n-1]) > parkQuiet {
-		st.failures = st.failures[:0]
+	if n := len(st.starts); n > 0 && now.Sub(st.starts[n-1]) > parkQuiet {
+		st.starts = st.starts[:0]
 	}
-	st.failures = append(st.failures, now)
-	park := len(st.failures) >= parkFailures
-	st.s.Failures++
-	st.s.Reason = err.Error()
+	restart := st.s.State != StateLoading || len(st.starts) > 0
+	st.starts = append(st.starts, now)
+	park := len(st.starts) > parkFailures
+	if restart {
+		st.s.Restarts++
+		st.totals.restarts.Add(1)
+	}
 	if park {
 		st.s.State = StateParked
+	} else {
+		st.s.State = StateLoading
 	}
 	s := st.s
 	st.mu.Unlock()
-	ev := st.log.Warn()
-	msg := "extension: failed; restarting"
 	if park {
-		ev, msg = st.log.Error(), "extension: failed again and again; parked until its instance is created again or the partition's leadership moves"
+		st.log.Error().Str("extension", s.Instance).Str("topic", s.Topic).Int32("partition", s.Partition).Str("reason", s.Reason).Int64("restarts", s.Restarts).
+			Msg("extension: failed again and again; parked until its instance is created again or the partition's leadership moves")
 	}
-	ev.Str("extension", s.Instance).Str("topic", s.Topic).Int32("partition", s.Partition).Err(err).Int64("failures", s.Failures).Msg(msg)
 	return park
+}
+
+// failed records why the actor fails, before it restarts.
+func (st *status) failed(err error) {
+	st.mu.Lock()
+	st.s.Reason = err.Error()
+	s := st.s
+	st.mu.Unlock()
+	st.log.Warn().Str("extension", s.Instance).Str("topic", s.Topic).Int32("partition", s.Partition).Err(err).Msg("extension: failed; restarting")
 }
 
 // parkQuiet is how long an actor must run without failing for its next

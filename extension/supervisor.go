@@ -48,12 +48,37 @@ type Placement struct {
 //
 // Concurrency: safe for concurrent use.
 type Runtime struct {
-	mu sync.Mutex
-	m  map[runnerKey]*status
+	mu     sync.Mutex
+	m      map[runnerKey]*status
+	totals map[string]*totals // by instance
 }
 
 // NewRuntime returns an empty Runtime.
-func NewRuntime() *Runtime { return &Runtime{m: map[runnerKey]*status{}} }
+func NewRuntime() *Runtime {
+	return &Runtime{m: map[runnerKey]*status{}, totals: map[string]*totals{}}
+}
+
+// Totals returns each instance's counts on this node, by instance.
+func (rt *Runtime) Totals() []Totals {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	out := make([]Totals, 0, len(rt.totals))
+	for _, name := range slices.Sorted(maps.Keys(rt.totals)) {
+		out = append(out, rt.totals[name].get())
+	}
+	return out
+}
+
+// totalsOf returns an instance's totals, made on first use; rt.mu must be
+// held.
+func (rt *Runtime) totalsOf(instance, kind string) *totals {
+	t := rt.totals[instance]
+	if t == nil || t.kind != kind {
+		t = &totals{instance: instance, kind: kind}
+		rt.totals[instance] = t
+	}
+	return t
+}
 
 // Statuses returns the status of every source partition processed on this
 // node, by instance, topic and partition.
@@ -183,8 +208,10 @@ func (s *supervisor) place(c actor.Context, m *Placement) {
 		if _, ok := s.running[k]; ok {
 			continue
 		}
-		st := &status{log: s.cfg.Logger, s: Status{Instance: k.instance, Kind: w.kind.Name, Topic: k.topic, Partition: k.partition,
-			Node: s.cfg.NodeID, State: StateLoading, Position: -1, Committed: -1}}
+		s.cfg.Runtime.mu.Lock()
+		st := &status{log: s.cfg.Logger, totals: s.cfg.Runtime.totalsOf(k.instance, w.kind.Name), s: Status{Instance: k.instance, Kind: w.kind.Name,
+			Topic: k.topic, Partition: k.partition, Node: s.cfg.NodeID, State: StateLoading, Position: -1, Committed: -1}}
+		s.cfg.Runtime.mu.Unlock()
 		cfg, kind, settings := s.cfg, w.kind, w.settings
 		props := actor.PropsFromProducer(func() actor.Actor {
 			return &runner{cfg: cfg, key: k, kind: kind, settings: settings, st: st}

@@ -196,6 +196,7 @@ func (n *Node) registerNodeMetrics() {
 		partitionCollector{n.registry},
 		replicationCollector{n},
 		txnCollector{&n.txnStats},
+		extensionCollector{n.extensions},
 		fileCollector{n.files, n.registry, n.failures},
 		clusterCollector{n},
 		chaosCollector{n},

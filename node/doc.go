@@ -36,7 +36,7 @@
 // admin.listen (admin.go): Prometheus metrics, health and readiness, the
 // live actor tree, and fault injection.
 //
-// The caller's duties (cmd/skein's `skein node` does this):
+// The caller's duties (package cli's `skein node` does this):
 //
 //  1. load and validate a configs.Node and build a logger;
 //  2. Start, which creates data.dir and starts the actor system;

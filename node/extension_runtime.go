@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -146,3 +147,47 @@ func (n *Node) extensionProducerID() (int64, error) {
 }
 
 var _ extension.Positions = (*extensionClient)(nil)
+
+// extensionCollector reports the extension instances' work on this node.
+type extensionCollector struct{ rt *extension.Runtime }
+
+var (
+	extProcessedDesc = prometheus.NewDesc("skein_extension_records_processed_total",
+		"Source records an extension instance processed on this node.", []string{"instance", "kind"}, nil)
+	extEmittedDesc = prometheus.NewDesc("skein_extension_records_emitted_total",
+		"Records an extension instance wrote from this node.", []string{"instance", "kind"}, nil)
+	extSkippedDesc = prometheus.NewDesc("skein_extension_records_skipped_total",
+		"Output records an extension instance did not write again after a restart or a failover, because their target had them.", []string{"instance", "kind"}, nil)
+	extRestartsDesc = prometheus.NewDesc("skein_extension_restarts_total",
+		"Restarts of an extension instance's actors on this node, whatever failed.", []string{"instance", "kind"}, nil)
+	extLagDesc = prometheus.NewDesc("skein_extension_lag",
+		"Source records an extension instance has not processed yet, over the source partitions this node leads.", []string{"instance", "kind"}, nil)
+	extPartitionsDesc = prometheus.NewDesc("skein_extension_partitions",
+		"Source partitions an extension instance processes on this node, by state (loading, running, waiting, parked).", []string{"instance", "kind", "state"}, nil)
+)
+
+func (c extensionCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{extProcessedDesc, extEmittedDesc, extSkippedDesc, extRestartsDesc, extLagDesc, extPartitionsDesc} {
+		ch <- d
+	}
+}
+
+func (c extensionCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, t := range c.rt.Totals() {
+		for d, v := range map[*prometheus.Desc]int64{extProcessedDesc: t.Processed, extEmittedDesc: t.Emitted, extSkippedDesc: t.Skipped, extRestartsDesc: t.Restarts} {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), t.Instance, t.Kind)
+		}
+	}
+	type key struct{ instance, kind, state string }
+	lag, states := map[[2]string]int64{}, map[key]int{}
+	for _, s := range c.rt.Statuses() {
+		lag[[2]string{s.Instance, s.Kind}] += s.Lag
+		states[key{s.Instance, s.Kind, s.State}]++
+	}
+	for k, v := range lag {
+		ch <- prometheus.MustNewConstMetric(extLagDesc, prometheus.GaugeValue, float64(v), k[0], k[1])
+	}
+	for k, v := range states {
+		ch <- prometheus.MustNewConstMetric(extPartitionsDesc, prometheus.GaugeValue, float64(v), k.instance, k.kind, k.state)
+	}
+}

@@ -12,7 +12,9 @@ package node
 //	                                 ones every kind takes
 //	GET    /v1/extensions            the instances in this node's image, by
 //	                                 name: {"extensions": [{"name", "kind",
-//	                                 "settings"}]}
+//	                                 "settings", "partitions"}]}, partitions
+//	                                 being the source partitions this node
+//	                                 processes for it (extension.Status)
 //	GET    /v1/extensions/{name}     one instance; 404 if there is none
 //	POST   /v1/extensions            {"name": "mirror", "kind": "copy",
 //	                                 "settings": {"source.topics": "orders"}}:
@@ -60,6 +62,9 @@ type extensionDef struct {
 	Name     string            `json:"name"`
 	Kind     string            `json:"kind"`
 	Settings map[string]string `json:"settings"`
+	// Partitions are the source partitions this node processes for the
+	// instance (those it leads), in GET answers.
+	Partitions []extension.Status `json:"partitions,omitempty"`
 }
 
 // extensionKindInfo is a kind of GET /v1/extension-kinds.
@@ -128,11 +133,22 @@ func (a *adminServer) extensionKinds(w http.ResponseWriter, _ *http.Request) {
 	}{out})
 }
 
+// withPartitions adds this node's statuses of the instance to d.
+func (a *adminServer) withPartitions(d extensionDef, statuses []extension.Status) extensionDef {
+	for _, s := range statuses {
+		if s.Instance == d.Name {
+			d.Partitions = append(d.Partitions, s)
+		}
+	}
+	return d
+}
+
 func (a *adminServer) listExtensions(w http.ResponseWriter, _ *http.Request) {
 	im := a.n.image.Load()
+	statuses := a.n.extensions.Statuses()
 	out := []extensionDef{}
 	for _, name := range im.ExtensionNames() {
-		out = append(out, toExtensionDef(im.Extensions[name]))
+		out = append(out, a.withPartitions(toExtensionDef(im.Extensions[name]), statuses))
 	}
 	writeJSON(w, http.StatusOK, struct {
 		Extensions []extensionDef `json:"extensions"`
@@ -146,7 +162,7 @@ func (a *adminServer) getExtension(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no extension %q", name))
 		return
 	}
-	writeJSON(w, http.StatusOK, toExtensionDef(e))
+	writeJSON(w, http.StatusOK, a.withPartitions(toExtensionDef(e), a.n.extensions.Statuses()))
 }
 
 func (a *adminServer) createExtension(w http.ResponseWriter, r *http.Request) {

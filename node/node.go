@@ -481,7 +481,7 @@ func (n *Node) publish(im *image.Image) {
 }
 
 // shutdownWait bounds the controlled shutdown's wait for the fence: the
-// rest of the stop must fit in the time cmd/skein gives it (10 s).
+// rest of the stop must fit in the time package cli gives it (10 s).
 const shutdownWait = 5 * time.Second
 
 // controlledShutdown asks the cluster, before a clustered node stops, to
@@ -659,7 +659,7 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 	extensions, err := c.SpawnNamed(extension.SupervisorProps(extension.Config{
 		NodeID: n.cfg.NodeID, Origin: actors.Origin{Node: n.cfg.NodeID, Incarnation: n.incarnation}, Registry: n.registry,
 		Image: n.image.Load, Positions: &n.extClient, ProducerID: n.extensionProducerID, Cluster: extensionCluster{n},
-		Runtime: n.extensions, Logger: n.log,
+		Runtime: n.extensions, CommitInterval: time.Duration(n.cfg.ExtensionCommitIntervalMs) * time.Millisecond, Logger: n.log,
 	}, actors.NewBackoffStrategy(actors.Backoff{})), "extensions")
 	if err != nil {
 		return err

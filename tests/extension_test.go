@@ -2,14 +2,20 @@ package tests
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/skeinlog/skein/configs"
+	"github.com/skeinlog/skein/extension"
 )
 
 // createExtension creates an extension instance through the admin API.
@@ -18,6 +24,33 @@ func (b *broker) createExtension(body string) {
 	if code, out := b.adminDo("POST", "/v1/extensions", body); code != http.StatusCreated {
 		b.t.Fatalf("POST /v1/extensions %s: %d %s", body, code, out)
 	}
+}
+
+// extensionStatus is an instance in GET /v1/extensions/{name}.
+type extensionStatus struct {
+	Name       string `json:"name"`
+	Kind       string `json:"kind"`
+	Partitions []struct {
+		Partition int32  `json:"partition"`
+		State     string `json:"state"`
+		Reason    string `json:"reason"`
+		Position  int64  `json:"position"`
+		End       int64  `json:"end"`
+		Lag       int64  `json:"lag"`
+		Skipped   int64  `json:"skipped"`
+		Restarts  int64  `json:"restarts"`
+	} `json:"partitions"`
+}
+
+// extension returns an instance as the admin API describes it.
+func (b *broker) extension(name string) extensionStatus {
+	b.t.Helper()
+	code, body := b.adminDo("GET", "/v1/extensions/"+name, "")
+	var st extensionStatus
+	if err := json.Unmarshal(body, &st); code != http.StatusOK || err != nil {
+		b.t.Fatalf("GET /v1/extensions/%s: %d %s (%v)", name, code, body, err)
+	}
+	return st
 }
 
 // routed is a record as a reader of the route's output topics saw it.
@@ -65,7 +98,10 @@ func readRouted(t *testing.T, b *broker, want int, topics ...string) map[string]
 // right after an output was acknowledged, start again from the committed
 // position without writing anything twice; and so does the node's restart.
 func TestExtensionRoute(t *testing.T) {
-	b := startBroker(t)
+	// Positions are committed only when an actor catches up (and before
+	// it first writes to a partition): a restart after an output was
+	// acknowledged starts from a position before it.
+	b := startBroker(t, func(c *configs.Node) { c.ExtensionCommitIntervalMs = 3_600_000 })
 	ctx := ctxFor(t)
 	adm := b.admin()
 	for topic, parts := range map[string]int32{"orders": 3, "eu": 2, "us": 2, "other": 1} {
@@ -128,6 +164,25 @@ func TestExtensionRoute(t *testing.T) {
 	produce(300, 600)
 	check(600)
 	waitCaughtUp(t, b, "skein-extension-r1", "orders")
+	var st extensionStatus
+	eventually(t, "the instance's status", func() bool {
+		st = b.extension("r1")
+		return len(st.Partitions) == 3
+	})
+	var skipped, restarts int64
+	for _, p := range st.Partitions {
+		if p.State != "running" || p.Lag != 0 || p.Position != p.End {
+			t.Fatalf("partition %d: %+v, want running and caught up", p.Partition, p)
+		}
+		skipped += p.Skipped
+		restarts += p.Restarts
+	}
+	if restarts != 3 || skipped == 0 {
+		t.Fatalf("%d restarts, %d output records skipped; want 3 restarts, and the output they had written skipped when processed again", restarts, skipped)
+	}
+	if v, _ := metricValue(b.metrics(), "skein_extension_records_skipped_total", map[string]string{"instance": "r1"}); v != float64(skipped) {
+		t.Fatalf("skein_extension_records_skipped_total %v, want %d", v, skipped)
+	}
 
 	b.restart()
 	produce(600, 700)
@@ -218,5 +273,104 @@ func TestExtensionMirror(t *testing.T) {
 	}
 	if _, ok := details["orders.copy-orders.copy-orders.a"]; ok {
 		t.Fatal("the mirror copied its own copy")
+	}
+}
+
+// The kinds of the API's own tests, registered in this test binary (a
+// binary built with extra kinds registers them as these are).
+func init() {
+	extension.Register(extension.Kind{Name: "test-failing", Doc: "fails on every record",
+		New: func(extension.Instance) (extension.Extension, error) { return failing{}, nil }})
+	extension.Register(extension.Kind{Name: "test-credit", Doc: "copies to <topic>.out, taking at most 7 records at a time",
+		New: func(in extension.Instance) (extension.Extension, error) {
+			return &credited{target: in.Topic + ".out"}, nil
+		}})
+}
+
+type failing struct{}
+
+func (failing) Process([]extension.Record, extension.Output) error {
+	return errors.New("this extension fails")
+}
+
+type credited struct{ target string }
+
+func (c *credited) Credit() (int, int) { return 7, 1 << 20 }
+
+func (c *credited) Process(records []extension.Record, out extension.Output) error {
+	if len(records) > 7 {
+		return fmt.Errorf("handed %d records, more than the 7 it asked for", len(records))
+	}
+	for _, r := range records {
+		out.Emit(c.target, r.Partition, r)
+	}
+	return nil
+}
+
+// TestExtensionParked: an extension that fails on every record is
+// restarted with backoff and, after its fifth restart in a row, parked:
+// its status says so and why, and the partition it reads, and the node,
+// serve clients as before.
+func TestExtensionParked(t *testing.T) {
+	b := startBroker(t)
+	ctx := ctxFor(t)
+	if _, err := b.admin().CreateTopic(ctx, 1, 1, nil, "doomed"); err != nil {
+		t.Fatal(err)
+	}
+	b.createExtension(`{"name": "f1", "kind": "test-failing", "settings": {"source.topics": "doomed"}}`)
+	p := b.client(kgo.DefaultProduceTopic("doomed"))
+	if err := p.ProduceSync(ctx, &kgo.Record{Value: []byte("first")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	var st extensionStatus
+	eventually(t, "the extension parked", func() bool {
+		st = b.extension("f1")
+		return len(st.Partitions) == 1 && st.Partitions[0].State == "parked"
+	})
+	if p := st.Partitions[0]; p.Restarts != 5 || !strings.Contains(p.Reason, "this extension fails") || p.Position != 0 {
+		t.Fatalf("parked: %+v, want 5 restarts, the failure as its reason, nothing processed", p)
+	}
+	if err := p.ProduceSync(ctx, &kgo.Record{Value: []byte("second")}).FirstErr(); err != nil {
+		t.Fatalf("producing to the parked extension's source: %v", err)
+	}
+	if got := readIsolated(t, b, "doomed", false); len(got) != 2 {
+		t.Fatalf("read %v from the source, want both records", got)
+	}
+	if code, body := b.adminDo("GET", "/readyz", ""); code != http.StatusOK {
+		t.Fatalf("/readyz: %d %s", code, body)
+	}
+}
+
+// TestExtensionCredit: an extension that asks for at most 7 records at a
+// time is never handed more, and gets every record, in order.
+func TestExtensionCredit(t *testing.T) {
+	b := startBroker(t)
+	ctx := ctxFor(t)
+	for _, topic := range []string{"credit", "credit.out"} {
+		if _, err := b.admin().CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := b.client(kgo.DefaultProduceTopic("credit"))
+	var recs []*kgo.Record
+	for i := range 500 {
+		recs = append(recs, &kgo.Record{Value: []byte(strconv.Itoa(i))})
+	}
+	if err := p.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	b.createExtension(`{"name": "c1", "kind": "test-credit", "settings": {"source.topics": "credit"}}`)
+	var got []string
+	eventually(t, "500 records copied", func() bool {
+		got = readIsolated(t, b, "credit.out", false)
+		return len(got) >= 500
+	})
+	for i, v := range got {
+		if v != strconv.Itoa(i) {
+			t.Fatalf("record %d of the copy is %s", i, v)
+		}
+	}
+	if st := b.extension("c1"); len(st.Partitions) != 1 || st.Partitions[0].Restarts != 0 {
+		t.Fatalf("status %+v: the extension failed (handed more than its credit?)", st)
 	}
 }

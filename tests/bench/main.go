@@ -44,6 +44,12 @@
 // (1,000), committed, against the same producers flushing the same batches
 // without transactions; records/s and the commit latency (Flush plus
 // EndTransaction) per target, each run checked by a read_committed reader.
+//
+// With -extensions it runs the extension benchmark instead (extensions.go):
+// on one Skein node, a topic filled by the produce phase is copied by a
+// route and by a mirror extension inside the broker, and by a
+// consume-produce process outside it (tests/bench/copier); records/s and
+// CPU per GB of each copy, a fresh node for each, every copy checked exact.
 package main
 
 import (
@@ -89,6 +95,7 @@ func mainErr() error {
 	)
 	scale := newScaleFlags()
 	recovery := newRecoveryFlags()
+	extensions := newExtensionFlags()
 	flag.Parse()
 	if *records < 1 {
 		return errors.New("-records must be at least 1")
@@ -144,6 +151,9 @@ func mainErr() error {
 		}
 		header(out, "Recovery benchmark")
 		return runRecovery(out, recovery, *skeinBin, work)
+	}
+	if *extensions.on {
+		return runExtensions(out, extensions, *skeinBin, work, *keep, *linger, *runTimeout)
 	}
 	if *profileDir != "" {
 		if err := os.MkdirAll(*profileDir, 0o755); err != nil {

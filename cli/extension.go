@@ -1,4 +1,4 @@
-package main
+package cli
 
 // skein extension create|list|describe|delete|kinds: the cluster's
 // extension instances, through a node's admin API (--admin, or

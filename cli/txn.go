@@ -1,4 +1,4 @@
-package main
+package cli
 
 // skein txn list|describe and skein producer describe, on kadm: the
 // transactions the coordinators hold and the producers the partitions know,

@@ -1,4 +1,4 @@
-package main
+package cli
 
 // skein cluster info: what Metadata, DescribeCluster and DescribeQuorum
 // tell of the cluster.

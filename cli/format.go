@@ -1,4 +1,4 @@
-package main
+package cli
 
 // The record format of skein consume -f: rpk's and kcat's %-verbs.
 

@@ -1,6 +1,19 @@
-// Command skein is the one Skein binary: `skein node` runs a node; the other
+// Package cli is the skein command line: `skein node` runs a node; the other
 // subcommands are the command-line client (topic, group, txn, producer,
-// produce, consume, cluster).
+// produce, consume, cluster) and the admin API commands (chaos, extension).
+// Main runs it; cmd/skein is the binary whose main calls Main and nothing
+// else.
+//
+// # Building skein with more extension kinds
+//
+// An extension kind is Go code registered under a name
+// (extension.Register, in an init function) and compiled into the binary:
+// Go has no safe way to load code at run time. The node brings Skein's
+// own kinds (package extension/library); a binary with more is a main
+// package, in a module of its own, that imports the packages registering
+// them, for their init functions, and calls Main, as Caddy's and
+// Telegraf's plugins are built. testdata/customskein is one, with a kind
+// "upper", which the tests build and ask for its kinds.
 //
 // # The client
 //
@@ -36,6 +49,6 @@
 // the cluster's extension instances and lists the kinds a node has. An
 // error prints the node's message and exits 1.
 //
-// run is the entry point main and the tests share: it reads only the
+// run is the entry point Main and the tests share: it reads only the
 // arguments, environment and streams it is given.
-package main
+package cli

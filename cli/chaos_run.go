@@ -1,4 +1,4 @@
-package main
+package cli
 
 // skein chaos run: a scenario's faults against a cluster under a checked
 // workload.

@@ -1,4 +1,4 @@
-package main
+package cli
 
 // skein topic create|list|describe|delete|alter-config|elect-leaders|
 // reassign|reassignments, on kadm.

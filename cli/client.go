@@ -1,4 +1,4 @@
-package main
+package cli
 
 // The command-line client's plumbing: the flags every client command shares,
 // connecting to a broker with a bounded wait, and Kafka errors as messages.

@@ -1,4 +1,4 @@
-package main
+package cli
 
 // skein consume: records of a topic's partitions to stdout, on kgo with
 // direct partition assignment (no consumer group, nothing committed).

@@ -1,4 +1,4 @@
-package main
+package cli
 
 // skein group list|describe|delete|seek, on kadm: consumer groups, their
 // members, committed offsets and lag, as kafka-consumer-groups and rpk group

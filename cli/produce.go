@@ -1,4 +1,4 @@
-package main
+package cli
 
 // skein produce: lines of stdin as records, on kgo.
 

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bufio"
@@ -24,7 +24,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	skein = filepath.Join(dir, "skein")
-	build := exec.Command("go", "build", "-o", skein, ".")
+	build := exec.Command("go", "build", "-o", skein, "github.com/skeinlog/skein/cmd/skein")
 	build.Stdout, build.Stderr = os.Stdout, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building skein:", err)

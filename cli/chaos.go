@@ -1,4 +1,4 @@
-package main
+package cli
 
 // skein chaos: faults injected into a running cluster through its nodes'
 // admin APIs (--admin, or SKEIN_ADMIN: one address per node), and signals

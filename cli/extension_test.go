@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"slices"
@@ -15,7 +15,7 @@ const cliKind = "clitest-noop"
 func init() {
 	extension.Register(extension.Kind{
 		Name: cliKind,
-		Doc:  "does nothing (cmd/skein tests)",
+		Doc:  "does nothing (cli tests)",
 		Settings: []extension.Setting{
 			{Name: "greeting", Default: "hello", Doc: "what it would say"},
 			{Name: "target", Required: true, Doc: "where it would say it"},
