@@ -44,6 +44,15 @@ type Output interface {
 	// record's Topic, Partition and Offset are ignored. A topic that does
 	// not exist is waited for, and shows as lag.
 	Emit(topic string, partition int32, r Record)
+	// Put sets key to value in the partition's state, and Delete removes
+	// key from it, for a kind that keeps state (Kind.State): the state
+	// Instance.State holds when the extension is made again, after a
+	// restart or on another node, is what the Puts and Deletes of the
+	// records before its position made it. They are written, in order
+	// with the records emitted, to the instance's compacted state topic
+	// (StateTopic).
+	Put(key string, value []byte)
+	Delete(key string)
 }
 
 // Record is one record read from a source partition, or one to write.
@@ -79,6 +88,9 @@ type Instance struct {
 	Partition int32
 	// Cluster is what the extension may ask of the cluster it runs in.
 	Cluster Cluster
+	// State is the partition's state (Output.Put), for a kind that keeps
+	// state: the extension's to keep and change as it Puts and Deletes.
+	State map[string][]byte
 }
 
 // Cluster is what an Extension may ask of the cluster, from its actor.

@@ -22,6 +22,8 @@ type Kind struct {
 	// (CommonSettings); any other setting is refused when an instance is
 	// created.
 	Settings []Setting
+	// State says that the kind keeps state (Output.Put, Instance.State).
+	State bool
 	// Skip, if set, reports whether an instance with these (resolved)
 	// settings must not read topic although source.topics matches it: its
 	// own output, say.

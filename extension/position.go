@@ -21,6 +21,9 @@ type Positions interface {
 	Fetch(ctx context.Context, group, topic string, partition int32) (offset int64, metadata string, ok bool, err error)
 	// Commit commits offset and metadata for a source partition.
 	Commit(ctx context.Context, group, topic string, partition int32, offset int64, metadata string) error
+	// Read calls fn with the key, value and headers of each record of a
+	// partition, from its start to its high watermark.
+	Read(ctx context.Context, topic string, partition int32, fn func(key, value []byte, headers []Header)) error
 	// LastSequence returns the sequence number of the last record a
 	// producer id wrote to a partition, as the partition's leader knows it
 	// (DescribeProducers); ok is false when the leader knows no such
@@ -30,6 +33,26 @@ type Positions interface {
 
 // GroupFor is the consumer group that holds an instance's positions.
 func GroupFor(instance string) string { return "skein-extension-" + instance }
+
+// StateTopic is the compacted topic that holds an instance's state
+// (Output.Put): the state of source partition p of any source topic is in
+// its partition p modulo its partition count, under keys prefixed with
+// "<topic>/<p>/".
+func StateTopic(instance string) string { return "skein-extension-" + instance + "-state" }
+
+// stateConfigs are the state topic's configs: compacted, and no record
+// compacted away before an hour has passed, so that the state as of a
+// committed position (its older values) survives the writes of the records
+// after it until the position moves on.
+var stateConfigs = map[string]string{"cleanup.policy": "compact", "min.compaction.lag.ms": "3600000"}
+
+// The headers of a state record: the producer id and sequence number it was
+// written with, which tell a restarted actor whether the record is part of
+// the state as of its committed position.
+const (
+	headerStateProducer = "skein-producer"
+	headerStateSequence = "skein-sequence"
+)
 
 // position is what a commit records besides the offset, in its metadata:
 // the producer id the partition's output is written with, and for each

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -49,6 +50,13 @@ type runner struct {
 	lastCommit time.Time
 	committing bool
 
+	// stateTP is the partition of the state topic this partition's state
+	// goes to, and statePrefix its keys' prefix; zero for a kind without
+	// state.
+	stateTP     partition.Key
+	statePrefix string
+	state       map[string][]byte
+
 	chunk   *chunk // the records in progress
 	waiting bool   // a step is scheduled (a watch, or a retry)
 }
@@ -90,6 +98,8 @@ type (
 		pos     int64
 		p       *position
 		written map[partition.Key]int32
+		stateTP partition.Key
+		state   map[string][]byte
 		err     error
 	}
 	stepNow   struct{ r *runner }
@@ -166,7 +176,7 @@ func (r *runner) start(c actor.Context) {
 // load fetches the committed position and, after a restart, what the
 // targets already hold from this producer, on a goroutine.
 func (r *runner) load(c actor.Context) {
-	cfg, key, self, sys, ctx := r.cfg, r.key, r.self, c.ActorSystem(), r.ctx
+	cfg, key, self, sys, ctx, kind := r.cfg, r.key, r.self, c.ActorSystem(), r.ctx, r.kind
 	start := r.settings[SettingStart]
 	go func() {
 		m := &loaded{r: r}
@@ -191,13 +201,21 @@ func (r *runner) load(c actor.Context) {
 		if m.pos < 0 && start == "latest" {
 			m.pos = -2
 		}
-		if m.p == nil {
+		fresh := m.p == nil
+		if fresh {
 			id, err := cfg.ProducerID()
 			if err != nil {
 				m.err = fmt.Errorf("taking a producer id: %w", err)
 				return
 			}
 			m.p = &position{producerID: id, next: map[partition.Key]int32{}}
+		}
+		if kind.State {
+			if m.err = r.loadState(ctx, m, fresh); m.err != nil {
+				return
+			}
+		}
+		if fresh {
 			return
 		}
 		m.written = map[partition.Key]int32{}
@@ -214,6 +232,65 @@ func (r *runner) load(c actor.Context) {
 	}()
 }
 
+// loadState makes the instance's state topic if it has none, and reads
+// this partition's state as of the committed position: the records under
+// its prefix, but of those its producer wrote, only the ones numbered
+// before the position's next sequence for the state partition (the rest
+// came from records after the position, which are processed again). A
+// fresh position (none committed, or one the runtime did not write) takes
+// them all. Called on load's goroutine.
+func (r *runner) loadState(ctx context.Context, m *loaded, fresh bool) error {
+	topic := StateTopic(r.key.instance)
+	parts := r.cfg.Cluster.Partitions(topic)
+	if parts == 0 {
+		parts = max(r.cfg.Cluster.Partitions(r.key.topic), 1)
+		if err := r.cfg.Cluster.CreateTopic(topic, parts, stateConfigs); err != nil {
+			return fmt.Errorf("creating the state topic: %w", err)
+		}
+		// A topic that existed after all has its own count.
+		if n := r.cfg.Cluster.Partitions(topic); n > 0 {
+			parts = n
+		}
+	}
+	m.stateTP = partition.Key{Topic: topic, Partition: r.key.partition % parts}
+	prefix := r.statePrefixOf()
+	upTo, mine := m.p.next[m.stateTP], strconv.FormatInt(m.p.producerID, 10)
+	m.state = map[string][]byte{}
+	err := r.cfg.Positions.Read(ctx, topic, m.stateTP.Partition, func(key, value []byte, headers []Header) {
+		k, ok := strings.CutPrefix(string(key), prefix)
+		if !ok {
+			return
+		}
+		if !fresh && headerValue(headers, headerStateProducer) == mine {
+			seq, err := strconv.ParseInt(headerValue(headers, headerStateSequence), 10, 32)
+			if err != nil || int32(seq) >= upTo {
+				return
+			}
+		}
+		if value == nil {
+			delete(m.state, k)
+		} else {
+			m.state[k] = value
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("reading the state: %w", err)
+	}
+	return nil
+}
+
+// statePrefixOf is the prefix of this partition's keys in the state topic.
+func (r *runner) statePrefixOf() string { return fmt.Sprintf("%s/%d/", r.key.topic, r.key.partition) }
+
+func headerValue(hs []Header, key string) string {
+	for _, h := range hs {
+		if h.Key == key {
+			return string(h.Value)
+		}
+	}
+	return ""
+}
+
 func (r *runner) loaded(c actor.Context, m *loaded) {
 	if m.err != nil {
 		r.retry(c, "waiting", m.err.Error(), func() { r.load(c) })
@@ -224,8 +301,9 @@ func (r *runner) loaded(c actor.Context, m *loaded) {
 	r.committed = position{producerID: m.p.producerID, next: cloneSeqs(m.p.next)}
 	r.commitAt, r.lastCommit = m.pos, time.Now()
 	r.pos = m.pos
+	r.stateTP, r.statePrefix = m.stateTP, r.statePrefixOf()
 	ext, err := r.kind.New(Instance{Name: r.key.instance, Kind: r.kind.Name, Settings: r.settings,
-		Topic: r.key.topic, Partition: r.key.partition, Cluster: r.cfg.Cluster})
+		Topic: r.key.topic, Partition: r.key.partition, Cluster: r.cfg.Cluster, State: m.state})
 	if err != nil {
 		r.fail(fmt.Errorf("kind %s: %w", r.kind.Name, err))
 		return
@@ -290,8 +368,12 @@ func (r *runner) step(c actor.Context) {
 		r.fail(fmt.Errorf("decoding %s-%d at %d: %w", r.key.topic, r.key.partition, r.pos, err))
 		return
 	}
-	out := &collector{}
-	if err := r.process(recs, out); err != nil {
+	out := &collector{r: r}
+	err = r.process(recs, out)
+	if err == nil {
+		err = out.err
+	}
+	if err != nil {
 		r.fail(err)
 		return
 	}
@@ -313,10 +395,33 @@ func (r *runner) process(recs []Record, out Output) (err error) {
 }
 
 // collector is the Output a Process call writes to.
-type collector struct{ out []emitted }
+type collector struct {
+	r   *runner
+	out []emitted
+	err error
+}
 
 func (o *collector) Emit(topic string, partition int32, r Record) {
 	o.out = append(o.out, emitted{topic: topic, partition: partition, rec: r})
+}
+
+func (o *collector) Put(key string, value []byte) {
+	if value == nil {
+		value = []byte{} // nil is a delete
+	}
+	o.put(key, value)
+}
+
+func (o *collector) Delete(key string) { o.put(key, nil) }
+
+// put emits a state record; the sequence header is set when it is numbered.
+func (o *collector) put(key string, value []byte) {
+	if o.r.stateTP.Topic == "" {
+		o.err = fmt.Errorf("kind %s keeps no state (Kind.State), yet put %q", o.r.kind.Name, key)
+		return
+	}
+	o.out = append(o.out, emitted{topic: o.r.stateTP.Topic, partition: o.r.stateTP.Partition,
+		rec: Record{Key: []byte(o.r.statePrefix + key), Value: value, Timestamp: time.Now()}})
 }
 
 // sendChunk numbers the chunk's output (once its targets exist), commits
@@ -398,6 +503,13 @@ func (r *runner) number(out []emitted) (map[partition.Key]*outBatch, string) {
 			skip = int(min(max(w-seq, 0), int32(len(b.records))))
 			if seq+int32(len(b.records)) >= w {
 				delete(r.written, b.key)
+			}
+		}
+		if b.key == r.stateTP {
+			pid := []byte(strconv.FormatInt(r.pid, 10))
+			for i := range b.records {
+				b.records[i].Headers = []Header{{Key: headerStateProducer, Value: pid},
+					{Key: headerStateSequence, Value: []byte(strconv.Itoa(int(seq) + i))}}
 			}
 		}
 		r.next[b.key] = seq + int32(len(b.records))

@@ -178,7 +178,7 @@ func (s *supervisor) place(c actor.Context, m *Placement) {
 		}
 		match, _ := NewTopicMatcher(settings[SettingSourceTopics])
 		for _, t := range m.Image.Topics {
-			if !match.Match(t.Name) || kind.Skip != nil && kind.Skip(settings, t.Name) {
+			if !match.Match(t.Name) || isStateTopic(t.Name) || kind.Skip != nil && kind.Skip(settings, t.Name) {
 				continue
 			}
 			for _, p := range t.Partitions {
@@ -231,4 +231,10 @@ func (s *supervisor) place(c actor.Context, m *Placement) {
 
 func sameDef(a, b image.Extension) bool {
 	return a.Name == b.Name && a.Kind == b.Kind && maps.Equal(a.Settings, b.Settings)
+}
+
+// isStateTopic reports whether topic is an instance's state topic
+// (StateTopic), which no instance reads.
+func isStateTopic(topic string) bool {
+	return strings.HasPrefix(topic, "skein-extension-") && strings.HasSuffix(topic, "-state")
 }

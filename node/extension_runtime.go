@@ -37,13 +37,18 @@ type extensionClient struct {
 	err  error
 }
 
+// seed is the address of the node's own Kafka listener.
+func (e *extensionClient) seed() string {
+	host, port := e.n.advertised()
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, strconv.Itoa(int(port)))
+}
+
 func (e *extensionClient) client() (*kadm.Client, error) {
 	e.once.Do(func() {
-		host, port := e.n.advertised()
-		if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
-			host = "127.0.0.1"
-		}
-		e.cl, e.err = kgo.NewClient(kgo.SeedBrokers(net.JoinHostPort(host, strconv.Itoa(int(port)))), kgo.ClientID("skein-extensions"))
+		e.cl, e.err = kgo.NewClient(kgo.SeedBrokers(e.seed()), kgo.ClientID("skein-extensions"))
 		if e.err == nil {
 			e.adm = kadm.NewClient(e.cl)
 		}
@@ -88,6 +93,58 @@ func (e *extensionClient) Commit(ctx context.Context, group, topic string, p int
 		return err
 	}
 	return res.Error()
+}
+
+func (e *extensionClient) Read(ctx context.Context, topic string, p int32, fn func(key, value []byte, headers []extension.Header)) error {
+	adm, err := e.client()
+	if err != nil {
+		return err
+	}
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return err
+	}
+	end, ok := ends.Lookup(topic, p)
+	switch {
+	case !ok:
+		return fmt.Errorf("no end offset for %s-%d", topic, p)
+	case end.Err != nil:
+		return end.Err
+	case end.Offset == 0:
+		return nil
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.seed()), kgo.ClientID("skein-extensions"),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {p: kgo.NewOffset().AtStart()}}))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	for {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var ferr error
+		fs.EachError(func(_ string, _ int32, err error) { ferr = err })
+		if ferr != nil {
+			return ferr
+		}
+		done := false
+		fs.EachRecord(func(r *kgo.Record) {
+			if done {
+				return
+			}
+			hs := make([]extension.Header, len(r.Headers))
+			for i, h := range r.Headers {
+				hs[i] = extension.Header{Key: h.Key, Value: h.Value}
+			}
+			fn(r.Key, r.Value, hs)
+			done = r.Offset+1 >= end.Offset
+		})
+		if done {
+			return nil
+		}
+	}
 }
 
 func (e *extensionClient) LastSequence(ctx context.Context, topic string, p int32, producerID int64) (int32, bool, error) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -372,5 +373,112 @@ func TestExtensionCredit(t *testing.T) {
 	}
 	if st := b.extension("c1"); len(st.Partitions) != 1 || st.Partitions[0].Restarts != 0 {
 		t.Fatalf("status %+v: the extension failed (handed more than its credit?)", st)
+	}
+}
+
+// TestExtensionDedupe: a dedupe instance copies a record unless its key was
+// seen less than window.ms of record time before it; the keys it saw are
+// its state, which survives a restart of its actor after an output was
+// written (it processes the records after its position again, from the
+// state as of that position) and a restart of the node.
+func TestExtensionDedupe(t *testing.T) {
+	b := startBroker(t, func(c *configs.Node) { c.ExtensionCommitIntervalMs = 3_600_000 })
+	ctx := ctxFor(t)
+	for _, topic := range []string{"in", "out"} {
+		if _, err := b.admin().CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.createExtension(`{"name": "d1", "kind": "dedupe", "settings": {"source.topics": "in", "target.topic": "out", "window.ms": "60000", "partitioning": "source"}}`)
+	base := time.UnixMilli(1_700_000_000_000)
+	p := b.client(kgo.DefaultProduceTopic("in"))
+	n := 0
+	send := func(key string, at time.Duration) string {
+		t.Helper()
+		v := fmt.Sprintf("%s@%v#%d", key, at, n)
+		n++
+		if err := p.ProduceSync(ctx, &kgo.Record{Key: []byte(key), Value: []byte(v), Timestamp: base.Add(at)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	var want []string
+	for round := range 3 {
+		for k := range 10 {
+			v := send("k"+strconv.Itoa(k), time.Duration(round*10+k)*time.Second)
+			if round == 0 {
+				want = append(want, v)
+			}
+		}
+	}
+	want = append(want, send("k0", 120*time.Second)) // the window has passed
+	expect := func() {
+		t.Helper()
+		var got []string
+		eventually(t, fmt.Sprintf("%d records in out", len(want)), func() bool {
+			got = readIsolated(t, b, "out", false)
+			return len(got) >= len(want)
+		})
+		waitCaughtUp(t, b, "skein-extension-d1", "in")
+		if got = readIsolated(t, b, "out", false); !slices.Equal(got, want) {
+			t.Fatalf("out holds %v, want %v", got, want)
+		}
+	}
+	expect()
+
+	b.injectFault(`{"actor": "node/1/extensions/d1/in-0", "kind": "panic", "message": "appendRes", "after": true, "count": 1}`)
+	want = append(want, send("k1", 130*time.Second)) // k1 was last seen at 1s
+	send("k0", 125*time.Second)                      // seen at 120s
+	expect()
+
+	b.restart()
+	p = b.client(kgo.DefaultProduceTopic("in"))
+	send("k0", 126*time.Second)
+	send("k1", 140*time.Second)
+	want = append(want, send("k2", 200*time.Second))
+	expect()
+}
+
+// TestExtensionAudit: an audit instance copies the headers and sizes of
+// every record of its topic to the audit topic, with the record's topic,
+// partition, offset, producer id and timestamp.
+func TestExtensionAudit(t *testing.T) {
+	b := startBroker(t)
+	ctx := ctxFor(t)
+	if _, err := b.admin().CreateTopic(ctx, 2, 1, nil, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	b.createExtension(`{"name": "a1", "kind": "audit", "settings": {"source.topics": "orders", "target.topic": "audit-log", "content": "headers"}}`)
+	p := b.client(kgo.DefaultProduceTopic("orders"))
+	for i := range 20 {
+		r := &kgo.Record{Key: []byte("key" + strconv.Itoa(i)), Value: []byte(strings.Repeat("v", i)), Headers: []kgo.RecordHeader{{Key: "who", Value: []byte("me")}}}
+		if err := p.ProduceSync(ctx, r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src := readRecords(t, b, "orders", false)
+	var audited []*kgo.Record
+	eventually(t, "20 records audited", func() bool {
+		audited = readRecords(t, b, "audit-log", false)
+		return len(audited) >= 20
+	})
+	if len(audited) != 20 {
+		t.Fatalf("%d records audited, want 20", len(audited))
+	}
+	byPlace := map[string]*kgo.Record{}
+	for _, r := range src {
+		byPlace[fmt.Sprintf("%s/%d/%d", r.Topic, r.Partition, r.Offset)] = r
+	}
+	for _, a := range audited {
+		h := map[string]string{}
+		for _, x := range a.Headers {
+			h[x.Key] = string(x.Value)
+		}
+		s := byPlace[h["audit.topic"]+"/"+h["audit.partition"]+"/"+h["audit.offset"]]
+		if s == nil || a.Key != nil || len(a.Value) != 0 || h["who"] != "me" || h["audit.producer.id"] != strconv.FormatInt(s.ProducerID, 10) ||
+			h["audit.key.size"] != strconv.Itoa(len(s.Key)) || h["audit.value.size"] != strconv.Itoa(len(s.Value)) || !a.Timestamp.Equal(s.Timestamp) {
+			t.Fatalf("audit record %v (headers %v) does not describe its source %+v", a, h, s)
+		}
+		delete(byPlace, h["audit.topic"]+"/"+h["audit.partition"]+"/"+h["audit.offset"])
 	}
 }

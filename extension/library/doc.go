@@ -1,6 +1,8 @@
 // Package library is the extensions Skein ships, each registered as a kind
 // (package extension) when the package is imported:
 //
+//	audit    copies records (or a sample, or headers and sizes) to an audit topic, with where each was and its producer
+//	dedupe   drops records whose key or header was seen within a window of record time
 //	mirror   copies topics to prefixed topics, partition by partition
 //	route    content-based routing and filtering by key or header to several topics
 //
