@@ -1,6 +1,7 @@
 package library
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -25,18 +26,23 @@ func init() {
 	})
 }
 
-// dedupe drops a record whose id was seen within the window before it, by
-// record timestamps (so that processing the same records again decides the
-// same). Its state is the ids seen in the window, with the time each was
-// last seen; ids leave it as the window passes them.
+// dedupe drops a record whose id was copied less than the window before
+// it, by record timestamps (so that processing the same records again
+// decides the same): in the partition's order, each record first forgets
+// the ids copied a window or more before its own time, then is dropped if
+// its id is still remembered with a time less than a window before its
+// own, else copied and its id remembered with its time. Its state is the
+// remembered ids.
 type dedupe struct {
 	target    string
 	header    string // "" for the key
 	window    int64  // ms
 	partition int32
 	seen      map[string]int64
-	// order holds the ids by the time they were last seen, oldest first,
-	// for expiry; an entry whose time no longer matches seen is stale.
+	// order holds the ids by the time they were last seen, oldest first
+	// (ties by id), for expiry; an entry whose time no longer matches seen
+	// is stale. Sorted, not in arrival order: the expiry must decide the
+	// same after a restart, when order is rebuilt from the state.
 	order []seenAt
 }
 
@@ -76,13 +82,15 @@ func newDedupe(in extension.Instance) (extension.Extension, error) {
 			d.order = append(d.order, seenAt{id, ts})
 		}
 	}
-	slices.SortFunc(d.order, func(a, b seenAt) int {
-		if a.ts != b.ts {
-			return int(a.ts - b.ts)
-		}
-		return strings.Compare(a.id, b.id)
-	})
+	slices.SortFunc(d.order, compareSeen)
 	return d, nil
+}
+
+func compareSeen(a, b seenAt) int {
+	if a.ts != b.ts {
+		return cmp.Compare(a.ts, b.ts)
+	}
+	return strings.Compare(a.id, b.id)
 }
 
 func (d *dedupe) Process(records []extension.Record, out extension.Output) error {
@@ -99,7 +107,9 @@ func (d *dedupe) Process(records []extension.Record, out extension.Output) error
 		}
 		out.Emit(d.target, d.partition, r)
 		d.seen[id] = ts
-		d.order = append(d.order, seenAt{id, ts})
+		e := seenAt{id, ts}
+		i, _ := slices.BinarySearchFunc(d.order, e, compareSeen)
+		d.order = slices.Insert(d.order, i, e)
 		var v [8]byte
 		binary.BigEndian.PutUint64(v[:], uint64(ts))
 		out.Put(id, v[:])

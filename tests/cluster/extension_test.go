@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -27,9 +28,9 @@ func (c *cluster) createExtension(t *testing.T, i int, body string) {
 	}
 }
 
-// readPartitions reads topic from its start to its end offsets through the
-// given nodes and returns each partition's values in offset order.
-func readPartitions(t *testing.T, ctx context.Context, c *cluster, nodes []int, topic string) map[int32][]string {
+// readRecords reads topic from its start to its end offsets through the
+// given nodes and returns each partition's records in offset order.
+func readRecords(t *testing.T, ctx context.Context, c *cluster, nodes []int, topic string) map[int32][]*kgo.Record {
 	t.Helper()
 	ends, err := kadm.NewClient(c.client(nodes)).ListEndOffsets(ctx, topic)
 	if err != nil {
@@ -37,7 +38,7 @@ func readPartitions(t *testing.T, ctx context.Context, c *cluster, nodes []int, 
 	}
 	cl := c.client(nodes, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	defer cl.Close()
-	out := map[int32][]string{}
+	out := map[int32][]*kgo.Record{}
 	next := map[int32]int64{}
 	done := func() bool {
 		ok := true
@@ -50,28 +51,40 @@ func readPartitions(t *testing.T, ctx context.Context, c *cluster, nodes []int, 
 			t.Fatalf("reading %s: %v (at %v of %v)", topic, ctx.Err(), next, ends)
 		}
 		fs.EachRecord(func(r *kgo.Record) {
-			out[r.Partition] = append(out[r.Partition], string(r.Value))
+			out[r.Partition] = append(out[r.Partition], r)
 			next[r.Partition] = r.Offset + 1
 		})
 	}
 	return out
 }
 
-// TestExtensionMirrorFailover: a mirror instance copies a replicated topic
-// under load while the node that leads one of its partitions (and runs
-// that partition's mirror actor) is killed with SIGKILL and started again.
-// The actor resumes on the new leader from its committed position: each
-// partition's copy holds exactly the source partition's records, in its
-// order, nothing lost and nothing twice.
-func TestExtensionMirrorFailover(t *testing.T) {
+// TestExtensionsFailover: four instances of the library's kinds process a
+// replicated topic under load while the node that leads one of its
+// partitions (and runs that partition's actors) is killed with SIGKILL and
+// started again. Each resumes on the new leader from its committed
+// position, and each output partition holds exactly what its kind makes
+// of the source partition, in order, nothing lost and nothing twice:
+// mirror a copy; route the records whose key starts with 1 in one topic
+// and the rest in another; audit an entry per record naming its place;
+// dedupe each record whose key was not copied in the second of record
+// time before it (the kind's rule, out-of-order timestamps included).
+func TestExtensionsFailover(t *testing.T) {
 	c := newClusterIn(t, layout{host: func(i int) string { return fmt.Sprintf("127.0.0.25%d", i) }, flags: replicationFlags})
 	c.startAll()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	const topic, copyTopic = "events", "mirror.events"
-	createReplicated(t, ctx, c, topic, 3)
-	createReplicated(t, ctx, c, copyTopic, 3)
-	c.createExtension(t, 1, `{"name": "m1", "kind": "mirror", "settings": {"source.topics": "events"}}`)
+	const topic = "events"
+	for _, t1 := range []string{topic, "mirror.events", "ones", "rest", "audit-events", "deduped"} {
+		createReplicated(t, ctx, c, t1, 3)
+	}
+	for _, body := range []string{
+		`{"name": "m1", "kind": "mirror", "settings": {"source.topics": "events"}}`,
+		`{"name": "r1", "kind": "route", "settings": {"source.topics": "events", "routes": "key~^1=>ones", "default.topic": "rest", "partitioning": "source"}}`,
+		`{"name": "a1", "kind": "audit", "settings": {"source.topics": "events", "target.topic": "audit-events"}}`,
+		`{"name": "d1", "kind": "dedupe", "settings": {"source.topics": "events", "target.topic": "deduped", "window.ms": "1000", "partitioning": "source"}}`,
+	} {
+		c.createExtension(t, 1+len(body)%numNodes, body)
+	}
 	h, stopLoad := startLoad(t, c, topic, 2)
 	waitFor(t, time.Minute, "records acknowledged", func() string {
 		if n := h.Acknowledged(); n < 2000 {
@@ -98,25 +111,81 @@ func TestExtensionMirrorFailover(t *testing.T) {
 	if v := h.Check(); v.Acknowledged == 0 || v.Failed > 0 {
 		t.Fatalf("the load: %v", v)
 	}
-	var src, dst map[int32][]string
-	waitFor(t, 2*time.Minute, "the copy to catch up", func() string {
-		src = readPartitions(t, ctx, c, []int{1, 2, 3}, topic)
-		dst = readPartitions(t, ctx, c, []int{1, 2, 3}, copyTopic)
+	all := []int{1, 2, 3}
+	src := readRecords(t, ctx, c, all, topic)
+	values := func(rs []*kgo.Record) []string {
+		out := []string{}
+		for _, r := range rs {
+			out = append(out, string(r.Value))
+		}
+		return out
+	}
+	// What each output partition must hold, made from the source's.
+	want := map[string]func(p int32) []string{
+		"mirror.events": func(p int32) []string { return values(src[p]) },
+		"ones": func(p int32) []string {
+			return values(slices.DeleteFunc(slices.Clone(src[p]), func(r *kgo.Record) bool { return !strings.HasPrefix(string(r.Key), "1") }))
+		},
+		"rest": func(p int32) []string {
+			return values(slices.DeleteFunc(slices.Clone(src[p]), func(r *kgo.Record) bool { return strings.HasPrefix(string(r.Key), "1") }))
+		},
+		"audit-events": func(p int32) []string {
+			out := []string{}
+			for _, r := range src[p] {
+				out = append(out, fmt.Sprintf("%s/%d/%d %s", r.Topic, r.Partition, r.Offset, r.Value))
+			}
+			return out
+		},
+		"deduped": func(p int32) []string {
+			seen := map[string]int64{}
+			out := []string{}
+			for _, r := range src[p] {
+				ts := r.Timestamp.UnixMilli()
+				maps.DeleteFunc(seen, func(_ string, last int64) bool { return ts-last >= 1000 })
+				if last, ok := seen[string(r.Key)]; ok && ts-last < 1000 {
+					continue
+				}
+				seen[string(r.Key)] = ts
+				out = append(out, string(r.Value))
+			}
+			return out
+		},
+	}
+	got := func(topic string, rs []*kgo.Record) []string {
+		if topic != "audit-events" {
+			return values(rs)
+		}
+		out := []string{}
+		for _, r := range rs {
+			hs := map[string]string{}
+			for _, h := range r.Headers {
+				hs[h.Key] = string(h.Value)
+			}
+			out = append(out, fmt.Sprintf("%s/%s/%s %s", hs["audit.topic"], hs["audit.partition"], hs["audit.offset"], r.Value))
+		}
+		return out
+	}
+	for _, out := range slices.Sorted(maps.Keys(want)) {
+		var dst map[int32][]*kgo.Record
+		waitFor(t, 2*time.Minute, out+" to catch up", func() string {
+			dst = readRecords(t, ctx, c, all, out)
+			for p := range int32(3) {
+				if w := want[out](p); len(dst[p]) < len(w) {
+					return fmt.Sprintf("partition %d: %d of %d", p, len(dst[p]), len(w))
+				}
+			}
+			return ""
+		})
 		for p := range int32(3) {
-			if len(dst[p]) < len(src[p]) {
-				return fmt.Sprintf("partition %d: %d of %d copied", p, len(dst[p]), len(src[p]))
+			w, g := want[out](p), got(out, dst[p])
+			if !slices.Equal(w, g) {
+				i := firstDiff(w, g)
+				t.Fatalf("%s-%d holds %d records, want %d; from their record %d on, it has %v where it should have %v",
+					out, p, len(g), len(w), i, g[i:min(i+5, len(g))], w[i:min(i+5, len(w))])
 			}
 		}
-		return ""
-	})
-	for p := range int32(3) {
-		if !slices.Equal(src[p], dst[p]) {
-			i := firstDiff(src[p], dst[p])
-			t.Fatalf("partition %d: the copy has %d records, the source %d; from their record %d on, the source has %v and the copy %v",
-				p, len(dst[p]), len(src[p]), i, src[p][i:min(i+8, len(src[p]))], dst[p][i:min(i+8, len(dst[p]))])
-		}
+		t.Logf("%s: %d records, as its kind makes them from the source's %d", out, len(dst[0])+len(dst[1])+len(dst[2]), len(src[0])+len(src[1])+len(src[2]))
 	}
-	t.Logf("%d records copied, partition by partition, in order", len(src[0])+len(src[1])+len(src[2]))
 }
 
 // firstDiff returns the first index where a and b differ.
