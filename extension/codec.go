@@ -15,14 +15,17 @@ import (
 var errCredit = errors.New("credit used up")
 
 // decode returns the records of batches (whole batches, as the log holds
-// them) from r.pos on, within the credit, and the offset after the last one
-// returned (after the last batch, when it was taken whole). Control batches
-// and the batches of aborted transactions are skipped: an extension reads
-// what a read_committed consumer would.
-func (r *runner) decode(batches []byte, aborted []store.AbortedTxn) ([]Record, int64, error) {
+// them) from r.pos on and below stopAt, within the credit, and the offset
+// after the last one returned (after the last batch, when it was taken
+// whole). Control batches and the batches of aborted transactions are
+// skipped: an extension reads what a read_committed consumer would.
+func (r *runner) decode(batches []byte, aborted []store.AbortedTxn, stopAt int64) ([]Record, int64, error) {
 	var out []Record
 	next, size := r.pos, 0
 	err := store.ForEachBatch(batches, func(b []byte, h store.Header) error {
+		if h.BaseOffset >= stopAt {
+			return errCredit
+		}
 		if h.Control() || h.Transactional() && isAborted(aborted, h.ProducerID, h.BaseOffset) {
 			next = h.NextOffset()
 			return nil
@@ -32,7 +35,7 @@ func (r *runner) decode(batches []byte, aborted []store.AbortedTxn) ([]Record, i
 			if off < r.pos {
 				return nil
 			}
-			if len(out) >= r.maxRecords || len(out) > 0 && size >= r.maxSize {
+			if off >= stopAt || len(out) >= r.maxRecords || len(out) > 0 && size >= r.maxSize {
 				return errCredit
 			}
 			ts := h.BaseTimestamp + rec.TimestampDelta

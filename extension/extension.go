@@ -21,6 +21,22 @@ type Extension interface {
 	Process(records []Record, out Output) error
 }
 
+// Timed is implemented by an Extension that acts on time as well as on
+// records (a delay, a window that closes): the runtime calls Tick about
+// every TickInterval, between Process calls, with the time. Its kind must
+// keep state (Kind.State): a tick that emits or changes state is recorded
+// in the state topic first, so that after a restart the ticks after the
+// committed position are replayed, with their times, where they fell among
+// the records, and the output is written exactly once. A tick that emits
+// nothing and changes no state is not recorded: whatever it changed that
+// is not in the state is gone after a restart.
+type Timed interface {
+	Tick(now time.Time, out Output) error
+}
+
+// TickInterval is how often a Timed extension's Tick is called.
+const TickInterval = 100 * time.Millisecond
+
 // Credited is implemented by an Extension that bounds each Process call:
 // at most records records and about bytes bytes of keys and values (one
 // record more than bytes is handed over whole). Without it the runtime

@@ -1,6 +1,7 @@
 package extension
 
 import (
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -73,7 +74,7 @@ func TestBatchRoundTrip(t *testing.T) {
 	}
 	store.SetBaseOffset(b, 1000)
 	r := &runner{key: runnerKey{"i", "src", 2}, pos: 1001, maxRecords: 10, maxSize: 1 << 20}
-	got, next, err := r.decode(b, nil)
+	got, next, err := r.decode(b, nil, math.MaxInt64)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,19 +89,30 @@ func TestBatchRoundTrip(t *testing.T) {
 		}
 	}
 	r.pos = 1000
-	got, _, err = r.decode(b, nil)
+	got, _, err = r.decode(b, nil, math.MaxInt64)
 	if err != nil || len(got) != 3 || !reflect.DeepEqual(got[0].Headers, in[0].Headers) {
 		t.Fatalf("decoded %+v, %v; want the first record's headers %+v", got, err, in[0].Headers)
 	}
 	// Credit: one record at a time, the position after it.
 	r.maxRecords = 1
-	got, next, err = r.decode(b, nil)
+	got, next, err = r.decode(b, nil, math.MaxInt64)
 	if err != nil || len(got) != 1 || next != 1001 {
 		t.Fatalf("with credit 1: %d records, next %d, %v", len(got), next, err)
 	}
-	// An aborted transaction's batch is skipped whole.
+	// A replayed tick at 1002 stops the records there, and one at the
+	// batch's start stops them all.
 	r.maxRecords = 10
-	got, next, err = r.decode(b, []store.AbortedTxn{{ProducerID: 99, FirstOffset: 990, LastOffset: 1005}})
+	got, next, err = r.decode(b, nil, 1002)
+	if err != nil || len(got) != 2 || next != 1002 {
+		t.Fatalf("stopping at 1002: %d records, next %d, %v", len(got), next, err)
+	}
+	r.pos = 1000
+	got, next, err = r.decode(b, nil, 1000)
+	if err != nil || len(got) != 0 || next != 1000 {
+		t.Fatalf("stopping at 1000: %d records, next %d, %v", len(got), next, err)
+	}
+	// An aborted transaction's batch is skipped whole.
+	got, next, err = r.decode(b, []store.AbortedTxn{{ProducerID: 99, FirstOffset: 990, LastOffset: 1005}}, math.MaxInt64)
 	if err != nil || len(got) != 3 || next != 1003 {
 		t.Fatalf("a plain batch of an aborting producer: %d records, next %d, %v", len(got), next, err)
 	}

@@ -2,11 +2,13 @@ package extension
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/skeinlog/skein/partition"
 )
@@ -45,6 +47,29 @@ func StateTopic(instance string) string { return "skein-extension-" + instance +
 // committed position (its older values) survives the writes of the records
 // after it until the position moves on.
 var stateConfigs = map[string]string{"cleanup.policy": "compact", "min.compaction.lag.ms": "3600000"}
+
+// tickKey is the key, under a partition's prefix, of the records that
+// note a tick in the state topic: the position it fell at and its time.
+// It is never part of the state.
+const tickKey = "\x00tick"
+
+// tick is a noted tick.
+type tick struct {
+	pos int64
+	at  time.Time
+}
+
+func encodeTick(t tick) []byte {
+	b := binary.BigEndian.AppendUint64(nil, uint64(t.pos))
+	return binary.BigEndian.AppendUint64(b, uint64(t.at.UnixNano()))
+}
+
+func decodeTick(b []byte) (tick, bool) {
+	if len(b) != 16 {
+		return tick{}, false
+	}
+	return tick{pos: int64(binary.BigEndian.Uint64(b)), at: time.Unix(0, int64(binary.BigEndian.Uint64(b[8:])))}, true
+}
 
 // The headers of a state record: the producer id and sequence number it was
 // written with, which tell a restarted actor whether the record is part of

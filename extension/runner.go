@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -56,6 +57,11 @@ type runner struct {
 	stateTP     partition.Key
 	statePrefix string
 	state       map[string][]byte
+	// ticks are the noted ticks after the committed position, still to
+	// replay, oldest first; tickDue is set when a tick came while a chunk
+	// was in progress.
+	ticks   []tick
+	tickDue bool
 
 	chunk   *chunk // the records in progress
 	waiting bool   // a step is scheduled (a watch, or a retry)
@@ -100,8 +106,10 @@ type (
 		written map[partition.Key]int32
 		stateTP partition.Key
 		state   map[string][]byte
+		ticks   []tick
 		err     error
 	}
+	tickNow   struct{ r *runner }
 	stepNow   struct{ r *runner }
 	appendRes struct {
 		r   *runner
@@ -156,6 +164,10 @@ func (r *runner) Receive(c actor.Context) {
 	case *commitRes:
 		if m.r == r {
 			r.commitDone(c, m)
+		}
+	case *tickNow:
+		if m.r == r {
+			r.timeTick(c)
 		}
 	case *retryNow:
 		if m.r == r && r.ctx.Err() == nil {
@@ -261,11 +273,19 @@ func (r *runner) loadState(ctx context.Context, m *loaded, fresh bool) error {
 		if !ok {
 			return
 		}
+		after := false // written after the position
 		if !fresh && headerValue(headers, headerStateProducer) == mine {
 			seq, err := strconv.ParseInt(headerValue(headers, headerStateSequence), 10, 32)
-			if err != nil || int32(seq) >= upTo {
-				return
+			after = err != nil || int32(seq) >= upTo
+		}
+		if k == tickKey {
+			if t, ok := decodeTick(value); ok && after {
+				m.ticks = append(m.ticks, t)
 			}
+			return
+		}
+		if after {
+			return
 		}
 		if value == nil {
 			delete(m.state, k)
@@ -309,6 +329,14 @@ func (r *runner) loaded(c actor.Context, m *loaded) {
 		return
 	}
 	r.ext = ext
+	r.ticks = m.ticks
+	if _, ok := ext.(Timed); ok {
+		if !r.kind.State {
+			r.fail(fmt.Errorf("kind %s ticks (Timed) but keeps no state (Kind.State), where its ticks are noted", r.kind.Name))
+			return
+		}
+		r.startTicks(c)
+	}
 	r.maxRecords, r.maxSize = DefaultCreditRecords, DefaultCreditBytes
 	if cr, ok := ext.(Credited); ok {
 		n, b := cr.Credit()
@@ -349,6 +377,15 @@ func (r *runner) step(c actor.Context) {
 	}
 	upTo := log.LastStableOffset
 	r.st.set(func(s *Status) { s.Position, s.End, s.State, s.Reason = r.pos, log.HighWatermark, StateRunning, "" })
+	if len(r.ticks) > 0 {
+		// Replaying: the next noted tick falls here, or the records
+		// before it are read first, and no further.
+		if t := r.ticks[0]; r.pos >= t.pos {
+			r.ticks = r.ticks[1:]
+			r.tick(c, t.at)
+			return
+		}
+	}
 	if r.pos >= upTo {
 		r.maybeCommit(c, true)
 		r.watch(c, h)
@@ -363,7 +400,11 @@ func (r *runner) step(c actor.Context) {
 		r.watch(c, h)
 		return
 	}
-	recs, next, err := r.decode(b, log.AbortedTxns(r.pos, upTo))
+	stopAt := int64(math.MaxInt64)
+	if len(r.ticks) > 0 {
+		stopAt = r.ticks[0].pos
+	}
+	recs, next, err := r.decode(b, log.AbortedTxns(r.pos, upTo), stopAt)
 	if err != nil {
 		r.fail(fmt.Errorf("decoding %s-%d at %d: %w", r.key.topic, r.key.partition, r.pos, err))
 		return
@@ -607,7 +648,71 @@ func (r *runner) chunkDone(c actor.Context) {
 	r.st.set(func(s *Status) { s.Position = r.pos })
 	r.st.count(int64(ch.records), int64(len(ch.out)), 0)
 	r.maybeCommit(c, false)
+	if r.tickDue {
+		r.timeTick(c)
+		if r.chunk != nil {
+			return
+		}
+	}
 	r.step(c)
+}
+
+// startTicks sends the actor a tickNow every TickInterval until it stops.
+func (r *runner) startTicks(c actor.Context) {
+	self, root, ctx := r.self, c.ActorSystem().Root, r.ctx
+	go func() {
+		t := time.NewTicker(TickInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				root.Send(self, &tickNow{r: r})
+			}
+		}
+	}()
+}
+
+// timeTick ticks now, unless a chunk is in progress (then once it is done)
+// or noted ticks are still to replay (then after them).
+func (r *runner) timeTick(c actor.Context) {
+	switch {
+	case r.ext == nil || len(r.ticks) > 0:
+	case r.chunk != nil:
+		r.tickDue = true
+	default:
+		r.tickDue = false
+		r.tick(c, time.Now())
+	}
+}
+
+// tick calls the extension's Tick; what it emits, if anything, goes as a
+// chunk of no records, after a state record noting the tick.
+func (r *runner) tick(c actor.Context, now time.Time) {
+	out := &collector{r: r}
+	err := func() (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("%s panicked in Tick: %v", r.kind.Name, p)
+			}
+		}()
+		return r.ext.(Timed).Tick(now, out)
+	}()
+	if err == nil {
+		err = out.err
+	}
+	if err != nil {
+		r.fail(err)
+		return
+	}
+	if len(out.out) == 0 {
+		return
+	}
+	note := emitted{topic: r.stateTP.Topic, partition: r.stateTP.Partition,
+		rec: Record{Key: []byte(r.statePrefix + tickKey), Value: encodeTick(tick{pos: r.pos, at: now}), Timestamp: now}}
+	r.chunk = &chunk{next: r.pos, out: append([]emitted{note}, out.out...)}
+	r.sendChunk(c)
 }
 
 // maybeCommit commits the position if the last commit is older than the
