@@ -53,6 +53,9 @@ type extensionConfig struct {
 	values        []int
 	linger        time.Duration
 	runTimeout    time.Duration // bound on one copier's run of one value size
+	// profileDir, if set, gets a CPU profile of each node (the whole run:
+	// produce and copy), <copier>-<workload>.pprof.
+	profileDir string
 }
 
 // The copiers, in run order, each against a fresh node: the two extension
@@ -81,6 +84,11 @@ func copyTarget(copier string) string {
 // extension, which runs in the broker).
 type copyResult struct {
 	produce, copy phase
+	// first is when the target's end offsets first showed a record
+	// copied, from the same start as copy.elapsed: the copier's start-up
+	// (an extension's actors loading their position and, for the mirror,
+	// creating its target), to within copyPollEvery.
+	first time.Duration
 }
 
 func (r copyResult) totalCPUPerGB() float64 {
@@ -100,7 +108,11 @@ func runExtensionBench(out io.Writer, c extensionConfig) error {
 			dir := filepath.Join(c.work, "extensions-"+w.slug(), name)
 			stderrf("extensions: %s: %s ... ", w, name)
 			ctx, cancel := context.WithTimeout(context.Background(), c.runTimeout)
-			res, err := c.runCopy(ctx, name, w, dir)
+			profile := ""
+			if c.profileDir != "" {
+				profile = filepath.Join(c.profileDir, "extensions-"+name+"-"+w.slug()+".pprof")
+			}
+			res, err := c.runCopy(ctx, name, w, dir, profile)
 			cancel()
 			if err != nil {
 				stderrf("failed: %v\n", err)
@@ -131,6 +143,7 @@ var copyRows = []struct {
 	{"produce to `in` records/s (baseline)", func(r copyResult) float64 { return r.produce.recordsPerSec() }, "%.0f", false},
 	{"produce broker CPU-s/GB (baseline)", func(r copyResult) float64 { return r.produce.brokerCPUPerGB() }, "%.2f", false},
 	{"copy s", func(r copyResult) float64 { return r.copy.elapsed.Seconds() }, "%.2f", false},
+	{"first record copied after s", func(r copyResult) float64 { return r.first.Seconds() }, "%.2f", false},
 	{"copy records/s", func(r copyResult) float64 { return r.copy.recordsPerSec() }, "%.0f", true},
 	{"copy MB/s (values)", func(r copyResult) float64 { return r.copy.mbPerSec() }, "%.1f", true},
 	{"copy broker CPU-s/GB", func(r copyResult) float64 { return r.copy.brokerCPUPerGB() }, "%.2f", true},
@@ -176,10 +189,10 @@ func copyTable(out io.Writer, w workload, results map[string]*copyResult) {
 // target's end offsets add up to w.records. It then checks that the copy is
 // exact: each target partition ends where its source partition does, once
 // the copier has nothing left to write.
-func (c extensionConfig) runCopy(ctx context.Context, copier string, w workload, dir string) (copyResult, error) {
+func (c extensionConfig) runCopy(ctx context.Context, copier string, w workload, dir, profile string) (copyResult, error) {
 	var res copyResult
 	target := copyTarget(copier)
-	err := withBroker(skeinTarget(c.skein, "fsync", 0), dir, "", func(b *broker) error {
+	err := withBroker(skeinTarget(c.skein, "fsync", 0), dir, profile, func(b *broker) error {
 		admin := skeinAdmin(b.line)
 		if admin == "" {
 			return fmt.Errorf("no admin.listen in %q", b.line)
@@ -235,11 +248,11 @@ func (c extensionConfig) runCopy(ctx context.Context, copier string, w workload,
 			}
 		} else {
 			start = time.Now()
-			if err := createExtension(ctx, admin, copier, copier, w.partitions); err != nil {
+			if err := createExtension(ctx, admin, copier, copier); err != nil {
 				return err
 			}
 		}
-		if err := awaitCopied(ctx, adm, b, proc, target, int64(w.records)); err != nil {
+		if res.first, err = awaitCopied(ctx, adm, b, proc, target, start, int64(w.records)); err != nil {
 			return err
 		}
 		elapsed := time.Since(start)
@@ -273,7 +286,7 @@ func (c extensionConfig) runCopy(ctx context.Context, copier string, w workload,
 
 // createExtension creates the instance name of kind through the node's
 // admin API, copying topic "in".
-func createExtension(ctx context.Context, admin, name, kind string, partitions int) error {
+func createExtension(ctx context.Context, admin, name, kind string) error {
 	settings := map[string]string{"source.topics": sourceTopic}
 	if kind == "route" {
 		settings["default.topic"], settings["partitioning"] = copyTarget("route"), "source"
@@ -305,7 +318,8 @@ func createExtension(ctx context.Context, admin, name, kind string, partitions i
 
 // awaitCopied polls topic's end offsets every copyPollEvery until they add
 // up to want, ctx ends, or the node (or the copier process, if any) exits.
-func awaitCopied(ctx context.Context, adm *kadm.Client, b *broker, proc *copierProc, topic string, want int64) error {
+// It returns how long after start the first record was seen.
+func awaitCopied(ctx context.Context, adm *kadm.Client, b *broker, proc *copierProc, topic string, start time.Time, want int64) (first time.Duration, err error) {
 	var procDone <-chan struct{}
 	if proc != nil {
 		procDone = proc.done
@@ -322,16 +336,19 @@ func awaitCopied(ctx context.Context, adm *kadm.Client, b *broker, proc *copierP
 				}
 			})
 		}
+		if sum > 0 && first == 0 {
+			first = time.Since(start)
+		}
 		if sum >= want {
-			return nil
+			return first, nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%d of %d records copied to %s: %w", sum, want, topic, ctx.Err())
+			return first, fmt.Errorf("%d of %d records copied to %s: %w", sum, want, topic, ctx.Err())
 		case <-b.done:
-			return fmt.Errorf("the node exited (%v) with %d of %d records copied to %s", b.err, sum, want, topic)
+			return first, fmt.Errorf("the node exited (%v) with %d of %d records copied to %s", b.err, sum, want, topic)
 		case <-procDone:
-			return fmt.Errorf("the copier exited (%v) with %d of %d records copied; see %s", proc.err, sum, want, proc.log.Name())
+			return first, fmt.Errorf("the copier exited (%v) with %d of %d records copied; see %s", proc.err, sum, want, proc.log.Name())
 		case <-tick.C:
 		}
 	}
@@ -493,7 +510,7 @@ func (p *copierProc) stop() {
 
 // runExtensions runs the extension benchmark from its flags, building the
 // skein binary (unless given) and the copier into work.
-func runExtensions(out io.Writer, f extensionFlags, skeinBin, work string, keep bool, linger, runTimeout time.Duration) error {
+func runExtensions(out io.Writer, f extensionFlags, skeinBin, work, profileDir string, keep bool, linger, runTimeout time.Duration) error {
 	if *f.records < 1 || *f.partitions < 1 {
 		return errors.New("-extension-records and -extension-partitions must be at least 1")
 	}
@@ -506,6 +523,11 @@ func runExtensions(out io.Writer, f extensionFlags, skeinBin, work string, keep 
 			return err
 		}
 	}
+	if profileDir != "" {
+		if err := os.MkdirAll(profileDir, 0o755); err != nil {
+			return err
+		}
+	}
 	copier := filepath.Join(work, "copier")
 	if err := build(copier, "./tests/bench/copier"); err != nil {
 		return err
@@ -514,6 +536,6 @@ func runExtensions(out io.Writer, f extensionFlags, skeinBin, work string, keep 
 	return runExtensionBench(out, extensionConfig{
 		skein: skeinBin, copier: copier, work: work, keep: keep,
 		records: *f.records, partitions: *f.partitions, values: values,
-		linger: linger, runTimeout: runTimeout,
+		linger: linger, runTimeout: runTimeout, profileDir: profileDir,
 	})
 }

@@ -153,7 +153,7 @@ func mainErr() error {
 		return runRecovery(out, recovery, *skeinBin, work)
 	}
 	if *extensions.on {
-		return runExtensions(out, extensions, *skeinBin, work, *keep, *linger, *runTimeout)
+		return runExtensions(out, extensions, *skeinBin, work, *profileDir, *keep, *linger, *runTimeout)
 	}
 	if *profileDir != "" {
 		if err := os.MkdirAll(*profileDir, 0o755); err != nil {

@@ -58,7 +58,7 @@ func readRecords(t *testing.T, ctx context.Context, c *cluster, nodes []int, top
 	return out
 }
 
-// TestExtensionsFailover: four instances of the library's kinds process a
+// TestExtensionsFailover: five instances of the library's kinds process a
 // replicated topic under load while the node that leads one of its
 // partitions (and runs that partition's actors) is killed with SIGKILL and
 // started again. Each resumes on the new leader from its committed
@@ -67,14 +67,15 @@ func readRecords(t *testing.T, ctx context.Context, c *cluster, nodes []int, top
 // mirror a copy; route the records whose key starts with 1 in one topic
 // and the rest in another; audit an entry per record naming its place;
 // dedupe each record whose key was not copied in the second of record
-// time before it (the kind's rule, out-of-order timestamps included).
+// time before it (the kind's rule, out-of-order timestamps included); delay
+// every record, each key's in their order.
 func TestExtensionsFailover(t *testing.T) {
 	c := newClusterIn(t, layout{host: func(i int) string { return fmt.Sprintf("127.0.0.25%d", i) }, flags: replicationFlags})
 	c.startAll()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	const topic = "events"
-	for _, t1 := range []string{topic, "mirror.events", "ones", "rest", "audit-events", "deduped"} {
+	for _, t1 := range []string{topic, "mirror.events", "ones", "rest", "audit-events", "deduped", "delayed"} {
 		createReplicated(t, ctx, c, t1, 3)
 	}
 	for _, body := range []string{
@@ -82,6 +83,7 @@ func TestExtensionsFailover(t *testing.T) {
 		`{"name": "r1", "kind": "route", "settings": {"source.topics": "events", "routes": "key~^1=>ones", "default.topic": "rest", "partitioning": "source"}}`,
 		`{"name": "a1", "kind": "audit", "settings": {"source.topics": "events", "target.topic": "audit-events"}}`,
 		`{"name": "d1", "kind": "dedupe", "settings": {"source.topics": "events", "target.topic": "deduped", "window.ms": "1000", "partitioning": "source"}}`,
+		`{"name": "l1", "kind": "delay", "settings": {"source.topics": "events", "target.topic": "delayed", "delay.ms": "200", "partitioning": "source"}}`,
 	} {
 		c.createExtension(t, 1+len(body)%numNodes, body)
 	}
@@ -136,6 +138,9 @@ func TestExtensionsFailover(t *testing.T) {
 			}
 			return out
 		},
+		// Delivered by due time, which ties and skews between the two
+		// producers reorder; each key's records in their source order.
+		"delayed": func(p int32) []string { return byKey(src[p]) },
 		"deduped": func(p int32) []string {
 			seen := map[string]int64{}
 			out := []string{}
@@ -152,7 +157,11 @@ func TestExtensionsFailover(t *testing.T) {
 		},
 	}
 	got := func(topic string, rs []*kgo.Record) []string {
-		if topic != "audit-events" {
+		switch topic {
+		case "delayed":
+			return byKey(rs)
+		case "audit-events":
+		default:
 			return values(rs)
 		}
 		out := []string{}
@@ -186,6 +195,20 @@ func TestExtensionsFailover(t *testing.T) {
 		}
 		t.Logf("%s: %d records, as its kind makes them from the source's %d", out, len(dst[0])+len(dst[1])+len(dst[2]), len(src[0])+len(src[1])+len(src[2]))
 	}
+}
+
+// byKey returns the values of rs grouped by key, the keys sorted, each
+// key's values in the order of rs.
+func byKey(rs []*kgo.Record) []string {
+	groups := map[string][]string{}
+	for _, r := range rs {
+		groups[string(r.Key)] = append(groups[string(r.Key)], string(r.Value))
+	}
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(groups)) {
+		out = append(out, groups[k]...)
+	}
+	return out
 }
 
 // firstDiff returns the first index where a and b differ.
