@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/skeinlog/skein/partition"
 	"github.com/skeinlog/skein/partition/store"
 )
 
@@ -15,15 +16,37 @@ import (
 var errCredit = errors.New("credit used up")
 
 // decode returns the records of batches (whole batches, as the log holds
-// them) from r.pos on and below stopAt, within the credit, and the offset
-// after the last one returned (after the last batch, when it was taken
-// whole). Control batches and the batches of aborted transactions are
+// them) from r.pos on and below stopAt, within the credit, the offset after
+// the last one returned (after the last batch, when it was taken whole),
+// and the batches left from the first one not taken whole, for the next
+// call. Control batches and the batches of aborted transactions are
 // skipped: an extension reads what a read_committed consumer would.
-func (r *runner) decode(batches []byte, aborted []store.AbortedTxn, stopAt int64) ([]Record, int64, error) {
-	var out []Record
-	next, size := r.pos, 0
-	err := store.ForEachBatch(batches, func(b []byte, h store.Header) error {
+//
+// The keys and values are copied into arenas of a chunk's own, not one
+// allocation each.
+func (r *runner) decode(batches []byte, aborted []store.AbortedTxn, stopAt int64) (out []Record, next int64, rest []byte, err error) {
+	out = make([]Record, 0, min(r.maxRecords, 1024))
+	next, size, at := r.pos, 0, 0
+	var arena []byte
+	keep := func(b []byte) []byte {
+		switch {
+		case b == nil:
+			return nil
+		case len(b) == 0:
+			return []byte{}
+		}
+		if cap(arena)-len(arena) < len(b) {
+			arena = make([]byte, 0, max(64<<10, len(b)))
+		}
+		start := len(arena)
+		arena = append(arena, b...)
+		return arena[start:len(arena):len(arena)]
+	}
+	err = store.ForEachBatch(batches, func(b []byte, h store.Header) error {
+		start := at
+		at += len(b)
 		if h.BaseOffset >= stopAt {
+			rest = batches[start:]
 			return errCredit
 		}
 		if h.Control() || h.Transactional() && isAborted(aborted, h.ProducerID, h.BaseOffset) {
@@ -47,11 +70,14 @@ func (r *runner) decode(batches []byte, aborted []store.AbortedTxn, stopAt int64
 				return err
 			}
 			out = append(out, Record{Topic: r.key.topic, Partition: r.key.partition, Offset: off, Timestamp: time.UnixMilli(ts),
-				Key: clone(rec.Key), Value: clone(rec.Value), Headers: hdrs, ProducerID: h.ProducerID})
+				Key: keep(rec.Key), Value: keep(rec.Value), Headers: hdrs, ProducerID: h.ProducerID})
 			size += len(rec.Key) + len(rec.Value)
 			next = off + 1
 			return nil
 		})
+		if errors.Is(err, errCredit) {
+			rest = batches[start:]
+		}
 		if err != nil {
 			return err
 		}
@@ -61,7 +87,7 @@ func (r *runner) decode(batches []byte, aborted []store.AbortedTxn, stopAt int64
 	if errors.Is(err, errCredit) {
 		err = nil
 	}
-	return out, next, err
+	return out, next, rest, err
 }
 
 // isAborted reports whether a transactional batch of producer at offset
@@ -114,17 +140,24 @@ func decodeHeaders(b []byte, n int32) ([]Header, error) {
 	return out, nil
 }
 
-// encodeBatch returns b's records as one idempotent batch of producer id
-// pid (epoch 0), starting at b.baseSeq.
-func encodeBatch(b *outBatch, pid int64) ([]byte, error) {
-	recs := make([]store.Record, len(b.records))
-	base := b.records[0].Timestamp.UnixMilli()
+// encodeBatch returns records as one idempotent batch of producer id pid
+// (epoch 0) for target, its first record numbered seq.
+func encodeBatch(target partition.Key, seq int32, records []Record, pid int64) ([]byte, error) {
+	recs := make([]store.Record, len(records))
+	base := records[0].Timestamp.UnixMilli()
 	maxTs := base
-	for _, r := range b.records {
+	for _, r := range records {
 		base = min(base, r.Timestamp.UnixMilli())
 		maxTs = max(maxTs, r.Timestamp.UnixMilli())
 	}
-	for i, r := range b.records {
+	est := store.HeaderSize
+	for _, r := range records {
+		est += 24 + len(r.Key) + len(r.Value)
+		for _, h := range r.Headers {
+			est += 10 + len(h.Key) + len(h.Value)
+		}
+	}
+	for i, r := range records {
 		var hdrs []byte
 		for _, h := range r.Headers {
 			hdrs = binary.AppendVarint(hdrs, int64(len(h.Key)))
@@ -140,10 +173,10 @@ func encodeBatch(b *outBatch, pid int64) ([]byte, error) {
 			NumHeaders: int32(len(r.Headers)), Headers: hdrs}
 	}
 	h := store.Header{LastOffsetDelta: int32(len(recs) - 1), BaseTimestamp: base, MaxTimestamp: maxTs,
-		ProducerID: pid, ProducerEpoch: 0, BaseSequence: b.baseSeq, PartitionLeaderEpoch: -1}
-	out, err := store.AppendBatch(nil, h, recs, store.CodecNone)
+		ProducerID: pid, ProducerEpoch: 0, BaseSequence: seq, PartitionLeaderEpoch: -1}
+	out, err := store.AppendBatch(make([]byte, 0, est), h, recs, store.CodecNone)
 	if err != nil {
-		return nil, fmt.Errorf("encoding the output for %s-%d: %w", b.key.Topic, b.key.Partition, err)
+		return nil, fmt.Errorf("encoding the output for %s-%d: %w", target.Topic, target.Partition, err)
 	}
 	return out, nil
 }

@@ -61,7 +61,7 @@ func TestBatchRoundTrip(t *testing.T) {
 		{Key: nil, Value: nil, Timestamp: ts.Add(-time.Second)},
 		{Key: []byte{}, Value: []byte(strings.Repeat("z", 300)), Timestamp: ts.Add(time.Minute)},
 	}
-	b, err := encodeBatch(&outBatch{key: partition.Key{Topic: "out", Partition: 1}, baseSeq: 40, records: in}, 99)
+	b, err := encodeBatch(partition.Key{Topic: "out", Partition: 1}, 40, in, 99)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestBatchRoundTrip(t *testing.T) {
 	}
 	store.SetBaseOffset(b, 1000)
 	r := &runner{key: runnerKey{"i", "src", 2}, pos: 1001, maxRecords: 10, maxSize: 1 << 20}
-	got, next, err := r.decode(b, nil, math.MaxInt64)
+	got, next, _, err := r.decode(b, nil, math.MaxInt64)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,30 +89,30 @@ func TestBatchRoundTrip(t *testing.T) {
 		}
 	}
 	r.pos = 1000
-	got, _, err = r.decode(b, nil, math.MaxInt64)
+	got, _, _, err = r.decode(b, nil, math.MaxInt64)
 	if err != nil || len(got) != 3 || !reflect.DeepEqual(got[0].Headers, in[0].Headers) {
 		t.Fatalf("decoded %+v, %v; want the first record's headers %+v", got, err, in[0].Headers)
 	}
 	// Credit: one record at a time, the position after it.
 	r.maxRecords = 1
-	got, next, err = r.decode(b, nil, math.MaxInt64)
+	got, next, _, err = r.decode(b, nil, math.MaxInt64)
 	if err != nil || len(got) != 1 || next != 1001 {
 		t.Fatalf("with credit 1: %d records, next %d, %v", len(got), next, err)
 	}
 	// A replayed tick at 1002 stops the records there, and one at the
 	// batch's start stops them all.
 	r.maxRecords = 10
-	got, next, err = r.decode(b, nil, 1002)
+	got, next, _, err = r.decode(b, nil, 1002)
 	if err != nil || len(got) != 2 || next != 1002 {
 		t.Fatalf("stopping at 1002: %d records, next %d, %v", len(got), next, err)
 	}
 	r.pos = 1000
-	got, next, err = r.decode(b, nil, 1000)
+	got, next, _, err = r.decode(b, nil, 1000)
 	if err != nil || len(got) != 0 || next != 1000 {
 		t.Fatalf("stopping at 1000: %d records, next %d, %v", len(got), next, err)
 	}
 	// An aborted transaction's batch is skipped whole.
-	got, next, err = r.decode(b, []store.AbortedTxn{{ProducerID: 99, FirstOffset: 990, LastOffset: 1005}}, math.MaxInt64)
+	got, next, _, err = r.decode(b, []store.AbortedTxn{{ProducerID: 99, FirstOffset: 990, LastOffset: 1005}}, math.MaxInt64)
 	if err != nil || len(got) != 3 || next != 1003 {
 		t.Fatalf("a plain batch of an aborting producer: %d records, next %d, %v", len(got), next, err)
 	}
@@ -194,5 +194,24 @@ func TestKindResolve(t *testing.T) {
 		if _, err := k.Resolve(c.settings); err == nil || !strings.Contains(err.Error(), c.msg) {
 			t.Errorf("Resolve(%v): %v, want %q", c.settings, err, c.msg)
 		}
+	}
+}
+
+// TestPartSize: a target's output goes in batches of about batchBytes,
+// a record larger than that alone.
+func TestPartSize(t *testing.T) {
+	small := make([]Record, 10000)
+	for i := range small {
+		small[i].Value = make([]byte, 100)
+	}
+	if n := partSize(small); n*124 > batchBytes+124 || n*124 < batchBytes-124 {
+		t.Fatalf("%d records of 124 bytes in a batch, want about %d", n, batchBytes/124)
+	}
+	big := []Record{{Value: make([]byte, 2*batchBytes)}, {Value: []byte("x")}}
+	if n := partSize(big); n != 1 {
+		t.Fatalf("a record of twice batchBytes shares its batch with %d others", n-1)
+	}
+	if n := partSize(small[:3]); n != 3 {
+		t.Fatalf("3 small records: %d in the batch", n)
 	}
 }

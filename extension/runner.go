@@ -63,6 +63,11 @@ type runner struct {
 	ticks   []tick
 	tickDue bool
 
+	// rbuf is what the last read of the source left unprocessed, from
+	// the batch that holds rbufAt on.
+	rbuf   []byte
+	rbufAt int64
+
 	chunk   *chunk // the records in progress
 	waiting bool   // a step is scheduled (a watch, or a retry)
 }
@@ -89,11 +94,24 @@ type emitted struct {
 	rec       Record
 }
 
+// outBatch is a chunk's output to one target partition: its records, the
+// sequence of the first, and how many are written. It goes as batches of
+// at most batchBytes, one at a time.
 type outBatch struct {
 	key     partition.Key
 	baseSeq int32
 	records []Record
+	sent    int // records acknowledged
+	n       int // records in the batch in flight
 }
+
+// batchBytes bounds an output batch, well below the default
+// max.message.bytes (1 MiB) of the targets.
+const batchBytes = 256 << 10
+
+// readBytes is how much of the source partition a read takes at least; what
+// a chunk leaves of it serves the next.
+const readBytes = 1 << 20
 
 // The runner's own messages; each carries the runner it is for, so that
 // what a previous instance of the actor (before a restart) set going is
@@ -391,20 +409,25 @@ func (r *runner) step(c actor.Context) {
 		r.watch(c, h)
 		return
 	}
-	b, err := log.ReadBytes(r.pos, store.ReadOptions{MaxBytes: int64(r.maxSize), MaxOffset: upTo, MinOneBatch: true})
-	if err != nil {
-		r.retry(c, StateWaiting, "reading the source partition: "+err.Error(), func() { r.step(c) })
-		return
-	}
-	if len(b) == 0 { // the next batch ends beyond the last stable offset
-		r.watch(c, h)
-		return
+	b := r.rbuf
+	if len(b) == 0 || r.rbufAt != r.pos {
+		var err error
+		b, err = log.ReadBytes(r.pos, store.ReadOptions{MaxBytes: int64(max(r.maxSize, readBytes)), MaxOffset: upTo, MinOneBatch: true})
+		if err != nil {
+			r.retry(c, StateWaiting, "reading the source partition: "+err.Error(), func() { r.step(c) })
+			return
+		}
+		if len(b) == 0 { // the next batch ends beyond the last stable offset
+			r.watch(c, h)
+			return
+		}
 	}
 	stopAt := int64(math.MaxInt64)
 	if len(r.ticks) > 0 {
 		stopAt = r.ticks[0].pos
 	}
-	recs, next, err := r.decode(b, log.AbortedTxns(r.pos, upTo), stopAt)
+	recs, next, rest, err := r.decode(b, log.AbortedTxns(r.pos, upTo), stopAt)
+	r.rbuf, r.rbufAt = rest, next
 	if err != nil {
 		r.fail(fmt.Errorf("decoding %s-%d at %d: %w", r.key.topic, r.key.partition, r.pos, err))
 		return
@@ -580,7 +603,8 @@ func (r *runner) send(c actor.Context, b *outBatch) {
 		}
 		addr = br.ClusterAddr
 	}
-	batch, err := encodeBatch(b, r.pid)
+	b.n = partSize(b.records[b.sent:])
+	batch, err := encodeBatch(b.key, b.baseSeq+int32(b.sent), b.records[b.sent:b.sent+b.n], r.pid)
 	if err != nil {
 		r.fail(err)
 		return
@@ -597,6 +621,22 @@ func (r *runner) send(c actor.Context, b *outBatch) {
 		}
 		root.Send(self, m)
 	})
+}
+
+// partSize returns how many of records (at least one) go in the next
+// batch, within batchBytes.
+func partSize(records []Record) int {
+	size := 0
+	for i, r := range records {
+		size += 24 + len(r.Key) + len(r.Value)
+		for _, h := range r.Headers {
+			size += 10 + len(h.Key) + len(h.Value)
+		}
+		if size > batchBytes && i > 0 {
+			return i
+		}
+	}
+	return len(records)
 }
 
 // sent hands an answer that did not go over the wire to appended.
@@ -620,6 +660,10 @@ func (r *runner) appended(c actor.Context, m *appendRes) {
 		}
 	}
 	if err == nil {
+		if m.b.sent += m.b.n; m.b.sent < len(m.b.records) {
+			r.send(c, m.b)
+			return
+		}
 		m.b.records = nil
 		ch.pending--
 		if ch.pending == 0 {
