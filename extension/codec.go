@@ -141,7 +141,8 @@ func decodeHeaders(b []byte, n int32) ([]Header, error) {
 }
 
 // encodeBatch returns records as one idempotent batch of producer id pid
-// (epoch 0) for target, its first record numbered seq.
+// (epoch 0) for target, its first record numbered seq; a pid of -1 makes a
+// batch of no producer (seq -1).
 func encodeBatch(target partition.Key, seq int32, records []Record, pid int64) ([]byte, error) {
 	recs := make([]store.Record, len(records))
 	base := records[0].Timestamp.UnixMilli()
@@ -174,6 +175,9 @@ func encodeBatch(target partition.Key, seq int32, records []Record, pid int64) (
 	}
 	h := store.Header{LastOffsetDelta: int32(len(recs) - 1), BaseTimestamp: base, MaxTimestamp: maxTs,
 		ProducerID: pid, ProducerEpoch: 0, BaseSequence: seq, PartitionLeaderEpoch: -1}
+	if pid < 0 {
+		h.ProducerEpoch = -1
+	}
 	out, err := store.AppendBatch(make([]byte, 0, est), h, recs, store.CodecNone)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the output for %s-%d: %w", target.Topic, target.Partition, err)

@@ -99,9 +99,11 @@ type Instance struct {
 	Name, Kind string
 	// Settings are the instance's settings, defaults filled in.
 	Settings map[string]string
-	// Topic and Partition are the source partition.
-	Topic     string
-	Partition int32
+	// Topic and Partition are the source partition; SourcePartitions is
+	// its topic's partition count.
+	Topic            string
+	Partition        int32
+	SourcePartitions int32
 	// Cluster is what the extension may ask of the cluster it runs in.
 	Cluster Cluster
 	// State is the partition's state (Output.Put), for a kind that keeps

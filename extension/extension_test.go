@@ -177,7 +177,7 @@ func TestTopicMatcher(t *testing.T) {
 func TestKindResolve(t *testing.T) {
 	k := &Kind{Name: "k", Settings: []Setting{{Name: "a", Default: "1"}, {Name: "b", Required: true}}}
 	got, err := k.Resolve(map[string]string{"source.topics": "t", "b": "x"})
-	want := map[string]string{"source.topics": "t", "source.start": "earliest", "a": "1", "b": "x"}
+	want := map[string]string{"source.topics": "t", "source.start": "earliest", "source.bootstrap.servers": "", "a": "1", "b": "x"}
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("Resolve: %v, %v; want %v", got, err, want)
 	}

@@ -54,12 +54,28 @@ const (
 	// SettingStart is where an instance starts reading a partition it has
 	// no committed position for: earliest (the default) or latest.
 	SettingStart = "source.start"
+	// SettingSourceBootstrap, when set, names another Kafka-compatible
+	// cluster (comma-separated host:port) whose topics the instance reads
+	// instead of this cluster's.
+	SettingSourceBootstrap = "source.bootstrap.servers"
 )
 
 // CommonSettings are the settings every kind takes.
 var CommonSettings = []Setting{
 	{Name: SettingSourceTopics, Required: true, Doc: "the topics to read: names or regular expressions, comma-separated"},
 	{Name: SettingStart, Default: "earliest", Doc: "where to start a partition with no committed position: earliest or latest"},
+	{Name: SettingSourceBootstrap, Doc: "another Kafka-compatible cluster (host:port, comma-separated) to read source.topics from; empty: this cluster"},
+}
+
+// splitList splits a comma-separated list, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, x := range strings.Split(s, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 var (

@@ -12,7 +12,6 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/skeinlog/skein/actors"
 	"github.com/skeinlog/skein/partition"
 	"github.com/skeinlog/skein/partition/store"
 )
@@ -37,6 +36,16 @@ type runner struct {
 	self     *actor.PID
 	ctx      context.Context
 	cancel   context.CancelFunc
+
+	// remote is set for a source in another cluster (remote.go): want
+	// asks its reader for records, fetched holds what it brought, polling
+	// is set while it reads. sourceParts is the source topic's partition
+	// count.
+	remote      bool
+	want        chan int
+	fetched     []Record
+	polling     bool
+	sourceParts int32
 
 	ext                 Extension
 	maxRecords, maxSize int
@@ -187,6 +196,10 @@ func (r *runner) Receive(c actor.Context) {
 		if m.r == r {
 			r.timeTick(c)
 		}
+	case *remoteFetched:
+		if m.r == r {
+			r.remoteFetchedIn(c, m)
+		}
 	case *retryNow:
 		if m.r == r && r.ctx.Err() == nil {
 			m.again()
@@ -206,115 +219,155 @@ func (r *runner) start(c actor.Context) {
 // load fetches the committed position and, after a restart, what the
 // targets already hold from this producer, on a goroutine.
 func (r *runner) load(c actor.Context) {
-	cfg, key, self, sys, ctx, kind := r.cfg, r.key, r.self, c.ActorSystem(), r.ctx, r.kind
-	start := r.settings[SettingStart]
+	self, sys, ctx := r.self, c.ActorSystem(), r.ctx
 	go func() {
 		m := &loaded{r: r}
-		defer func() { sys.Root.Send(self, m) }()
 		ctx, cancel := context.WithTimeout(ctx, loadTimeout)
 		defer cancel()
-		off, meta, ok, err := cfg.Positions.Fetch(ctx, GroupFor(key.instance), key.topic, key.partition)
-		if err != nil {
-			m.err = fmt.Errorf("fetching the committed position: %w", err)
-			return
-		}
-		m.pos = -1
-		if ok {
-			m.pos = off
-			if m.p, err = decodePosition(meta); err != nil {
-				// Committed by something else (a Kafka tool resetting the
-				// group's offsets): the offset holds, the output starts a
-				// new producer.
-				m.p = nil
-			}
-		}
-		if m.pos < 0 && start == "latest" {
-			m.pos = -2
-		}
-		fresh := m.p == nil
-		if fresh {
-			id, err := cfg.ProducerID()
-			if err != nil {
-				m.err = fmt.Errorf("taking a producer id: %w", err)
-				return
-			}
-			m.p = &position{producerID: id, next: map[partition.Key]int32{}}
-		}
-		if kind.State {
-			if m.err = r.loadState(ctx, m, fresh); m.err != nil {
-				return
-			}
-		}
-		if fresh {
-			return
-		}
-		m.written = map[partition.Key]int32{}
-		for k, next := range m.p.next {
-			seq, ok, err := cfg.Positions.LastSequence(ctx, k.Topic, k.Partition, m.p.producerID)
-			if err != nil {
-				m.err = fmt.Errorf("asking %s-%d for the output's last sequence: %w", k.Topic, k.Partition, err)
-				return
-			}
-			if ok && seq+1 > next {
-				m.written[k] = seq + 1
-			}
-		}
+		m.err = r.loadOn(ctx, m)
+		sys.Root.Send(self, m)
 	}()
 }
 
-// loadState makes the instance's state topic if it has none, and reads
-// this partition's state as of the committed position: the records under
-// its prefix, but of those its producer wrote, only the ones numbered
-// before the position's next sequence for the state partition (the rest
-// came from records after the position, which are processed again). A
-// fresh position (none committed, or one the runtime did not write) takes
-// them all. Called on load's goroutine.
-func (r *runner) loadState(ctx context.Context, m *loaded, fresh bool) error {
+// loadOn fetches the committed position (from the group, or for a remote
+// source from the state topic), the state as of it, and after a restart
+// what the targets already hold from its producer. Called on load's
+// goroutine.
+func (r *runner) loadOn(ctx context.Context, m *loaded) error {
+	var sr *stateRead
+	if r.kind.State || r.remote {
+		var err error
+		if sr, err = r.readState(ctx); err != nil {
+			return err
+		}
+		m.stateTP = sr.tp
+	}
+	var off int64
+	var meta string
+	var ok bool
+	if r.remote {
+		off, meta, ok = decodePosRecord(sr.pos)
+	} else {
+		var err error
+		if off, meta, ok, err = r.cfg.Positions.Fetch(ctx, GroupFor(r.key.instance), r.key.topic, r.key.partition); err != nil {
+			return fmt.Errorf("fetching the committed position: %w", err)
+		}
+	}
+	m.pos = -1
+	if ok {
+		m.pos = off
+		// Metadata committed by something else (a Kafka tool resetting
+		// the group's offsets) does not decode: the offset holds, the
+		// output starts a new producer.
+		m.p, _ = decodePosition(meta)
+	}
+	if m.pos < 0 && r.settings[SettingStart] == "latest" {
+		m.pos = -2
+	}
+	fresh := m.p == nil
+	if fresh {
+		id, err := r.cfg.ProducerID()
+		if err != nil {
+			return fmt.Errorf("taking a producer id: %w", err)
+		}
+		m.p = &position{producerID: id, next: map[partition.Key]int32{}}
+	}
+	if r.kind.State {
+		m.state, m.ticks = sr.apply(m.p, fresh)
+	}
+	if fresh {
+		return nil
+	}
+	m.written = map[partition.Key]int32{}
+	for k, next := range m.p.next {
+		seq, ok, err := r.cfg.Positions.LastSequence(ctx, k.Topic, k.Partition, m.p.producerID)
+		if err != nil {
+			return fmt.Errorf("asking %s-%d for the output's last sequence: %w", k.Topic, k.Partition, err)
+		}
+		if ok && seq+1 > next {
+			m.written[k] = seq + 1
+		}
+	}
+	return nil
+}
+
+// stateRead is what a partition's load found in its state partition:
+// the records under its prefix, in order, and the last position record
+// (remote sources keep their position there).
+type stateRead struct {
+	tp   partition.Key
+	recs []stateRec
+	pos  []byte
+}
+
+type stateRec struct {
+	key     string // the prefix cut
+	value   []byte
+	headers []Header
+}
+
+// readState makes the instance's state topic if it has none and reads this
+// partition's records in it. Called on load's goroutine.
+func (r *runner) readState(ctx context.Context) (*stateRead, error) {
 	topic := StateTopic(r.key.instance)
 	parts := r.cfg.Cluster.Partitions(topic)
 	if parts == 0 {
-		parts = max(r.cfg.Cluster.Partitions(r.key.topic), 1)
+		parts = max(r.sourceParts, 1)
 		if err := r.cfg.Cluster.CreateTopic(topic, parts, stateConfigs); err != nil {
-			return fmt.Errorf("creating the state topic: %w", err)
+			return nil, fmt.Errorf("creating the state topic: %w", err)
 		}
 		// A topic that existed after all has its own count.
 		if n := r.cfg.Cluster.Partitions(topic); n > 0 {
 			parts = n
 		}
 	}
-	m.stateTP = partition.Key{Topic: topic, Partition: r.key.partition % parts}
+	sr := &stateRead{tp: partition.Key{Topic: topic, Partition: r.key.partition % parts}}
 	prefix := r.statePrefixOf()
-	upTo, mine := m.p.next[m.stateTP], strconv.FormatInt(m.p.producerID, 10)
-	m.state = map[string][]byte{}
-	err := r.cfg.Positions.Read(ctx, topic, m.stateTP.Partition, func(key, value []byte, headers []Header) {
+	err := r.cfg.Positions.Read(ctx, topic, sr.tp.Partition, func(key, value []byte, headers []Header) {
 		k, ok := strings.CutPrefix(string(key), prefix)
-		if !ok {
-			return
-		}
-		after := false // written after the position
-		if !fresh && headerValue(headers, headerStateProducer) == mine {
-			seq, err := strconv.ParseInt(headerValue(headers, headerStateSequence), 10, 32)
-			after = err != nil || int32(seq) >= upTo
-		}
-		if k == tickKey {
-			if t, ok := decodeTick(value); ok && after {
-				m.ticks = append(m.ticks, t)
-			}
-			return
-		}
-		if after {
-			return
-		}
-		if value == nil {
-			delete(m.state, k)
-		} else {
-			m.state[k] = value
+		switch {
+		case !ok:
+		case k == posKey:
+			sr.pos = value
+		default:
+			sr.recs = append(sr.recs, stateRec{k, value, headers})
 		}
 	})
 	if err != nil {
-		return fmt.Errorf("reading the state: %w", err)
+		return nil, fmt.Errorf("reading the state: %w", err)
 	}
-	return nil
+	return sr, nil
+}
+
+// apply returns the state as of the position p and the ticks noted after
+// it: of the records p's producer wrote, only the ones numbered before
+// p's next sequence for the state partition are part of it (the rest came
+// from records after the position, which are processed again). A fresh
+// position (none committed, or one the runtime did not write) takes them
+// all, and replays no tick.
+func (sr *stateRead) apply(p *position, fresh bool) (map[string][]byte, []tick) {
+	state := map[string][]byte{}
+	var ticks []tick
+	upTo, mine := p.next[sr.tp], strconv.FormatInt(p.producerID, 10)
+	for _, rec := range sr.recs {
+		after := false // written after the position
+		if !fresh && headerValue(rec.headers, headerStateProducer) == mine {
+			seq, err := strconv.ParseInt(headerValue(rec.headers, headerStateSequence), 10, 32)
+			after = err != nil || int32(seq) >= upTo
+		}
+		switch {
+		case rec.key == tickKey:
+			if t, ok := decodeTick(rec.value); ok && after {
+				ticks = append(ticks, t)
+			}
+		case after:
+		case rec.value == nil:
+			delete(state, rec.key)
+		default:
+			state[rec.key] = rec.value
+		}
+	}
+	return state, ticks
 }
 
 // statePrefixOf is the prefix of this partition's keys in the state topic.
@@ -341,7 +394,7 @@ func (r *runner) loaded(c actor.Context, m *loaded) {
 	r.pos = m.pos
 	r.stateTP, r.statePrefix = m.stateTP, r.statePrefixOf()
 	ext, err := r.kind.New(Instance{Name: r.key.instance, Kind: r.kind.Name, Settings: r.settings,
-		Topic: r.key.topic, Partition: r.key.partition, Cluster: r.cfg.Cluster, State: m.state})
+		Topic: r.key.topic, Partition: r.key.partition, SourcePartitions: r.sourceParts, Cluster: r.cfg.Cluster, State: m.state})
 	if err != nil {
 		r.fail(fmt.Errorf("kind %s: %w", r.kind.Name, err))
 		return
@@ -360,6 +413,12 @@ func (r *runner) loaded(c actor.Context, m *loaded) {
 		n, b := cr.Credit()
 		r.maxRecords, r.maxSize = max(n, 1), max(b, 1)
 	}
+	if r.remote {
+		if err := r.startRemote(c); err != nil {
+			r.fail(err)
+			return
+		}
+	}
 	r.st.set(func(s *Status) { s.State, s.Reason, s.ProducerID = StateRunning, "", r.pid })
 	r.step(c)
 }
@@ -372,6 +431,10 @@ func (r *runner) step(c actor.Context) {
 	}
 	if r.chunk != nil {
 		r.sendChunk(c)
+		return
+	}
+	if r.remote {
+		r.stepRemote(c)
 		return
 	}
 	h, v, kerr := r.cfg.Registry.Led(r.cfg.Image(), r.cfg.NodeID, r.key.topic, r.key.partition)
@@ -480,7 +543,7 @@ func (o *collector) Delete(key string) { o.put(key, nil) }
 
 // put emits a state record; the sequence header is set when it is numbered.
 func (o *collector) put(key string, value []byte) {
-	if o.r.stateTP.Topic == "" {
+	if !o.r.kind.State {
 		o.err = fmt.Errorf("kind %s keeps no state (Kind.State), yet put %q", o.r.kind.Name, key)
 		return
 	}
@@ -587,39 +650,15 @@ func (r *runner) number(out []emitted) (map[partition.Key]*outBatch, string) {
 
 // send writes one batch to its target's leader.
 func (r *runner) send(c actor.Context, b *outBatch) {
-	im := r.cfg.Image()
-	t := im.Topic(b.key.Topic)
-	if t == nil || int(b.key.Partition) >= len(t.Partitions) {
-		r.fail(fmt.Errorf("the output partition %s-%d is gone", b.key.Topic, b.key.Partition))
-		return
-	}
-	p := t.Partitions[b.key.Partition]
-	addr := c.ActorSystem().Address()
-	if p.Leader != r.cfg.NodeID {
-		br, ok := im.Brokers[p.Leader]
-		if p.Leader < 0 || !ok || br.ClusterAddr == "" {
-			r.sent(c, &appendRes{r: r, b: b, res: &partition.RemoteAppendResult{Err: kerr.LeaderNotAvailable}})
-			return
-		}
-		addr = br.ClusterAddr
-	}
 	b.n = partSize(b.records[b.sent:])
 	batch, err := encodeBatch(b.key, b.baseSeq+int32(b.sent), b.records[b.sent:b.sent+b.n], r.pid)
 	if err != nil {
 		r.fail(err)
 		return
 	}
-	to := actor.NewPID(addr, "node/"+strconv.Itoa(int(p.Leader))+"/appends")
-	msg := &partition.RemoteAppend{Origin: r.cfg.Origin, Topic: b.key.Topic, Partition: b.key.Partition, TopicID: t.ID,
-		LeaderEpoch: -1, Acks: -1, TimeoutMs: int32(appendTimeout / time.Millisecond), Records: batch}
 	self, root := r.self, c.ActorSystem().Root
-	actors.Call(c, to, msg, appendTimeout+time.Second, func(res any, err error) {
-		m := &appendRes{r: r, b: b, err: err}
-		m.res, _ = res.(*partition.RemoteAppendResult)
-		if m.res == nil && m.err == nil {
-			m.err = fmt.Errorf("unexpected answer %T", res)
-		}
-		root.Send(self, m)
+	r.appendTo(c, b.key, batch, func(res *partition.RemoteAppendResult, err error) {
+		root.Send(self, &appendRes{r: r, b: b, res: res, err: err})
 	})
 }
 
@@ -780,6 +819,10 @@ func (r *runner) commit(c actor.Context, offset int64, next map[partition.Key]in
 				p.next[k] = 0
 			}
 		}
+	}
+	if r.remote {
+		r.commitRemote(c, offset, p)
+		return
 	}
 	cfg, key, self, sys, ctx := r.cfg, r.key, r.self, c.ActorSystem(), r.ctx
 	go func() {

@@ -1,7 +1,9 @@
 package extension
 
 import (
+	"context"
 	"fmt"
+	"hash/fnv"
 	"maps"
 	"slices"
 	"strings"
@@ -10,6 +12,8 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/skeinlog/skein/actors"
 	"github.com/skeinlog/skein/controller/image"
@@ -118,13 +122,16 @@ func SupervisorProps(cfg Config, strategy actor.SupervisorStrategy) *actor.Props
 		cfg.CommitInterval = time.Second
 	}
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &supervisor{cfg: &cfg, running: map[runnerKey]*placed{}, refused: map[string]string{}}
+		return &supervisor{cfg: &cfg, running: map[runnerKey]*placed{}, refused: map[string]string{}, remotes: map[string]*discovery{}}
 	}, actor.WithSupervisor(strategy))
 }
 
 type supervisor struct {
 	cfg     *Config
 	running map[runnerKey]*placed
+	// remotes are the instances that read another cluster, with what
+	// their discovery last found there.
+	remotes map[string]*discovery
 	// refused are the instances this node cannot run (a kind it lacks,
 	// settings it refuses), with why, logged once.
 	refused map[string]string
@@ -148,7 +155,28 @@ func (s *supervisor) Receive(c actor.Context) {
 		if s.last != nil {
 			s.place(c, s.last)
 		}
+	case *remoteTopics:
+		if d := s.remotes[m.instance]; d != nil && d.bootstrap == m.bootstrap {
+			if m.err != nil {
+				if d.err == nil || d.err.Error() != m.err.Error() {
+					s.cfg.Logger.Warn().Str("extension", m.instance).Str("source.bootstrap.servers", m.bootstrap).Err(m.err).
+						Msg("extension: cannot list the remote source's topics; trying again, and logging again once it can")
+				}
+				d.err = m.err
+				return
+			}
+			if d.err != nil {
+				s.cfg.Logger.Info().Str("extension", m.instance).Msg("extension: the remote source's topics are listed again")
+			}
+			d.err, d.topics = nil, m.topics
+			if s.last != nil {
+				s.place(c, s.last)
+			}
+		}
 	case *actor.Stopping:
+		for _, d := range s.remotes {
+			d.cancel()
+		}
 		s.cfg.Runtime.mu.Lock()
 		clear(s.cfg.Runtime.m)
 		s.cfg.Runtime.mu.Unlock()
@@ -161,9 +189,12 @@ func (s *supervisor) place(c actor.Context, m *Placement) {
 		def      image.Extension
 		kind     *Kind
 		settings map[string]string
+		parts    int32 // the source topic's
 	}
 	want := map[runnerKey]wanted{}
 	refused := map[string]string{}
+	remote := map[string]bool{}
+	live := m.Image.LiveBrokerIDs()
 	for _, name := range slices.Sorted(maps.Keys(m.Image.Extensions)) {
 		def := *m.Image.Extensions[name]
 		kind, ok := Lookup(def.Kind)
@@ -177,15 +208,38 @@ func (s *supervisor) place(c actor.Context, m *Placement) {
 			continue
 		}
 		match, _ := NewTopicMatcher(settings[SettingSourceTopics])
+		if bootstrap := settings[SettingSourceBootstrap]; bootstrap != "" {
+			// Another cluster's partitions, spread over this one's live
+			// brokers by a hash every node computes alike.
+			remote[name] = true
+			d := s.discover(c, name, bootstrap)
+			for topic, parts := range d.topics {
+				if !match.Match(topic) || kind.Skip != nil && kind.Skip(settings, topic) {
+					continue
+				}
+				for p := range parts {
+					if placeRemote(name, topic, p, live) == s.cfg.NodeID {
+						want[runnerKey{name, topic, p}] = wanted{def, kind, settings, parts}
+					}
+				}
+			}
+			continue
+		}
 		for _, t := range m.Image.Topics {
 			if !match.Match(t.Name) || isStateTopic(t.Name) || kind.Skip != nil && kind.Skip(settings, t.Name) {
 				continue
 			}
 			for _, p := range t.Partitions {
 				if m.Led[partition.Key{Topic: t.Name, Partition: p.Index}] {
-					want[runnerKey{name, t.Name, p.Index}] = wanted{def, kind, settings}
+					want[runnerKey{name, t.Name, p.Index}] = wanted{def, kind, settings, int32(len(t.Partitions))}
 				}
 			}
+		}
+	}
+	for name, d := range s.remotes {
+		if !remote[name] {
+			d.cancel()
+			delete(s.remotes, name)
 		}
 	}
 	for name, why := range refused {
@@ -212,9 +266,9 @@ func (s *supervisor) place(c actor.Context, m *Placement) {
 		st := &status{log: s.cfg.Logger, totals: s.cfg.Runtime.totalsOf(k.instance, w.kind.Name), s: Status{Instance: k.instance, Kind: w.kind.Name,
 			Topic: k.topic, Partition: k.partition, Node: s.cfg.NodeID, State: StateLoading, Position: -1, Committed: -1}}
 		s.cfg.Runtime.mu.Unlock()
-		cfg, kind, settings := s.cfg, w.kind, w.settings
+		cfg, kind, settings, parts := s.cfg, w.kind, w.settings, w.parts
 		props := actor.PropsFromProducer(func() actor.Actor {
-			return &runner{cfg: cfg, key: k, kind: kind, settings: settings, st: st}
+			return &runner{cfg: cfg, key: k, kind: kind, settings: settings, st: st, remote: settings[SettingSourceBootstrap] != "", sourceParts: parts}
 		})
 		pid, err := c.SpawnNamed(props, fmt.Sprintf("%s/%s-%d", k.instance, k.topic, k.partition))
 		if err != nil {
@@ -237,4 +291,79 @@ func sameDef(a, b image.Extension) bool {
 // (StateTopic), which no instance reads.
 func isStateTopic(topic string) bool {
 	return strings.HasPrefix(topic, "skein-extension-") && strings.HasSuffix(topic, "-state")
+}
+
+// discovery lists the topics of an instance's remote source, every
+// discoveryInterval, for the supervisor (remoteTopics).
+type discovery struct {
+	bootstrap string
+	cancel    context.CancelFunc
+	topics    map[string]int32 // partition counts, by topic
+	err       error
+}
+
+// remoteTopics is a discovery's finding.
+type remoteTopics struct {
+	instance, bootstrap string
+	topics              map[string]int32
+	err                 error
+}
+
+const discoveryInterval = 5 * time.Second
+
+// discover returns the instance's discovery of bootstrap, started if it
+// has none (or one of another cluster).
+func (s *supervisor) discover(c actor.Context, instance, bootstrap string) *discovery {
+	if d := s.remotes[instance]; d != nil && d.bootstrap == bootstrap {
+		return d
+	} else if d != nil {
+		d.cancel()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	d := &discovery{bootstrap: bootstrap, cancel: cancel}
+	s.remotes[instance] = d
+	self, root := c.Self(), c.ActorSystem().Root
+	go func() {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(splitList(bootstrap)...), kgo.ClientID("skein-extension-"+instance))
+		if err != nil {
+			root.Send(self, &remoteTopics{instance: instance, bootstrap: bootstrap, err: err})
+			return
+		}
+		defer cl.Close()
+		adm := kadm.NewClient(cl)
+		for {
+			lctx, lcancel := context.WithTimeout(ctx, discoveryInterval)
+			topics, err := adm.ListTopics(lctx)
+			lcancel()
+			if ctx.Err() != nil {
+				return
+			}
+			m := &remoteTopics{instance: instance, bootstrap: bootstrap, err: err, topics: map[string]int32{}}
+			if err == nil {
+				for _, t := range topics {
+					if t.Err == nil {
+						m.topics[t.Topic] = int32(len(t.Partitions))
+					}
+				}
+			}
+			root.Send(self, m)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(discoveryInterval):
+			}
+		}
+	}()
+	return d
+}
+
+// placeRemote is the node that runs a remote source partition: one of the
+// live brokers, by a hash of the instance, topic and partition.
+func placeRemote(instance, topic string, p int32, live []int32) int32 {
+	if len(live) == 0 {
+		return -1
+	}
+	h := fnv.New32a()
+	fmt.Fprintf(h, "%s/%s/%d", instance, topic, p)
+	return live[h.Sum32()%uint32(len(live))]
 }

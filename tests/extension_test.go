@@ -566,3 +566,94 @@ func TestExtensionDelay(t *testing.T) {
 		t.Fatalf("status %+v, want 2 restarts and the writes made before them skipped", st)
 	}
 }
+
+// TestExtensionMirrorRemote: a mirror instance on one cluster copies a
+// topic of another (source.bootstrap.servers) into a prefixed topic it
+// creates with the source's partition count, each partition in order;
+// made to fail right after an output is acknowledged, its actors start
+// again from the position they keep in the instance's state topic without
+// writing anything twice, and so does the node's restart.
+func TestExtensionMirrorRemote(t *testing.T) {
+	src := startBroker(t)
+	b := startBroker(t, func(c *configs.Node) { c.ExtensionCommitIntervalMs = 3_600_000 })
+	ctx := ctxFor(t)
+	if _, err := src.admin().CreateTopic(ctx, 3, 1, nil, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	p := src.client(kgo.DefaultProduceTopic("orders"))
+	produce := func(from, to int) {
+		t.Helper()
+		for i := from; i < to; i++ {
+			p.Produce(ctx, &kgo.Record{Key: []byte(strconv.Itoa(i % 17)), Value: []byte("v" + strconv.Itoa(i)),
+				Headers: []kgo.RecordHeader{{Key: "i", Value: []byte(strconv.Itoa(i))}}}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					t.Errorf("producing: %v", err)
+				}
+			})
+		}
+		if err := p.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// same waits until the copy's partitions hold exactly the source's.
+	same := func() {
+		t.Helper()
+		want := map[int32][]string{}
+		for _, r := range readRecords(t, src, "orders", false) {
+			want[r.Partition] = append(want[r.Partition], string(r.Value)+"/"+string(r.Key))
+		}
+		var got map[int32][]string
+		eventually(t, "the copy to catch up", func() bool {
+			if td, err := b.admin().ListTopics(ctx, "a.orders"); err != nil || td["a.orders"].Err != nil {
+				return false // the mirror has not made it yet
+			}
+			got = map[int32][]string{}
+			for _, r := range readRecords(t, b, "a.orders", false) {
+				got[r.Partition] = append(got[r.Partition], string(r.Value)+"/"+string(r.Key))
+			}
+			for p, w := range want {
+				if len(got[p]) < len(w) {
+					return false
+				}
+			}
+			return true
+		})
+		for p, w := range want {
+			if !slices.Equal(got[p], w) {
+				t.Fatalf("a.orders-%d holds %d records, the source %d: %v..., want %v...", p, len(got[p]), len(w), got[p][:min(5, len(got[p]))], w[:min(5, len(w))])
+			}
+		}
+	}
+	produce(0, 300)
+	b.createExtension(fmt.Sprintf(`{"name": "m2", "kind": "mirror", "settings": {"source.topics": "orders", "source.bootstrap.servers": %q, "target.topic.prefix": "a."}}`, src.addr()))
+	same()
+	if td, err := b.admin().ListTopics(ctx, "a.orders"); err != nil || len(td["a.orders"].Partitions) != 3 {
+		t.Fatalf("a.orders: %+v, %v; want 3 partitions", td, err)
+	}
+
+	b.injectFault(`{"actor": "node/1/extensions/m2/*", "kind": "panic", "message": "appendRes", "after": true, "count": 3}`)
+	produce(300, 600)
+	same()
+	eventually(t, "m2's actors restarted after the 3 injected panics", func() bool {
+		restarts := int64(0)
+		for _, p := range b.extension("m2").Partitions {
+			restarts += p.Restarts
+		}
+		return restarts == 3
+	})
+	same()
+
+	b.restart()
+	produce(600, 700)
+	same()
+	var st extensionStatus
+	eventually(t, "the instance's status after the restart", func() bool {
+		st = b.extension("m2")
+		return len(st.Partitions) == 3
+	})
+	for _, p := range st.Partitions {
+		if p.State != "running" {
+			t.Fatalf("partition %d: %+v", p.Partition, p)
+		}
+	}
+}

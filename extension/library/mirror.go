@@ -10,7 +10,7 @@ import (
 func init() {
 	extension.Register(extension.Kind{
 		Name: "mirror",
-		Doc:  "copies topics of this cluster to prefixed topics, partition by partition, keeping keys, headers and timestamps",
+		Doc:  "copies topics, of this cluster or another (source.bootstrap.servers), to prefixed topics, partition by partition, keeping keys, headers and timestamps",
 		Settings: []extension.Setting{
 			{Name: "target.topic.prefix", Default: "mirror.", Doc: "the copy of topic T is <prefix>T, created with T's partition count"},
 		},
@@ -37,7 +37,7 @@ func newMirror(in extension.Instance) (extension.Extension, error) {
 	}
 	m := &mirror{target: prefix + in.Topic, partition: in.Partition}
 	if in.Cluster.Partitions(m.target) == 0 {
-		if err := in.Cluster.CreateTopic(m.target, in.Cluster.Partitions(in.Topic), nil); err != nil {
+		if err := in.Cluster.CreateTopic(m.target, in.SourcePartitions, nil); err != nil {
 			return nil, err
 		}
 	}
