@@ -119,4 +119,14 @@ type Cluster interface {
 	// CreateTopic creates a topic with the cluster's default replication
 	// factor, unless it exists already.
 	CreateTopic(name string, partitions int32, configs map[string]string) error
+	// Producer returns the client this node last saw producing with a
+	// producer id, if it saw one (it forgets the oldest of many).
+	Producer(id int64) (Producer, bool)
+}
+
+// Producer is a client seen producing.
+type Producer struct {
+	ClientID string
+	// Address is the client's host:port as the node's listener saw it.
+	Address string
 }

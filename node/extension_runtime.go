@@ -194,6 +194,11 @@ func (c extensionCluster) CreateTopic(name string, partitions int32, configs map
 	return nil
 }
 
+func (c extensionCluster) Producer(id int64) (extension.Producer, bool) {
+	pc, ok := c.n.producerClients.Lookup(id)
+	return extension.Producer{ClientID: pc.ClientID, Address: pc.Address}, ok
+}
+
 // extensionProducerID takes a producer id for an extension's output.
 func (n *Node) extensionProducerID() (int64, error) {
 	id, err := n.producerIDs.take()

@@ -77,8 +77,11 @@ type Node struct {
 	// extClient their client of the cluster (positions).
 	extensions *extension.Runtime
 	extClient  extensionClient
-	children   atomic.Pointer[children]
-	ln         net.Listener
+	// producerClients are the clients seen producing with each producer
+	// id, for the audit extension.
+	producerClients *transport.ProducerClients
+	children        atomic.Pointer[children]
+	ln              net.Listener
 	// remote is the node's remoting, nil for a one-node cluster.
 	remote *remote.Remote
 	// server serves the Kafka listener once the metadata has loaded;
@@ -199,6 +202,7 @@ func prepare(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 	n.producerIDs.n = n
 	n.extClient.n = n
 	n.extensions = extension.NewRuntime()
+	n.producerClients = transport.NewProducerClients()
 	n.faults.Expired = func(f actors.Fault) {
 		log.Warn().Uint64("fault", f.ID).Str("actor", f.Actor).Str("kind", string(f.Kind)).Int("fired", f.Fired).Msg("chaos: actor fault ended")
 	}
@@ -316,19 +320,20 @@ func (n *Node) serve() {
 	tcfg.MaxRequestBytes = cfg.SocketRequestMaxBytes
 	tcfg.IdleTimeout = time.Duration(cfg.ConnectionsMaxIdleMs) * time.Millisecond
 	server := transport.NewServer(tcfg, transport.NewAPI(transport.Deps{
-		System:        n.sys,
-		Controller:    c.controller,
-		Image:         n.image.Load,
-		Partitions:    n.registry,
-		Groups:        n.groups,
-		GroupsPID:     c.groups,
-		Txns:          n.txns,
-		TxnsPID:       c.txns,
-		Verifier:      n.verifier,
-		Appends:       c.appends,
-		NewProducerID: n.producerIDs.take,
-		Node:          cfg,
-		Quorum:        n.quorumStatus,
+		System:          n.sys,
+		Controller:      c.controller,
+		Image:           n.image.Load,
+		Partitions:      n.registry,
+		Groups:          n.groups,
+		GroupsPID:       c.groups,
+		Txns:            n.txns,
+		TxnsPID:         c.txns,
+		Verifier:        n.verifier,
+		ProducerClients: n.producerClients,
+		Appends:         c.appends,
+		NewProducerID:   n.producerIDs.take,
+		Node:            cfg,
+		Quorum:          n.quorumStatus,
 		ControllerOf: func(id int32) *actor.PID {
 			if id == cfg.NodeID {
 				return c.controller

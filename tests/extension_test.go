@@ -441,7 +441,8 @@ func TestExtensionDedupe(t *testing.T) {
 
 // TestExtensionAudit: an audit instance copies the headers and sizes of
 // every record of its topic to the audit topic, with the record's topic,
-// partition, offset, producer id and timestamp.
+// partition, offset, producer id, timestamp, and the client id and address
+// of the client that produced it.
 func TestExtensionAudit(t *testing.T) {
 	b := startBroker(t)
 	ctx := ctxFor(t)
@@ -449,7 +450,7 @@ func TestExtensionAudit(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.createExtension(`{"name": "a1", "kind": "audit", "settings": {"source.topics": "orders", "target.topic": "audit-log", "content": "headers"}}`)
-	p := b.client(kgo.DefaultProduceTopic("orders"))
+	p := b.client(kgo.DefaultProduceTopic("orders"), kgo.ClientID("audited-producer"))
 	for i := range 20 {
 		r := &kgo.Record{Key: []byte("key" + strconv.Itoa(i)), Value: []byte(strings.Repeat("v", i)), Headers: []kgo.RecordHeader{{Key: "who", Value: []byte("me")}}}
 		if err := p.ProduceSync(ctx, r).FirstErr(); err != nil {
@@ -476,6 +477,7 @@ func TestExtensionAudit(t *testing.T) {
 		}
 		s := byPlace[h["audit.topic"]+"/"+h["audit.partition"]+"/"+h["audit.offset"]]
 		if s == nil || a.Key != nil || len(a.Value) != 0 || h["who"] != "me" || h["audit.producer.id"] != strconv.FormatInt(s.ProducerID, 10) ||
+			h["audit.client.id"] != "audited-producer" || !strings.HasPrefix(h["audit.client.address"], "127.0.0.1:") ||
 			h["audit.key.size"] != strconv.Itoa(len(s.Key)) || h["audit.value.size"] != strconv.Itoa(len(s.Value)) || !a.Timestamp.Equal(s.Timestamp) {
 			t.Fatalf("audit record %v (headers %v) does not describe its source %+v", a, h, s)
 		}

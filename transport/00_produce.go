@@ -221,6 +221,10 @@ func (a *API) startAppend(c *conn, req *kmsg.ProduceRequest, topic string, topic
 		body.retain()
 		release = body.release
 	}
+	if pc := a.ProducerClients; pc != nil && bh.ProducerID >= 0 && bh.ProducerID != c.producerID {
+		c.producerID = bh.ProducerID
+		pc.Seen(bh.ProducerID, ProducerClient{ClientID: c.client, Address: c.nc.RemoteAddr().String()})
+	}
 	m := &partition.Append{Records: records, Acks: req.Acks, Reply: reply, Release: release}
 	if bh.Transactional() {
 		id, version, v := *req.TransactionID, req.Version, a.Verifier

@@ -56,6 +56,9 @@ type Deps struct {
 	// Appends is the node's appends actor (partition.AppendsProps), which
 	// writes WriteTxnMarkers' markers.
 	Appends *actor.PID
+	// ProducerClients, if set, is told which client produces with each
+	// producer id (a connection tells it when its batches' id changes).
+	ProducerClients *ProducerClients
 	// NewProducerID hands out a producer id no one had (InitProducerId).
 	NewProducerID func() (int64, *kerr.Error)
 	// Node is this node's configuration.

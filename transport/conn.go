@@ -40,8 +40,11 @@ type conn struct {
 	stop    chan struct{} // closed to stop reading (shutdown)
 	gone    chan struct{} // closed when the client went away or misbehaved
 	once    sync.Once
-	client  string             // client id of the last request, for logs
-	dec     store.Decompressor // for validating produced batches, reader goroutine only
+	client  string // client id of the last request, for logs
+	// producerID is the producer id of the last batch produced here that
+	// had one, told to API.ProducerClients when it changes.
+	producerID int64
+	dec        store.Decompressor // for validating produced batches, reader goroutine only
 	// body is the pooled body of the request being decoded (Produce
 	// only, body.go), or nil; reader goroutine only.
 	body *requestBody
@@ -58,7 +61,7 @@ type pending struct {
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
-	return &conn{s: s, nc: nc, pending: make(chan *pending, max(s.cfg.MaxInflight, 1)), stop: make(chan struct{}), gone: make(chan struct{})}
+	return &conn{s: s, nc: nc, pending: make(chan *pending, max(s.cfg.MaxInflight, 1)), stop: make(chan struct{}), gone: make(chan struct{}), producerID: -1}
 }
 
 // reset closes a connection that a stopping server never served with a

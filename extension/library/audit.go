@@ -13,7 +13,7 @@ import (
 func init() {
 	extension.Register(extension.Kind{
 		Name: "audit",
-		Doc:  "an audit tap: copies every record of its topics (or a sample, or only headers and sizes) to an audit topic, with where it was and who wrote it",
+		Doc:  "an audit tap: copies every record of its topics (or a sample, or only headers and sizes) to an audit topic, with where it was, its producer id and the client seen producing with it",
 		Settings: []extension.Setting{
 			{Name: "target.topic", Default: "audit", Doc: "the audit topic"},
 			{Name: "content", Default: "full", Doc: "full: key, value and headers; headers: the headers and the key's and value's sizes only"},
@@ -33,12 +33,17 @@ const (
 	auditProducer  = "audit.producer.id"
 	auditKeySize   = "audit.key.size"
 	auditValueSize = "audit.value.size"
+	// The client seen producing with the record's producer id on the
+	// node that led the partition then, when it is known there.
+	auditClientID      = "audit.client.id"
+	auditClientAddress = "audit.client.address"
 )
 
 // audit copies records, with where each was and which producer wrote it, to
 // the audit topic's partition of the source partition's number (modulo its
 // count). The record's timestamp is kept.
 type audit struct {
+	cluster   extension.Cluster
 	target    string
 	full      bool
 	sample    uint64 // a record is copied when its hash is below this; max: all
@@ -48,7 +53,7 @@ type audit struct {
 }
 
 func newAudit(in extension.Instance) (extension.Extension, error) {
-	a := &audit{target: strings.TrimSpace(in.Settings["target.topic"]), topic: in.Topic, partition: in.Partition}
+	a := &audit{cluster: in.Cluster, target: strings.TrimSpace(in.Settings["target.topic"]), topic: in.Topic, partition: in.Partition}
 	switch in.Settings["content"] {
 	case "full":
 		a.full = true
@@ -91,6 +96,10 @@ func (a *audit) Process(records []extension.Record, out extension.Output) error 
 			{Key: auditKeySize, Value: []byte(strconv.Itoa(len(r.Key)))},
 			{Key: auditValueSize, Value: []byte(strconv.Itoa(len(r.Value)))},
 		}, r.Headers...)}
+		if p, ok := a.cluster.Producer(r.ProducerID); ok && r.ProducerID >= 0 {
+			c.Headers = append(c.Headers, extension.Header{Key: auditClientID, Value: []byte(p.ClientID)},
+				extension.Header{Key: auditClientAddress, Value: []byte(p.Address)})
+		}
 		if a.full {
 			c.Key, c.Value = r.Key, r.Value
 		}
