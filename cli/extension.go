@@ -8,6 +8,7 @@ package cli
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,7 +16,9 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,6 +30,26 @@ type extensionDef struct {
 	Name     string            `json:"name"`
 	Kind     string            `json:"kind"`
 	Settings map[string]string `json:"settings"`
+	// Partitions are the source partitions the node asked processes for
+	// the instance.
+	Partitions []extensionPartition `json:"partitions"`
+}
+
+// extensionPartition is a source partition's actor as a node reports it.
+type extensionPartition struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Node      int32  `json:"node"`
+	State     string `json:"state"`
+	Reason    string `json:"reason"`
+	Position  int64  `json:"position"`
+	Committed int64  `json:"committed"`
+	End       int64  `json:"end"`
+	Lag       int64  `json:"lag"`
+	Processed int64  `json:"processed"`
+	Emitted   int64  `json:"emitted"`
+	Skipped   int64  `json:"skipped"`
+	Restarts  int64  `json:"restarts"`
 }
 
 // extensionKind is a kind of GET /v1/extension-kinds.
@@ -207,7 +230,9 @@ func newExtensionDescribeCommand(f *extensionFlags, stdout io.Writer) *cobra.Com
 		Short: "Show an extension instance: its kind, and each setting with its value and source",
 		Long: "Show an extension instance: its kind and every setting of the kind with its\n" +
 			"value and source (set, or the kind's default); when the node lacks the\n" +
-			"kind, the settings as set.",
+			"kind, the settings as set. Then each source partition it processes, on\n" +
+			"each node of --admin: state, position, end, lag, records in and out,\n" +
+			"restarts, and why it waits or is parked.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var e extensionDef
@@ -241,9 +266,46 @@ func newExtensionDescribeCommand(f *extensionFlags, stdout io.Writer) *cobra.Com
 					rows = append(rows, []string{name, e.Settings[name], "set"})
 				}
 			}
+			if err := printTable(stdout, rows); err != nil {
+				return err
+			}
+			// Each node processes the source partitions it leads: ask
+			// every node given.
+			parts := f.partitions(cmd.Context(), args[0])
+			if len(parts) == 0 {
+				return nil
+			}
+			fmt.Fprintln(stdout)
+			rows = [][]string{{"TOPIC", "PARTITION", "NODE", "STATE", "POSITION", "END", "LAG", "PROCESSED", "EMITTED", "RESTARTS", "REASON"}}
+			for _, p := range parts {
+				rows = append(rows, []string{p.Topic, strconv.Itoa(int(p.Partition)), strconv.Itoa(int(p.Node)), p.State,
+					strconv.FormatInt(p.Position, 10), strconv.FormatInt(p.End, 10), strconv.FormatInt(p.Lag, 10),
+					strconv.FormatInt(p.Processed, 10), strconv.FormatInt(p.Emitted, 10), strconv.FormatInt(p.Restarts, 10), p.Reason})
+			}
 			return printTable(stdout, rows)
 		},
 	}
+}
+
+// partitions returns the source partitions of an instance that the nodes
+// of --admin process, by topic and partition; a node that does not answer
+// adds none.
+func (f *extensionFlags) partitions(ctx context.Context, name string) []extensionPartition {
+	var out []extensionPartition
+	for a := range strings.SplitSeq(f.admin, ",") {
+		if a = strings.TrimSpace(a); a == "" {
+			continue
+		}
+		one := &extensionFlags{admin: a, timeout: f.timeout}
+		var e extensionDef
+		if one.do(ctx, http.MethodGet, "/v1/extensions/"+url.PathEscape(name), nil, http.StatusOK, &e) == nil {
+			out = append(out, e.Partitions...)
+		}
+	}
+	slices.SortFunc(out, func(a, b extensionPartition) int {
+		return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
+	return out
 }
 
 func newExtensionDeleteCommand(f *extensionFlags, stdout io.Writer) *cobra.Command {

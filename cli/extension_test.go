@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/skeinlog/skein/extension"
 )
@@ -89,4 +90,46 @@ func TestExtensionCommands(t *testing.T) {
 		t.Errorf("extension list after the delete:\n%s", out)
 	}
 	fails(t, addr, 1, "--admin 127.0.0.1:1", "", "extension", "list", "--admin=127.0.0.1:1")
+}
+
+// An instance at work, seen with Skein's own commands: `extension
+// describe` shows each source partition's actor (its node, state, position,
+// lag, records in and out), and the instance's position is a consumer
+// group that `group describe` shows with its lag, as for any consumer.
+func TestExtensionAtWork(t *testing.T) {
+	n := startNodeProcess(t)
+	addr, admin := n.Addr().String(), "--admin="+n.AdminAddr().String()
+	ok(t, addr, "", "topic", "create", "orders", "-p", "2")
+	ok(t, addr, "", "topic", "create", "copy", "-p", "2")
+	ok(t, addr, "a\nb\nc\n", "produce", "orders", "-p", "0")
+	ok(t, addr, "d\n", "produce", "orders", "-p", "1")
+	ok(t, addr, "", "extension", "create", "r1", "--kind", "route", "--set", "source.topics=orders",
+		"--set", "default.topic=copy", "--set", "partitioning=source", admin)
+
+	var out string
+	deadline := time.Now().Add(time.Minute)
+	for {
+		out = ok(t, addr, "", "group", "describe", "skein-extension-r1")
+		if r := row(out, "TOTAL-LAG"); slices.Equal(r, []string{"TOTAL-LAG", "0"}) && row(out, "orders", "0") != nil && row(out, "orders", "1") != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the instance's group did not catch up within a minute:\n%s", out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, want := range [][]string{{"orders", "0", "3", "3", "0"}, {"orders", "1", "1", "1", "0"}} {
+		if r := row(out, want[:2]...); len(r) < 5 || !slices.Equal(r[:5], want) {
+			t.Errorf("group describe: row %v, want %v\n%s", r, want, out)
+		}
+	}
+	out = ok(t, addr, "", "extension", "describe", "r1", admin)
+	for _, want := range [][]string{{"orders", "0", "1", "running", "3", "3", "0", "3", "3", "0"}, {"orders", "1", "1", "running", "1", "1", "0", "1", "1", "0"}} {
+		if r := row(out, want[:2]...); !slices.Equal(r, want) {
+			t.Errorf("extension describe: row %v, want %v\n%s", r, want, out)
+		}
+	}
+	if r := row(out, "TOPIC"); !slices.Equal(r, []string{"TOPIC", "PARTITION", "NODE", "STATE", "POSITION", "END", "LAG", "PROCESSED", "EMITTED", "RESTARTS", "REASON"}) {
+		t.Errorf("extension describe: header %v\n%s", r, out)
+	}
 }
