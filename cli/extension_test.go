@@ -109,8 +109,10 @@ func TestExtensionAtWork(t *testing.T) {
 	var out string
 	deadline := time.Now().Add(time.Minute)
 	for {
-		out = ok(t, addr, "", "group", "describe", "skein-extension-r1")
-		if r := row(out, "TOTAL-LAG"); slices.Equal(r, []string{"TOTAL-LAG", "0"}) && row(out, "orders", "0") != nil && row(out, "orders", "1") != nil {
+		// The group exists once the instance first commits.
+		r := skeinCmd(t, addr, "", "group", "describe", "skein-extension-r1")
+		out = r.stdout
+		if lag := row(out, "TOTAL-LAG"); r.code == 0 && slices.Equal(lag, []string{"TOTAL-LAG", "0"}) && row(out, "orders", "0") != nil && row(out, "orders", "1") != nil {
 			break
 		}
 		if time.Now().After(deadline) {
