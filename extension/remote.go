@@ -126,17 +126,7 @@ func (r *runner) stepRemote(c actor.Context) {
 	if n > 0 {
 		next = recs[n-1].Offset + 1
 	}
-	out := &collector{r: r}
-	err := r.process(recs, out)
-	if err == nil {
-		err = out.err
-	}
-	if err != nil {
-		r.fail(err)
-		return
-	}
-	r.chunk = &chunk{next: next, records: n, out: out.out}
-	r.sendChunk(c)
+	r.process(c, recs, next)
 }
 
 // remoteFetchedIn takes what the reader read.

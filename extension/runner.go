@@ -77,6 +77,9 @@ type runner struct {
 	rbuf   []byte
 	rbufAt int64
 
+	// busy is set while the extension processes records or ticks.
+	busy bool
+
 	chunk   *chunk // the records in progress
 	waiting bool   // a step is scheduled (a watch, or a retry)
 }
@@ -136,7 +139,16 @@ type (
 		ticks   []tick
 		err     error
 	}
-	tickNow   struct{ r *runner }
+	tickNow struct{ r *runner }
+	// processed is a Process call's answer (or a Tick's, tick set).
+	processed struct {
+		r       *runner
+		next    int64
+		records int
+		out     []emitted
+		err     error
+		tick    *time.Time
+	}
 	stepNow   struct{ r *runner }
 	appendRes struct {
 		r   *runner
@@ -191,6 +203,10 @@ func (r *runner) Receive(c actor.Context) {
 	case *commitRes:
 		if m.r == r {
 			r.commitDone(c, m)
+		}
+	case *processed:
+		if m.r == r {
+			r.processed(c, m)
 		}
 	case *tickNow:
 		if m.r == r {
@@ -426,7 +442,7 @@ func (r *runner) loaded(c actor.Context, m *loaded) {
 // step moves on: sends the chunk in progress's output, or reads and
 // processes the next records, or waits for some.
 func (r *runner) step(c actor.Context) {
-	if r.ext == nil || r.waiting {
+	if r.ext == nil || r.waiting || r.busy {
 		return
 	}
 	if r.chunk != nil {
@@ -495,30 +511,51 @@ func (r *runner) step(c actor.Context) {
 		r.fail(fmt.Errorf("decoding %s-%d at %d: %w", r.key.topic, r.key.partition, r.pos, err))
 		return
 	}
-	out := &collector{r: r}
-	err = r.process(recs, out)
-	if err == nil {
-		err = out.err
-	}
-	if err != nil {
-		r.fail(err)
-		return
-	}
-	r.chunk = &chunk{next: next, records: len(recs), out: out.out}
-	r.sendChunk(c)
+	r.process(c, recs, next)
 }
 
-// process calls the extension, turning a panic into an error.
-func (r *runner) process(recs []Record, out Output) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("%s panicked: %v", r.kind.Name, p)
-		}
+// process hands records to the extension, on a goroutine of their own: an
+// extension that takes long, or never returns, holds up its own partition
+// only, and the actor stays free to stop (the goroutine is then left to
+// finish, its answer ignored). The answer, processed, makes the chunk.
+func (r *runner) process(c actor.Context, recs []Record, next int64) {
+	r.busy = true
+	self, root := r.self, c.ActorSystem().Root
+	go func() {
+		out := &collector{r: r}
+		err := func() (err error) {
+			defer func() {
+				if p := recover(); p != nil {
+					err = fmt.Errorf("%s panicked: %v", r.kind.Name, p)
+				}
+			}()
+			if err := r.ext.Process(recs, out); err != nil {
+				return fmt.Errorf("%s: %w", r.kind.Name, err)
+			}
+			return out.err
+		}()
+		root.Send(self, &processed{r: r, next: next, records: len(recs), out: out.out, err: err})
 	}()
-	if err := r.ext.Process(recs, out); err != nil {
-		return fmt.Errorf("%s: %w", r.kind.Name, err)
+}
+
+// processed takes what a Process or Tick call emitted: the chunk to write.
+func (r *runner) processed(c actor.Context, m *processed) {
+	r.busy = false
+	if m.err != nil {
+		r.fail(m.err)
+		return
 	}
-	return nil
+	if m.tick != nil {
+		if len(m.out) == 0 {
+			r.step(c)
+			return
+		}
+		note := emitted{topic: r.stateTP.Topic, partition: r.stateTP.Partition,
+			rec: Record{Key: []byte(r.statePrefix + tickKey), Value: encodeTick(tick{pos: r.pos, at: *m.tick}), Timestamp: *m.tick}}
+		m.out = append([]emitted{note}, m.out...)
+	}
+	r.chunk = &chunk{next: m.next, records: m.records, out: m.out}
+	r.sendChunk(c)
 }
 
 // collector is the Output a Process call writes to.
@@ -733,9 +770,6 @@ func (r *runner) chunkDone(c actor.Context) {
 	r.maybeCommit(c, false)
 	if r.tickDue {
 		r.timeTick(c)
-		if r.chunk != nil {
-			return
-		}
 	}
 	r.step(c)
 }
@@ -762,7 +796,7 @@ func (r *runner) startTicks(c actor.Context) {
 func (r *runner) timeTick(c actor.Context) {
 	switch {
 	case r.ext == nil || len(r.ticks) > 0:
-	case r.chunk != nil:
+	case r.chunk != nil || r.busy:
 		r.tickDue = true
 	default:
 		r.tickDue = false
@@ -770,32 +804,27 @@ func (r *runner) timeTick(c actor.Context) {
 	}
 }
 
-// tick calls the extension's Tick; what it emits, if anything, goes as a
-// chunk of no records, after a state record noting the tick.
+// tick calls the extension's Tick, on a goroutine as process does; what it
+// emits, if anything, goes as a chunk of no records, after a state record
+// noting the tick (processed).
 func (r *runner) tick(c actor.Context, now time.Time) {
-	out := &collector{r: r}
-	err := func() (err error) {
-		defer func() {
-			if p := recover(); p != nil {
-				err = fmt.Errorf("%s panicked in Tick: %v", r.kind.Name, p)
+	r.busy = true
+	self, root, pos := r.self, c.ActorSystem().Root, r.pos
+	go func() {
+		out := &collector{r: r}
+		err := func() (err error) {
+			defer func() {
+				if p := recover(); p != nil {
+					err = fmt.Errorf("%s panicked in Tick: %v", r.kind.Name, p)
+				}
+			}()
+			if err := r.ext.(Timed).Tick(now, out); err != nil {
+				return fmt.Errorf("%s: %w", r.kind.Name, err)
 			}
+			return out.err
 		}()
-		return r.ext.(Timed).Tick(now, out)
+		root.Send(self, &processed{r: r, next: pos, out: out.out, err: err, tick: &now})
 	}()
-	if err == nil {
-		err = out.err
-	}
-	if err != nil {
-		r.fail(err)
-		return
-	}
-	if len(out.out) == 0 {
-		return
-	}
-	note := emitted{topic: r.stateTP.Topic, partition: r.stateTP.Partition,
-		rec: Record{Key: []byte(r.statePrefix + tickKey), Value: encodeTick(tick{pos: r.pos, at: now}), Timestamp: now}}
-	r.chunk = &chunk{next: r.pos, out: append([]emitted{note}, out.out...)}
-	r.sendChunk(c)
 }
 
 // maybeCommit commits the position if the last commit is older than the

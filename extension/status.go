@@ -79,6 +79,9 @@ type status struct {
 	log zerolog.Logger
 	// totals are the instance's, which this partition's counts add to.
 	totals *totals
+	// remote is set for a source in another cluster, whose end only the
+	// actor's reads tell.
+	remote bool
 	mu     sync.Mutex
 	s      Status
 	// starts are the times the actor started since the last quiet

@@ -34,6 +34,10 @@ type Config struct {
 	Cluster    Cluster
 	// Runtime collects the statuses, for the admin API and /metrics.
 	Runtime *Runtime
+	// End returns a local partition's high watermark, if this node hosts
+	// it: the status of a partition's actor shows its lag from it, the
+	// actor stuck or not.
+	End func(topic string, partition int32) (int64, bool)
 	// CommitInterval is how often a partition that makes progress commits
 	// its position; default 1 s.
 	CommitInterval time.Duration
@@ -55,6 +59,7 @@ type Runtime struct {
 	mu     sync.Mutex
 	m      map[runnerKey]*status
 	totals map[string]*totals // by instance
+	end    func(topic string, partition int32) (int64, bool)
 }
 
 // NewRuntime returns an empty Runtime.
@@ -90,7 +95,13 @@ func (rt *Runtime) Statuses() []Status {
 	rt.mu.Lock()
 	out := make([]Status, 0, len(rt.m))
 	for _, st := range rt.m {
-		out = append(out, st.get())
+		s := st.get()
+		if rt.end != nil && !st.remote {
+			if hw, ok := rt.end(s.Topic, s.Partition); ok && hw > s.End {
+				s.End, s.Lag = hw, max(hw-s.Position, 0)
+			}
+		}
+		out = append(out, s)
 	}
 	rt.mu.Unlock()
 	slices.SortFunc(out, func(a, b Status) int {
@@ -121,6 +132,9 @@ func SupervisorProps(cfg Config, strategy actor.SupervisorStrategy) *actor.Props
 	if cfg.CommitInterval <= 0 {
 		cfg.CommitInterval = time.Second
 	}
+	cfg.Runtime.mu.Lock()
+	cfg.Runtime.end = cfg.End
+	cfg.Runtime.mu.Unlock()
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &supervisor{cfg: &cfg, running: map[runnerKey]*placed{}, refused: map[string]string{}, remotes: map[string]*discovery{}}
 	}, actor.WithSupervisor(strategy))
@@ -263,7 +277,7 @@ func (s *supervisor) place(c actor.Context, m *Placement) {
 			continue
 		}
 		s.cfg.Runtime.mu.Lock()
-		st := &status{log: s.cfg.Logger, totals: s.cfg.Runtime.totalsOf(k.instance, w.kind.Name), s: Status{Instance: k.instance, Kind: w.kind.Name,
+		st := &status{log: s.cfg.Logger, totals: s.cfg.Runtime.totalsOf(k.instance, w.kind.Name), remote: w.settings[SettingSourceBootstrap] != "", s: Status{Instance: k.instance, Kind: w.kind.Name,
 			Topic: k.topic, Partition: k.partition, Node: s.cfg.NodeID, State: StateLoading, Position: -1, Committed: -1}}
 		s.cfg.Runtime.mu.Unlock()
 		cfg, kind, settings, parts := s.cfg, w.kind, w.settings, w.parts

@@ -199,6 +199,18 @@ func (c extensionCluster) Producer(id int64) (extension.Producer, bool) {
 	return extension.Producer{ClientID: pc.ClientID, Address: pc.Address}, ok
 }
 
+// highWatermark returns a hosted partition's high watermark.
+func (n *Node) highWatermark(topic string, p int32) (int64, bool) {
+	h := n.registry.Get(topic, p)
+	if h == nil {
+		return 0, false
+	}
+	if v := h.View(); v != nil && v.Log != nil {
+		return v.Log.HighWatermark, true
+	}
+	return 0, false
+}
+
 // extensionProducerID takes a producer id for an extension's output.
 func (n *Node) extensionProducerID() (int64, error) {
 	id, err := n.producerIDs.take()

@@ -664,7 +664,7 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 	extensions, err := c.SpawnNamed(extension.SupervisorProps(extension.Config{
 		NodeID: n.cfg.NodeID, Origin: actors.Origin{Node: n.cfg.NodeID, Incarnation: n.incarnation}, Registry: n.registry,
 		Image: n.image.Load, Positions: &n.extClient, ProducerID: n.extensionProducerID, Cluster: extensionCluster{n},
-		Runtime: n.extensions, CommitInterval: time.Duration(n.cfg.ExtensionCommitIntervalMs) * time.Millisecond, Logger: n.log,
+		Runtime: n.extensions, End: n.highWatermark, CommitInterval: time.Duration(n.cfg.ExtensionCommitIntervalMs) * time.Millisecond, Logger: n.log,
 	}, actors.NewBackoffStrategy(actors.Backoff{})), "extensions")
 	if err != nil {
 		return err

@@ -282,6 +282,8 @@ func TestExtensionMirror(t *testing.T) {
 func init() {
 	extension.Register(extension.Kind{Name: "test-failing", Doc: "fails on every record",
 		New: func(extension.Instance) (extension.Extension, error) { return failing{}, nil }})
+	extension.Register(extension.Kind{Name: "test-stuck", Doc: "blocks in Process until the test releases it",
+		New: func(extension.Instance) (extension.Extension, error) { return stuck{}, nil }})
 	extension.Register(extension.Kind{Name: "test-credit", Doc: "copies to <topic>.out, taking at most 7 records at a time",
 		New: func(in extension.Instance) (extension.Extension, error) {
 			return &credited{target: in.Topic + ".out"}, nil
@@ -292,6 +294,16 @@ type failing struct{}
 
 func (failing) Process([]extension.Record, extension.Output) error {
 	return errors.New("this extension fails")
+}
+
+// release ends the wait of a test-stuck extension.
+var release = make(chan struct{})
+
+type stuck struct{}
+
+func (stuck) Process([]extension.Record, extension.Output) error {
+	<-release
+	return nil
 }
 
 type credited struct{ target string }
@@ -658,4 +670,44 @@ func TestExtensionMirrorRemote(t *testing.T) {
 			t.Fatalf("partition %d: %+v", p.Partition, p)
 		}
 	}
+}
+
+// TestExtensionStuck: an extension stuck in Process holds up nothing but
+// itself: producers and consumers of the partition it reads are served,
+// and the instance shows the records it has not processed as lag, until it
+// goes on.
+func TestExtensionStuck(t *testing.T) {
+	b := startBroker(t)
+	ctx := ctxFor(t)
+	if _, err := b.admin().CreateTopic(ctx, 1, 1, nil, "busy"); err != nil {
+		t.Fatal(err)
+	}
+	b.createExtension(`{"name": "s1", "kind": "test-stuck", "settings": {"source.topics": "busy"}}`)
+	p := b.client(kgo.DefaultProduceTopic("busy"))
+	if err := p.ProduceSync(ctx, &kgo.Record{Value: []byte("first")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the extension stuck on the first record", func() bool {
+		st := b.extension("s1")
+		return len(st.Partitions) == 1 && st.Partitions[0].End == 1 && st.Partitions[0].Position == 0
+	})
+	var recs []*kgo.Record
+	for i := range 500 {
+		recs = append(recs, &kgo.Record{Value: []byte(strconv.Itoa(i))})
+	}
+	if err := p.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatalf("producing while the extension is stuck: %v", err)
+	}
+	if got := readIsolated(t, b, "busy", false); len(got) != 501 {
+		t.Fatalf("read %d records while the extension is stuck, want 501", len(got))
+	}
+	eventually(t, "the lag of the stuck extension", func() bool {
+		st := b.extension("s1")
+		return len(st.Partitions) == 1 && st.Partitions[0].Lag == 501
+	})
+	close(release)
+	eventually(t, "the extension caught up", func() bool {
+		st := b.extension("s1")
+		return len(st.Partitions) == 1 && st.Partitions[0].Lag == 0 && st.Partitions[0].Position == 501
+	})
 }
