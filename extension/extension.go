@@ -34,6 +34,19 @@ type Timed interface {
 	Tick(now time.Time, out Output) error
 }
 
+// Written is implemented by an Extension that wants to know where its
+// output landed: between Process calls, the runtime tells it of each batch
+// a target acknowledged, with the offset the target gave its first record,
+// and the records as they were emitted (their Offset, Topic and Partition
+// as the extension set them). Output a target already had after a restart
+// is not told again.
+type Written interface {
+	Written(topic string, partition int32, firstOffset int64, records []Record)
+}
+
+// An Extension that implements io.Closer is closed when its actor stops or
+// restarts, to let go of what it holds (clients of other clusters, say).
+
 // TickInterval is how often a Timed extension's Tick is called.
 const TickInterval = 100 * time.Millisecond
 
@@ -122,6 +135,9 @@ type Cluster interface {
 	// Producer returns the client this node last saw producing with a
 	// producer id, if it saw one (it forgets the oldest of many).
 	Producer(id int64) (Producer, bool)
+	// Bootstrap returns addresses of this cluster's Kafka listeners (this
+	// node's), for a Kafka client of its own.
+	Bootstrap() []string
 }
 
 // Producer is a client seen producing.

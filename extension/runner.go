@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"strconv"
 	"strings"
@@ -183,10 +184,13 @@ func (r *runner) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *actor.Started:
 		r.start(c)
-	case *actor.Stopping:
+	case *actor.Stopping, *actor.Restarting:
 		r.cancel()
-	case *actor.Restarting:
-		r.cancel()
+		if cl, ok := r.ext.(io.Closer); ok {
+			// Not on the actor's goroutine: the extension may still be in
+			// Process on its own.
+			go cl.Close()
+		}
 	case *loaded:
 		if m.r == r {
 			r.loaded(c, m)
@@ -736,6 +740,9 @@ func (r *runner) appended(c actor.Context, m *appendRes) {
 		}
 	}
 	if err == nil {
+		if w, ok := r.ext.(Written); ok {
+			w.Written(m.b.key.Topic, m.b.key.Partition, m.res.BaseOffset, m.b.records[m.b.sent:m.b.sent+m.b.n])
+		}
 		if m.b.sent += m.b.n; m.b.sent < len(m.b.records) {
 			r.send(c, m.b)
 			return

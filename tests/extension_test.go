@@ -586,7 +586,9 @@ func TestExtensionDelay(t *testing.T) {
 // creates with the source's partition count, each partition in order;
 // made to fail right after an output is acknowledged, its actors start
 // again from the position they keep in the instance's state topic without
-// writing anything twice, and so does the node's restart.
+// writing anything twice, and so does the node's restart; and the offsets
+// a consumer group commits on the source are committed, translated, to
+// the same group here.
 func TestExtensionMirrorRemote(t *testing.T) {
 	src := startBroker(t)
 	b := startBroker(t, func(c *configs.Node) { c.ExtensionCommitIntervalMs = 3_600_000 })
@@ -660,6 +662,35 @@ func TestExtensionMirrorRemote(t *testing.T) {
 	b.restart()
 	produce(600, 700)
 	same()
+
+	// A consumer group of the source cluster commits: the mirror commits
+	// its offsets, translated, to the same group here, never past a
+	// record the group has not read (the copy's offsets are the source's
+	// in this test, each partition copied from its start).
+	committed := map[int32]int64{0: 50, 1: 120, 2: 7}
+	var offs kadm.Offsets
+	for p, at := range committed {
+		offs.Add(kadm.Offset{Topic: "orders", Partition: p, At: at, LeaderEpoch: -1})
+	}
+	if _, err := src.admin().CommitOffsets(ctx, "readers", offs); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the group's offsets translated to the copy", func() bool {
+		got, err := b.admin().FetchOffsets(ctx, "readers")
+		if err != nil {
+			return false
+		}
+		for p, at := range committed {
+			o, ok := got.Lookup("a.orders", p)
+			if !ok || o.At < 0 {
+				return false
+			}
+			if o.At > at {
+				t.Fatalf("readers' offset on a.orders-%d is %d, past the %d it committed on orders-%d", p, o.At, at, p)
+			}
+		}
+		return true
+	})
 	var st extensionStatus
 	eventually(t, "the instance's status after the restart", func() bool {
 		st = b.extension("m2")
