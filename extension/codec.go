@@ -140,10 +140,18 @@ func decodeHeaders(b []byte, n int32) ([]Header, error) {
 	return out, nil
 }
 
-// encodeBatch returns records as one idempotent batch of producer id pid
-// (epoch 0) for target, its first record numbered seq; a pid of -1 makes a
-// batch of no producer (seq -1).
-func encodeBatch(target partition.Key, seq int32, records []Record, pid int64) ([]byte, error) {
+// producer is who writes a batch: an idempotent producer id and epoch, and
+// whether the batch is part of its transaction; a pid of -1 is none (a
+// batch of no producer, seq -1).
+type producer struct {
+	pid   int64
+	epoch int16
+	txn   bool
+}
+
+// encodeBatch returns records as one batch of p for target, its first
+// record numbered seq.
+func encodeBatch(target partition.Key, seq int32, records []Record, p producer) ([]byte, error) {
 	recs := make([]store.Record, len(records))
 	base := records[0].Timestamp.UnixMilli()
 	maxTs := base
@@ -174,9 +182,12 @@ func encodeBatch(target partition.Key, seq int32, records []Record, pid int64) (
 			NumHeaders: int32(len(r.Headers)), Headers: hdrs}
 	}
 	h := store.Header{LastOffsetDelta: int32(len(recs) - 1), BaseTimestamp: base, MaxTimestamp: maxTs,
-		ProducerID: pid, ProducerEpoch: 0, BaseSequence: seq, PartitionLeaderEpoch: -1}
-	if pid < 0 {
+		ProducerID: p.pid, ProducerEpoch: p.epoch, BaseSequence: seq, PartitionLeaderEpoch: -1}
+	if p.pid < 0 {
 		h.ProducerEpoch = -1
+	}
+	if p.txn {
+		h.Attributes |= 0x10 // transactional
 	}
 	out, err := store.AppendBatch(make([]byte, 0, est), h, recs, store.CodecNone)
 	if err != nil {

@@ -61,7 +61,7 @@ func TestBatchRoundTrip(t *testing.T) {
 		{Key: nil, Value: nil, Timestamp: ts.Add(-time.Second)},
 		{Key: []byte{}, Value: []byte(strings.Repeat("z", 300)), Timestamp: ts.Add(time.Minute)},
 	}
-	b, err := encodeBatch(partition.Key{Topic: "out", Partition: 1}, 40, in, 99)
+	b, err := encodeBatch(partition.Key{Topic: "out", Partition: 1}, 40, in, producer{pid: 99})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func TestTopicMatcher(t *testing.T) {
 func TestKindResolve(t *testing.T) {
 	k := &Kind{Name: "k", Settings: []Setting{{Name: "a", Default: "1"}, {Name: "b", Required: true}}}
 	got, err := k.Resolve(map[string]string{"source.topics": "t", "b": "x"})
-	want := map[string]string{"source.topics": "t", "source.start": "earliest", "source.bootstrap.servers": "", "a": "1", "b": "x"}
+	want := map[string]string{"source.topics": "t", "source.start": "earliest", "source.bootstrap.servers": "", "output.transactions": "false", "a": "1", "b": "x"}
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("Resolve: %v, %v; want %v", got, err, want)
 	}

@@ -58,12 +58,20 @@ const (
 	// cluster (comma-separated host:port) whose topics the instance reads
 	// instead of this cluster's.
 	SettingSourceBootstrap = "source.bootstrap.servers"
+	// SettingOutputTransactions, "true", writes the output, the state
+	// and the position in Kafka transactions (txn.go): exactly once
+	// whatever the kind does, visible to read_committed readers at each
+	// commit. "false" (the default) writes as an idempotent producer and
+	// drops, after a restart, what the targets already have: exactly
+	// once for a kind whose output follows from its input and state.
+	SettingOutputTransactions = "output.transactions"
 )
 
 // CommonSettings are the settings every kind takes.
 var CommonSettings = []Setting{
 	{Name: SettingSourceTopics, Required: true, Doc: "the topics to read: names or regular expressions, comma-separated"},
 	{Name: SettingStart, Default: "earliest", Doc: "where to start a partition with no committed position: earliest or latest"},
+	{Name: SettingOutputTransactions, Default: "false", Doc: "true: write the output, state and position in transactions, exactly once whatever the kind does; false: as an idempotent producer, exactly once for a kind whose output follows from its input and state"},
 	{Name: SettingSourceBootstrap, Doc: "another Kafka-compatible cluster (host:port, comma-separated) to read source.topics from; empty: this cluster"},
 }
 
@@ -147,6 +155,9 @@ func (k *Kind) Resolve(settings map[string]string) (map[string]string, error) {
 	}
 	if _, err := NewTopicMatcher(out[SettingSourceTopics]); err != nil {
 		return nil, err
+	}
+	if s := out[SettingOutputTransactions]; s != "true" && s != "false" {
+		return nil, fmt.Errorf("%s is %q; it takes true or false", SettingOutputTransactions, s)
 	}
 	if s := out[SettingStart]; s != "earliest" && s != "latest" {
 		return nil, fmt.Errorf("%s is %q; it takes earliest or latest", SettingStart, s)

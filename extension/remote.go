@@ -151,13 +151,13 @@ func (r *runner) remoteFetchedIn(c actor.Context, m *remoteFetched) {
 // producer id), on the leader's appends actor.
 func (r *runner) commitRemote(c actor.Context, offset int64, p position) {
 	rec := Record{Key: []byte(r.statePrefix + posKey), Value: encodePosRecord(offset, p.encode()), Timestamp: time.Now()}
-	batch, err := encodeBatch(r.stateTP, -1, []Record{rec}, -1)
+	batch, err := encodeBatch(r.stateTP, -1, []Record{rec}, producer{pid: -1})
 	if err != nil {
 		r.fail(err)
 		return
 	}
 	self, root := r.self, c.ActorSystem().Root
-	r.appendTo(c, r.stateTP, batch, func(res *partition.RemoteAppendResult, err error) {
+	r.appendTo(c.ActorSystem(), r.stateTP, batch, func(res *partition.RemoteAppendResult, err error) {
 		if err == nil && res.Err != nil {
 			err = res.Err
 		}
@@ -167,7 +167,7 @@ func (r *runner) commitRemote(c actor.Context, offset int64, p position) {
 
 // appendTo sends batch to the leader of target's appends actor; done gets
 // its answer, on another goroutine. No leader is LEADER_NOT_AVAILABLE.
-func (r *runner) appendTo(c actor.Context, target partition.Key, batch []byte, done func(*partition.RemoteAppendResult, error)) {
+func (r *runner) appendTo(sys *actor.ActorSystem, target partition.Key, batch []byte, done func(*partition.RemoteAppendResult, error)) {
 	im := r.cfg.Image()
 	t := im.Topic(target.Topic)
 	if t == nil || int(target.Partition) >= len(t.Partitions) {
@@ -175,7 +175,7 @@ func (r *runner) appendTo(c actor.Context, target partition.Key, batch []byte, d
 		return
 	}
 	p := t.Partitions[target.Partition]
-	addr := c.ActorSystem().Address()
+	addr := sys.Address()
 	if p.Leader != r.cfg.NodeID {
 		br, ok := im.Brokers[p.Leader]
 		if p.Leader < 0 || !ok || br.ClusterAddr == "" {
@@ -187,7 +187,7 @@ func (r *runner) appendTo(c actor.Context, target partition.Key, batch []byte, d
 	to := actor.NewPID(addr, "node/"+strconv.Itoa(int(p.Leader))+"/appends")
 	msg := &partition.RemoteAppend{Origin: r.cfg.Origin, Topic: target.Topic, Partition: target.Partition, TopicID: t.ID,
 		LeaderEpoch: -1, Acks: -1, TimeoutMs: int32(appendTimeout / time.Millisecond), Records: batch}
-	actors.Call(c, to, msg, appendTimeout+time.Second, func(res any, err error) {
+	actors.Call(sys.Root, to, msg, appendTimeout+time.Second, func(res any, err error) {
 		rr, _ := res.(*partition.RemoteAppendResult)
 		if rr == nil && err == nil {
 			err = fmt.Errorf("unexpected answer %T", res)

@@ -80,6 +80,11 @@ type runner struct {
 
 	// busy is set while the extension processes records or ticks.
 	busy bool
+	// txn is the transactional output (txn.go), nil without
+	// output.transactions; adding is set while partitions are added to
+	// its transaction.
+	txn    *txnOutput
+	adding bool
 
 	chunk   *chunk // the records in progress
 	waiting bool   // a step is scheduled (a watch, or a retry)
@@ -138,6 +143,7 @@ type (
 		stateTP partition.Key
 		state   map[string][]byte
 		ticks   []tick
+		txn     *txnOutput
 		err     error
 	}
 	tickNow struct{ r *runner }
@@ -186,6 +192,9 @@ func (r *runner) Receive(c actor.Context) {
 		r.start(c)
 	case *actor.Stopping, *actor.Restarting:
 		r.cancel()
+		if r.txn != nil {
+			go r.txn.close()
+		}
 		if cl, ok := r.ext.(io.Closer); ok {
 			// Not on the actor's goroutine: the extension may still be in
 			// Process on its own.
@@ -207,6 +216,10 @@ func (r *runner) Receive(c actor.Context) {
 	case *commitRes:
 		if m.r == r {
 			r.commitDone(c, m)
+		}
+	case *txnAdded:
+		if m.r == r {
+			r.txnAdded(c, m)
 		}
 	case *processed:
 		if m.r == r {
@@ -254,6 +267,13 @@ func (r *runner) load(c actor.Context) {
 // what the targets already hold from its producer. Called on load's
 // goroutine.
 func (r *runner) loadOn(ctx context.Context, m *loaded) error {
+	if r.settings[SettingOutputTransactions] == "true" {
+		t, err := r.initTxn(ctx)
+		if err != nil {
+			return err
+		}
+		m.txn = t
+	}
 	var sr *stateRead
 	if r.kind.State || r.remote {
 		var err error
@@ -283,6 +303,16 @@ func (r *runner) loadOn(ctx context.Context, m *loaded) error {
 	}
 	if m.pos < 0 && r.settings[SettingStart] == "latest" {
 		m.pos = -2
+	}
+	if m.txn != nil {
+		// A new epoch: sequences start again, the open transaction of
+		// an earlier run is aborted, and what is committed, state
+		// included, is as of the committed position.
+		m.p = &position{producerID: m.txn.pid, next: map[partition.Key]int32{}}
+		if r.kind.State {
+			m.state, _ = sr.apply(m.p, true)
+		}
+		return nil
 	}
 	fresh := m.p == nil
 	if fresh {
@@ -420,7 +450,7 @@ func (r *runner) loaded(c actor.Context, m *loaded) {
 		return
 	}
 	r.ext = ext
-	r.ticks = m.ticks
+	r.ticks, r.txn = m.ticks, m.txn
 	if _, ok := ext.(Timed); ok {
 		if !r.kind.State {
 			r.fail(fmt.Errorf("kind %s ticks (Timed) but keeps no state (Kind.State), where its ticks are noted", r.kind.Name))
@@ -549,11 +579,12 @@ func (r *runner) processed(c actor.Context, m *processed) {
 		r.fail(m.err)
 		return
 	}
-	if m.tick != nil {
+	if m.tick != nil && (len(m.out) == 0 || r.txn != nil) {
 		if len(m.out) == 0 {
 			r.step(c)
 			return
 		}
+	} else if m.tick != nil {
 		note := emitted{topic: r.stateTP.Topic, partition: r.stateTP.Partition,
 			rec: Record{Key: []byte(r.statePrefix + tickKey), Value: encodeTick(tick{pos: r.pos, at: *m.tick}), Timestamp: *m.tick}}
 		m.out = append([]emitted{note}, m.out...)
@@ -610,6 +641,10 @@ func (r *runner) sendChunk(c actor.Context) {
 				ch.register = true
 			}
 		}
+	}
+	if r.txn != nil {
+		r.sendTxnChunk(c)
+		return
 	}
 	if ch.register {
 		// A target no commit names yet: were the actor to restart after
@@ -692,13 +727,13 @@ func (r *runner) number(out []emitted) (map[partition.Key]*outBatch, string) {
 // send writes one batch to its target's leader.
 func (r *runner) send(c actor.Context, b *outBatch) {
 	b.n = partSize(b.records[b.sent:])
-	batch, err := encodeBatch(b.key, b.baseSeq+int32(b.sent), b.records[b.sent:b.sent+b.n], r.pid)
+	batch, err := encodeBatch(b.key, b.baseSeq+int32(b.sent), b.records[b.sent:b.sent+b.n], r.producer())
 	if err != nil {
 		r.fail(err)
 		return
 	}
 	self, root := r.self, c.ActorSystem().Root
-	r.appendTo(c, b.key, batch, func(res *partition.RemoteAppendResult, err error) {
+	r.appendTo(c.ActorSystem(), b.key, batch, func(res *partition.RemoteAppendResult, err error) {
 		root.Send(self, &appendRes{r: r, b: b, res: res, err: err})
 	})
 }
@@ -837,10 +872,17 @@ func (r *runner) tick(c actor.Context, now time.Time) {
 // maybeCommit commits the position if the last commit is older than the
 // commit interval, or, when idle, if it is behind.
 func (r *runner) maybeCommit(c actor.Context, idle bool) {
-	if r.committing || r.pos == r.commitAt && len(r.next) == len(r.committed.next) {
+	interval := r.cfg.CommitInterval
+	if r.txn != nil {
+		// A transaction is open from its first output to its commit.
+		if r.committing || r.pos == r.commitAt && len(r.txn.added) == 0 {
+			return
+		}
+		interval = min(interval, maxTxnCommitInterval)
+	} else if r.committing || r.pos == r.commitAt && len(r.next) == len(r.committed.next) {
 		return
 	}
-	if idle || time.Since(r.lastCommit) >= r.cfg.CommitInterval {
+	if idle || time.Since(r.lastCommit) >= interval {
 		r.commit(c, r.pos, r.next)
 	}
 }
@@ -855,6 +897,10 @@ func (r *runner) commit(c actor.Context, offset int64, next map[partition.Key]in
 				p.next[k] = 0
 			}
 		}
+	}
+	if r.txn != nil {
+		r.commitTxn(c, offset, p)
+		return
 	}
 	if r.remote {
 		r.commitRemote(c, offset, p)
@@ -871,11 +917,20 @@ func (r *runner) commit(c actor.Context, offset int64, next map[partition.Key]in
 
 func (r *runner) commitDone(c actor.Context, m *commitRes) {
 	r.committing = false
+	if m.err != nil && r.txn != nil {
+		// The transaction's fate is unknown: a restart fences this run
+		// and aborts it, and starts from the committed position.
+		r.fail(fmt.Errorf("committing the transaction: %w", m.err))
+		return
+	}
 	if m.err != nil {
 		r.retry(c, StateWaiting, "committing the position: "+m.err.Error(), func() { r.step(c) })
 		return
 	}
 	r.commitAt, r.committed, r.lastCommit = m.offset, m.p, time.Now()
+	if r.txn != nil {
+		clear(r.txn.added) // the next output opens the next transaction
+	}
 	r.st.set(func(s *Status) { s.Committed = m.offset })
 	if ch := r.chunk; ch != nil && ch.register {
 		ch.register = false

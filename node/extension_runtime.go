@@ -95,6 +95,11 @@ func (e *extensionClient) Commit(ctx context.Context, group, topic string, p int
 	return res.Error()
 }
 
+// Read reads a partition to its high watermark as a read_committed
+// reader would see it, but to the end whatever transactions are open: it
+// reads uncommitted with the control records, applies a transaction's
+// records at its commit marker, drops them at its abort marker, and drops
+// those of a transaction still open at the end.
 func (e *extensionClient) Read(ctx context.Context, topic string, p int32, fn func(key, value []byte, headers []extension.Header)) error {
 	adm, err := e.client()
 	if err != nil {
@@ -113,12 +118,20 @@ func (e *extensionClient) Read(ctx context.Context, topic string, p int32, fn fu
 	case end.Offset == 0:
 		return nil
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(e.seed()), kgo.ClientID("skein-extensions"),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.seed()), kgo.ClientID("skein-extensions"), kgo.KeepControlRecords(),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {p: kgo.NewOffset().AtStart()}}))
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
+	apply := func(r *kgo.Record) {
+		hs := make([]extension.Header, len(r.Headers))
+		for i, h := range r.Headers {
+			hs[i] = extension.Header{Key: h.Key, Value: h.Value}
+		}
+		fn(r.Key, r.Value, hs)
+	}
+	open := map[int64][]*kgo.Record{} // by producer id: an open transaction's records
 	for {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
@@ -134,12 +147,21 @@ func (e *extensionClient) Read(ctx context.Context, topic string, p int32, fn fu
 			if done {
 				return
 			}
-			hs := make([]extension.Header, len(r.Headers))
-			for i, h := range r.Headers {
-				hs[i] = extension.Header{Key: h.Key, Value: h.Value}
-			}
-			fn(r.Key, r.Value, hs)
 			done = r.Offset+1 >= end.Offset
+			switch {
+			case r.Attrs.IsControl():
+				// The marker's key: version, then type (1 commit).
+				if len(r.Key) >= 4 && r.Key[3] == 1 {
+					for _, x := range open[r.ProducerID] {
+						apply(x)
+					}
+				}
+				delete(open, r.ProducerID)
+			case r.Attrs.IsTransactional():
+				open[r.ProducerID] = append(open[r.ProducerID], r)
+			default:
+				apply(r)
+			}
 		})
 		if done {
 			return nil
@@ -198,6 +220,8 @@ func (c extensionCluster) Producer(id int64) (extension.Producer, bool) {
 	pc, ok := c.n.producerClients.Lookup(id)
 	return extension.Producer{ClientID: pc.ClientID, Address: pc.Address}, ok
 }
+
+func (c extensionCluster) Bootstrap() []string { return []string{c.n.extClient.seed()} }
 
 // highWatermark returns a hosted partition's high watermark.
 func (n *Node) highWatermark(topic string, p int32) (int64, bool) {

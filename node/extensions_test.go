@@ -116,7 +116,8 @@ func TestExtensionsAPI(t *testing.T) {
 	want := []extensionSettingInfo{
 		{Name: extension.SettingSourceTopics, Required: true, Doc: extension.CommonSettings[0].Doc, Common: true},
 		{Name: extension.SettingStart, Default: "earliest", Doc: extension.CommonSettings[1].Doc, Common: true},
-		{Name: extension.SettingSourceBootstrap, Doc: extension.CommonSettings[2].Doc, Common: true},
+		{Name: extension.SettingOutputTransactions, Default: "false", Doc: extension.CommonSettings[2].Doc, Common: true},
+		{Name: extension.SettingSourceBootstrap, Doc: extension.CommonSettings[3].Doc, Common: true},
 		{Name: "greeting", Default: "hello", Doc: "what it would say"},
 		{Name: "target", Required: true, Doc: "where it would say it"},
 	}

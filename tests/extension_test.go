@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"slices"
 	"strconv"
@@ -282,6 +283,10 @@ func TestExtensionMirror(t *testing.T) {
 func init() {
 	extension.Register(extension.Kind{Name: "test-failing", Doc: "fails on every record",
 		New: func(extension.Instance) (extension.Extension, error) { return failing{}, nil }})
+	extension.Register(extension.Kind{Name: "test-random", Doc: "copies each record to <topic>.out once or twice, tagged, as drawn at each start",
+		New: func(in extension.Instance) (extension.Extension, error) {
+			return &random{target: in.Topic + ".out", tag: strconv.FormatUint(rand.Uint64(), 36), copies: 1 + rand.IntN(2)}, nil
+		}})
 	extension.Register(extension.Kind{Name: "test-stuck", Doc: "blocks in Process until the test releases it",
 		New: func(extension.Instance) (extension.Extension, error) { return stuck{}, nil }})
 	extension.Register(extension.Kind{Name: "test-credit", Doc: "copies to <topic>.out, taking at most 7 records at a time",
@@ -294,6 +299,23 @@ type failing struct{}
 
 func (failing) Process([]extension.Record, extension.Output) error {
 	return errors.New("this extension fails")
+}
+
+// random is an extension whose output depends on chance: how many copies
+// of a record it writes, and what, differs from one start to the next.
+type random struct {
+	target, tag string
+	copies      int
+}
+
+func (x *random) Process(records []extension.Record, out extension.Output) error {
+	for _, r := range records {
+		r.Value = fmt.Appendf(r.Value, "#%s#%d", x.tag, x.copies)
+		for range x.copies {
+			out.Emit(x.target, r.Partition, r)
+		}
+	}
+	return nil
 }
 
 // release ends the wait of a test-stuck extension.
@@ -741,4 +763,86 @@ func TestExtensionStuck(t *testing.T) {
 		st := b.extension("s1")
 		return len(st.Partitions) == 1 && st.Partitions[0].Lag == 0 && st.Partitions[0].Position == 501
 	})
+}
+
+// TestExtensionTransactions: with output.transactions, an instance's
+// output and position move together in transactions, so that even an
+// extension whose output depends on chance is written exactly once: its
+// actors made to fail right after an output was acknowledged, and the
+// node restarted, a read_committed reader sees each record's output once
+// (from one run or another), and the group's position at the source's end.
+func TestExtensionTransactions(t *testing.T) {
+	b := startBroker(t)
+	ctx := ctxFor(t)
+	for _, topic := range []string{"in", "in.out"} {
+		if _, err := b.admin().CreateTopic(ctx, 2, 1, nil, topic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.createExtension(`{"name": "x1", "kind": "test-random", "settings": {"source.topics": "in", "output.transactions": "true"}}`)
+	n := 0
+	produce := func(k int) {
+		t.Helper()
+		p := b.client(kgo.DefaultProduceTopic("in"))
+		defer p.Close()
+		var recs []*kgo.Record
+		for range k {
+			recs = append(recs, &kgo.Record{Value: []byte("v" + strconv.Itoa(n))})
+			n++
+		}
+		if err := p.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tags := map[string]bool{}
+	once := func() {
+		t.Helper()
+		var got []string
+		eventually(t, fmt.Sprintf("%d records' output committed", n), func() bool {
+			got = readIsolated(t, b, "in.out", true)
+			outputs := map[string]bool{}
+			for _, v := range got {
+				in, _, _ := strings.Cut(v, "#")
+				outputs[in] = true
+			}
+			return len(outputs) >= n
+		})
+		// Each record's output is one run's: its copies, all of that
+		// run's tag.
+		byInput := map[string][]string{}
+		for _, v := range got {
+			in, rest, _ := strings.Cut(v, "#")
+			byInput[in] = append(byInput[in], rest)
+		}
+		for i := range n {
+			outs := byInput["v"+strconv.Itoa(i)]
+			if len(outs) == 0 {
+				t.Fatalf("v%d has no output read_committed", i)
+			}
+			tag, copies, _ := strings.Cut(outs[0], "#")
+			tags[tag] = true
+			if strconv.Itoa(len(outs)) != copies || slices.ContainsFunc(outs, func(o string) bool { return o != outs[0] }) {
+				t.Fatalf("v%d's output, read_committed, is %v: not one run's %s copies", i, outs, copies)
+			}
+		}
+	}
+	produce(200)
+	once()
+	b.injectFault(`{"actor": "node/1/extensions/x1/*", "kind": "panic", "message": "appendRes", "after": true, "count": 2}`)
+	produce(200)
+	once()
+	eventually(t, "x1's actors restarted after the 2 injected panics", func() bool {
+		restarts := int64(0)
+		for _, p := range b.extension("x1").Partitions {
+			restarts += p.Restarts
+		}
+		return restarts == 2
+	})
+	b.restart()
+	produce(100)
+	once()
+	waitCaughtUp(t, b, "skein-extension-x1", "in")
+	if len(tags) < 2 {
+		t.Fatalf("the output came from %d runs; the restarts should have made more", len(tags))
+	}
 }

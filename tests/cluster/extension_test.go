@@ -32,11 +32,18 @@ func (c *cluster) createExtension(t *testing.T, i int, body string) {
 // given nodes and returns each partition's records in offset order.
 func readRecords(t *testing.T, ctx context.Context, c *cluster, nodes []int, topic string) map[int32][]*kgo.Record {
 	t.Helper()
-	ends, err := kadm.NewClient(c.client(nodes)).ListEndOffsets(ctx, topic)
+	// The output of transactions (txn.*) is read as read_committed
+	// readers see it, to the last stable offsets.
+	list, opts := kadm.NewClient(c.client(nodes)).ListEndOffsets, []kgo.Opt{kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}
+	if strings.HasPrefix(topic, "txn.") {
+		list = kadm.NewClient(c.client(nodes)).ListCommittedOffsets
+		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())
+	}
+	ends, err := list(ctx, topic)
 	if err != nil {
 		t.Fatalf("end offsets of %s: %v", topic, err)
 	}
-	cl := c.client(nodes, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	cl := c.client(nodes, opts...)
 	defer cl.Close()
 	out := map[int32][]*kgo.Record{}
 	next := map[int32]int64{}
@@ -51,20 +58,23 @@ func readRecords(t *testing.T, ctx context.Context, c *cluster, nodes []int, top
 			t.Fatalf("reading %s: %v (at %v of %v)", topic, ctx.Err(), next, ends)
 		}
 		fs.EachRecord(func(r *kgo.Record) {
-			out[r.Partition] = append(out[r.Partition], r)
 			next[r.Partition] = r.Offset + 1
+			if !r.Attrs.IsControl() {
+				out[r.Partition] = append(out[r.Partition], r)
+			}
 		})
 	}
 	return out
 }
 
-// TestExtensionsFailover: five instances of the library's kinds process a
+// TestExtensionsFailover: six instances of the library's kinds process a
 // replicated topic under load while the node that leads one of its
 // partitions (and runs that partition's actors) is killed with SIGKILL and
 // started again. Each resumes on the new leader from its committed
 // position, and each output partition holds exactly what its kind makes
 // of the source partition, in order, nothing lost and nothing twice:
-// mirror a copy; route the records whose key starts with 1 in one topic
+// mirror a copy (and, with output.transactions, a copy read_committed
+// readers see whole); route the records whose key starts with 1 in one topic
 // and the rest in another; audit an entry per record naming its place;
 // dedupe each record whose key was not copied in the second of record
 // time before it (the kind's rule, out-of-order timestamps included); delay
@@ -75,11 +85,12 @@ func TestExtensionsFailover(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	const topic = "events"
-	for _, t1 := range []string{topic, "mirror.events", "ones", "rest", "audit-events", "deduped", "delayed"} {
+	for _, t1 := range []string{topic, "mirror.events", "txn.events", "ones", "rest", "audit-events", "deduped", "delayed"} {
 		createReplicated(t, ctx, c, t1, 3)
 	}
 	for _, body := range []string{
 		`{"name": "m1", "kind": "mirror", "settings": {"source.topics": "events"}}`,
+		`{"name": "m2", "kind": "mirror", "settings": {"source.topics": "events", "target.topic.prefix": "txn.", "output.transactions": "true"}}`,
 		`{"name": "r1", "kind": "route", "settings": {"source.topics": "events", "routes": "key~^1=>ones", "default.topic": "rest", "partitioning": "source"}}`,
 		`{"name": "a1", "kind": "audit", "settings": {"source.topics": "events", "target.topic": "audit-events"}}`,
 		`{"name": "d1", "kind": "dedupe", "settings": {"source.topics": "events", "target.topic": "deduped", "window.ms": "1000", "partitioning": "source"}}`,
@@ -125,6 +136,7 @@ func TestExtensionsFailover(t *testing.T) {
 	// What each output partition must hold, made from the source's.
 	want := map[string]func(p int32) []string{
 		"mirror.events": func(p int32) []string { return values(src[p]) },
+		"txn.events":    func(p int32) []string { return values(src[p]) },
 		"ones": func(p int32) []string {
 			return values(slices.DeleteFunc(slices.Clone(src[p]), func(r *kgo.Record) bool { return !strings.HasPrefix(string(r.Key), "1") }))
 		},
