@@ -175,6 +175,20 @@ type (
 	}
 )
 
+// owned is a message of the runner's own, which knows the runner it is
+// for.
+type owned interface{ owner() *runner }
+
+func (m *loaded) owner() *runner        { return m.r }
+func (m *stepNow) owner() *runner       { return m.r }
+func (m *appendRes) owner() *runner     { return m.r }
+func (m *commitRes) owner() *runner     { return m.r }
+func (m *retryNow) owner() *runner      { return m.r }
+func (m *tickNow) owner() *runner       { return m.r }
+func (m *processed) owner() *runner     { return m.r }
+func (m *txnAdded) owner() *runner      { return m.r }
+func (m *remoteFetched) owner() *runner { return m.r }
+
 // The runner's bounds.
 const (
 	parkFailures  = 5
@@ -187,6 +201,9 @@ const (
 )
 
 func (r *runner) Receive(c actor.Context) {
+	if o, ok := c.Message().(owned); ok && o.owner() != r {
+		return // set going by an earlier instance of the actor
+	}
 	switch m := c.Message().(type) {
 	case *actor.Started:
 		r.start(c)
@@ -201,40 +218,24 @@ func (r *runner) Receive(c actor.Context) {
 			go cl.Close()
 		}
 	case *loaded:
-		if m.r == r {
-			r.loaded(c, m)
-		}
+		r.loaded(c, m)
 	case *stepNow:
-		if m.r == r {
-			r.waiting = false
-			r.step(c)
-		}
+		r.waiting = false
+		r.step(c)
 	case *appendRes:
-		if m.r == r {
-			r.appended(c, m)
-		}
+		r.appended(c, m)
 	case *commitRes:
-		if m.r == r {
-			r.commitDone(c, m)
-		}
+		r.commitDone(c, m)
 	case *txnAdded:
-		if m.r == r {
-			r.txnAdded(c, m)
-		}
+		r.txnAdded(c, m)
 	case *processed:
-		if m.r == r {
-			r.processed(c, m)
-		}
+		r.processed(c, m)
 	case *tickNow:
-		if m.r == r {
-			r.timeTick(c)
-		}
+		r.timeTick(c)
 	case *remoteFetched:
-		if m.r == r {
-			r.remoteFetchedIn(c, m)
-		}
+		r.remoteFetchedIn(c, m)
 	case *retryNow:
-		if m.r == r && r.ctx.Err() == nil {
+		if r.ctx.Err() == nil {
 			m.again()
 		}
 	}
@@ -659,6 +660,13 @@ func (r *runner) sendChunk(c actor.Context) {
 	if ch.pending > 0 {
 		return
 	}
+	r.sendBatches(c)
+}
+
+// sendBatches sends each target's batch of the chunk, or ends a chunk
+// that has none.
+func (r *runner) sendBatches(c actor.Context) {
+	ch := r.chunk
 	for _, b := range ch.batches {
 		if len(b.records) > 0 {
 			ch.pending++

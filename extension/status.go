@@ -94,7 +94,7 @@ func (st *status) get() Status {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	s := st.s
-	s.Lag = max(s.End-s.Position, 0)
+	s.Lag = lag(s.End, s.Position)
 	return s
 }
 
@@ -189,3 +189,7 @@ func (st *status) failed(err error) {
 // parkQuiet is how long an actor must run without failing for its next
 // failure to count as a first one again.
 const parkQuiet = time.Minute
+
+// lag is how far position is behind end; a position not known yet (-1,
+// -2) counts from the partition's start.
+func lag(end, position int64) int64 { return max(end-max(position, 0), 0) }

@@ -98,7 +98,7 @@ func (rt *Runtime) Statuses() []Status {
 		s := st.get()
 		if rt.end != nil && !st.remote {
 			if hw, ok := rt.end(s.Topic, s.Partition); ok && hw > s.End {
-				s.End, s.Lag = hw, max(hw-s.Position, 0)
+				s.End, s.Lag = hw, lag(hw, s.Position)
 			}
 		}
 		out = append(out, s)

@@ -240,15 +240,7 @@ func (r *runner) sendTxnChunk(c actor.Context) {
 		r.addTxnPartitions(c, add)
 		return
 	}
-	for _, b := range ch.batches {
-		if len(b.records) > 0 {
-			ch.pending++
-			r.send(c, b)
-		}
-	}
-	if ch.pending == 0 {
-		r.chunkDone(c)
-	}
+	r.sendBatches(c)
 }
 
 // commitTxn commits the transaction with the position: the group's offset

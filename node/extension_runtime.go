@@ -48,7 +48,7 @@ func (e *extensionClient) seed() string {
 
 func (e *extensionClient) client() (*kadm.Client, error) {
 	e.once.Do(func() {
-		e.cl, e.err = kgo.NewClient(kgo.SeedBrokers(e.seed()), kgo.ClientID("skein-extensions"))
+		e.cl, e.err = kgo.NewClient(kgo.SeedBrokers(e.seed()), kgo.ClientID("skein-extensions"), kgo.MetadataMinAge(250*time.Millisecond))
 		if e.err == nil {
 			e.adm = kadm.NewClient(e.cl)
 		}
@@ -118,7 +118,7 @@ func (e *extensionClient) Read(ctx context.Context, topic string, p int32, fn fu
 	case end.Offset == 0:
 		return nil
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(e.seed()), kgo.ClientID("skein-extensions"), kgo.KeepControlRecords(),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.seed()), kgo.ClientID("skein-extensions"), kgo.MetadataMinAge(250*time.Millisecond), kgo.KeepControlRecords(),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {p: kgo.NewOffset().AtStart()}}))
 	if err != nil {
 		return err

@@ -19,7 +19,7 @@ func init() {
 			{Name: "target.topic", Required: true, Doc: "where the records that are not duplicates go"},
 			{Name: "dedupe.by", Default: "key", Doc: "what identifies a record: key, or header:NAME; a record without it is never a duplicate"},
 			{Name: "window.ms", Default: "600000", Doc: "a record is a duplicate of one seen less than this long before it, by their timestamps"},
-			{Name: "partitioning", Default: "key", Doc: "key: the partition the record's key hashes to; source: the source partition's number"},
+			partitioning,
 		},
 		State: true,
 		New:   newDedupe,
@@ -52,7 +52,15 @@ type seenAt struct {
 }
 
 func newDedupe(in extension.Instance) (extension.Extension, error) {
-	d := &dedupe{target: strings.TrimSpace(in.Settings["target.topic"]), partition: -1, seen: map[string]int64{}}
+	target, err := targetOf(in)
+	if err != nil {
+		return nil, err
+	}
+	p, err := partitionOf(in)
+	if err != nil {
+		return nil, err
+	}
+	d := &dedupe{target: target, partition: p, seen: map[string]int64{}}
 	switch by := in.Settings["dedupe.by"]; {
 	case by == "key":
 	case strings.HasPrefix(by, "header:") && len(by) > len("header:"):
@@ -65,16 +73,6 @@ func newDedupe(in extension.Instance) (extension.Extension, error) {
 		return nil, fmt.Errorf("window.ms is %q; it takes a positive number of milliseconds", in.Settings["window.ms"])
 	}
 	d.window = w
-	switch in.Settings["partitioning"] {
-	case "key":
-	case "source":
-		d.partition = in.Partition
-	default:
-		return nil, fmt.Errorf("partitioning is %q; it takes key or source", in.Settings["partitioning"])
-	}
-	if d.target == "" {
-		return nil, fmt.Errorf("target.topic is empty")
-	}
 	for id, v := range in.State {
 		if len(v) == 8 {
 			ts := int64(binary.BigEndian.Uint64(v))

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/skeinlog/skein/extension"
@@ -23,7 +22,7 @@ func init() {
 		Settings: []extension.Setting{
 			{Name: "target.topic", Required: true, Doc: "where the records are delivered"},
 			{Name: "delay.ms", Default: "0", Doc: "the delay of a record without a skein-deliver-at header, from its timestamp"},
-			{Name: "partitioning", Default: "key", Doc: "key: the partition the record's key hashes to; source: the source partition's number"},
+			partitioning,
 		},
 		State: true,
 		New:   newDelay,
@@ -74,22 +73,20 @@ func compareHeld(a, b held) int {
 }
 
 func newDelay(in extension.Instance) (extension.Extension, error) {
-	d := &delay{target: strings.TrimSpace(in.Settings["target.topic"]), partition: -1, keys: map[string]keyHeld{}}
+	target, err := targetOf(in)
+	if err != nil {
+		return nil, err
+	}
+	p, err := partitionOf(in)
+	if err != nil {
+		return nil, err
+	}
+	d := &delay{target: target, partition: p, keys: map[string]keyHeld{}}
 	ms, err := strconv.ParseInt(in.Settings["delay.ms"], 10, 64)
 	if err != nil || ms < 0 {
 		return nil, fmt.Errorf("delay.ms is %q; it takes a number of milliseconds", in.Settings["delay.ms"])
 	}
 	d.delayMs = ms
-	switch in.Settings["partitioning"] {
-	case "key":
-	case "source":
-		d.partition = in.Partition
-	default:
-		return nil, fmt.Errorf("partitioning is %q; it takes key or source", in.Settings["partitioning"])
-	}
-	if d.target == "" {
-		return nil, fmt.Errorf("target.topic is empty")
-	}
 	for k, v := range in.State {
 		var h held
 		if err := json.Unmarshal(v, &h); err != nil {

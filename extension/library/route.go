@@ -15,7 +15,7 @@ func init() {
 		Settings: []extension.Setting{
 			{Name: "routes", Doc: "rules separated by ';', each WHERE~REGEX=>TOPIC, WHERE being key or header:NAME; the first rule that matches wins"},
 			{Name: "default.topic", Doc: "where a record that matches no rule goes; empty drops it"},
-			{Name: "partitioning", Default: "key", Doc: "key: the partition the record's key hashes to; source: the source partition's number"},
+			partitioning,
 		},
 		New: newRoute,
 	})
@@ -41,14 +41,11 @@ func newRoute(in extension.Instance) (extension.Extension, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &route{rules: rules, fallback: strings.TrimSpace(in.Settings["default.topic"]), partition: -1}
-	switch in.Settings["partitioning"] {
-	case "key":
-	case "source":
-		r.partition = in.Partition
-	default:
-		return nil, fmt.Errorf("partitioning is %q; it takes key or source", in.Settings["partitioning"])
+	p, err := partitionOf(in)
+	if err != nil {
+		return nil, err
 	}
+	r := &route{rules: rules, fallback: strings.TrimSpace(in.Settings["default.topic"]), partition: p}
 	if len(r.rules) == 0 && r.fallback == "" {
 		return nil, fmt.Errorf("routes and default.topic are both empty: every record would be dropped")
 	}
