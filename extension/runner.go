@@ -762,9 +762,6 @@ func partSize(records []Record) int {
 	return len(records)
 }
 
-// sent hands an answer that did not go over the wire to appended.
-func (r *runner) sent(c actor.Context, m *appendRes) { c.Send(r.self, m) }
-
 // appended takes a target leader's answer: done, sent again (after a
 // backoff), or a failure.
 func (r *runner) appended(c actor.Context, m *appendRes) {
