@@ -168,6 +168,9 @@ type (
 		offset int64
 		p      position
 		err    error
+		// pid and epoch are what a transactional producer goes on with.
+		pid   int64
+		epoch int16
 	}
 	retryNow struct {
 		r     *runner
@@ -935,6 +938,11 @@ func (r *runner) commitDone(c actor.Context, m *commitRes) {
 	r.commitAt, r.committed, r.lastCommit = m.offset, m.p, time.Now()
 	if r.txn != nil {
 		clear(r.txn.added) // the next output opens the next transaction
+		if m.pid != r.txn.pid || m.epoch != r.txn.epoch {
+			// A new epoch (transaction version 2): sequences start again.
+			r.txn.pid, r.txn.epoch = m.pid, m.epoch
+			clear(r.next)
+		}
 	}
 	r.st.set(func(s *Status) { s.Committed = m.offset })
 	if ch := r.chunk; ch != nil && ch.register {

@@ -110,11 +110,14 @@ func (t *txnOutput) addPartitions(ctx context.Context, keys []partition.Key) err
 	})
 }
 
-// commit commits the transaction in progress with the position: offsets
-// (nil for a remote source, whose position is a record the caller wrote in
-// the transaction) with group's offset for the source partition. Called
-// on a goroutine.
-func (t *txnOutput) commit(ctx context.Context, group, topic string, part int32, offset int64, metadata string, offsets bool) error {
+// commit commits the transaction in progress with the position: with
+// offsets, group's offset for the source partition (a remote source's
+// position is a record the caller wrote in the transaction). It returns the
+// producer id and epoch the next transaction goes on with: EndTxn v5+
+// (transaction version 2, KIP-890) bumps the epoch at every transaction's
+// end. Called on a goroutine.
+func (t *txnOutput) commit(ctx context.Context, group, topic string, part int32, offset int64, metadata string, offsets bool) (int64, int16, error) {
+	pid, epoch := t.pid, t.epoch
 	if offsets {
 		add := kmsg.NewPtrAddOffsetsToTxnRequest()
 		add.TransactionalID, add.ProducerID, add.ProducerEpoch, add.Group = t.id, t.pid, t.epoch, group
@@ -125,7 +128,7 @@ func (t *txnOutput) commit(ctx context.Context, group, topic string, part int32,
 			}
 			return err
 		}); err != nil {
-			return fmt.Errorf("AddOffsetsToTxn: %w", err)
+			return pid, epoch, fmt.Errorf("AddOffsetsToTxn: %w", err)
 		}
 		tc := kmsg.NewPtrTxnOffsetCommitRequest()
 		tc.TransactionalID, tc.Group, tc.ProducerID, tc.ProducerEpoch, tc.Generation = t.id, group, t.pid, t.epoch, -1
@@ -149,7 +152,7 @@ func (t *txnOutput) commit(ctx context.Context, group, topic string, part int32,
 			}
 			return nil
 		}); err != nil {
-			return fmt.Errorf("TxnOffsetCommit: %w", err)
+			return pid, epoch, fmt.Errorf("TxnOffsetCommit: %w", err)
 		}
 	}
 	end := kmsg.NewPtrEndTxnRequest()
@@ -159,11 +162,14 @@ func (t *txnOutput) commit(ctx context.Context, group, topic string, part int32,
 		if err == nil {
 			err = kerr.ErrorForCode(resp.ErrorCode)
 		}
+		if err == nil && resp.Version >= 5 && resp.ProducerID >= 0 {
+			pid, epoch = resp.ProducerID, resp.ProducerEpoch
+		}
 		return err
 	}); err != nil {
-		return fmt.Errorf("EndTxn: %w", err)
+		return pid, epoch, fmt.Errorf("EndTxn: %w", err)
 	}
-	return nil
+	return pid, epoch, nil
 }
 
 // retryTxn calls f until it succeeds, fails for good, or ctx ends.
@@ -260,6 +266,7 @@ func (r *runner) commitTxn(c actor.Context, offset int64, p position) {
 		}
 	}
 	stateTP, added := r.stateTP, r.txn.added[r.stateTP]
+	pid, epoch := tx.pid, tx.epoch
 	go func() {
 		ctx, cancel := context.WithTimeout(ctx, loadTimeout)
 		defer cancel()
@@ -286,8 +293,10 @@ func (r *runner) commitTxn(c actor.Context, offset int64, p position) {
 					return ctx.Err()
 				}
 			}
-			return tx.commit(ctx, GroupFor(key.instance), key.topic, key.partition, offset, p.encode(), posBatch == nil)
+			var err error
+			pid, epoch, err = tx.commit(ctx, GroupFor(key.instance), key.topic, key.partition, offset, p.encode(), posBatch == nil)
+			return err
 		}()
-		sys.Root.Send(self, &commitRes{r: r, offset: offset, p: p, err: err})
+		sys.Root.Send(self, &commitRes{r: r, offset: offset, p: p, err: err, pid: pid, epoch: epoch})
 	}()
 }

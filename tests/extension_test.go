@@ -768,9 +768,10 @@ func TestExtensionStuck(t *testing.T) {
 // TestExtensionTransactions: with output.transactions, an instance's
 // output and position move together in transactions, so that even an
 // extension whose output depends on chance is written exactly once: its
-// actors made to fail right after an output was acknowledged, and the
-// node restarted, a read_committed reader sees each record's output once
-// (from one run or another), and the group's position at the source's end.
+// actors made to fail when an output was acknowledged, in the middle of a
+// transaction, and the node restarted, a read_committed reader sees each
+// record's output once (from one run or another), and the group's
+// position at the source's end.
 func TestExtensionTransactions(t *testing.T) {
 	b := startBroker(t)
 	ctx := ctxFor(t)
@@ -828,7 +829,11 @@ func TestExtensionTransactions(t *testing.T) {
 	}
 	produce(200)
 	once()
-	b.injectFault(`{"actor": "node/1/extensions/x1/*", "kind": "panic", "message": "appendRes", "after": true, "count": 2}`)
+	// The actors fail when a target acknowledges an output, before they
+	// take the answer: the output is written, in a transaction left
+	// open, which the next run aborts before it writes the records'
+	// output again.
+	b.injectFault(`{"actor": "node/1/extensions/x1/*", "kind": "panic", "message": "appendRes", "count": 2}`)
 	produce(200)
 	once()
 	eventually(t, "x1's actors restarted after the 2 injected panics", func() bool {
