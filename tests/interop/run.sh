@@ -50,6 +50,12 @@
 #     the end offsets; transactions (commit, abort) read with
 #     read_committed and read_uncommitted; a KIP-848 (group.protocol=
 #     consumer) consumer subscribed to a pattern;
+#   - Apache Kafka's command-line tools (kafka-tools, the same classpath):
+#     kafka-topics (create, describe, alter to more partitions, list,
+#     delete), kafka-producer-perf-test and kafka-consumer-perf-test (with a
+#     group), kafka-consumer-groups (describe with lag, reset-offsets
+#     --to-earliest), kafka-verifiable-producer and -consumer, and
+#     kafka-transactions list;
 #   - the node stops cleanly on SIGTERM;
 #   - a three-node cluster (127.0.0.221-223): kafkajs-cluster.js creates a
 #     topic of replication factor 3, checks every partition has three
@@ -644,6 +650,87 @@ if [ -n "$JAVA_OK" ]; then
 		>"$WORK/java.out" 2>"$WORK/java.err"
 	report Main.java $? "$WORK/java"
 	echo "kafka-clients requests, as the node counted them: $(requests_since "$WORK/java.before")"
+fi
+
+# --- Apache Kafka's command-line tools ----------------------------------------
+
+# The tools of kafka-tools (java/pom.xml pins it), run from the same
+# classpath as kafka-topics.sh and the others run them: each checked for the
+# answer a Kafka user expects.
+if [ -n "$JAVA_OK" ]; then
+	tool() { # CLASS ARGS...: runs a tool's main class; its stdout is the output
+		local class=$1
+		shift
+		timeout 120 java -cp "$HERE/java/target/classes:$(cat "$HERE/java/target/classpath.txt")" "org.apache.kafka.tools.$class" "$@" 2>>"$WORK/tools.err"
+	}
+	check_tool() { # NAME STATUS OUTPUT-FILE PATTERN: ok when STATUS is 0 and the output has PATTERN
+		if [ "$2" -eq 0 ] && grep -Eq -- "$4" "$3"; then ok "$1"; else
+			fail "$1 (status $2)"
+			head -n 5 "$3"
+			tail -n 3 "$WORK/tools.err"
+		fi
+	}
+	T=$WORK/tools.out
+	tool TopicCommand --bootstrap-server "$BROKER" --create --topic tools-t --partitions 3 --replication-factor 1 >"$T"
+	check_tool "kafka-topics --create: Created topic tools-t." $? "$T" '^Created topic tools-t\.$'
+	tool TopicCommand --bootstrap-server "$BROKER" --describe --topic tools-t >"$T"
+	check_tool "kafka-topics --describe: PartitionCount 3, each partition led by node 1 with Isr 1" $? "$T" 'PartitionCount: 3'
+	[ "$(grep -c 'Leader: 1.*Isr: 1' "$T")" -eq 3 ] || fail "kafka-topics --describe: three partitions led, in sync"
+	tool TopicCommand --bootstrap-server "$BROKER" --alter --topic tools-t --partitions 4 >"$T"
+	status=$?
+	tool TopicCommand --bootstrap-server "$BROKER" --describe --topic tools-t >"$T"
+	check_tool "kafka-topics --alter --partitions 4, then --describe: PartitionCount 4" $((status + $?)) "$T" 'PartitionCount: 4'
+	tool TopicCommand --bootstrap-server "$BROKER" --list >"$T"
+	check_tool "kafka-topics --list: tools-t" $? "$T" '^tools-t$'
+	tool TopicCommand --bootstrap-server "$BROKER" --delete --topic tools-t >"$T"
+	status=$?
+	tool TopicCommand --bootstrap-server "$BROKER" --list >"$T"
+	if [ $status -eq 0 ] && ! grep -q '^tools-t$' "$T"; then ok "kafka-topics --delete: gone from --list"; else fail "kafka-topics --delete: gone from --list (status $status)"; fi
+
+	tool ProducerPerformance --topic tools-perf --num-records 20000 --record-size 100 --throughput -1 \
+		--command-property bootstrap.servers="$BROKER" acks=all >"$T"
+	check_tool "kafka-producer-perf-test: 20000 records sent, acks=all" $? "$T" '^20000 records sent'
+	tool ConsumerPerformance --bootstrap-server "$BROKER" --topic tools-perf --num-records 20000 --group tools-perf-group >"$T"
+	check_tool "kafka-consumer-perf-test --group: 20000 records consumed" $? "$T" ', 20000, '
+	# group_totals FILE: the committed offsets, log end offsets and lags of
+	# tools-perf in a --describe, each summed over the partitions.
+	group_totals() { awk '$2 == "tools-perf" { c += $4; e += $5; l += $6 } END { print c + 0, e + 0, l + 0 }' "$1"; }
+	tool consumer.group.ConsumerGroupCommand --bootstrap-server "$BROKER" --describe --group tools-perf-group >"$T"
+	status=$?
+	if [ $status -eq 0 ] && [ "$(group_totals "$T")" = "20000 20000 0" ]; then
+		ok "kafka-consumer-groups --describe: every partition of tools-perf committed at its end (20000 in all), lag 0"
+	else
+		fail "kafka-consumer-groups --describe: committed at the end, lag 0 (status $status, totals $(group_totals "$T"))"
+		cat "$T"
+	fi
+	tool consumer.group.ConsumerGroupCommand --bootstrap-server "$BROKER" --reset-offsets --to-earliest --execute \
+		--group tools-perf-group --topic tools-perf >"$T"
+	status=$?
+	tool consumer.group.ConsumerGroupCommand --bootstrap-server "$BROKER" --describe --group tools-perf-group >"$T"
+	status=$((status + $?))
+	if [ $status -eq 0 ] && [ "$(group_totals "$T")" = "0 20000 20000" ]; then
+		ok "kafka-consumer-groups --reset-offsets --to-earliest --execute, then --describe: offsets 0, lag 20000"
+	else
+		fail "kafka-consumer-groups --reset-offsets --to-earliest, then --describe: offsets 0, lag 20000 (status $status, totals $(group_totals "$T"))"
+		cat "$T"
+	fi
+
+	tool VerifiableProducer --bootstrap-server "$BROKER" --topic tools-verifiable --max-messages 1000 --acks -1 >"$T"
+	check_tool "kafka-verifiable-producer: 1000 sent, 1000 acked" $? "$T" '"name":"tool_data","sent":1000,"acked":1000'
+	tool VerifiableConsumer --bootstrap-server "$BROKER" --topic tools-verifiable --group-id tools-verifiable --max-messages 1000 >"$T"
+	status=$?
+	# Each records_consumed event's count, its partitions' counts left out.
+	consumed=$(grep '"name":"records_consumed"' "$T" | sed 's/"partitions":\[[^]]*\]//' | grep -o '"count":[0-9]*' |
+		awk -F: '{ n += $2 } END { print n + 0 }')
+	committed=$(grep -c '"name":"offsets_committed".*"success":true' "$T")
+	if [ $status -eq 0 ] && [ "${consumed:-0}" -eq 1000 ] && [ "$committed" -gt 0 ]; then
+		ok "kafka-verifiable-consumer: 1000 records consumed, offsets committed"
+	else
+		fail "kafka-verifiable-consumer: 1000 records consumed, offsets committed (status $status, consumed ${consumed:-0}, commits $committed)"
+	fi
+	tool TransactionsCommand --bootstrap-server "$BROKER" list >"$T"
+	check_tool "kafka-transactions list: the transactional ids of the node's coordinators" $? "$T" \
+		'^TransactionalId[[:space:]]+Coordinator[[:space:]]+ProducerId[[:space:]]+TransactionState'
 fi
 
 # --- stop -----------------------------------------------------------------
