@@ -28,7 +28,10 @@
 // catches up. Output a target already has is dropped (Status.Skipped): the
 // output is written exactly once as long as the kind is deterministic.
 // Ticks of a Timed extension that write are noted in the state topic and
-// replayed after a restart.
+// replayed after a restart. With output.transactions (txn.go) the output,
+// state and position go in a Kafka transaction per commit instead, under a
+// transactional id of the partition's own, and a restart's InitProducerId
+// aborts what the run before left open: exactly once whatever the kind.
 //
 // Failures: what the cluster cannot take yet (no leader, a missing topic,
 // a commit that fails) is retried with backoff and shown as the waiting

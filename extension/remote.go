@@ -3,7 +3,6 @@ package extension
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
 	"strconv"
 	"time"
 
@@ -99,14 +98,9 @@ func (r *runner) startRemote(c actor.Context) error {
 // stepRemote processes the records the reader brought, or asks it for
 // more: the remote counterpart of step's local read.
 func (r *runner) stepRemote(c actor.Context) {
-	stopAt := int64(math.MaxInt64)
-	if len(r.ticks) > 0 {
-		if t := r.ticks[0]; r.pos >= t.pos {
-			r.ticks = r.ticks[1:]
-			r.tick(c, t.at)
-			return
-		}
-		stopAt = r.ticks[0].pos
+	stopAt, ticked := r.replayTick(c)
+	if ticked {
+		return
 	}
 	if len(r.fetched) == 0 {
 		r.maybeCommit(c, true)

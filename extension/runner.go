@@ -512,14 +512,9 @@ func (r *runner) step(c actor.Context) {
 	}
 	upTo := log.LastStableOffset
 	r.st.set(func(s *Status) { s.Position, s.End, s.State, s.Reason = r.pos, log.HighWatermark, StateRunning, "" })
-	if len(r.ticks) > 0 {
-		// Replaying: the next noted tick falls here, or the records
-		// before it are read first, and no further.
-		if t := r.ticks[0]; r.pos >= t.pos {
-			r.ticks = r.ticks[1:]
-			r.tick(c, t.at)
-			return
-		}
+	stopAt, ticked := r.replayTick(c)
+	if ticked {
+		return
 	}
 	if r.pos >= upTo {
 		r.maybeCommit(c, true)
@@ -539,10 +534,6 @@ func (r *runner) step(c actor.Context) {
 			return
 		}
 	}
-	stopAt := int64(math.MaxInt64)
-	if len(r.ticks) > 0 {
-		stopAt = r.ticks[0].pos
-	}
 	recs, next, rest, err := r.decode(b, log.AbortedTxns(r.pos, upTo), stopAt)
 	r.rbuf, r.rbufAt = rest, next
 	if err != nil {
@@ -550,6 +541,21 @@ func (r *runner) step(c actor.Context) {
 		return
 	}
 	r.process(c, recs, next)
+}
+
+// replayTick replays the next noted tick if it falls at the position
+// (ticked), and otherwise returns where the records read before it stop:
+// at that tick, or nowhere (math.MaxInt64) when none is left to replay.
+func (r *runner) replayTick(c actor.Context) (stopAt int64, ticked bool) {
+	if len(r.ticks) == 0 {
+		return math.MaxInt64, false
+	}
+	if t := r.ticks[0]; r.pos >= t.pos {
+		r.ticks = r.ticks[1:]
+		r.tick(c, t.at)
+		return 0, true
+	}
+	return r.ticks[0].pos, false
 }
 
 // process hands records to the extension, on a goroutine of their own: an

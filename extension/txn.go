@@ -58,26 +58,21 @@ func (r *runner) initTxn(ctx context.Context) (*txnOutput, error) {
 	req.TransactionalID = &t.id
 	req.TransactionTimeoutMillis = int32(txnTimeout / time.Millisecond)
 	req.ProducerID, req.ProducerEpoch = -1, -1
-	for {
+	err = retryTxn(ctx, func() error {
 		resp, err := req.RequestWith(ctx, cl)
 		if err == nil {
 			err = kerr.ErrorForCode(resp.ErrorCode)
 		}
 		if err == nil {
 			t.pid, t.epoch = resp.ProducerID, resp.ProducerEpoch
-			return t, nil
 		}
-		if !kerr.IsRetriable(err) || ctx.Err() != nil {
-			cl.Close()
-			return nil, fmt.Errorf("InitProducerId for %s: %w", t.id, err)
-		}
-		select {
-		case <-ctx.Done():
-			cl.Close()
-			return nil, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
+		return err
+	})
+	if err != nil {
+		cl.Close()
+		return nil, fmt.Errorf("InitProducerId for %s: %w", t.id, err)
 	}
+	return t, nil
 }
 
 // addPartitions adds partitions to the transaction in progress. Called on
@@ -189,8 +184,8 @@ func retryTxn(ctx context.Context, f func() error) error {
 
 func (t *txnOutput) close() { t.cl.Close() }
 
-// addAndSend adds the chunk's new target partitions to the transaction,
-// then sends its batches (sendChunk again).
+// addTxnPartitions adds the chunk's new target partitions to the
+// transaction on a goroutine; txnAdded then sends its batches.
 func (r *runner) addTxnPartitions(c actor.Context, keys []partition.Key) {
 	r.adding = true
 	self, root, ctx, tx := r.self, c.ActorSystem().Root, r.ctx, r.txn
