@@ -19,10 +19,12 @@
 // transactional id this node coordinates (package txn; the ids of the
 // __transaction_state partitions it leads), fetchers with one child per
 // node it follows partitions on, replicas, which answers other nodes'
-// fetchers, and appends, which takes appends and transaction markers from
-// other nodes (partition.RemoteAppend, partition.RemoteMarker). The root's
-// children, the partitions, the fetchers, the groups and the txns restart
-// with exponential backoff
+// fetchers, appends, which takes appends and transaction markers from
+// other nodes (partition.RemoteAppend, partition.RemoteMarker), and
+// extensions with one child per source partition this node leads of each
+// extension instance (package extension; the metadata actor tells it what
+// this node leads). The root's children, the partitions, the fetchers, the
+// groups, the txns and the extensions restart with exponential backoff
 // (actors.NewBackoffStrategy). Every actor is
 // spawned through an actors.Tree, which counts its mailbox and restarts
 // and installs the fault-injection middleware (actors.Faults).

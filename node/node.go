@@ -572,6 +572,7 @@ func removeDeletedDirs(dataDir string, log zerolog.Logger) {
 //	├── groups       supervisor of the group coordinators, one per group
 //	├── txns         supervisor of the transaction coordinators, one per transactional id
 //	├── appends      takes appends and markers from other nodes (partition.RemoteAppend, RemoteMarker)
+//	├── extensions   supervisor of the extension actors, one per source partition this node leads
 //	└── controller   this node's seat in the controller quorum
 //
 // Supervised by a one-for-one guardian that restarts it up to 10 times a
