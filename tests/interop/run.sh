@@ -54,14 +54,23 @@
 #     kafka-topics (create, describe, alter to more partitions, list,
 #     delete), kafka-producer-perf-test and kafka-consumer-perf-test (with a
 #     group), kafka-consumer-groups (describe with lag, reset-offsets
-#     --to-earliest), kafka-verifiable-producer and -consumer, and
-#     kafka-transactions list;
+#     --to-earliest), kafka-configs (kafka.admin.ConfigCommand, from the
+#     broker's jar: a topic's, a broker's and the cluster default's dynamic
+#     configs altered, described with synonyms and deleted, a bad value
+#     refused), kafka-verifiable-producer and -consumer, and
+#     kafka-transactions list, describe, describe-producers and abort (a
+#     transaction left open by a confluent-kafka producer that went away,
+#     holding read_committed readers back until it is aborted);
 #   - the node stops cleanly on SIGTERM;
 #   - a three-node cluster (127.0.0.221-223): kafkajs-cluster.js creates a
 #     topic of replication factor 3, checks every partition has three
 #     replicas in sync, produces idempotently through every broker and
 #     reads back with a two-member group; kcat -L shows the replicas and
-#     kcat -C reads the records back through another node; the three stop
+#     kcat -C reads the records back through another node; Kafka's
+#     verifiable producer (acks=all) writes to an RF 3 topic while the
+#     leader of one partition is killed -9 and restarted, and verifiable.py
+#     checks what the verifiable consumer then reads (every acknowledged
+#     record at its offset, nothing unsent, nothing twice); the three stop
 #     cleanly on SIGTERM (controlled shutdown).
 #
 # For kcat's groups, kafkajs, the transaction scripts and the Java client it
@@ -658,10 +667,11 @@ fi
 # classpath as kafka-topics.sh and the others run them: each checked for the
 # answer a Kafka user expects.
 if [ -n "$JAVA_OK" ]; then
-	tool() { # CLASS ARGS...: runs a tool's main class; its stdout is the output
+	tool() { # CLASS ARGS...: runs a tool's main class (org.apache.kafka.tools.CLASS, or CLASS when it is kafka.*); its stdout is the output
 		local class=$1
 		shift
-		timeout 120 java -cp "$HERE/java/target/classes:$(cat "$HERE/java/target/classpath.txt")" "org.apache.kafka.tools.$class" "$@" 2>>"$WORK/tools.err"
+		case $class in kafka.*) ;; *) class=org.apache.kafka.tools.$class ;; esac
+		timeout 120 java -cp "$HERE/java/target/classes:$(cat "$HERE/java/target/classpath.txt")" "$class" "$@" 2>>"$WORK/tools.err"
 	}
 	check_tool() { # NAME STATUS OUTPUT-FILE PATTERN: ok when STATUS is 0 and the output has PATTERN
 		if [ "$2" -eq 0 ] && grep -Eq -- "$4" "$3"; then ok "$1"; else
@@ -682,6 +692,62 @@ if [ -n "$JAVA_OK" ]; then
 	check_tool "kafka-topics --alter --partitions 4, then --describe: PartitionCount 4" $((status + $?)) "$T" 'PartitionCount: 4'
 	tool TopicCommand --bootstrap-server "$BROKER" --list >"$T"
 	check_tool "kafka-topics --list: tools-t" $? "$T" '^tools-t$'
+	# kafka-configs (kafka.admin.ConfigCommand): a topic's dynamic configs
+	# with their synonyms, a deleted one gone, a bad value refused; a
+	# broker's and the cluster default's dynamic configs.
+	configs() { tool kafka.admin.ConfigCommand --bootstrap-server "$BROKER" "$@"; }
+	configs --entity-type topics --entity-name tools-t --alter --add-config retention.ms=3600000,cleanup.policy=compact >"$T"
+	check_tool "kafka-configs --alter --add-config retention.ms,cleanup.policy on a topic" $? "$T" '^Completed updating config for topic tools-t\.$'
+	configs --entity-type topics --entity-name tools-t --describe >"$T"
+	check_tool "kafka-configs --describe: the topic's dynamic cleanup.policy with its synonyms" $? "$T" \
+		'^  cleanup\.policy=compact sensitive=false synonyms=\{DYNAMIC_TOPIC_CONFIG:cleanup\.policy=compact, DEFAULT_CONFIG:log\.cleanup\.policy=delete\}$'
+	grep -q '^  retention\.ms=3600000 ' "$T" || fail "kafka-configs --describe: the topic's dynamic retention.ms"
+	configs --entity-type topics --entity-name tools-t --alter --delete-config retention.ms >"$T"
+	status=$?
+	configs --entity-type topics --entity-name tools-t --describe >"$T"
+	if [ $((status + $?)) -eq 0 ] && ! grep -q 'retention\.ms=' "$T" && grep -q '^  cleanup\.policy=compact ' "$T"; then
+		ok "kafka-configs --alter --delete-config retention.ms, then --describe: only cleanup.policy is left"
+	else
+		fail "kafka-configs --delete-config retention.ms, then --describe: only cleanup.policy is left (status $status)"
+		cat "$T"
+	fi
+	: >"$WORK/tools.err"
+	if configs --entity-type topics --entity-name tools-t --alter --add-config retention.ms=soon >"$T" 2>&1; then
+		fail "kafka-configs --add-config retention.ms=soon: refused"
+	elif grep -q 'InvalidConfigurationException: .*retention\.ms' "$WORK/tools.err"; then
+		ok "kafka-configs --add-config retention.ms=soon: refused, InvalidConfigurationException naming retention.ms"
+	else
+		fail "kafka-configs --add-config retention.ms=soon: InvalidConfigurationException naming retention.ms"
+		tail -n 3 "$WORK/tools.err"
+	fi
+	configs --entity-type brokers --entity-name 1 --alter --add-config message.max.bytes=2000000 >"$T"
+	status=$?
+	configs --entity-type brokers --entity-default --alter --add-config log.retention.ms=604800001 >>"$T"
+	status=$((status + $?))
+	configs --entity-type topics --entity-name tools-t --describe --all >"$T"
+	status=$((status + $?))
+	if [ $status -eq 0 ] &&
+		grep -q '^  max\.message\.bytes=2000000 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:message\.max\.bytes=2000000, DEFAULT_CONFIG:message\.max\.bytes=' "$T" &&
+		grep -q '^  retention\.ms=604800001 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log\.retention\.ms=604800001, ' "$T"; then
+		ok "kafka-configs --alter on broker 1 and on the cluster default: the topic's --describe --all takes both"
+	else
+		fail "kafka-configs --alter on broker 1 and on the cluster default: the topic's --describe --all takes both (status $status)"
+		grep -E 'max\.message\.bytes|retention\.ms' "$T"
+	fi
+	configs --entity-type brokers --entity-name 1 --alter --delete-config message.max.bytes >"$T"
+	status=$?
+	configs --entity-type brokers --entity-default --alter --delete-config log.retention.ms >>"$T"
+	status=$((status + $?))
+	configs --entity-type brokers --entity-name 1 --describe >"$T"
+	status=$((status + $?))
+	configs --entity-type brokers --entity-default --describe >>"$T"
+	status=$((status + $?))
+	if [ $status -eq 0 ] && [ "$(grep -c '=' "$T")" -eq 0 ]; then
+		ok "kafka-configs --delete-config on broker 1 and the cluster default: no dynamic broker configs left"
+	else
+		fail "kafka-configs --delete-config on broker 1 and the cluster default: no dynamic broker configs left (status $status)"
+		cat "$T"
+	fi
 	tool TopicCommand --bootstrap-server "$BROKER" --delete --topic tools-t >"$T"
 	status=$?
 	tool TopicCommand --bootstrap-server "$BROKER" --list >"$T"
@@ -731,6 +797,57 @@ if [ -n "$JAVA_OK" ]; then
 	tool TransactionsCommand --bootstrap-server "$BROKER" list >"$T"
 	check_tool "kafka-transactions list: the transactional ids of the node's coordinators" $? "$T" \
 		'^TransactionalId[[:space:]]+Coordinator[[:space:]]+ProducerId[[:space:]]+TransactionState'
+
+	# kafka-transactions describe, describe-producers and abort: a
+	# transaction left open by a producer that went away (confluent-kafka,
+	# its process gone without ending it, the transaction's timeout ten
+	# minutes) holds tools-txn's last stable offset back, so read_committed
+	# readers see nothing, not even a later plain record, until an operator
+	# aborts it.
+	tool TopicCommand --bootstrap-server "$BROKER" --create --topic tools-txn --partitions 1 --replication-factor 1 >"$T"
+	status=$?
+	timeout 60 "$VENV/bin/python" - "$BROKER" >>"$T" 2>&1 <<'EOF'
+import os, sys
+from confluent_kafka import Producer
+p = Producer({"bootstrap.servers": sys.argv[1], "transactional.id": "tools-open", "transaction.timeout.ms": 600000})
+p.init_transactions(30)
+p.begin_transaction()
+p.produce("tools-txn", b"open", partition=0)
+if p.flush(30) != 0:
+    sys.exit(1)
+os._exit(0)  # gone, the transaction neither committed nor aborted
+EOF
+	status=$((status + $?))
+	echo after | kc -P -t tools-txn -p 0 >>"$T" 2>&1
+	status=$((status + $?))
+	[ $status -eq 0 ] || { fail "kafka-transactions: a transaction left open on tools-txn (status $status)"; cat "$T"; }
+	tool TransactionsCommand --bootstrap-server "$BROKER" describe --transactional-id tools-open >"$T"
+	check_tool "kafka-transactions describe: tools-open Ongoing (timeout 600000 ms) on tools-txn-0" $? "$T" \
+		'^1[[:space:]]+tools-open[[:space:]]+[0-9]+[[:space:]]+0[[:space:]]+Ongoing[[:space:]]+600000[[:space:]].*tools-txn-0'
+	# open_at: the CurrentTransactionStartOffset column of describe-producers.
+	open_at() { awk 'NR == 2 { print $NF }' "$1"; }
+	tool TransactionsCommand --bootstrap-server "$BROKER" describe-producers --topic tools-txn --partition 0 >"$T"
+	status=$?
+	consume "$WORK/tools-txn.before" -t tools-txn -o beginning -e -X isolation.level=read_committed -f '%s\n'
+	status=$((status + $?))
+	if [ $status -eq 0 ] && [ "$(open_at "$T")" = 0 ] && [ ! -s "$WORK/tools-txn.before" ]; then
+		ok "kafka-transactions describe-producers: a transaction open at offset 0; kcat read_committed reads nothing"
+	else
+		fail "kafka-transactions describe-producers: a transaction open at offset 0, nothing read_committed (status $status)"
+		cat "$T" "$WORK/tools-txn.before"
+	fi
+	tool TransactionsCommand --bootstrap-server "$BROKER" abort --topic tools-txn --partition 0 --start-offset 0 >"$T"
+	status=$?
+	tool TransactionsCommand --bootstrap-server "$BROKER" describe-producers --topic tools-txn --partition 0 >"$T"
+	status=$((status + $?))
+	consume "$WORK/tools-txn.after" -t tools-txn -o beginning -e -X isolation.level=read_committed -f '%s\n'
+	status=$((status + $?))
+	if [ $status -eq 0 ] && [ "$(open_at "$T")" = None ] && [ "$(cat "$WORK/tools-txn.after")" = after ]; then
+		ok "kafka-transactions abort --start-offset 0: no transaction open; kcat read_committed reads the plain record only"
+	else
+		fail "kafka-transactions abort: no transaction open, the plain record read_committed (status $status)"
+		cat "$T" "$WORK/tools-txn.after"
+	fi
 fi
 
 # --- stop -----------------------------------------------------------------
@@ -752,13 +869,18 @@ CHOSTS=(127.0.0.221 127.0.0.222 127.0.0.223)
 VOTERS="1@127.0.0.221:9093,2@127.0.0.222:9093,3@127.0.0.223:9093"
 CBROKERS="127.0.0.221:9092,127.0.0.222:9092,127.0.0.223:9092"
 TOPIC_CLUSTER=interop-cluster
-for i in 1 2 3; do
-	h=${CHOSTS[$((i - 1))]}
+# start_cluster_node I: starts (or restarts, on its data) node I, its pid
+# in CLUSTER_PIDS[I-1].
+start_cluster_node() {
+	local i=$1 h=${CHOSTS[$(($1 - 1))]}
 	mkdir -p "$WORK/c$i"
 	"$ROOT/bin/skein" node --node-id "$i" --data-dir "$WORK/c$i" --listen "$h:9092" --admin-listen "$h:9644" \
 		--cluster-listen "$h:9093" --controller-quorum "$VOTERS" --log-format json \
-		--set group.initial.rebalance.delay.ms=0 >"$WORK/c$i.log" 2>&1 &
-	CLUSTER_PIDS+=($!)
+		--set group.initial.rebalance.delay.ms=0 >>"$WORK/c$i.log" 2>&1 &
+	CLUSTER_PIDS[$((i - 1))]=$!
+}
+for i in 1 2 3; do
+	start_cluster_node "$i"
 done
 deadline=$((SECONDS + 60))
 cluster_up=1
@@ -798,6 +920,70 @@ if [ -f "$WORK/cluster.want" ]; then
 	same "kcat -C through node 3 reads back the records kafkajs produced to the cluster" "$status" "$WORK/cluster.got" "$WORK/cluster.want"
 else
 	fail "kcat -C reads back the cluster's records: kafkajs-cluster.js wrote none"
+fi
+
+# Kafka's verifiable producer and consumer (the clients of Kafka's own
+# system tests) through a failover: the producer (acks=all, idempotent)
+# writes to an RF 3 topic with min.insync.replicas=2; the leader of its
+# partition 0 is killed -9 once 2000 records are acknowledged, and started
+# again once another node leads that partition; once the producer is done
+# and the node is back in every ISR, the consumer reads as many records as
+# were acknowledged, and verifiable.py checks the history: every
+# acknowledged record read at its partition and offset, nothing read that
+# was never sent, nothing read twice.
+# leader_of HOST PARTITION: the partition's leader as HOST's metadata says.
+leader_of() { timeout 10 "$KCAT" -b "$1:9092" -L -t tools-failover 2>/dev/null | sed -n "s/^ *partition $2, leader \(-\?[0-9]*\),.*/\1/p"; }
+# acked FILE: how many records the verifiable producer's output acknowledges.
+acked() { cat "$1" 2>/dev/null | grep -c '"name":"producer_send_success"'; }
+if [ -n "$JAVA_OK" ] && [ "$cluster_up" -eq 1 ]; then
+	VP=$WORK/verifiable-producer.out
+	tool TopicCommand --bootstrap-server "$CBROKERS" --create --topic tools-failover --partitions 3 \
+		--replication-factor 3 --config min.insync.replicas=2 >"$T"
+	check_tool "kafka-topics --create on the cluster: tools-failover, RF 3, min.insync.replicas=2" $? "$T" '^Created topic tools-failover\.$'
+	tool VerifiableProducer --bootstrap-server "$CBROKERS" --topic tools-failover --max-messages 20000 \
+		--throughput 2000 --acks -1 >"$VP" &
+	vp_pid=$!
+	deadline=$((SECONDS + 60))
+	until [ "$(acked "$VP")" -ge 2000 ] || [ "$SECONDS" -ge "$deadline" ]; do sleep 0.1; done
+	victim=$(leader_of 127.0.0.221 0)
+	case $victim in
+	1 | 2 | 3)
+		kill -9 "${CLUSTER_PIDS[$((victim - 1))]}"
+		wait "${CLUSTER_PIDS[$((victim - 1))]}" 2>/dev/null
+		other=${CHOSTS[$((victim % 3))]}
+		deadline=$((SECONDS + 60))
+		until l=$(leader_of "$other" 0) && [ -n "$l" ] && [ "$l" != "$victim" ] && [ "$l" != -1 ]; do
+			[ "$SECONDS" -lt "$deadline" ] || break
+			sleep 0.2
+		done
+		echo "verifiable: node $victim (leader of tools-failover-0) killed at $(acked "$VP") acknowledged; node ${l:-none} leads it now"
+		start_cluster_node "$victim"
+		;;
+	*) fail "verifiable: no leader of tools-failover-0 to kill ($victim)" ;;
+	esac
+	wait "$vp_pid"
+	status=$?
+	n=$(acked "$VP")
+	# Every partition's ISR holds all three nodes again: the restarted node
+	# caught up.
+	deadline=$((SECONDS + 60))
+	until [ "$(timeout 10 "$KCAT" -b 127.0.0.221:9092 -L -t tools-failover 2>/dev/null | grep -c 'isrs: [0-9],[0-9],[0-9]')" -eq 3 ]; do
+		[ "$SECONDS" -lt "$deadline" ] || break
+		sleep 0.2
+	done
+	if [ "$SECONDS" -lt "$deadline" ]; then ok "verifiable: the restarted node rejoined every ISR of tools-failover"; else
+		fail "verifiable: the restarted node rejoined every ISR of tools-failover"
+		timeout 10 "$KCAT" -b 127.0.0.221:9092 -L -t tools-failover
+	fi
+	check_tool "kafka-verifiable-producer through the leader's kill -9: every record sent ($n acknowledged)" $status "$VP" '"name":"tool_data","sent":20000,'
+	tool VerifiableConsumer --bootstrap-server "$CBROKERS" --topic tools-failover --group-id tools-failover \
+		--max-messages "$n" --reset-policy earliest --verbose >"$WORK/verifiable-consumer.out"
+	status=$?
+	if [ $status -eq 0 ] && python3 "$HERE/verifiable.py" "$VP" "$WORK/verifiable-consumer.out" >"$T" 2>&1; then
+		ok "kafka-verifiable-consumer after the failover: $(cat "$T")"
+	else
+		fail "kafka-verifiable-consumer after the failover (status $status): $(cat "$T")"
+	fi
 fi
 
 # SIGTERM: each node moves its leaderships away and stops, status 0.
