@@ -7,15 +7,24 @@ package transport
 //   - v3+: the features (KIP-584): transaction.version 0-2 supported and 2
 //     finalized, which tells clients to use KIP-890's transaction version
 //     2 (Produce v12+ adds partitions to the transaction, EndTxn v5+ bumps
-//     the epoch). The finalized features never change, so their epoch is
-//     constant.
+//     the epoch); group.version 0-1 supported and 1 finalized, the KIP-848
+//     consumer group protocol (ConsumerGroupHeartbeat), as Kafka 4
+//     finalizes it. Kafka's other features are not Skein's to claim
+//     (metadata.version and kraft.version describe Kafka's own metadata
+//     log; share, streams and ELR are not implemented). The finalized
+//     features never change, so their epoch is constant.
+//   - v3: supported features whose range starts at 0 are left out (both of
+//     Skein's), as Kafka does since KIP-1022: clients before it read a
+//     minimum of 0 as an invalid range. v4 lists them all.
 //   - A request newer than v4 is answered at v0 with UNSUPPORTED_VERSION and
-//     the full key list, without parsing its body (KIP-511), so the client
-//     retries at a version we speak. The response header is always v0.
+//     only ApiVersions' own range, without parsing its body (KIP-511), so
+//     the client retries at a version we speak; Kafka answers the same.
+//     The response header is always v0.
 //
 // Version notes:
 //   - v1: ThrottleMillis.
 //   - v3: flexible; ClientSoftwareName and ClientSoftwareVersion (KIP-511).
+//   - v4: supported features with a minimum of 0 (KIP-1022).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -33,11 +42,20 @@ func (a *API) handleApiVersions(_ *conn, kreq kmsg.Request) finish {
 	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
 	resp.ApiKeys = a.apiKeys()
 	if req.Version >= 3 {
-		sf := kmsg.NewApiVersionsResponseSupportedFeature()
-		sf.Name, sf.MinVersion, sf.MaxVersion = "transaction.version", 0, 2
-		resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
+		supported := func(name string, minVersion, maxVersion int16) {
+			if minVersion == 0 && req.Version < 4 {
+				return // KIP-1022
+			}
+			sf := kmsg.NewApiVersionsResponseSupportedFeature()
+			sf.Name, sf.MinVersion, sf.MaxVersion = name, minVersion, maxVersion
+			resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
+		}
+		supported("transaction.version", 0, 2)
+		supported("group.version", 0, 1)
 		ff := kmsg.NewApiVersionsResponseFinalizedFeature()
 		ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = "transaction.version", 2, 2
+		resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
+		ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = "group.version", 1, 1
 		resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
 		resp.FinalizedFeaturesEpoch = 1
 	}
@@ -48,7 +66,11 @@ func (a *API) apiVersionsUnsupported() kmsg.Response {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.Version = 0
 	resp.ErrorCode = kerr.UnsupportedVersion.Code
-	resp.ApiKeys = a.apiKeys()
+	for _, k := range a.apiKeys() {
+		if k.ApiKey == 18 {
+			resp.ApiKeys = append(resp.ApiKeys, k)
+		}
+	}
 	return resp
 }
 

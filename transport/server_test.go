@@ -69,10 +69,41 @@ func TestApiVersionsWithFranzGo(t *testing.T) {
 	if !maps.Equal(got, want) {
 		t.Fatalf("advertised ranges:\n got %v\nwant %v", got, want)
 	}
-	// KIP-890's transaction version 2 is finalized: clients use it.
-	if len(resp.FinalizedFeatures) != 1 || resp.FinalizedFeatures[0].Name != "transaction.version" ||
-		resp.FinalizedFeatures[0].MaxVersionLevel != 2 || resp.FinalizedFeaturesEpoch < 0 {
-		t.Fatalf("finalized features %+v (epoch %d), want transaction.version 2", resp.FinalizedFeatures, resp.FinalizedFeaturesEpoch)
+	// KIP-890's transaction version 2 is finalized: clients use it; so is
+	// group.version 1, KIP-848's consumer groups.
+	finalized := map[string]int16{}
+	for _, f := range resp.FinalizedFeatures {
+		finalized[f.Name] = f.MaxVersionLevel
+	}
+	if want := map[string]int16{"transaction.version": 2, "group.version": 1}; !maps.Equal(finalized, want) || resp.FinalizedFeaturesEpoch < 0 {
+		t.Fatalf("finalized features %+v (epoch %d), want %v", resp.FinalizedFeatures, resp.FinalizedFeaturesEpoch, want)
+	}
+}
+
+// TestApiVersionsFeaturesFromZeroAtV4 checks KIP-1022: supported features
+// whose range starts at 0 are listed from v4 only (clients before it read
+// such a range as invalid); the finalized ones at v3 too.
+func TestApiVersionsFeaturesFromZeroAtV4(t *testing.T) {
+	s := startServer(t)
+	for _, v := range []int16{3, 4} {
+		nc, err := net.Dial("tcp", s.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.Version = v
+		// A flexible request header ends with an empty tag section.
+		body := rawRequest(t, nc, 18, v, 1, append([]byte{0}, req.AppendTo(nil)...))
+		nc.Close()
+		resp := kmsg.NewPtrApiVersionsResponse()
+		resp.Version = v
+		if err := resp.ReadFrom(body); err != nil {
+			t.Fatal(err)
+		}
+		if want := map[int16]int{3: 0, 4: 2}[v]; len(resp.SupportedFeatures) != want || len(resp.FinalizedFeatures) != 2 {
+			t.Errorf("v%d: supported %+v, finalized %+v; want %d supported and 2 finalized",
+				v, resp.SupportedFeatures, resp.FinalizedFeatures, want)
+		}
 	}
 }
 
@@ -104,7 +135,8 @@ func rawRequest(t *testing.T, nc net.Conn, key, version int16, corr int32, body 
 }
 
 // TestApiVersionsNewerThanServed checks KIP-511: a version we do not know is
-// answered at v0 with UNSUPPORTED_VERSION and our key list.
+// answered at v0 with UNSUPPORTED_VERSION and ApiVersions' own range, as
+// Kafka answers it (tests/diff compares the two).
 func TestApiVersionsNewerThanServed(t *testing.T) {
 	s := startServer(t)
 	nc, err := net.Dial("tcp", s.Addr().String())
@@ -118,8 +150,9 @@ func TestApiVersionsNewerThanServed(t *testing.T) {
 	if err := resp.ReadFrom(body); err != nil {
 		t.Fatal(err)
 	}
-	if resp.ErrorCode != kerr.UnsupportedVersion.Code || len(resp.ApiKeys) == 0 {
-		t.Fatalf("got error %d with %d keys", resp.ErrorCode, len(resp.ApiKeys))
+	if resp.ErrorCode != kerr.UnsupportedVersion.Code || len(resp.ApiKeys) != 1 ||
+		resp.ApiKeys[0].ApiKey != 18 || resp.ApiKeys[0].MaxVersion != 4 {
+		t.Fatalf("got error %d with keys %+v, want UNSUPPORTED_VERSION and ApiVersions 0-4", resp.ErrorCode, resp.ApiKeys)
 	}
 }
 
