@@ -10,7 +10,7 @@ BENCH     ?= .
 BENCHTIME ?= 1x
 PKGS      ?= ./...
 
-.PHONY: build run test bench bench-broker fuzz lint generate clean
+.PHONY: build run test diff bench bench-broker fuzz lint generate clean
 
 build:
 	$(GO) build -o bin/skein ./cmd/skein
@@ -21,6 +21,11 @@ run: build
 test:
 	$(GO) test -race -timeout 20m $(PKGS)
 	$(GO) test -count=1 -timeout 10m ./node/nodetest/
+
+# The differential tests against Apache Kafka's broker (tests/diff/run.sh;
+# needs Java 17 and Maven, which it installs from Debian when missing).
+diff:
+	tests/diff/run.sh
 
 # Benchmarks report MB/s and allocs/op; BENCH selects them, BENCHTIME sets -benchtime.
 bench:
@@ -42,8 +47,10 @@ fuzz:
 		done; \
 	done
 
+# The differential tests are behind the kafkadiff tag: vet them with it.
 lint:
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags kafkadiff ./tests/diff/
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 # Regenerates actors/frame.pb.go, the one protobuf type remoting carries;

@@ -1,0 +1,39 @@
+// Package diff holds the differential tests: Apache Kafka's broker (the
+// release tests/kafkaref pins) and Skein run side by side, receive the
+// same requests, and their answers are compared field by field. Any
+// difference fails, unless differences.go lists it with its reason.
+//
+// The tests are behind the kafkadiff build tag, so that `go test ./...`
+// neither compiles them nor needs Java; run them with
+//
+//	tests/diff/run.sh
+//
+// which resolves Kafka's jars with Maven (tests/kafkaref/pom.xml) and runs
+//
+//	go test -tags kafkadiff -count=1 -timeout 15m ./tests/diff/ -kafkaref.classpath "$(cat tests/kafkaref/target/classpath.txt)"
+//
+// Without -kafkaref.classpath (or $KAFKAREF_CLASSPATH) TestMain runs Maven
+// itself.
+//
+// How a case reads:
+//  1. TestMain starts one Kafka (kafkaref.Start, one combined KRaft node)
+//     and one Skein (node.Start, in this process) for the whole package,
+//     with the same settings where both have them (shared, in
+//     main_test.go).
+//  2. A case builds a kmsg request and calls compare (or exchange, when it
+//     needs the answers to build the next request): the request goes to
+//     both brokers on a connection of its own, at the same version (the
+//     highest both brokers and kmsg speak, unless the case pins one), and
+//     the two answers are turned into trees (tree.go): keyed lists become
+//     maps by their key (topic, partition, config name, API key), strings
+//     the case names (member ids the brokers chose) are replaced by the
+//     case's names, and what differs between any two brokers by nature
+//     (hosts, ports, cluster and topic ids, throttle) is blanked.
+//  3. The trees are diffed into paths, e.g.
+//     Topics[t].Partitions[1].ErrorCode: kafka 3 (UNKNOWN_TOPIC_OR_PARTITION), skein 0;
+//     a path that differences.go lists for the case is logged as intended,
+//     any other fails the case.
+//
+// Topic and group names are unique per case: both brokers live for the
+// whole package, and the cases share them.
+package diff
