@@ -82,8 +82,14 @@ func (k *Kafka) Log() string { return k.log }
 // pomDir and returns the classpath (the contents of
 // pomDir/target/classpath.txt).
 func Classpath(pomDir string) (string, error) {
+	// NB: mvn reads a relative output file against the pom's directory,
+	// not ours.
+	pomDir, err := filepath.Abs(pomDir)
+	if err != nil {
+		return "", fmt.Errorf("kafkaref: %w", err)
+	}
 	out := filepath.Join(pomDir, "target", "classpath.txt")
-	cmd := exec.Command("mvn", "-q", "-B", "-f", filepath.Join(pomDir, "pom.xml"),
+	cmd := exec.Command("mvn", "-q", "-B", "-Dstyle.color=never", "-f", filepath.Join(pomDir, "pom.xml"),
 		"package", "dependency:build-classpath", "-Dmdep.outputFile="+out)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("kafkaref: mvn: %w\n%s", err, b)
