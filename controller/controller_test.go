@@ -79,8 +79,9 @@ func TestCreateTopicsValidationAndRestart(t *testing.T) {
 		{Name: "my_topic", NumPartitions: 1, ReplicationFactor: 1},
 		{Name: "twice", NumPartitions: 1, ReplicationFactor: 1},
 		{Name: "twice", NumPartitions: 1, ReplicationFactor: 1},
+		{Name: "__cluster_metadata", NumPartitions: 1, ReplicationFactor: 1},
 	}}).(*CreateTopicsResult)
-	want := []*kerr.Error{nil, nil, kerr.InvalidTopicException, kerr.InvalidPartitions, kerr.InvalidReplicationFactor, kerr.InvalidConfig, nil, kerr.InvalidTopicException, kerr.InvalidRequest, kerr.InvalidRequest}
+	want := []*kerr.Error{nil, nil, kerr.InvalidTopicException, kerr.InvalidPartitions, kerr.InvalidReplicationFactor, kerr.InvalidConfig, nil, kerr.InvalidTopicException, kerr.InvalidRequest, kerr.InvalidRequest, kerr.InvalidRequest}
 	for i, r := range res.Topics {
 		if r.Err != want[i] {
 			t.Errorf("%s: got %v (%s), want %v", r.Name, r.Err, r.Message, want[i])

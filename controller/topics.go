@@ -28,6 +28,10 @@ const maxTopicNameLength = 249
 // and returns why name is illegal, or "" if it is legal.
 func ValidateTopicName(name string) string { return validateName("Topic", name) }
 
+// ClusterMetadataTopic is the name of Kafka's KRaft metadata log, which
+// CreateTopics refuses with INVALID_REQUEST, as Kafka does.
+const ClusterMetadataTopic = "__cluster_metadata"
+
 // validateName applies the topic name rules to a name of what (a topic,
 // an extension instance), with Kafka's messages.
 func validateName(what, name string) string {
@@ -83,6 +87,12 @@ func (c *Controller) createTopics(m *CreateTopics) (*CreateTopicsResult, []image
 func (c *Controller) planTopic(t NewTopic, planned map[string]string) (*image.CreateTopic, *kerr.Error, string) {
 	if msg := ValidateTopicName(t.Name); msg != "" {
 		return nil, kerr.InvalidTopicException, msg
+	}
+	if t.Name == ClusterMetadataTopic {
+		// Kafka's KRaft log answers to this name; no client may create a
+		// topic of it on Kafka, nor, so that a client that works here
+		// works there, on Skein.
+		return nil, kerr.InvalidRequest, fmt.Sprintf("Creation of internal topic %s is prohibited.", t.Name)
 	}
 	if _, ok := c.head.Topics[t.Name]; ok {
 		return nil, kerr.TopicAlreadyExists, fmt.Sprintf("Topic '%s' already exists.", t.Name)

@@ -7,6 +7,9 @@ package transport
 //     replication factor against registered brokers, assignments, configs)
 //     and writes the topics to the metadata log; see controller/topics.go.
 //   - ValidateOnly checks everything and creates nothing.
+//   - A name given twice is answered once, INVALID_REQUEST, as Kafka
+//     answers it; __cluster_metadata (Kafka's KRaft log) is refused with
+//     INVALID_REQUEST, as Kafka refuses it.
 //   - v5+ answers with the partition count, replication factor and every
 //     config in force with its source.
 //
@@ -52,7 +55,12 @@ func (a *API) handleCreateTopics(_ *conn, kreq kmsg.Request) finish {
 	return func() kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 		res, err := a.askController(cmd)
+		answered := map[string]bool{}
 		for i, rt := range req.Topics {
+			if answered[rt.Topic] {
+				continue // a duplicate: Kafka answers each name once
+			}
+			answered[rt.Topic] = true
 			t := kmsg.NewCreateTopicsResponseTopic()
 			t.Topic, t.NumPartitions, t.ReplicationFactor = rt.Topic, -1, -1
 			switch {
