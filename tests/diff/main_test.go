@@ -36,7 +36,6 @@ var shared = map[string]string{
 	"offsets.topic.replication.factor":         "1",
 	"transaction.state.log.replication.factor": "1",
 	"transaction.state.log.min.isr":            "1",
-	"min.insync.replicas":                      "1",
 }
 
 func TestMain(m *testing.M) {
