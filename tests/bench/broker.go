@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/skeinlog/skein/tests/kafkaref"
 	"github.com/skeinlog/skein/tests/procstat"
 )
 
@@ -35,6 +36,18 @@ type broker struct {
 	log     *os.File  // the child's output, kept for a failed run's post-mortem
 	done    chan struct{}
 	err     error // the exit status, set before done closes
+
+	// kafka is set for Apache Kafka, whose process kafkaref runs: it waits
+	// for the JVM and stops it (log and done are nil then).
+	kafka *kafkaref.Kafka
+}
+
+// logName is the path of the file that holds the broker's output.
+func (b *broker) logName() string {
+	if b.kafka != nil {
+		return b.kafka.Log()
+	}
+	return b.log.Name()
 }
 
 // startTimeout bounds how long a broker may take to announce its address.
@@ -118,6 +131,24 @@ func kfakeTarget(bin string) target {
 	}
 }
 
+// kafkaTarget runs Apache Kafka, one combined KRaft node with a 1 GiB heap
+// (tests/kafkaref), from the jars on classpath. Its durability is Kafka's
+// default, as skein-replicated's: appends reach the page cache and fsync is
+// left to the operating system (no flush.messages).
+func kafkaTarget(classpath string) target {
+	return target{
+		name: "kafka",
+		start: func(dir, _ string) (*broker, error) {
+			started := time.Now()
+			k, err := kafkaref.Start(dir, classpath, nil)
+			if err != nil {
+				return nil, err
+			}
+			return &broker{cmd: k.Cmd, addr: k.Addr(), started: started, kafka: k}, nil
+		},
+	}
+}
+
 func kfakeAddr(line string) (string, bool) {
 	addr, ok := strings.CutPrefix(line, "listening on ")
 	return addr, ok
@@ -183,6 +214,9 @@ func startBroker(cmd *exec.Cmd, dir string, addr func(string) (string, bool)) (*
 // stop asks the broker to stop with SIGTERM and waits for it to exit, killing
 // it after a grace period (Skein's own bound on a graceful stop is 30 s).
 func (b *broker) stop() error {
+	if b.kafka != nil {
+		return b.kafka.Stop()
+	}
 	defer b.log.Close()
 	if err := b.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		return err

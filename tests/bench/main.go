@@ -1,14 +1,16 @@
-// Command bench measures a Skein node against franz-go's kfake with franz-go
-// (kgo) as the client, each broker in a process of its own so that its CPU
-// time can be read from /proc/<pid>/stat around each phase.
+// Command bench measures a Skein node against franz-go's kfake and Apache
+// Kafka with franz-go (kgo) as the client, each broker in a process of its
+// own so that its CPU time can be read from /proc/<pid>/stat around each
+// phase.
 //
 //	go run ./tests/bench [flags]     (or: make bench-broker BENCHFLAGS=...)
 //
 // For every workload (partition count × value size) it runs each target in
-// turn, Skein and kfake alternating, each against a fresh broker:
+// turn, Skein and the references alternating, each against a fresh broker:
 //
 //  1. start the broker (skein node on loopback ports with a fresh data
-//     directory, or tests/bench/kfake) and create topic "bench" with the
+//     directory, tests/bench/kfake, or Apache Kafka as tests/kafkaref runs
+//     it, its jars resolved by mvn) and create topic "bench" with the
 //     workload's partitions, replication factor 1;
 //  2. produce: one kgo producer with acks=all, linger 5 ms, no compression
 //     and idempotence on (kgo's default), record i to partition
@@ -18,9 +20,10 @@
 //  4. stop the broker with SIGTERM.
 //
 // It prints a Markdown table per workload with the targets side by side and
-// Skein/kfake ratios. MB and GB are 10^6 and 10^9 bytes of record values
-// (keys, headers and framing not counted); CPU-s/GB is the broker's (or this
-// client's) user+system CPU seconds over the phase per GB of values. Produce
+// Skein/kfake and Skein/Kafka ratios. MB and GB are 10^6 and 10^9 bytes of
+// record values (keys, headers and framing not counted); CPU-s/GB is the
+// broker's (or this client's) user+system CPU seconds over the phase per GB
+// of values. Produce
 // latency is given two ways: per record, from the Produce call (which blocks
 // while kgo's buffer of MaxBufferedRecords is full, so it includes queueing
 // in the client) to its promise; and per Produce request, from the start of
@@ -65,6 +68,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/skeinlog/skein/tests/kafkaref"
 )
 
 func main() {
@@ -79,12 +84,13 @@ func mainErr() error {
 		records    = flag.Int("records", 2_000_000, "records per workload (the reported table uses 2000000)")
 		partitions = flag.String("partitions", "1,6", "comma-separated partition counts")
 		values     = flag.String("values", "100,1024", "comma-separated value sizes in bytes")
-		targets    = flag.String("targets", "skein-fsync,kfake,skein-replicated", "comma-separated targets in run order: skein-fsync, skein-replicated, kfake")
+		targets    = flag.String("targets", "skein-fsync,kfake,skein-replicated,kafka", "comma-separated targets in run order: skein-fsync, skein-replicated, kfake, kafka")
 		linger     = flag.Duration("linger", 5*time.Millisecond, "producer linger (kgo.ProducerLinger)")
 		dir        = flag.String("dir", "", "work directory for binaries, data and logs (default: a new temporary directory, removed at the end)")
 		keep       = flag.Bool("keep", false, "keep each run's data directory and log")
 		skeinBin   = flag.String("skein-bin", "", "use this skein binary instead of building ./cmd/skein")
 		kfakeBin   = flag.String("kfake-bin", "", "use this kfake binary instead of building ./tests/bench/kfake")
+		kafkaCP    = flag.String("kafka-classpath", "", "run Apache Kafka from this classpath instead of resolving tests/kafkaref/pom.xml's with mvn")
 		profileDir = flag.String("cpuprofile-dir", "", "write a CPU profile of every Skein run to DIR/<target>-<workload>.pprof")
 		outFile    = flag.String("out", "", "also write the tables to this file")
 		runTimeout = flag.Duration("run-timeout", 15*time.Minute, "bound on one target's run of one workload")
@@ -96,6 +102,7 @@ func mainErr() error {
 	scale := newScaleFlags()
 	recovery := newRecoveryFlags()
 	extensions := newExtensionFlags()
+	perf := newPerfFlags()
 	flag.Parse()
 	if *records < 1 {
 		return errors.New("-records must be at least 1")
@@ -179,6 +186,13 @@ func mainErr() error {
 				}
 			}
 			ts = append(ts, kfakeTarget(*kfakeBin))
+		case "kafka":
+			if *kafkaCP == "" {
+				if *kafkaCP, err = kafkaref.Classpath("tests/kafkaref"); err != nil {
+					return err
+				}
+			}
+			ts = append(ts, kafkaTarget(*kafkaCP))
 		default:
 			return fmt.Errorf("-targets: unknown target %q", name)
 		}
@@ -204,36 +218,44 @@ func mainErr() error {
 		})
 	}
 
-	header(out, "Broker benchmark")
-	var failed []error
+	var ws []workload
 	for _, p := range parts {
 		for _, s := range sizes {
-			w := workload{partitions: p, valueSize: s, records: *records, linger: *linger}
-			results := make(map[string]*result, len(ts))
-			for _, t := range ts {
-				runDir := filepath.Join(work, w.slug(), t.name)
-				profile := ""
-				if *profileDir != "" && strings.HasPrefix(t.name, "skein") {
-					profile = filepath.Join(*profileDir, t.name+"-"+w.slug()+".pprof")
-				}
-				fmt.Fprintf(os.Stderr, "%s: %s ... ", w, t.name)
-				ctx, cancel := context.WithTimeout(context.Background(), *runTimeout)
-				res, err := run(ctx, t, w, runDir, profile)
-				cancel()
-				if err != nil {
-					fmt.Fprintf(os.Stderr, "failed: %v\n", err)
-					failed = append(failed, fmt.Errorf("%s, %s: %w", w, t.name, err))
-					continue // keep the directory: it holds the broker's log
-				}
-				fmt.Fprintf(os.Stderr, "produce %.0f rec/s %.1f MB/s, consume %.0f rec/s (load %s)\n",
-					res.produce.recordsPerSec(), res.produce.mbPerSec(), res.consume.recordsPerSec(), loadAverage())
-				results[t.name] = &res
-				if !*keep {
-					os.RemoveAll(runDir)
-				}
-			}
-			table(out, w, names, results)
+			ws = append(ws, workload{partitions: p, valueSize: s, records: *records, linger: *linger})
 		}
+	}
+	if *perf.on {
+		header(out, "Broker benchmark with Kafka's perf tools")
+		return runPerf(out, perf, ws, ts, work, *keep, *runTimeout)
+	}
+
+	header(out, "Broker benchmark")
+	var failed []error
+	for _, w := range ws {
+		results := make(map[string]*result, len(ts))
+		for _, t := range ts {
+			runDir := filepath.Join(work, w.slug(), t.name)
+			profile := ""
+			if *profileDir != "" && strings.HasPrefix(t.name, "skein") {
+				profile = filepath.Join(*profileDir, t.name+"-"+w.slug()+".pprof")
+			}
+			fmt.Fprintf(os.Stderr, "%s: %s ... ", w, t.name)
+			ctx, cancel := context.WithTimeout(context.Background(), *runTimeout)
+			res, err := run(ctx, t, w, runDir, profile)
+			cancel()
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "failed: %v\n", err)
+				failed = append(failed, fmt.Errorf("%s, %s: %w", w, t.name, err))
+				continue // keep the directory: it holds the broker's log
+			}
+			fmt.Fprintf(os.Stderr, "produce %.0f rec/s %.1f MB/s, consume %.0f rec/s (load %s)\n",
+				res.produce.recordsPerSec(), res.produce.mbPerSec(), res.consume.recordsPerSec(), loadAverage())
+			results[t.name] = &res
+			if !*keep {
+				os.RemoveAll(runDir)
+			}
+		}
+		table(out, w, names, results)
 	}
 	fmt.Fprintf(out, "- load average at end: %s\n", loadAverage())
 	return errors.Join(failed...)

@@ -29,7 +29,8 @@ func percentilesOf(d []time.Duration) percentiles {
 }
 
 // row is one line of a workload's table: a label and how to read its value
-// from a result, and whether a Skein/kfake ratio makes sense for it.
+// from a result, and whether a ratio of Skein's to a reference's makes sense
+// for it.
 type row struct {
 	label string
 	value func(result) float64
@@ -55,22 +56,39 @@ var rows = []row{
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// table writes w's results as a Markdown table: one column per target in
-// run order, then one Skein/kfake ratio column per Skein target when kfake
-// ran. A target that failed shows "failed".
-func table(out io.Writer, w workload, names []string, results map[string]*result) {
-	var ratios []string
-	if results["kfake"] != nil {
+// references are the brokers Skein is compared with, in the order of their
+// ratio columns.
+var references = []string{"kfake", "kafka"}
+
+// ratio is a column of Skein's figures over a reference's.
+type ratio struct{ skein, ref string }
+
+// ratioPairs lists, reference by reference, the Skein targets among names
+// to compare with it, where both ran.
+func ratioPairs(names []string, ran func(string) bool) []ratio {
+	var ratios []ratio
+	for _, ref := range references {
+		if !ran(ref) {
+			continue
+		}
 		for _, n := range names {
-			if n != "kfake" && results[n] != nil {
-				ratios = append(ratios, n)
+			if strings.HasPrefix(n, "skein-") && ran(n) {
+				ratios = append(ratios, ratio{n, ref})
 			}
 		}
 	}
+	return ratios
+}
+
+// table writes w's results as a Markdown table: one column per target in
+// run order, then one ratio column per Skein target and reference (kfake,
+// Apache Kafka) that ran. A target that failed shows "failed".
+func table(out io.Writer, w workload, names []string, results map[string]*result) {
+	ratios := ratioPairs(names, func(n string) bool { return results[n] != nil })
 	fmt.Fprintf(out, "### %s (%d records, acks=all, linger %v)\n\n", w, w.records, w.linger)
 	head := append([]string{""}, names...)
-	for _, n := range ratios {
-		head = append(head, strings.TrimPrefix(n, "skein-")+"/kfake")
+	for _, p := range ratios {
+		head = append(head, strings.TrimPrefix(p.skein, "skein-")+"/"+p.ref)
 	}
 	fmt.Fprintf(out, "| %s |\n", strings.Join(head, " | "))
 	fmt.Fprintf(out, "|%s\n", strings.Repeat(" --- |", len(head)))
@@ -83,9 +101,9 @@ func table(out io.Writer, w workload, names []string, results map[string]*result
 				cells = append(cells, "failed")
 			}
 		}
-		for _, n := range ratios {
+		for _, p := range ratios {
 			if r.ratio {
-				cells = append(cells, fmt.Sprintf("%.2f", r.value(*results[n])/r.value(*results["kfake"])))
+				cells = append(cells, fmt.Sprintf("%.2f", r.value(*results[p.skein])/r.value(*results[p.ref])))
 			} else {
 				cells = append(cells, "")
 			}

@@ -391,7 +391,7 @@ func withBroker(t target, dir, profile string, f func(*broker) error) error {
 		err = fmt.Errorf("stopping %s: %w", t.name, stopErr)
 	}
 	if err != nil {
-		return errors.Join(err, fmt.Errorf("broker log: %s", b.log.Name()))
+		return errors.Join(err, fmt.Errorf("broker log: %s", b.logName()))
 	}
 	return nil
 }

@@ -33,3 +33,6 @@ mvn -q -B -Dstyle.color=never -f "$POM" package dependency:build-classpath -Dmde
 
 cd "$ROOT"
 KAFKAREF_CLASSPATH=$(cat "$CLASSPATH_FILE") go test -tags kafkadiff -count=1 -timeout 15m ./tests/diff/ "$@"
+# The broker benchmark's kafka target and its -perftest mode (Kafka's perf
+# tools as the load), on a few records: tests/bench/kafka_test.go.
+KAFKAREF_CLASSPATH=$(cat "$CLASSPATH_FILE") go test -tags kafkadiff -count=1 -timeout 10m -run 'TestKafkaSmoke|TestPerfSmoke' ./tests/bench/
