@@ -192,7 +192,7 @@ func (p *partition) stageAppend(m *Append, now int64) appendOutcome {
 		c := p.producers.check(&h, m.Coordinator)
 		switch {
 		case c.Err != nil:
-			m.Reply(AppendResult{Err: c.Err, Message: c.Message})
+			m.Reply(AppendResult{Err: c.Err, Message: c.Message, LogStartOffset: p.log.LogStartOffset(), ErrWithLogStart: true})
 			return appendOutcome{answered: true}
 		case c.Duplicate != nil:
 			return appendOutcome{duplicate: c.Duplicate}

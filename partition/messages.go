@@ -60,10 +60,14 @@ type Append struct {
 // (NOT_ENOUGH_REPLICAS, INVALID_RECORD, ...) means nothing was appended.
 type AppendResult struct {
 	BaseOffset     int64
-	LogAppendTime  int64 // -1 unless the topic uses LogAppendTime
+	LogAppendTime  int64 // -1 unless the topic uses LogAppendTime, or a duplicate's
 	LogStartOffset int64
 	Err            *kerr.Error
 	Message        string
+	// ErrWithLogStart: Err is one that Kafka's log raises (the producer
+	// state's sequence and epoch checks), whose answer carries
+	// LogStartOffset, as Kafka's does; other errors answer -1.
+	ErrWithLogStart bool
 }
 
 // SetConfig tells a partition actor the topic config now in force (after

@@ -473,10 +473,10 @@ var errIdempotentInSet = errors.New("an idempotent producer's batch must be the 
 // as durable as its acks ask, so that a retry never hears of success before
 // the original could have.
 func (p *partition) answerDuplicate(m *Append, b *batchMetadata) {
-	out := AppendResult{BaseOffset: b.FirstOffset, LogAppendTime: -1, LogStartOffset: p.log.LogStartOffset()}
-	if p.cfg.TopicConfig.MessageTimestampType == configs.LogAppendTime {
-		out.LogAppendTime = b.Timestamp
-	}
+	// NB: Kafka answers a duplicate with its original's max timestamp as
+	// the log append time whatever the topic's timestamp type (UnifiedLog
+	// sets it from the producer state's BatchMetadata); so does Skein.
+	out := AppendResult{BaseOffset: b.FirstOffset, LogAppendTime: b.Timestamp, LogStartOffset: p.log.LogStartOffset()}
 	p.wait(m.Acks, b.LastOffset+1, out, m.Reply, true)
 }
 

@@ -85,8 +85,13 @@ func (r *Registry) Get(topic string, partition int32) *Handle {
 // broker was fenced), or its actor has not taken the leadership yet (it
 // still follows, or leads in an older epoch). KAFKA_STORAGE_ERROR
 // (retriable) when the partition failed before its log ever opened:
-// nothing to read or write until it recovers.
+// nothing to read or write until it recovers. UNKNOWN_TOPIC_OR_PARTITION
+// when im has no such topic or the topic no such partition, as Kafka
+// answers.
 func (r *Registry) Led(im *image.Image, node int32, topic string, p int32) (*Handle, *View, *kerr.Error) {
+	if t := im.Topic(topic); t == nil || p < 0 || int(p) >= len(t.Partitions) {
+		return nil, nil, kerr.UnknownTopicOrPartition
+	}
 	h := r.Get(topic, p)
 	if h == nil {
 		return nil, nil, kerr.NotLeaderForPartition

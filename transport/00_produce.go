@@ -16,7 +16,9 @@ package transport
 //     INVALID_PRODUCER_EPOCH, as Kafka 4.x answers at every version; a
 //     producer id the partition does not know goes on at any sequence
 //     (UNKNOWN_PRODUCER_ID is never returned). See partition/producers.go.
-//   - Transactional batches (KIP-98) need the request's transactional id.
+//   - Transactional batches (KIP-98) need the request's transactional id:
+//     a request with one and no id is refused on every partition with
+//     TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as Kafka refuses it.
 //     The partition's first batch of a producer's transaction is held
 //     while the id's coordinator confirms that the transaction includes
 //     the partition (KIP-890 part 1; from v12 it adds it, part 2): a late
@@ -26,9 +28,14 @@ package transport
 //     batches in that codec: others are recompressed here, before the
 //     append. zstd batches need v7+ (UNSUPPORTED_COMPRESSION_TYPE).
 //   - acks=0 gets no response; the records are still validated and
-//     appended.
+//     appended. acks other than -1, 0 and 1: INVALID_REQUIRED_ACKS on
+//     every partition, nothing appended.
+//   - Validation errors come in Kafka's order with Kafka's codes (see
+//     partition.Validate); one the log would raise (the batch's contents)
+//     carries the partition's log start offset, as Kafka's does.
 //   - A partition this node does not host: UNKNOWN_TOPIC_OR_PARTITION if
-//     the topic does not exist, NOT_LEADER_OR_FOLLOWER otherwise.
+//     the topic or the partition does not exist, NOT_LEADER_OR_FOLLOWER
+//     otherwise.
 //   - Partitions not answered within TimeoutMillis get REQUEST_TIMED_OUT,
 //     an indefinite error: the records may still become durable.
 //
@@ -103,6 +110,9 @@ func setAppendResult(slot *kmsg.ProduceResponseTopicPartition, r partition.Appen
 		if r.Message != "" {
 			slot.ErrorMessage = kmsg.StringPtr(r.Message)
 		}
+		if r.ErrWithLogStart {
+			slot.LogStartOffset = r.LogStartOffset
+		}
 		return
 	}
 	slot.BaseOffset, slot.LogAppendTime, slot.LogStartOffset = r.BaseOffset, r.LogAppendTime, r.LogStartOffset
@@ -113,6 +123,8 @@ func (a *API) handleProduce(c *conn, kreq kmsg.Request) finish {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	im := a.Image()
 	w := &produceWait{done: make(chan struct{}), answered: map[*kmsg.ProduceResponseTopicPartition]bool{}}
+	acksErr := req.Acks != -1 && req.Acks != 0 && req.Acks != 1
+	txnErr := req.TransactionID == nil && hasTransactionalBatch(req)
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
 	for i, rt := range req.Topics {
 		respTopic := &resp.Topics[i]
@@ -125,6 +137,14 @@ func (a *API) handleProduce(c *conn, kreq kmsg.Request) finish {
 			*slot = kmsg.NewProduceResponseTopicPartition()
 			slot.Partition = rp.Partition
 			slot.BaseOffset, slot.LogAppendTime, slot.LogStartOffset = -1, -1, -1
+			if acksErr {
+				slot.ErrorCode = kerr.InvalidRequiredAcks.Code
+				continue
+			}
+			if txnErr {
+				slot.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+				continue
+			}
 			if err, msg := a.startAppend(c, req, name, topicErr, rp, slot, w); err != nil {
 				slot.ErrorCode = err.Code
 				if msg != "" {
@@ -169,6 +189,20 @@ func (a *API) handleProduce(c *conn, kreq kmsg.Request) finish {
 	}
 }
 
+// hasTransactionalBatch reports whether any partition's records start
+// with a batch whose attributes mark it transactional (bit 4 of the
+// attributes at byte 21), before they are validated.
+func hasTransactionalBatch(req *kmsg.ProduceRequest) bool {
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			if len(p.Records) > 22 && p.Records[22]&0x10 != 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // startAppend validates one partition's records and sends them to its
 // actor, or returns the error to answer at once.
 func (a *API) startAppend(c *conn, req *kmsg.ProduceRequest, topic string, topicErr *kerr.Error, rp kmsg.ProduceRequestTopicPartition,
@@ -182,6 +216,9 @@ func (a *API) startAppend(c *conn, req *kmsg.ProduceRequest, topic string, topic
 	}
 	bh, rej := partition.Validate(rp.Records, v.Config, &c.dec)
 	if rej != nil {
+		if rej.Contents {
+			slot.LogStartOffset = v.Log.LogStartOffset
+		}
 		if rej.Record >= 0 && req.Version >= 8 {
 			er := kmsg.NewProduceResponseTopicPartitionErrorRecord()
 			er.RelativeOffset, er.ErrorMessage = rej.Record, kmsg.StringPtr(rej.Message)
@@ -189,8 +226,8 @@ func (a *API) startAppend(c *conn, req *kmsg.ProduceRequest, topic string, topic
 		}
 		return rej.Err, rej.Message
 	}
-	if bh.Transactional() && (req.TransactionID == nil || a.Verifier == nil) {
-		return kerr.InvalidTxnState, "a transactional batch needs its producer's transactional id"
+	if bh.Transactional() && a.Verifier == nil {
+		return kerr.InvalidTxnState, "this node has no transaction coordinator to verify the batch with"
 	}
 	records := rp.Records
 	// The records alias the request's body, pooled by the connection:
