@@ -61,13 +61,22 @@ func commonMax(t *testing.T, req kmsg.Request) int16 {
 // highest version both speak when v is -1, and returns their answers.
 func (c *dcase) exchange(req kmsg.Request, v int16) (kafka, skein outcome) {
 	c.t.Helper()
+	return c.exchangeEach(v, func(bool) kmsg.Request { return req })
+}
+
+// exchangeEach is exchange for a request that names something each broker
+// chose (a topic id): build makes Kafka's request (kafka true) and Skein's.
+func (c *dcase) exchangeEach(v int16, build func(kafka bool) kmsg.Request) (kafka, skein outcome) {
+	c.t.Helper()
+	kreq, sreq := build(true), build(false)
 	if v < 0 {
-		v = commonMax(c.t, req)
+		v = commonMax(c.t, kreq)
 	}
-	req.SetVersion(v)
+	kreq.SetVersion(v)
+	sreq.SetVersion(v)
 	var wg sync.WaitGroup
-	wg.Go(func() { kafka = send(kafkaAddr, req) })
-	wg.Go(func() { skein = send(skeinAddr, req) })
+	wg.Go(func() { kafka = send(kafkaAddr, kreq) })
+	wg.Go(func() { skein = send(skeinAddr, sreq) })
 	wg.Wait()
 	return kafka, skein
 }
@@ -84,8 +93,16 @@ func (c *dcase) compare(req kmsg.Request) (kafka, skein kmsg.Response) {
 // compareAt is compare at version v.
 func (c *dcase) compareAt(req kmsg.Request, v int16) (kafka, skein kmsg.Response) {
 	c.t.Helper()
-	ko, so := c.exchange(req, v)
-	c.check(fmt.Sprintf("%T v%d", req, req.GetVersion()), ko, so)
+	return c.compareEach(v, func(bool) kmsg.Request { return req })
+}
+
+// compareEach is compare for a request built for each broker, at version v
+// (-1: the highest both speak).
+func (c *dcase) compareEach(v int16, build func(kafka bool) kmsg.Request) (kafka, skein kmsg.Response) {
+	c.t.Helper()
+	ko, so := c.exchangeEach(v, build)
+	req := build(true)
+	c.check(fmt.Sprintf("%T v%d", req, ko.version(so)), ko, so)
 	return ko.resp, so.resp
 }
 

@@ -3,8 +3,10 @@
 package diff
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -31,7 +33,9 @@ func createTopics(validateOnly bool, topics ...kmsg.CreateTopicsRequestTopic) *k
 }
 
 // createTopic creates topic on both brokers and fails the case unless both
-// did; the answers are compared too.
+// did; the answers are compared too. It returns once both brokers' metadata
+// shows every partition with a leader: Kafka answers CreateTopics when its
+// controller has the topic, a moment before its broker does.
 func createTopic(c *dcase, topic kmsg.CreateTopicsRequestTopic) {
 	c.t.Helper()
 	k, s := c.compare(createTopics(false, topic))
@@ -39,6 +43,41 @@ func createTopic(c *dcase, topic kmsg.CreateTopicsRequestTopic) {
 		if r == nil || r.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode != 0 {
 			c.t.Fatalf("create %s: %+v", topic.Topic, r)
 		}
+	}
+	for _, addr := range []string{kafkaAddr, skeinAddr} {
+		waitFor(c.t, fmt.Sprintf("%s's metadata to list %s with its leaders", addr, topic.Topic), func() bool {
+			req := kmsg.NewPtrMetadataRequest()
+			req.SetVersion(12)
+			rt := kmsg.NewMetadataRequestTopic()
+			rt.Topic = kmsg.StringPtr(topic.Topic)
+			req.Topics = append(req.Topics, rt)
+			o := send(addr, req)
+			if o.err != nil {
+				return false
+			}
+			mt := o.resp.(*kmsg.MetadataResponse).Topics[0]
+			if mt.ErrorCode != 0 || len(mt.Partitions) == 0 {
+				return false
+			}
+			for _, p := range mt.Partitions {
+				if p.ErrorCode != 0 || p.Leader < 0 {
+					return false
+				}
+			}
+			return true
+		})
+	}
+}
+
+// waitFor polls cond until it holds, failing the test after 30 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

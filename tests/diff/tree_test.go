@@ -33,13 +33,15 @@ func (n *tnode) add(seg string, child any) {
 // Kafkas, each with how it is rendered instead of its value: where they
 // listen, their cluster's id, a topic's random id (whether set, so that a
 // missing one still shows), and the finalized features' epoch (the offset
-// of the metadata record that set them; -1 means none is known).
+// of the metadata record that set them; -1 means none is known), and a
+// produce's log append time (the broker's clock; -1 means none).
 var natural = map[string]func(reflect.Value) string{
 	"Host":                   setOrNot,
 	"Port":                   setOrNot,
 	"ClusterID":              setOrNot,
 	"TopicID":                setOrNot,
 	"FinalizedFeaturesEpoch": epoch,
+	"LogAppendTime":          epoch,
 }
 
 func setOrNot(v reflect.Value) string {

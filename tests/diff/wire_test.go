@@ -35,17 +35,23 @@ var formatter = kmsg.NewRequestFormatter(kmsg.FormatterClientID("skein-diff"))
 type outcome struct {
 	resp kmsg.Response
 	err  error
+	sent int16 // the request's version
 }
+
+// version is the version of the request that gave a and b.
+func (a outcome) version(b outcome) int16 { return max(a.sent, b.sent) }
 
 // send writes req, at the version it carries, to the broker at addr and
 // reads its answer.
 func send(addr string, req kmsg.Request) outcome {
 	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
-		return outcome{err: err}
+		return outcome{err: err, sent: req.GetVersion()}
 	}
 	defer c.Close()
-	return roundTrip(c, req)
+	o := roundTrip(c, req)
+	o.sent = req.GetVersion()
+	return o
 }
 
 func roundTrip(c net.Conn, req kmsg.Request) outcome {
