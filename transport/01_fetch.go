@@ -196,13 +196,15 @@ func (a *API) fetchPartition(topic string, topicErr *kerr.Error, w *fetchWant, r
 	}
 	f.handles, f.views = append(f.handles, h), append(f.views, v)
 	lv, p := v.Log, &r.part
-	p.HighWatermark, p.LastStableOffset, p.LogStartOffset = lv.HighWatermark, lv.LastStableOffset, lv.LogStartOffset
+	// NB: a partition answered with an error keeps -1 for its offsets,
+	// as Kafka's does.
 	if err := partition.CheckLeaderEpoch(w.currentLeaderEpoch, v.LeaderEpoch); err != nil {
 		return err
 	}
 	if w.fetchOffset < lv.LogStartOffset || w.fetchOffset > lv.LogEndOffset {
 		return kerr.OffsetOutOfRange
 	}
+	p.HighWatermark, p.LastStableOffset, p.LogStartOffset = lv.HighWatermark, lv.LastStableOffset, lv.LogStartOffset
 	end := lv.HighWatermark
 	if readCommitted {
 		end = lv.LastStableOffset

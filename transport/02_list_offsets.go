@@ -7,7 +7,10 @@ package transport
 //     offset (read_committed); -2 (earliest) and -4 (earliest local): the
 //     log start offset; -5 (latest tiered): -1, as nothing is tiered;
 //   - -3 (max timestamp, KIP-734): the record with the largest timestamp;
-//   - a timestamp: the first record at or after it, or offset -1 when none.
+//   - a timestamp: the first record at or after it, or offset -1 when none;
+//     another negative timestamp finds none, as in Kafka.
+//   - Where nothing is found (offset -1), the leader epoch is -1 too, as
+//     Kafka answers.
 //   - Nothing at or past the high watermark (read_committed: the last
 //     stable offset) is ever answered, as Kafka's fetchOffsetForTimestamp.
 //   - CurrentLeaderEpoch checks as Fetch (KIP-320); errors as Fetch.
@@ -76,7 +79,7 @@ func (a *API) listOffset(topic string, topicErr *kerr.Error, rp kmsg.ListOffsets
 	case -2, -4:
 		p.Offset = lv.LogStartOffset
 	case -5:
-		p.Offset = -1
+		p.Offset, p.LeaderEpoch = -1, -1
 	case -3:
 		off, ts, found, err := lv.MaxTimestamp(dec)
 		if err != nil {
@@ -84,14 +87,24 @@ func (a *API) listOffset(topic string, topicErr *kerr.Error, rp kmsg.ListOffsets
 		}
 		if found && off < end {
 			p.Offset, p.Timestamp = off, ts
+		} else {
+			p.LeaderEpoch = -1
 		}
 	default:
+		if rp.Timestamp < 0 {
+			// Not one of the special timestamps above: no record is
+			// that old, as Kafka answers.
+			p.LeaderEpoch = -1
+			return nil
+		}
 		off, ts, found, err := lv.OffsetForTimestamp(rp.Timestamp, dec)
 		if err != nil {
 			return kerr.KafkaStorageError
 		}
 		if found && off < end {
 			p.Offset, p.Timestamp = off, ts
+		} else {
+			p.LeaderEpoch = -1
 		}
 	}
 	return nil

@@ -11,7 +11,11 @@ package transport
 //     leader epoch history and the offset after its last record: the start
 //     offset of the next epoch, or the log end offset for the latest
 //     (KIP-101, KIP-279; store.View.EndOffsetForEpoch). Both are -1 when
-//     the log knows no epoch that old.
+//     the log knows no epoch that old. As in Kafka's LeaderEpochFileCache,
+//     the partition's current leader epoch is in the history from the
+//     moment this node leads it, records or not: asked for it, the answer
+//     is it and the log end offset (an empty partition's 0); asked for a
+//     newer one, both are -1.
 //   - An unknown topic or partition: UNKNOWN_TOPIC_OR_PARTITION; a
 //     partition this node does not lead: NOT_LEADER_OR_FOLLOWER.
 //   - ReplicaID (v3+) is not used: followers reach the leader over
@@ -74,6 +78,16 @@ func (a *API) endOffsetForEpoch(topic string, topicErr *kerr.Error, rp kmsg.Offs
 	if err := partition.CheckLeaderEpoch(rp.CurrentLeaderEpoch, v.LeaderEpoch); err != nil {
 		return err
 	}
-	p.LeaderEpoch, p.EndOffset = v.Log.EndOffsetForEpoch(rp.LeaderEpoch)
+	switch {
+	case rp.LeaderEpoch == v.LeaderEpoch:
+		p.LeaderEpoch, p.EndOffset = v.LeaderEpoch, v.Log.LogEndOffset
+	case rp.LeaderEpoch > v.LeaderEpoch:
+		p.LeaderEpoch, p.EndOffset = -1, -1
+	default:
+		// NB: when the history has no epoch after the one asked for, the
+		// log end offset that EndOffsetForEpoch answers is the current
+		// epoch's start: no record was written in it.
+		p.LeaderEpoch, p.EndOffset = v.Log.EndOffsetForEpoch(rp.LeaderEpoch)
+	}
 	return nil
 }
