@@ -33,35 +33,42 @@ func createTopics(validateOnly bool, topics ...kmsg.CreateTopicsRequestTopic) *k
 }
 
 // createTopic creates topic on both brokers and fails the case unless both
-// did; the answers are compared too. It returns once both brokers' metadata
-// shows every partition with a leader: Kafka answers CreateTopics when its
-// controller has the topic, a moment before its broker does.
+// did; the answers are compared too. It returns once both brokers lead
+// every partition (ListOffsets answers for each): Kafka answers
+// CreateTopics when its controller has the topic, a moment before its
+// broker leads the partitions.
 func createTopic(c *dcase, topic kmsg.CreateTopicsRequestTopic) {
 	c.t.Helper()
 	k, s := c.compare(createTopics(false, topic))
+	partitions := int32(1)
 	for _, r := range []kmsg.Response{k, s} {
 		if r == nil || r.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode != 0 {
 			c.t.Fatalf("create %s: %+v", topic.Topic, r)
 		}
+		partitions = r.(*kmsg.CreateTopicsResponse).Topics[0].NumPartitions
 	}
 	for _, addr := range []string{kafkaAddr, skeinAddr} {
-		waitFor(c.t, fmt.Sprintf("%s's metadata to list %s with its leaders", addr, topic.Topic), func() bool {
-			req := kmsg.NewPtrMetadataRequest()
-			req.SetVersion(12)
-			rt := kmsg.NewMetadataRequestTopic()
-			rt.Topic = kmsg.StringPtr(topic.Topic)
+		waitFor(c.t, fmt.Sprintf("%s to lead %s's partitions", addr, topic.Topic), func() bool {
+			req := kmsg.NewPtrListOffsetsRequest()
+			req.SetVersion(7)
+			req.ReplicaID = -1
+			rt := kmsg.NewListOffsetsRequestTopic()
+			rt.Topic = topic.Topic
+			for p := range partitions {
+				rp := kmsg.NewListOffsetsRequestTopicPartition()
+				rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = p, -1, -1
+				rt.Partitions = append(rt.Partitions, rp)
+			}
 			req.Topics = append(req.Topics, rt)
 			o := send(addr, req)
 			if o.err != nil {
 				return false
 			}
-			mt := o.resp.(*kmsg.MetadataResponse).Topics[0]
-			if mt.ErrorCode != 0 || len(mt.Partitions) == 0 {
-				return false
-			}
-			for _, p := range mt.Partitions {
-				if p.ErrorCode != 0 || p.Leader < 0 {
-					return false
+			for _, t := range o.resp.(*kmsg.ListOffsetsResponse).Topics {
+				for _, p := range t.Partitions {
+					if p.ErrorCode != 0 {
+						return false
+					}
 				}
 			}
 			return true
