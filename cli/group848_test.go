@@ -23,6 +23,7 @@ import (
 func TestGroupDescribeConsumerProtocol(t *testing.T) {
 	addr := startNode(t, func(c *configs.Node) {
 		c.GroupConsumerHeartbeatIntervalMs, c.GroupConsumerSessionTimeoutMs = 200, 5000
+		c.GroupConsumerMinHeartbeatIntervalMs, c.GroupConsumerMinSessionTimeoutMs = 200, 5000
 	})
 	ok(t, addr, "", "topic", "create", "orders", "-p", "4")
 	ok(t, addr, "a\nb\nc\n", "produce", "orders", "-p", "0")

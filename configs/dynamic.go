@@ -327,7 +327,8 @@ const (
 	TypeList    ConfigType = 7
 )
 
-// TypeOf returns the type of a topic or broker config, or TypeUnknown.
+// TypeOf returns the type of a topic, broker or group config, or
+// TypeUnknown.
 func TypeOf(key string) ConfigType {
 	f, ok := topicByKey[key]
 	if !ok {
@@ -336,6 +337,9 @@ func TypeOf(key string) ConfigType {
 	if !ok {
 		if _, isAlias := aliases[key]; isAlias {
 			return TypeInt // log.retention.hours and friends are Kafka INTs
+		}
+		if IsGroupConfig(key) {
+			return TypeInt
 		}
 		return TypeUnknown
 	}
@@ -357,7 +361,7 @@ func TypeOf(key string) ConfigType {
 	return TypeUnknown
 }
 
-// Doc returns a one-line description of a topic or broker config, for
+// Doc returns a one-line description of a topic, broker or group config, for
 // DescribeConfigs with IncludeDocumentation, or "" for none.
 func Doc(key string) string {
 	if d, ok := docs[key]; ok {
@@ -426,6 +430,12 @@ var docs = map[string]string{
 	"group.consumer.migration.policy":                             "Whether a group with members may change protocol: upgrade (classic to consumer), downgrade (consumer to classic), bidirectional or disabled.",
 	"group.consumer.session.timeout.ms":                           "A consumer-protocol group member (KIP-848) that does not heartbeat for this long is removed.",
 	"group.consumer.heartbeat.interval.ms":                        "The heartbeat interval a consumer-protocol group (KIP-848) gives its members.",
+	"group.consumer.min.session.timeout.ms":                       "The least session timeout a consumer-protocol group may be given (its consumer.session.timeout.ms).",
+	"group.consumer.max.session.timeout.ms":                       "The greatest session timeout a consumer-protocol group may be given (its consumer.session.timeout.ms).",
+	"group.consumer.min.heartbeat.interval.ms":                    "The least heartbeat interval a consumer-protocol group may be given (its consumer.heartbeat.interval.ms).",
+	"group.consumer.max.heartbeat.interval.ms":                    "The greatest heartbeat interval a consumer-protocol group may be given (its consumer.heartbeat.interval.ms).",
+	"consumer.session.timeout.ms":                                 "The timeout to detect client failures when using the consumer group protocol.",
+	"consumer.heartbeat.interval.ms":                              "The heartbeat interval given to the members of a consumer group.",
 	"log.max.open.files":                                          "The most segment and index files the node keeps open; 0 derives it from the open-file limit (Skein-only).",
 	"chaos.enable":                                                "The admin API may inject faults into this node (Skein-only).",
 	"offsets.retention.minutes":                                   "The committed offsets of a group with no members are deleted this long after it became empty.",

@@ -190,6 +190,23 @@ type Node struct {
 	// least 1. Kafka: group.consumer.heartbeat.interval.ms.
 	GroupConsumerHeartbeatIntervalMs int32 `mapstructure:"group.consumer.heartbeat.interval.ms" yaml:"group.consumer.heartbeat.interval.ms"`
 
+	// GroupConsumerMinSessionTimeoutMs and GroupConsumerMaxSessionTimeoutMs
+	// bound group.consumer.session.timeout.ms and every group's
+	// consumer.session.timeout.ms (a group config). Defaults 45000 and
+	// 60000. Kafka: group.consumer.min.session.timeout.ms,
+	// group.consumer.max.session.timeout.ms.
+	GroupConsumerMinSessionTimeoutMs int32 `mapstructure:"group.consumer.min.session.timeout.ms" yaml:"group.consumer.min.session.timeout.ms"`
+	GroupConsumerMaxSessionTimeoutMs int32 `mapstructure:"group.consumer.max.session.timeout.ms" yaml:"group.consumer.max.session.timeout.ms"`
+
+	// GroupConsumerMinHeartbeatIntervalMs and
+	// GroupConsumerMaxHeartbeatIntervalMs bound
+	// group.consumer.heartbeat.interval.ms and every group's
+	// consumer.heartbeat.interval.ms. Defaults 5000 and 15000. Kafka:
+	// group.consumer.min.heartbeat.interval.ms,
+	// group.consumer.max.heartbeat.interval.ms.
+	GroupConsumerMinHeartbeatIntervalMs int32 `mapstructure:"group.consumer.min.heartbeat.interval.ms" yaml:"group.consumer.min.heartbeat.interval.ms"`
+	GroupConsumerMaxHeartbeatIntervalMs int32 `mapstructure:"group.consumer.max.heartbeat.interval.ms" yaml:"group.consumer.max.heartbeat.interval.ms"`
+
 	// OffsetsRetentionMinutes is how long the committed offsets of a group
 	// with no members are kept after it became empty (or, for offsets
 	// committed by standalone consumers, after the last commit); then they
@@ -464,6 +481,10 @@ func Default() Node {
 		GroupConsumerMigrationPolicy:              "bidirectional",
 		GroupConsumerSessionTimeoutMs:             45000,
 		GroupConsumerHeartbeatIntervalMs:          5000,
+		GroupConsumerMinSessionTimeoutMs:          45000,
+		GroupConsumerMaxSessionTimeoutMs:          60000,
+		GroupConsumerMinHeartbeatIntervalMs:       5000,
+		GroupConsumerMaxHeartbeatIntervalMs:       15000,
 		OffsetsRetentionMinutes:                   10080,
 		ProcessRoles:                              "broker,controller",
 		ClusterListen:                             "127.0.0.1:9093",
@@ -518,8 +539,18 @@ func (n Node) Validate() error {
 	v.atLeast("group.max.session.timeout.ms", int64(n.GroupMaxSessionTimeoutMs), int64(n.GroupMinSessionTimeoutMs))
 	v.atLeast("group.initial.rebalance.delay.ms", int64(n.GroupInitialRebalanceDelayMs), 0)
 	v.oneOf("group.consumer.migration.policy", n.GroupConsumerMigrationPolicy, "bidirectional", "upgrade", "downgrade", "disabled")
-	v.atLeast("group.consumer.session.timeout.ms", int64(n.GroupConsumerSessionTimeoutMs), 1)
-	v.atLeast("group.consumer.heartbeat.interval.ms", int64(n.GroupConsumerHeartbeatIntervalMs), 1)
+	v.atLeast("group.consumer.min.session.timeout.ms", int64(n.GroupConsumerMinSessionTimeoutMs), 1)
+	v.atLeast("group.consumer.max.session.timeout.ms", int64(n.GroupConsumerMaxSessionTimeoutMs), int64(n.GroupConsumerMinSessionTimeoutMs))
+	v.atLeast("group.consumer.min.heartbeat.interval.ms", int64(n.GroupConsumerMinHeartbeatIntervalMs), 1)
+	v.atLeast("group.consumer.max.heartbeat.interval.ms", int64(n.GroupConsumerMaxHeartbeatIntervalMs), int64(n.GroupConsumerMinHeartbeatIntervalMs))
+	// As Kafka's GroupCoordinatorConfig: the node's own values within the
+	// bounds it gives every group's.
+	v.within("group.consumer.session.timeout.ms", int64(n.GroupConsumerSessionTimeoutMs),
+		"group.consumer.min.session.timeout.ms", int64(n.GroupConsumerMinSessionTimeoutMs),
+		"group.consumer.max.session.timeout.ms", int64(n.GroupConsumerMaxSessionTimeoutMs))
+	v.within("group.consumer.heartbeat.interval.ms", int64(n.GroupConsumerHeartbeatIntervalMs),
+		"group.consumer.min.heartbeat.interval.ms", int64(n.GroupConsumerMinHeartbeatIntervalMs),
+		"group.consumer.max.heartbeat.interval.ms", int64(n.GroupConsumerMaxHeartbeatIntervalMs))
 	v.atLeast("offsets.retention.minutes", int64(n.OffsetsRetentionMinutes), 1)
 	v.atLeast("log.max.open.files", int64(n.LogMaxOpenFiles), 0)
 	n.validateCluster(&v)
@@ -621,6 +652,16 @@ func (v *validator) err() error { return errors.Join(v.errs...) }
 func (v *validator) atLeast(key string, value, min int64) {
 	if value < min {
 		v.fail(key, fmtInt(value), "must be at least "+fmtInt(min))
+	}
+}
+
+// within checks that value lies between the settings minKey and maxKey.
+func (v *validator) within(key string, value int64, minKey string, min int64, maxKey string, max int64) {
+	switch {
+	case value < min:
+		v.fail(key, fmtInt(value), "must be at least "+minKey+" ("+fmtInt(min)+")")
+	case value > max:
+		v.fail(key, fmtInt(value), "must be at most "+maxKey+" ("+fmtInt(max)+")")
 	}
 }
 

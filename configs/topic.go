@@ -387,6 +387,8 @@ func (s Source) String() string {
 		return "STATIC_BROKER_CONFIG"
 	case SourceDefault:
 		return "DEFAULT_CONFIG"
+	case SourceGroup:
+		return "DYNAMIC_GROUP_CONFIG"
 	}
 	return fmt.Sprintf("Source(%d)", int8(s))
 }

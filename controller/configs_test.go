@@ -102,6 +102,45 @@ func TestAlterBrokerConfigs(t *testing.T) {
 	}
 }
 
+// TestAlterGroupConfigs: KIP-848 group configs, on any group id but "",
+// within the node's bounds, stored in the image, deleted to nothing, and
+// surviving a restart.
+func TestAlterGroupConfigs(t *testing.T) {
+	h := newHarness(t, vfs.NewCrashableMem())
+	v := func(s string) *string { return &s }
+	group := func(name string, ops ...ConfigOp) ConfigResource {
+		return ConfigResource{Type: image.ResourceGroup, Name: name, Ops: ops}
+	}
+	alter := func(rs ...ConfigResource) []ConfigResult {
+		t.Helper()
+		return h.ask(&AlterConfigs{Incremental: true, Resources: rs}).(*AlterConfigsResult).Resources
+	}
+	res := alter(
+		group("readers", ConfigOp{Name: "consumer.session.timeout.ms", Op: OpSet, Value: v("50000")}),
+		group("", ConfigOp{Name: "consumer.session.timeout.ms", Op: OpSet, Value: v("50000")}),
+		group("slow", ConfigOp{Name: "consumer.session.timeout.ms", Op: OpSet, Value: v("90000")}),
+		group("odd", ConfigOp{Name: "share.session.timeout.ms", Op: OpSet, Value: v("50000")}),
+		group("brief", ConfigOp{Name: "consumer.heartbeat.interval.ms", Op: OpSet, Value: v("6000")}),
+	)
+	want := []*kerr.Error{nil, kerr.InvalidRequest, kerr.InvalidConfig, kerr.InvalidConfig, nil}
+	for i, r := range res {
+		if r.Err != want[i] {
+			t.Errorf("resource %d (%q): %v %s, want %v", i, r.Name, r.Err, r.Message, want[i])
+		}
+	}
+	alter(group("brief", ConfigOp{Name: "consumer.heartbeat.interval.ms", Op: OpDelete}))
+	im := h.latest.Load()
+	if len(im.GroupConfigs) != 1 || im.GroupConfigs["readers"]["consumer.session.timeout.ms"] != "50000" {
+		t.Errorf("group configs %v", im.GroupConfigs)
+	}
+	h.stop()
+	h.spawn()
+	h.ask(&AllocateProducerIDs{}) // a round trip: start has published by now
+	if got := h.latest.Load().GroupConfigs; got["readers"]["consumer.session.timeout.ms"] != "50000" {
+		t.Errorf("after restart: %v", got)
+	}
+}
+
 // TestCreatePartitionsAssignments: new partitions keep the topic's
 // replication factor.
 func TestCreatePartitionsAssignments(t *testing.T) {

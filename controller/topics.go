@@ -334,7 +334,8 @@ func (c *Controller) alterConfigs(m *AlterConfigs) (*AlterConfigsResult, []image
 // configs (resource name "" for every broker, or a broker id) must be
 // dynamic broker configs (configs.IsDynamicBrokerConfig), and a static one
 // is refused INVALID_REQUEST as Kafka's "Cannot update these configs
-// dynamically".
+// dynamically"; group configs (any group id, whether it has a group or
+// not, but not "") within this node's bounds (configs.ValidateGroup).
 func (c *Controller) planConfigs(rsc ConfigResource, incremental bool) (*image.SetConfigs, *kerr.Error, string) {
 	var current map[string]string
 	name, validate := rsc.Name, configs.ValidateTopicOverrides
@@ -356,6 +357,12 @@ func (c *Controller) planConfigs(rsc ConfigResource, incremental bool) (*image.S
 		}
 		current = c.head.PerBrokerConfigs[int32(id)]
 		name = strconv.Itoa(int(id)) // "01" and "1" are the same broker
+	case image.ResourceGroup:
+		if rsc.Name == "" {
+			return nil, kerr.InvalidRequest, "Default group resources are not allowed."
+		}
+		current = c.head.GroupConfigs[rsc.Name]
+		validate = func(m map[string]string) error { return configs.ValidateGroup(c.cfg.Node, m) }
 	default:
 		return nil, kerr.InvalidRequest, fmt.Sprintf("Altering configs of resource type %d is not supported.", rsc.Type)
 	}

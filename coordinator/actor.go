@@ -101,8 +101,9 @@ type SupervisorConfig struct {
 	// OffsetMetadataMaxBytes caps a commit's metadata
 	// (offset.metadata.max.bytes, 4096).
 	OffsetMetadataMaxBytes int
-	// ConsumerSessionTimeout and ConsumerHeartbeatInterval: see Config.
-	ConsumerSessionTimeout, ConsumerHeartbeatInterval time.Duration
+	// ConsumerTimeouts returns a group's consumer-protocol session timeout
+	// and heartbeat interval (see Config); nil gives Kafka's defaults.
+	ConsumerTimeouts func(group string) (session, heartbeat time.Duration)
 	// AllowUpgrade and AllowDowngrade: see Config.
 	AllowUpgrade, AllowDowngrade bool
 	// Image returns the node's metadata image, nil before the first.
@@ -311,6 +312,14 @@ func (a *groupActor) Receive(c actor.Context) {
 	a.flush()
 }
 
+// consumerTimeouts returns the group's Config.ConsumerTimeouts.
+func (a *groupActor) consumerTimeouts() func() (time.Duration, time.Duration) {
+	if a.cfg.ConsumerTimeouts == nil {
+		return nil
+	}
+	return func() (time.Duration, time.Duration) { return a.cfg.ConsumerTimeouts(a.id) }
+}
+
 func (a *groupActor) newMemberID(clientID string) string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
@@ -321,9 +330,9 @@ func (a *groupActor) newMemberID(clientID string) string {
 func (a *groupActor) load() {
 	g := NewGroup(a.id, Config{MinSessionTimeout: a.cfg.MinSessionTimeout, MaxSessionTimeout: a.cfg.MaxSessionTimeout,
 		OffsetsRetention: a.cfg.OffsetsRetention, NewMemberID: a.newMemberID, Now: time.Now,
-		InitialRebalanceDelay:  a.cfg.InitialRebalanceDelay,
-		ConsumerSessionTimeout: a.cfg.ConsumerSessionTimeout, ConsumerHeartbeatInterval: a.cfg.ConsumerHeartbeatInterval,
-		Topics: a.cfg.topics, AllowUpgrade: a.cfg.AllowUpgrade, AllowDowngrade: a.cfg.AllowDowngrade})
+		InitialRebalanceDelay: a.cfg.InitialRebalanceDelay,
+		ConsumerTimeouts:      a.consumerTimeouts(),
+		Topics:                a.cfg.topics, AllowUpgrade: a.cfg.AllowUpgrade, AllowDowngrade: a.cfg.AllowDowngrade})
 	g.seq = a.seqFloor
 	if v := a.handle.View(); v == nil || v.Log == nil {
 		// Loading, or its storage failed before it loaded.

@@ -139,17 +139,19 @@ func newConsumerGroup() *consumerGroup {
 func (g *Group) IsConsumer() bool { return len(g.consumer.members) > 0 }
 
 func (g *Group) consumerSessionTimeout() time.Duration {
-	if g.cfg.ConsumerSessionTimeout > 0 {
-		return g.cfg.ConsumerSessionTimeout
+	if g.cfg.ConsumerTimeouts == nil {
+		return DefaultConsumerSessionTimeout
 	}
-	return DefaultConsumerSessionTimeout
+	session, _ := g.cfg.ConsumerTimeouts()
+	return session
 }
 
 func (g *Group) consumerHeartbeatInterval() time.Duration {
-	if g.cfg.ConsumerHeartbeatInterval > 0 {
-		return g.cfg.ConsumerHeartbeatInterval
+	if g.cfg.ConsumerTimeouts == nil {
+		return DefaultConsumerHeartbeatInterval
 	}
-	return DefaultConsumerHeartbeatInterval
+	_, heartbeat := g.cfg.ConsumerTimeouts()
+	return heartbeat
 }
 
 // ConsumerHeartbeat handles a ConsumerGroupHeartbeat request (v0-1).

@@ -96,12 +96,12 @@ type Config struct {
 	NewMemberID func(clientID string) string
 	// Now is the time of the current step, for commit timestamps.
 	Now func() time.Time
-	// ConsumerSessionTimeout and ConsumerHeartbeatInterval are a
-	// consumer-protocol member's (KIP-848) session timeout and heartbeat
-	// interval (group.consumer.session.timeout.ms, default 45000;
-	// group.consumer.heartbeat.interval.ms, default 5000); 0 means the
-	// default.
-	ConsumerSessionTimeout, ConsumerHeartbeatInterval time.Duration
+	// ConsumerTimeouts returns a consumer-protocol member's (KIP-848)
+	// session timeout and heartbeat interval now: the group's configs, or
+	// the node's group.consumer.session.timeout.ms and
+	// group.consumer.heartbeat.interval.ms. Asked at every heartbeat, so a
+	// change applies at the next. nil gives Kafka's defaults, 45 s and 5 s.
+	ConsumerTimeouts func() (session, heartbeat time.Duration)
 	// Topics returns the cluster's topics as this node knows them now,
 	// for consumer-protocol groups; nil knows none.
 	Topics func() Topics

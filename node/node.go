@@ -614,16 +614,21 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 	// __consumer_offsets partition when it (re)starts. Spawned before the
 	// metadata actor, which tells it about deleted topics.
 	groups, err := c.SpawnNamed(coordinator.SupervisorProps(coordinator.SupervisorConfig{
-		Directory:                 n.groups,
-		MinSessionTimeout:         time.Duration(n.cfg.GroupMinSessionTimeoutMs) * time.Millisecond,
-		MaxSessionTimeout:         time.Duration(n.cfg.GroupMaxSessionTimeoutMs) * time.Millisecond,
-		OffsetsRetention:          time.Duration(n.cfg.OffsetsRetentionMinutes) * time.Minute,
-		InitialRebalanceDelay:     time.Duration(n.cfg.GroupInitialRebalanceDelayMs) * time.Millisecond,
-		ConsumerSessionTimeout:    time.Duration(n.cfg.GroupConsumerSessionTimeoutMs) * time.Millisecond,
-		ConsumerHeartbeatInterval: time.Duration(n.cfg.GroupConsumerHeartbeatIntervalMs) * time.Millisecond,
-		AllowUpgrade:              n.cfg.GroupConsumerMigrationPolicy == "upgrade" || n.cfg.GroupConsumerMigrationPolicy == "bidirectional",
-		AllowDowngrade:            n.cfg.GroupConsumerMigrationPolicy == "downgrade" || n.cfg.GroupConsumerMigrationPolicy == "bidirectional",
-		Image:                     n.image.Load,
+		Directory:             n.groups,
+		MinSessionTimeout:     time.Duration(n.cfg.GroupMinSessionTimeoutMs) * time.Millisecond,
+		MaxSessionTimeout:     time.Duration(n.cfg.GroupMaxSessionTimeoutMs) * time.Millisecond,
+		OffsetsRetention:      time.Duration(n.cfg.OffsetsRetentionMinutes) * time.Minute,
+		InitialRebalanceDelay: time.Duration(n.cfg.GroupInitialRebalanceDelayMs) * time.Millisecond,
+		ConsumerTimeouts: func(group string) (time.Duration, time.Duration) {
+			var overrides map[string]string
+			if im := n.image.Load(); im != nil {
+				overrides = im.GroupConfigs[group]
+			}
+			return configs.GroupTimeouts(n.cfg, overrides)
+		},
+		AllowUpgrade:   n.cfg.GroupConsumerMigrationPolicy == "upgrade" || n.cfg.GroupConsumerMigrationPolicy == "bidirectional",
+		AllowDowngrade: n.cfg.GroupConsumerMigrationPolicy == "downgrade" || n.cfg.GroupConsumerMigrationPolicy == "bidirectional",
+		Image:          n.image.Load,
 		VerifyTxn: func(id string, producerID int64, epoch int16, p int32, add bool, reply func(*kerr.Error)) {
 			n.verifier.Verify(id, producerID, epoch, coordinator.OffsetsTopic, p, add, reply)
 		},

@@ -21,8 +21,8 @@ import (
 func consumerGroupBroker(t *testing.T) *broker {
 	return startBroker(t, func(c *configs.Node) {
 		c.OffsetsTopicNumPartitions = 3
-		c.GroupConsumerSessionTimeoutMs = 2000
-		c.GroupConsumerHeartbeatIntervalMs = 200
+		c.GroupConsumerSessionTimeoutMs, c.GroupConsumerMinSessionTimeoutMs = 2000, 1000
+		c.GroupConsumerHeartbeatIntervalMs, c.GroupConsumerMinHeartbeatIntervalMs = 200, 100
 		c.GroupMinSessionTimeoutMs = 500 // classic members, as groupBroker
 	})
 }

@@ -19,7 +19,11 @@ package transport
 //     configs). Named "", only the cluster-wide dynamic configs, as Kafka.
 //     Another broker's id, or a name that is not a number: INVALID_REQUEST,
 //     as Kafka answers (that broker is the one to ask).
-//   - Other resource types (broker loggers, client metrics, groups):
+//   - Group resources (KIP-848 group configs): any group id, whether it
+//     has a group or not, every group config (configs.DescribeGroup) with
+//     DYNAMIC_GROUP_CONFIG where the group sets it and the node's value as
+//     DEFAULT_CONFIG where not; the empty name: INVALID_REQUEST, as Kafka.
+//   - Other resource types (broker loggers, client metrics):
 //     INVALID_REQUEST.
 //   - Nothing is sensitive: no Skein config holds a secret.
 //
@@ -69,14 +73,14 @@ func (a *API) handleDescribeConfigs(_ *conn, kreq kmsg.Request) finish {
 			resp.Resources = append(resp.Resources, r)
 			continue
 		}
-		topic := rr.ResourceType == kmsg.ConfigResourceTypeTopic
+		broker := rr.ResourceType == kmsg.ConfigResourceTypeBroker
 		for _, e := range entries {
 			if rr.ConfigNames != nil && !slices.Contains(rr.ConfigNames, e.Name) {
 				continue
 			}
 			c := kmsg.NewDescribeConfigsResponseResourceConfig()
 			c.Name, c.Value = e.Name, kmsg.StringPtr(e.Value)
-			c.ReadOnly = !topic && !configs.IsDynamicBrokerConfig(e.Name)
+			c.ReadOnly = broker && !configs.IsDynamicBrokerConfig(e.Name)
 			c.Source = kmsg.ConfigSource(e.Source)
 			if req.IncludeSynonyms {
 				for _, s := range e.Synonyms {
@@ -125,6 +129,11 @@ func (a *API) describeResource(im *image.Image, node configs.Node, rr kmsg.Descr
 			return nil, err, msg
 		}
 		return configs.DescribeBroker(node, false), nil, ""
+	case kmsg.ConfigResourceTypeGroupConfig:
+		if rr.ResourceName == "" {
+			return nil, kerr.InvalidRequest, "Group name must not be empty"
+		}
+		return configs.DescribeGroup(node, im.GroupConfigs[rr.ResourceName]), nil, ""
 	}
 	return nil, kerr.InvalidRequest, fmt.Sprintf("Unsupported resource type: %v", rr.ResourceType)
 }

@@ -18,6 +18,11 @@ package transport
 //     Kafka's "Cannot update these configs dynamically"; an unknown name or
 //     a bad value is INVALID_CONFIG; another broker's id is INVALID_REQUEST
 //     (that broker is the one to ask).
+//   - Group resources (KIP-848 group configs), named by any group id but
+//     "": consumer.session.timeout.ms and consumer.heartbeat.interval.ms,
+//     within the node's group.consumer.min.* and group.consumer.max.*;
+//     else INVALID_CONFIG worded as Kafka's. The group's coordinator reads
+//     them at every heartbeat. The empty name is INVALID_REQUEST.
 //   - Other resource types: INVALID_REQUEST. A resource named twice:
 //     INVALID_REQUEST for each.
 //   - ValidateOnly checks everything and changes nothing.
@@ -94,6 +99,10 @@ func (a *API) alterResource(typ kmsg.ConfigResourceType, rsc controller.ConfigRe
 		if rsc.Name != "" {
 			r.err, r.msg = a.checkBrokerName(rsc.Name)
 		}
+	case kmsg.ConfigResourceTypeGroupConfig:
+		// The groups' coordinators read them at every heartbeat: nothing
+		// to wait for once committed.
+		r.rsc.Type = image.ResourceGroup
 	default:
 		r.err, r.msg = kerr.InvalidRequest, "Unsupported resource type: "+typ.String()
 	}
@@ -127,9 +136,10 @@ func (a *API) alterConfigs(resources []alterResource, validateOnly, incremental 
 			r.err, r.msg = cr.Err, cr.Message
 			continue
 		}
-		if r.rsc.Type == image.ResourceBroker {
+		switch r.rsc.Type {
+		case image.ResourceBroker:
 			brokers = true
-		} else {
+		case image.ResourceTopic:
 			topics[r.rsc.Name] = true
 		}
 	}

@@ -9,9 +9,9 @@ package transport
 //     log.cleanup.policy; others are INVALID_CONFIG). A config named twice
 //     in one resource is INVALID_REQUEST.
 //   - Resources, validation, ValidateOnly and when changes take effect are
-//     as AlterConfigs's (33_alter_configs.go): topics, and brokers named ""
+//     as AlterConfigs's (33_alter_configs.go): topics, brokers named ""
 //     (every broker) or by this node's id, with the dynamic broker
-//     configs only; delegated to the controller.
+//     configs only, and groups; delegated to the controller.
 //
 // Version notes: v0 (KIP-339); v1 flexible.
 

@@ -36,6 +36,11 @@ type Image struct {
 	// and then name (Kafka's DYNAMIC_BROKER_CONFIG). The inner maps are
 	// never changed in place.
 	PerBrokerConfigs map[int32]map[string]string
+	// GroupConfigs are configs set on a group resource (KIP-848's
+	// consumer.session.timeout.ms and consumer.heartbeat.interval.ms), by
+	// group id and then name; a group need not exist to have them. The
+	// inner maps are never changed in place.
+	GroupConfigs map[string]map[string]string
 	// NextProducerID is the first producer id not yet handed out in a
 	// block: ids below it are never given out again, even after restarts.
 	NextProducerID int64
@@ -124,6 +129,7 @@ func Empty() *Image {
 		TopicsByID:       map[TopicID]*Topic{},
 		BrokerConfigs:    map[string]string{},
 		PerBrokerConfigs: map[int32]map[string]string{},
+		GroupConfigs:     map[string]map[string]string{},
 		Extensions:       map[string]*Extension{},
 	}
 }
@@ -160,6 +166,7 @@ func (im *Image) clone() *Image {
 	c.TopicsByID = maps.Clone(im.TopicsByID)
 	c.BrokerConfigs = maps.Clone(im.BrokerConfigs)
 	c.PerBrokerConfigs = maps.Clone(im.PerBrokerConfigs)
+	c.GroupConfigs = maps.Clone(im.GroupConfigs)
 	c.Extensions = maps.Clone(im.Extensions)
 	return &c
 }

@@ -218,13 +218,15 @@ type ResourceType int8
 const (
 	ResourceTopic  ResourceType = 2
 	ResourceBroker ResourceType = 4
+	ResourceGroup  ResourceType = 32
 )
 
-// SetConfigs sets (or, with a nil value, deletes) configs of a topic or of
-// the brokers. Values are validated by the controller before writing.
+// SetConfigs sets (or, with a nil value, deletes) configs of a topic, of
+// the brokers or of a group. Values are validated by the controller before
+// writing.
 type SetConfigs struct {
 	Resource ResourceType       `msgpack:"res"`
-	Name     string             `msgpack:"name"` // topic name; for brokers a broker id, or empty for the cluster-wide default
+	Name     string             `msgpack:"name"` // topic name or group id; for brokers a broker id, or empty for the cluster-wide default
 	Configs  map[string]*string `msgpack:"configs"`
 }
 
@@ -269,6 +271,17 @@ func (r *SetConfigs) apply(im *Image) error {
 			delete(im.PerBrokerConfigs, int32(id))
 		} else {
 			im.PerBrokerConfigs[int32(id)] = m
+		}
+	case ResourceGroup:
+		m := maps.Clone(im.GroupConfigs[r.Name])
+		if m == nil {
+			m = map[string]string{}
+		}
+		set(m)
+		if len(m) == 0 {
+			delete(im.GroupConfigs, r.Name)
+		} else {
+			im.GroupConfigs[r.Name] = m
 		}
 	default:
 		return fmt.Errorf("resource type %d", r.Resource)

@@ -30,6 +30,9 @@ func (im *Image) Records() []Record {
 	for _, id := range slices.Sorted(maps.Keys(im.PerBrokerConfigs)) {
 		out = append(out, &SetConfigs{Resource: ResourceBroker, Name: strconv.Itoa(int(id)), Configs: pointers(im.PerBrokerConfigs[id])})
 	}
+	for _, group := range slices.Sorted(maps.Keys(im.GroupConfigs)) {
+		out = append(out, &SetConfigs{Resource: ResourceGroup, Name: group, Configs: pointers(im.GroupConfigs[group])})
+	}
 	if im.NextProducerID > 0 {
 		out = append(out, &AllocateProducerIDs{First: 0, Size: im.NextProducerID})
 	}

@@ -57,6 +57,7 @@
 #     --to-earliest), kafka-configs (kafka.admin.ConfigCommand, from the
 #     broker's jar: a topic's, a broker's and the cluster default's dynamic
 #     configs altered, described with synonyms and deleted, a bad value
+#     refused; a group's configs set and described, one out of bounds
 #     refused), kafka-verifiable-producer and -consumer, and
 #     kafka-transactions list, describe, describe-producers and abort (a
 #     transaction left open by a confluent-kafka producer that went away,
@@ -747,6 +748,27 @@ if [ -n "$JAVA_OK" ]; then
 	else
 		fail "kafka-configs --delete-config on broker 1 and the cluster default: no dynamic broker configs left (status $status)"
 		cat "$T"
+	fi
+	# A group's configs (KIP-848): set before the group exists, described
+	# with their source, a value outside the node's bounds refused.
+	configs --entity-type groups --entity-name tools-group --alter --add-config consumer.session.timeout.ms=50000 >"$T"
+	status=$?
+	configs --entity-type groups --entity-name tools-group --describe >>"$T"
+	if [ $((status + $?)) -eq 0 ] && grep -q '^Completed updating config for group tools-group\.$' "$T" &&
+		grep -q '^  consumer\.session\.timeout\.ms=50000 sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:consumer\.session\.timeout\.ms=50000}$' "$T"; then
+		ok "kafka-configs --entity-type groups --alter, then --describe: the group's consumer.session.timeout.ms"
+	else
+		fail "kafka-configs --entity-type groups --alter, then --describe: the group's consumer.session.timeout.ms (status $status)"
+		cat "$T"
+	fi
+	: >"$WORK/tools.err"
+	if configs --entity-type groups --entity-name tools-group --alter --add-config consumer.heartbeat.interval.ms=100000 >"$T"; then
+		fail "kafka-configs --entity-type groups --add-config consumer.heartbeat.interval.ms=100000: refused"
+	elif grep -q 'InvalidConfigurationException: consumer\.heartbeat\.interval\.ms must be less than or equal to group\.consumer\.max\.heartbeat\.interval\.ms' "$WORK/tools.err"; then
+		ok "kafka-configs --entity-type groups --add-config consumer.heartbeat.interval.ms=100000: refused, over group.consumer.max.heartbeat.interval.ms"
+	else
+		fail "kafka-configs --entity-type groups --add-config consumer.heartbeat.interval.ms=100000: InvalidConfigurationException"
+		tail -n 3 "$WORK/tools.err"
 	fi
 	tool TopicCommand --bootstrap-server "$BROKER" --delete --topic tools-t >"$T"
 	status=$?
