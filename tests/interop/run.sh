@@ -43,11 +43,14 @@
 #     version java/pom.xml pins; Java and Maven from Debian when missing,
 #     built with mvn): AdminClient createTopics, describeTopics, listTopics,
 #     describeCluster, describeConfigs, incrementalAlterConfigs and
-#     deleteTopics; the idempotent producer (acks=all) with each codec,
+#     deleteTopics, listOffsets by timestamp and maxTimestamp, deleteRecords;
+#     the idempotent producer (acks=all) with each codec,
 #     records read back with key, value, header and timestamp; classic
-#     groups of two consumers (range, then cooperative-sticky) consuming
+#     groups of two consumers (range, cooperative-sticky, and static
+#     members with group.instance.id) consuming
 #     every record, committed offsets (listConsumerGroupOffsets) equal to
-#     the end offsets; transactions (commit, abort) read with
+#     the end offsets, then listGroups, describeConsumerGroups,
+#     deleteConsumerGroupOffsets and deleteConsumerGroups; transactions (commit, abort) read with
 #     read_committed and read_uncommitted; a KIP-848 (group.protocol=
 #     consumer) consumer subscribed to a pattern;
 #   - Apache Kafka's command-line tools (kafka-tools, the same classpath):

@@ -8,6 +8,7 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
 import java.util.TreeMap;
@@ -23,10 +24,14 @@ import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.AlterConfigOp;
 import org.apache.kafka.clients.admin.Config;
 import org.apache.kafka.clients.admin.ConfigEntry;
+import org.apache.kafka.clients.admin.ConsumerGroupDescription;
 import org.apache.kafka.clients.admin.DescribeClusterResult;
+import org.apache.kafka.clients.admin.GroupListing;
+import org.apache.kafka.clients.admin.MemberDescription;
 import org.apache.kafka.clients.admin.ListOffsetsResult;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.admin.RecordsToDelete;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -36,6 +41,8 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.GroupState;
+import org.apache.kafka.common.GroupType;
 import org.apache.kafka.common.Node;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.TopicPartitionInfo;
@@ -128,8 +135,11 @@ public final class Main {
             for (String codec : List.of("none", "gzip", "snappy", "lz4", "zstd")) {
                 idempotentProducer(codec);
             }
-            classicGroup("range", "org.apache.kafka.clients.consumer.RangeAssignor");
-            classicGroup("cooperative-sticky", "org.apache.kafka.clients.consumer.CooperativeStickyAssignor");
+            offsetsByTimeAndDeleteRecords();
+            classicGroup("range", "org.apache.kafka.clients.consumer.RangeAssignor", false);
+            classicGroup("cooperative-sticky", "org.apache.kafka.clients.consumer.CooperativeStickyAssignor", false);
+            classicGroup("static", "org.apache.kafka.clients.consumer.RangeAssignor", true);
+            groupAdmin();
             transactions();
             consumerProtocolGroup();
         } finally {
@@ -243,6 +253,43 @@ public final class Main {
                 Thread.sleep(100);
             }
             require(listTopics().contains(topic), topic + " gone too");
+        });
+    }
+
+    /**
+     * Ten records a second apart on one partition: listOffsets by
+     * timestamp finds the first at or after it (none after the last),
+     * maxTimestamp the newest; deleteRecords moves the log start, which
+     * listOffsets earliest then reports.
+     */
+    private void offsetsByTimeAndDeleteRecords() {
+        String topic = name("times");
+        TopicPartition tp = new TopicPartition(topic, 0);
+        check("AdminClient listOffsets by timestamp and maxTimestamp, then deleteRecords and listOffsets earliest", () -> {
+            createTopic(topic, 1);
+            long t0 = System.currentTimeMillis() - 60_000;
+            try (KafkaProducer<String, String> p = new KafkaProducer<>(producerProps())) {
+                for (int i = 0; i < 10; i++) {
+                    p.send(new ProducerRecord<>(topic, 0, t0 + i * 1000L, "k" + i, "v" + i)).get(30, TimeUnit.SECONDS);
+                }
+            }
+            Map<String, OffsetSpec> specs = new TreeMap<>();
+            specs.put("t0+3.5s", OffsetSpec.forTimestamp(t0 + 3500));
+            specs.put("t0", OffsetSpec.forTimestamp(t0));
+            specs.put("after the last", OffsetSpec.forTimestamp(t0 + 10_000));
+            specs.put("maxTimestamp", OffsetSpec.maxTimestamp());
+            Map<String, Long> want = Map.of("t0+3.5s", 4L, "t0", 0L, "after the last", -1L, "maxTimestamp", 9L);
+            for (Map.Entry<String, OffsetSpec> e : specs.entrySet()) {
+                long got = admin.listOffsets(Map.of(tp, e.getValue())).partitionResult(tp)
+                        .get(ADMIN_TIMEOUT_S, TimeUnit.SECONDS).offset();
+                require(got == want.get(e.getKey()), "listOffsets " + e.getKey() + ": " + got + ", want " + want.get(e.getKey()));
+            }
+            long low = admin.deleteRecords(Map.of(tp, RecordsToDelete.beforeOffset(5))).lowWatermarks().get(tp)
+                    .get(ADMIN_TIMEOUT_S, TimeUnit.SECONDS).lowWatermark();
+            require(low == 5, "deleteRecords before 5: low watermark " + low);
+            long earliest = admin.listOffsets(Map.of(tp, OffsetSpec.earliest())).partitionResult(tp)
+                    .get(ADMIN_TIMEOUT_S, TimeUnit.SECONDS).offset();
+            require(earliest == 5, "listOffsets earliest after deleteRecords: " + earliest);
         });
     }
 
@@ -413,7 +460,8 @@ public final class Main {
      * each only from partitions it owns; both commit, and the group's
      * committed offsets equal the end offsets.
      */
-    private void twoMemberGroup(String topic, String group, Properties common, int partitions) throws Exception {
+    private void twoMemberGroup(String topic, String group, Properties common, int partitions, boolean staticMembers)
+            throws Exception {
         Set<TopicPartition> all = new HashSet<>();
         for (int i = 0; i < partitions; i++) {
             all.add(new TopicPartition(topic, i));
@@ -424,6 +472,9 @@ public final class Main {
                 Properties cp = consumerProps(group);
                 cp.putAll(common);
                 cp.put(ConsumerConfig.CLIENT_ID_CONFIG, group + "-" + i);
+                if (staticMembers) {
+                    cp.put(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG, "static-" + i);
+                }
                 KafkaConsumer<String, String> c = new KafkaConsumer<>(cp);
                 cs.add(c);
             }
@@ -482,6 +533,17 @@ public final class Main {
             Map<TopicPartition, Long> end = latestOffsets(all);
             Map<TopicPartition, Long> committed = groupOffsets(group);
             require(committed.equals(end), "committed offsets " + committed + ", end offsets " + end);
+            if (staticMembers) {
+                // describeConsumerGroups names each member's instance id.
+                ConsumerGroupDescription d = admin.describeConsumerGroups(List.of(group)).all()
+                        .get(ADMIN_TIMEOUT_S, TimeUnit.SECONDS).get(group);
+                Set<String> ids = new TreeSet<>();
+                for (MemberDescription m : d.members()) {
+                    ids.add(m.groupInstanceId().orElse("none"));
+                }
+                require(d.groupState() == GroupState.STABLE && ids.equals(Set.of("static-0", "static-1")),
+                        "describeConsumerGroups: " + d.groupState() + ", instance ids " + ids);
+            }
         } finally {
             for (KafkaConsumer<String, String> c : cs) {
                 c.close(Duration.ofSeconds(10));
@@ -489,16 +551,59 @@ public final class Main {
         }
     }
 
-    private void classicGroup(String label, String assignor) {
+    private void classicGroup(String label, String assignor, boolean staticMembers) {
         String topic = name("classic-" + label);
         String group = name("classic-group-" + label);
         check("classic group (" + label + "): two consumers consume every record of 3 partitions,"
-                + " commitSync, listConsumerGroupOffsets equals the end offsets", () -> {
+                + " commitSync, listConsumerGroupOffsets equals the end offsets"
+                + (staticMembers ? "; describeConsumerGroups names both members' group.instance.id" : ""), () -> {
             createTopic(topic, 3);
             Properties common = new Properties();
             common.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "classic");
             common.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, assignor);
-            twoMemberGroup(topic, group, common, 3);
+            twoMemberGroup(topic, group, common, 3, staticMembers);
+        });
+    }
+
+    /**
+     * The classic groups above, once their members left: listed and
+     * described as Empty classic groups; one loses a partition's offset
+     * with deleteConsumerGroupOffsets, the other is deleted with
+     * deleteConsumerGroups and is neither listed nor has offsets after.
+     */
+    private void groupAdmin() {
+        String range = name("classic-group-range");
+        String sticky = name("classic-group-cooperative-sticky");
+        check("AdminClient listGroups and describeConsumerGroups: the classic groups, Empty once their members left",
+                () -> {
+            Map<String, GroupListing> listed = new HashMap<>();
+            for (GroupListing g : admin.listGroups().all().get(ADMIN_TIMEOUT_S, TimeUnit.SECONDS)) {
+                listed.put(g.groupId(), g);
+            }
+            for (String g : List.of(range, sticky)) {
+                GroupListing l = listed.get(g);
+                require(l != null, g + " not listed: " + listed.keySet());
+                require(l.type().equals(Optional.of(GroupType.CLASSIC)) && l.groupState().equals(Optional.of(GroupState.EMPTY)),
+                        g + " listed as " + l);
+            }
+            ConsumerGroupDescription d = admin.describeConsumerGroups(List.of(range)).all()
+                    .get(ADMIN_TIMEOUT_S, TimeUnit.SECONDS).get(range);
+            require(d.groupState() == GroupState.EMPTY && d.members().isEmpty() && d.type() == GroupType.CLASSIC,
+                    "described as " + d);
+        });
+        check("AdminClient deleteConsumerGroupOffsets: partition 0's offset gone, the others kept", () -> {
+            TopicPartition p0 = new TopicPartition(name("classic-cooperative-sticky"), 0);
+            admin.deleteConsumerGroupOffsets(sticky, Set.of(p0)).all().get(ADMIN_TIMEOUT_S, TimeUnit.SECONDS);
+            Map<TopicPartition, Long> left = groupOffsets(sticky);
+            require(!left.containsKey(p0) && left.size() == 2, "offsets left: " + left);
+        });
+        check("AdminClient deleteConsumerGroups: the group is no longer listed and has no offsets", () -> {
+            admin.deleteConsumerGroups(List.of(range)).all().get(ADMIN_TIMEOUT_S, TimeUnit.SECONDS);
+            for (GroupListing g : admin.listGroups().all().get(ADMIN_TIMEOUT_S, TimeUnit.SECONDS)) {
+                require(!g.groupId().equals(range), range + " still listed");
+            }
+            Map<TopicPartition, Long> left = groupOffsets(range);
+            require(left.isEmpty(), "offsets left: " + left);
         });
     }
 
