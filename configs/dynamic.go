@@ -71,8 +71,9 @@ var ErrNotDynamic = errors.New("configs: cannot be updated dynamically")
 // ValidateDynamic checks one resource's dynamic broker configs, as the
 // controller does before storing them: every key must be a dynamic broker
 // config and every value valid for it. The error joins one error per bad
-// entry, in key order: an *Error for an unknown key or a bad value (Kafka's
-// INVALID_CONFIG), or one wrapping ErrNotDynamic for a static key.
+// entry, in key order: an *Error for an unknown key (also wrapping
+// ErrUnknownBrokerConfig) or a bad value, or one wrapping ErrNotDynamic
+// for a static key.
 func ValidateDynamic(m map[string]string) error {
 	var errs []error
 	for _, key := range sortedKeys(m) {
@@ -82,6 +83,18 @@ func ValidateDynamic(m map[string]string) error {
 	}
 	return errors.Join(errs...)
 }
+
+// ErrUnknownBrokerConfig marks a key that names no broker config, in
+// ValidateDynamic's error (errors.Is finds it). Kafka keeps such a key (a
+// plugin's); Skein refuses it INVALID_CONFIG, where a bad value of a known
+// key is INVALID_REQUEST, as Kafka answers it.
+var ErrUnknownBrokerConfig = errors.New("configs: unknown broker config")
+
+// unknownKeyError is an *Error for a key that names no broker config.
+type unknownKeyError struct{ err *Error }
+
+func (e unknownKeyError) Error() string   { return e.err.Error() }
+func (e unknownKeyError) Unwrap() []error { return []error{ErrUnknownBrokerConfig, e.err} }
 
 // notDynamicError is a static broker config given to AlterConfigs.
 type notDynamicError struct{ key string }
@@ -94,7 +107,7 @@ func (e *notDynamicError) Unwrap() error { return ErrNotDynamic }
 func validateDynamicEntry(key, value string) error {
 	switch {
 	case !known(key):
-		return &Error{Key: key, Value: value, Reason: "unknown broker config"}
+		return unknownKeyError{&Error{Key: key, Value: value, Reason: "unknown broker config"}}
 	case !IsDynamicBrokerConfig(key):
 		return &notDynamicError{key: key}
 	}
@@ -313,6 +326,19 @@ func DefaultValue(key string) (string, bool) {
 	return "", false
 }
 
+// kafkaTypes are the broker configs whose Kafka type is not the one their
+// Go field's kind gives (tests/diff compares them with Kafka's).
+var kafkaTypes = map[string]ConfigType{
+	"offsets.topic.replication.factor":         TypeShort,
+	"transaction.state.log.replication.factor": TypeShort,
+	"transactional.id.expiration.ms":           TypeInt,
+	"producer.id.expiration.ms":                TypeInt,
+	"replica.lag.time.max.ms":                  TypeLong,
+	"leader.imbalance.check.interval.seconds":  TypeLong,
+	"process.roles":                            TypeList,
+	"controller.quorum.voters":                 TypeList,
+}
+
 // ConfigType is a config's type as DescribeConfigs v3+ reports it, with
 // Kafka's ids.
 type ConfigType int8
@@ -323,6 +349,7 @@ const (
 	TypeBoolean ConfigType = 1
 	TypeString  ConfigType = 2
 	TypeInt     ConfigType = 3
+	TypeShort   ConfigType = 4
 	TypeLong    ConfigType = 5
 	TypeList    ConfigType = 7
 )
@@ -330,6 +357,9 @@ const (
 // TypeOf returns the type of a topic, broker or group config, or
 // TypeUnknown.
 func TypeOf(key string) ConfigType {
+	if t, ok := kafkaTypes[key]; ok {
+		return t
+	}
 	f, ok := topicByKey[key]
 	if !ok {
 		f, ok = nodeByKey[key]
@@ -442,4 +472,19 @@ var docs = map[string]string{
 	"log.retention.minutes":                                       "log.retention.ms in minutes, used when log.retention.ms is not set.",
 	"log.retention.hours":                                         "log.retention.ms in hours, used when log.retention.ms and log.retention.minutes are not set.",
 	"log.roll.hours":                                              "log.roll.ms in hours, used when log.roll.ms is not set.",
+	"auto.leader.rebalance.enable":                                "The active controller moves each partition's leadership back to its preferred replica when that one is live and in sync.",
+	"leader.imbalance.check.interval.seconds":                     "How often, in seconds, the controller checks for partitions led by other than their preferred replica (and runs unclean elections where a topic allows them).",
+	"broker.heartbeat.interval.ms":                                "How often a broker heartbeats the active controller, in milliseconds.",
+	"broker.session.timeout.ms":                                   "How long the active controller waits for a broker's heartbeat before fencing it, in milliseconds.",
+	"broker.rack":                                                 "The rack or zone of this broker; a partition's replicas are placed in different racks.",
+	"cluster.listen":                                              "The host:port the node's remoting between nodes (controller quorum, heartbeats, replication) binds when controller.quorum.voters is set (Skein-only).",
+	"cluster.advertise":                                           "The host:port other nodes reach this node's remoting at; defaults to cluster.listen (Skein-only).",
+	"controller.quorum.voters":                                    "The controller quorum's voters as id@host:port, comma-separated; empty makes the node a cluster of its own.",
+	"process.roles":                                               "The roles this node plays: broker, controller, or both, comma-separated.",
+	"metadata.log.max.record.bytes.between.snapshots":             "How many bytes of metadata entries a controller applies between two snapshots of its image.",
+	"offsets.topic.replication.factor":                            "The replication factor of __consumer_offsets, capped at the live brokers when it is created.",
+	"replica.fetch.max.bytes":                                     "The most record bytes of one partition in a follower's fetch answer; a larger first batch still comes whole.",
+	"replica.fetch.response.max.bytes":                            "The most record bytes of a follower's fetch answer over all its partitions.",
+	"replica.fetch.wait.max.ms":                                   "How long a leader holds a follower's fetch that finds nothing new, in milliseconds.",
+	"replica.lag.time.max.ms":                                     "How long a follower may go without catching up with its leader before it leaves the ISR, in milliseconds.",
 }

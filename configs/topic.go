@@ -435,8 +435,11 @@ func DescribeTopic(broker Node, overrides map[string]string) ([]ConfigEntry, err
 	for _, name := range TopicConfigNames() {
 		k, f := topicKeys[name], topicByKey[name]
 		e := ConfigEntry{Name: name, Value: f.format(t)}
-		if _, ok := overrides[name]; ok {
-			e.Synonyms = append(e.Synonyms, Synonym{Name: name, Value: e.Value, Source: SourceTopic})
+		if v, ok := overrides[name]; ok {
+			// The override as it was set, as Kafka shows it: a policy
+			// list keeps its order ("delete,compact").
+			e.Value = v
+			e.Synonyms = append(e.Synonyms, Synonym{Name: name, Value: v, Source: SourceTopic})
 		}
 		e.Synonyms = append(e.Synonyms, broker.dynamicSynonyms(k.broker, false)...)
 		explicit := false

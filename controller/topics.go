@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -419,6 +420,12 @@ func (c *Controller) planConfigs(rsc ConfigResource, incremental bool) (*image.S
 		}
 	}
 	if err := validate(next); err != nil {
+		if rsc.Type == image.ResourceBroker && !errors.Is(err, configs.ErrUnknownBrokerConfig) {
+			// Kafka refuses a bad broker config value as an invalid
+			// request ("Invalid config value for resource"), a topic's as
+			// an invalid config.
+			return nil, kerr.InvalidRequest, err.Error()
+		}
 		return nil, kerr.InvalidConfig, err.Error()
 	}
 	rec := &image.SetConfigs{Resource: rsc.Type, Name: name, Configs: map[string]*string{}}

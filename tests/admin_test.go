@@ -450,8 +450,10 @@ func TestTopicConfigs(t *testing.T) {
 	checkConfig(t, configOf(t, rcs, "cfg", "max.message.bytes"), "200", kmsg.ConfigSourceDynamicTopicConfig,
 		synonym{"max.message.bytes", "200", kmsg.ConfigSourceDynamicTopicConfig},
 		synonym{"message.max.bytes", "1048588", kmsg.ConfigSourceDefaultConfig})
-	checkConfig(t, configOf(t, rcs, "cfg", "cleanup.policy"), "compact,delete", kmsg.ConfigSourceDynamicTopicConfig,
-		synonym{"cleanup.policy", "compact,delete", kmsg.ConfigSourceDynamicTopicConfig},
+	// Appended to the default "delete": the list in that order, as Kafka
+	// shows it.
+	checkConfig(t, configOf(t, rcs, "cfg", "cleanup.policy"), "delete,compact", kmsg.ConfigSourceDynamicTopicConfig,
+		synonym{"cleanup.policy", "delete,compact", kmsg.ConfigSourceDynamicTopicConfig},
 		synonym{"log.cleanup.policy", "delete", kmsg.ConfigSourceDefaultConfig})
 	checkConfig(t, configOf(t, rcs, "cfg", "retention.ms"), "604800000", kmsg.ConfigSourceDefaultConfig,
 		synonym{"log.retention.hours", "168", kmsg.ConfigSourceDefaultConfig})
@@ -692,7 +694,9 @@ func TestBrokerConfigs(t *testing.T) {
 	}
 	bad("a static setting", kerr.InvalidRequest, kadm.AlterConfig{Name: "num.partitions", Value: kadm.StringPtr("3")})
 	bad("an unknown setting", kerr.InvalidConfig, kadm.AlterConfig{Name: "no.such.config", Value: kadm.StringPtr("3")})
-	bad("a bad value", kerr.InvalidConfig, kadm.AlterConfig{Name: "log.retention.ms", Value: kadm.StringPtr("0")})
+	// A bad value of a broker config is an invalid request, as Kafka 4.2
+	// answers it (tests/diff); a topic config's an invalid config.
+	bad("a bad value", kerr.InvalidRequest, kadm.AlterConfig{Name: "log.retention.ms", Value: kadm.StringPtr("0")})
 
 	raw := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	for _, name := range []string{"7", "one"} {
