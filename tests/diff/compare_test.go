@@ -4,6 +4,7 @@ package diff
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -158,23 +159,36 @@ var (
 	used   = map[int]bool{}
 )
 
-// glob matches s against pattern, where * stands for any run of
-// characters (brackets and dots are literal, unlike path.Match).
+// glob matches s against pattern, where ** stands for any run of
+// characters and * for any run without a bracket, so that Configs[*]
+// names one config and not a field inside it (dots are literal, unlike
+// path.Match).
 func glob(pattern, s string) bool {
-	parts := strings.Split(pattern, "*")
-	if len(parts) == 1 {
-		return pattern == s
-	}
-	if !strings.HasPrefix(s, parts[0]) {
-		return false
-	}
-	s = s[len(parts[0]):]
-	for _, p := range parts[1 : len(parts)-1] {
-		i := strings.Index(s, p)
-		if i < 0 {
-			return false
+	globMu.Lock()
+	re, ok := globs[pattern]
+	if !ok {
+		var sb strings.Builder
+		sb.WriteString("^")
+		for i, part := range strings.Split(pattern, "**") {
+			if i > 0 {
+				sb.WriteString(".*")
+			}
+			for j, q := range strings.Split(part, "*") {
+				if j > 0 {
+					sb.WriteString(`[^\[\]]*`)
+				}
+				sb.WriteString(regexp.QuoteMeta(q))
+			}
 		}
-		s = s[i+len(p):]
+		sb.WriteString("$")
+		re = regexp.MustCompile(sb.String())
+		globs[pattern] = re
 	}
-	return strings.HasSuffix(s, parts[len(parts)-1])
+	globMu.Unlock()
+	return re.MatchString(s)
 }
+
+var (
+	globMu sync.Mutex
+	globs  = map[string]*regexp.Regexp{}
+)

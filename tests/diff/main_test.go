@@ -128,6 +128,10 @@ func startSkein(work string) (*node.Node, error) {
 		configs.EnvName("listen") + "=127.0.0.1:0",
 		configs.EnvName("advertise") + "=127.0.0.1:0",
 		configs.EnvName("admin.listen") + "=127.0.0.1:0",
+		// Kafka's server.properties must set these two (kafkaref): set
+		// here too, they show with the same source.
+		configs.EnvName("node.id") + "=1",
+		configs.EnvName("process.roles") + "=broker,controller",
 	}
 	for _, k := range slices.Sorted(maps.Keys(shared)) {
 		env = append(env, configs.EnvName(k)+"="+shared[k])

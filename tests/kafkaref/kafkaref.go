@@ -131,7 +131,8 @@ func Start(dir, classpath string, props map[string]string) (*Kafka, error) {
 		"transaction.state.log.min.isr":                    "1",
 		"share.coordinator.state.topic.replication.factor": "1",
 		"share.coordinator.state.topic.min.isr":            "1",
-		"min.insync.replicas":                              "1",
+		// NB: min.insync.replicas is left at its default, 1: set here it
+		// would show as a static broker config in DescribeConfigs.
 	}
 	maps.Copy(all, props)
 	var sb strings.Builder
