@@ -557,7 +557,7 @@ func TestDescribeTopic(t *testing.T) {
 			"segment.ms":     {"segment.ms", "604800000", SourceDefault, []Synonym{def("log.roll.hours", "168")}},
 		}},
 		{"topic over broker", loaded, map[string]string{"retention.ms": "1000", "cleanup.policy": "delete,compact", "segment.ms": "60000"}, map[string]ConfigEntry{
-			"retention.ms":   {"retention.ms", "1000", SourceTopic, []Synonym{top("retention.ms", "1000"), brk("log.retention.hours", "24"), def("log.retention.hours", "168")}},
+			"retention.ms": {"retention.ms", "1000", SourceTopic, []Synonym{top("retention.ms", "1000"), brk("log.retention.hours", "24"), def("log.retention.hours", "168")}},
 			// The override as set, in its order, as Kafka shows it.
 			"cleanup.policy": {"cleanup.policy", "delete,compact", SourceTopic, []Synonym{top("cleanup.policy", "delete,compact"), brk("log.cleanup.policy", "compact"), def("log.cleanup.policy", "delete")}},
 			"segment.ms":     {"segment.ms", "60000", SourceTopic, []Synonym{top("segment.ms", "60000"), def("log.roll.hours", "168")}},
