@@ -51,10 +51,8 @@ func (g *Group) consumerJoin(req *kmsg.JoinGroupRequest, clientID, host, instanc
 	c := g.consumer
 	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
 	fail := func(err *kerr.Error, memberID string) {
+		// NB: no protocol type in an error, as Kafka answers (null).
 		resp.ErrorCode, resp.MemberID, resp.Generation = err.Code, memberID, -1
-		if req.Version >= 7 {
-			resp.ProtocolType = kmsg.StringPtr(req.ProtocolType)
-		}
 		g.reply(reply, resp)
 	}
 	var sub kmsg.ConsumerMemberMetadata

@@ -162,7 +162,9 @@ func (g *Group) ConsumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, clien
 		if msg != "" {
 			resp.ErrorMessage = kmsg.StringPtr(msg)
 		}
-		resp.MemberEpoch = -1
+		// NB: an error's member epoch is 0, as Kafka answers it (the
+		// field's default), not -1.
+		resp.MemberEpoch = 0
 		g.reply(reply, resp)
 	}
 	c := g.consumer

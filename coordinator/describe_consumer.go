@@ -85,7 +85,9 @@ func (g *Group) describeConsumer() kmsg.ConsumerGroupDescribeResponseGroup {
 		rm := kmsg.NewConsumerGroupDescribeResponseGroupMember()
 		rm.MemberID, rm.MemberEpoch = m.id, m.epoch
 		rm.ClientID, rm.ClientHost = m.clientID, m.host
-		rm.InstanceID, rm.SubscribedTopicRegex = nullable(m.instanceID), nullable(m.regex)
+		// NB: Kafka answers "" for a member without a regex, not null
+		// (tests/diff compares them).
+		rm.InstanceID, rm.SubscribedTopicRegex = nullable(m.instanceID), kmsg.StringPtr(m.regex)
 		rm.SubscribedTopics = slices.Clone(m.subscribed)
 		if rm.SubscribedTopics == nil {
 			rm.SubscribedTopics = []string{}

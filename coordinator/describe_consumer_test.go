@@ -77,7 +77,7 @@ func TestKIP848DescribeStates(t *testing.T) {
 	wantDescribed(t, "a alone", rg, "Stable", 1, 1, "a:1:[0 1 2 3]:[0 1 2 3]")
 	m := rg.Members[0]
 	if m.ClientID != "c" || m.ClientHost != "/h" || !slices.Equal(m.SubscribedTopics, []string{"t"}) ||
-		m.MemberType != 1 || m.InstanceID != nil || m.RackID != nil || m.SubscribedTopicRegex != nil {
+		m.MemberType != 1 || m.InstanceID != nil || m.RackID != nil || m.SubscribedTopicRegex == nil || *m.SubscribedTopicRegex != "" {
 		t.Errorf("member fields: %+v", m)
 	}
 	if rg.AssignorName != "uniform" {

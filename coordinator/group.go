@@ -303,10 +303,8 @@ func (g *Group) Fire(t Timer) {
 func (g *Group) Join(req *kmsg.JoinGroupRequest, clientID, host string, reply Responder) {
 	fail := func(err *kerr.Error, memberID string) {
 		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+		// NB: no protocol type in an error, as Kafka answers (null).
 		resp.ErrorCode, resp.MemberID, resp.Generation = err.Code, memberID, -1
-		if req.Version >= 7 {
-			resp.ProtocolType = kmsg.StringPtr(req.ProtocolType)
-		}
 		g.reply(reply, resp)
 	}
 	session := time.Duration(req.SessionTimeoutMillis) * time.Millisecond

@@ -18,7 +18,9 @@ package transport
 //     may fetch. Classic groups check no member, as Kafka.
 //   - Offsets on a deleted topic are deleted by the coordinator soon after
 //     the topic (coordinator.TopicsDeleted); v10 leaves out those not
-//     deleted yet, which have no topic id.
+//     deleted yet, which have no topic id. A topic named by an id that no
+//     topic has is answered UNKNOWN_TOPIC_ID on each partition, as Kafka
+//     answers it.
 //
 // Version notes: v2 group error code, null topics; v5 leader epoch; v6
 // flexible; v7 RequireStable (KIP-447); v8 batched groups (KIP-709); v9
@@ -55,12 +57,25 @@ func (a *API) handleOffsetFetch(c *conn, kreq kmsg.Request) finish {
 		groups = []kmsg.OffsetFetchRequestGroup{g}
 	}
 	im := a.Image()
+	// unknownIDs are, per group, the topics a v10 request names by an id
+	// no topic has: not asked of the coordinator, answered
+	// UNKNOWN_TOPIC_ID on every partition, as Kafka answers them.
+	unknownIDs := make([][]kmsg.OffsetFetchRequestGroupTopic, len(groups))
 	if req.Version >= 10 {
 		for i := range groups {
-			for j := range groups[i].Topics {
-				t := &groups[i].Topics[j]
+			var known []kmsg.OffsetFetchRequestGroupTopic
+			for _, t := range groups[i].Topics {
 				if tt := im.TopicsByID[image.TopicID(t.TopicID)]; tt != nil {
 					t.Topic = tt.Name
+					known = append(known, t)
+				} else {
+					unknownIDs[i] = append(unknownIDs[i], t)
+				}
+			}
+			if groups[i].Topics != nil {
+				groups[i].Topics = known
+				if known == nil {
+					groups[i].Topics = []kmsg.OffsetFetchRequestGroupTopic{}
 				}
 			}
 		}
@@ -106,6 +121,19 @@ func (a *API) handleOffsetFetch(c *conn, kreq kmsg.Request) finish {
 					}
 				}
 				rg.Topics = kept
+				if rg.ErrorCode == 0 {
+					for _, t := range unknownIDs[i] {
+						gt := kmsg.NewOffsetFetchResponseGroupTopic()
+						gt.TopicID = t.TopicID
+						for _, p := range t.Partitions {
+							gp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+							gp.Partition, gp.Offset, gp.LeaderEpoch = p, -1, -1
+							gp.Metadata, gp.ErrorCode = kmsg.StringPtr(""), kerr.UnknownTopicID.Code
+							gt.Partitions = append(gt.Partitions, gp)
+						}
+						rg.Topics = append(rg.Topics, gt)
+					}
+				}
 			}
 			resp.Groups = append(resp.Groups, rg)
 		}

@@ -39,7 +39,7 @@ func (a *API) handleConsumerGroupHeartbeat(c *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.ConsumerGroupHeartbeatRequest)
 	errResp := func(err *kerr.Error) kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
-		resp.ErrorCode, resp.MemberEpoch = err.Code, -1
+		resp.ErrorCode = err.Code // member epoch 0, as Kafka answers an error
 		return resp
 	}
 	if req.Group == "" {
