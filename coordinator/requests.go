@@ -340,8 +340,13 @@ func (g *Group) Describe(version int16) kmsg.DescribeGroupsResponseGroup {
 		if m.instanceID != "" {
 			rm.InstanceID = kmsg.StringPtr(m.instanceID)
 		}
+		// A member's assignment is described in every state, the one of
+		// the last generation while a rebalance runs; its metadata only
+		// once Stable (the protocol is chosen then), as Kafka describes
+		// them (tests/diff compares them).
+		rm.MemberAssignment = m.assignment
 		if g.state == Stable {
-			rm.ProtocolMetadata, rm.MemberAssignment = m.metadata(g.protocol), m.assignment
+			rm.ProtocolMetadata = m.metadata(g.protocol)
 		}
 		rg.Members = append(rg.Members, rm)
 	}
