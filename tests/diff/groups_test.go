@@ -120,7 +120,10 @@ func TestClassicGroup(t *testing.T) {
 	c := newCase(t)
 	createTopic(c, newTopic(groupTopic, 2, 1))
 	const group = "diff-classic"
-	describe := func() { c.compare(describeGroups(group)) }
+	describe := func() {
+		t.Helper()
+		c.compare(describeGroups(group))
+	}
 	waitCoordinator(t, group)
 	ids := topicIDSet{}
 	ids.add(t, groupTopic)
@@ -136,7 +139,10 @@ func TestClassicGroup(t *testing.T) {
 	kid, sid := memberIDs(t, ko.resp, so.resp)
 	c.name(kid, sid, "member-A")
 	c.check("JoinGroup without a member id", ko, so)
-	describe()
+	// NB: no DescribeGroups here: Kafka creates the group for the pending
+	// member in memory without a record, and describes it Empty or not at
+	// all depending on whether its coordinator's committed snapshot has
+	// moved past the join yet.
 	k, s := c.compareEach(-1, func(kafka bool) kmsg.Request {
 		return joinGroup(group, pick(kafka, kid, sid), groupTopic)
 	})
@@ -281,4 +287,79 @@ func TestConsumerGroup(t *testing.T) {
 	describe()
 	c.compare(deleteGroups(group))
 	describe()
+}
+
+// TestClassicGroupRebalance compares a rebalance of a stable classic group
+// that a second member joins: the group in PreparingRebalance while the
+// first member has not rejoined (its heartbeat answered
+// REBALANCE_IN_PROGRESS, its commit too), both joins answered once it
+// rejoins, and the group Stable with two members after both syncs.
+func TestClassicGroupRebalance(t *testing.T) {
+	c := newCase(t)
+	const group = "diff-classic-rebalance"
+	topic := groupTopic + "-rebalance"
+	createTopic(c, newTopic(topic, 2, 1))
+	waitCoordinator(t, group)
+	describe := func() {
+		t.Helper()
+		c.compare(describeGroups(group))
+	}
+
+	// member A joins alone and syncs.
+	ko, so := c.exchange(joinGroup(group, "", topic), -1)
+	ka, sa := memberIDs(t, ko.resp, so.resp)
+	c.name(ka, sa, "member-A")
+	join := func(kid, sid string) func(bool) kmsg.Request {
+		return func(kafka bool) kmsg.Request { return joinGroup(group, pick(kafka, kid, sid), topic) }
+	}
+	k, _ := c.compareEach(-1, join(ka, sa))
+	gen := k.(*kmsg.JoinGroupResponse).Generation
+	c.compareEach(-1, func(kafka bool) kmsg.Request {
+		return syncGroup(group, pick(kafka, ka, sa), gen, map[string][]int32{topic: {0, 1}})
+	})
+	describe() // Stable, one member
+
+	// member B asks for an id, then joins: its join waits for A.
+	ko, so = c.exchange(joinGroup(group, "", topic), -1)
+	kb, sb := memberIDs(t, ko.resp, so.resp)
+	c.name(kb, sb, "member-B")
+	var bk, bs outcome
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		bk, bs = c.exchangeEach(-1, join(kb, sb))
+	}()
+	for _, addr := range []string{kafkaAddr, skeinAddr} {
+		waitFor(t, addr+" to prepare the rebalance", func() bool {
+			req := describeGroups(group)
+			req.SetVersion(5)
+			o := send(addr, req)
+			return o.err == nil && o.resp.(*kmsg.DescribeGroupsResponse).Groups[0].State == "PreparingRebalance"
+		})
+	}
+	describe() // PreparingRebalance
+	c.compareEach(-1, func(kafka bool) kmsg.Request { return heartbeat(group, pick(kafka, ka, sa), gen) })
+
+	// A rejoins: both joins are answered, A leads the new generation.
+	k, _ = c.compareEach(-1, join(ka, sa))
+	<-done
+	c.check("JoinGroup of the member that waited", bk, bs)
+	gen = k.(*kmsg.JoinGroupResponse).Generation
+	describe() // CompletingRebalance
+	// The leader syncs first: a follower's sync waits for the leader's.
+	c.compareEach(-1, func(kafka bool) kmsg.Request {
+		req := syncGroup(group, pick(kafka, ka, sa), gen, map[string][]int32{topic: {0}})
+		a := kmsg.NewConsumerMemberAssignment()
+		at := kmsg.NewConsumerMemberAssignmentTopic()
+		at.Topic, at.Partitions = topic, []int32{1}
+		a.Topics = append(a.Topics, at)
+		ga := kmsg.NewSyncGroupRequestGroupAssignment()
+		ga.MemberID, ga.MemberAssignment = pick(kafka, kb, sb), a.AppendTo(nil)
+		req.GroupAssignment = append(req.GroupAssignment, ga)
+		return req
+	})
+	c.compareEach(-1, func(kafka bool) kmsg.Request {
+		return syncGroup(group, pick(kafka, kb, sb), gen, nil)
+	})
+	describe() // Stable, two members
 }
