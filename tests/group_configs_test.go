@@ -1,6 +1,8 @@
 package tests
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -13,8 +15,9 @@ import (
 // members at their next heartbeat while another group keeps the node's;
 // DescribeConfigs tells the group's own value from the node's default;
 // values outside the node's bounds, unknown names and the empty group name
-// are refused as Kafka refuses them; the configs survive a restart and a
-// deleted one gives the node's value back.
+// are refused as Kafka refuses them; ListConfigResources lists the group;
+// the configs survive a restart and a deleted one gives the node's value
+// back.
 func TestGroupConfigs(t *testing.T) {
 	b := consumerGroupBroker(t) // heartbeat 200 ms (at least 100), session 2 s (at least 1 s)
 	const topic = "group-configs"
@@ -96,6 +99,29 @@ func TestGroupConfigs(t *testing.T) {
 		}
 	}
 
+	// ListConfigResources (KIP-1142), as kafka-configs --entity-type groups
+	// --describe lists the groups to describe: the group with configs, not
+	// the one without; every type: the broker and the topic too.
+	listed := func(types ...int8) (int16, []string) {
+		req := kmsg.NewPtrListConfigResourcesRequest()
+		req.ResourceTypes = types
+		resp := rawReq[*kmsg.ListConfigResourcesResponse](t, raw, req)
+		var out []string
+		for _, r := range resp.ConfigResources {
+			out = append(out, fmt.Sprintf("%d:%s", r.Type, r.Name))
+		}
+		return resp.ErrorCode, out
+	}
+	if code, got := listed(int8(kmsg.ConfigResourceTypeGroupConfig)); code != 0 || !slices.Equal(got, []string{"32:tuned"}) {
+		t.Errorf("ListConfigResources of groups: %v %v, want [32:tuned]", kerr.ErrorForCode(code), got)
+	}
+	if code, got := listed(); code != 0 || !slices.Equal(got, []string{"32:tuned", "4:1", "2:__consumer_offsets", "2:" + topic}) {
+		t.Errorf("ListConfigResources of every type: %v %v", kerr.ErrorForCode(code), got)
+	}
+	if code, _ := listed(1); kerr.ErrorForCode(code) != kerr.UnsupportedVersion {
+		t.Errorf("ListConfigResources of type 1: %v, want UNSUPPORTED_VERSION", kerr.ErrorForCode(code))
+	}
+
 	b.restart()
 	raw = b.client()
 	if got := interval("tuned"); got != 300 {
@@ -106,6 +132,9 @@ func TestGroupConfigs(t *testing.T) {
 	}
 	if got := interval("tuned"); got != 200 {
 		t.Errorf("with its config deleted, heartbeat interval of the tuned group: %d ms, want the node's 200", got)
+	}
+	if _, got := listed(int8(kmsg.ConfigResourceTypeGroupConfig)); len(got) != 0 {
+		t.Errorf("ListConfigResources of groups once the last config is deleted: %v", got)
 	}
 }
 
