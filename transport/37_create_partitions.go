@@ -8,7 +8,8 @@ package transport
 //     assignments, when given, cover exactly the new partitions, name
 //     registered brokers once each and keep the topic's replication factor,
 //     else INVALID_REPLICA_ASSIGNMENT; a topic named twice is
-//     INVALID_REQUEST) and writes the new partitions to the metadata log;
+//     INVALID_REQUEST, answered once as Kafka answers it) and writes the
+//     new partitions to the metadata log;
 //     see controller/topics.go.
 //   - ValidateOnly checks everything and creates nothing.
 //   - The metadata actor then hosts the new partitions; until one has
@@ -44,7 +45,12 @@ func (a *API) handleCreatePartitions(_ *conn, kreq kmsg.Request) finish {
 	return func() kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
 		res, err := a.askController(cmd)
+		answered := map[string]bool{}
 		for i, rt := range req.Topics {
+			if answered[rt.Topic] {
+				continue // a duplicate: Kafka answers each name once
+			}
+			answered[rt.Topic] = true
 			t := kmsg.NewCreatePartitionsResponseTopic()
 			t.Topic = rt.Topic
 			switch {
