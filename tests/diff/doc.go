@@ -35,5 +35,22 @@
 //     any other fails the case.
 //
 // Topic and group names are unique per case: both brokers live for the
-// whole package, and the cases share them.
+// whole package, and the cases share them. Where Kafka answers before its
+// broker has applied what its controller committed (a topic just created,
+// a config just altered, a group coordinator still loading), the case
+// polls for the state both must reach (waitFor) before it compares; no
+// case sleeps.
+//
+// The cases, a file per area:
+//   - apiversions_test.go: ApiVersions v0-v4 and a version too new;
+//   - topics_test.go: CreateTopics (names, partition counts, replication
+//     factors, assignments, configs, validate-only) and DeleteTopics;
+//   - produce_test.go: Produce at v12 and v13, good batches and batches
+//     wrong in one way each (records_test.go builds them byte by byte);
+//   - fetch_test.go: Fetch, ListOffsets by timestamp, OffsetForLeaderEpoch;
+//   - configs_test.go: DescribeConfigs and IncrementalAlterConfigs;
+//   - groups_test.go: a classic group's states and errors, a rebalance,
+//     and a KIP-848 consumer group;
+//   - metadata_test.go, admin_test.go: Metadata and auto-creation,
+//     CreatePartitions, DeleteRecords, DescribeCluster, ListGroups.
 package diff
