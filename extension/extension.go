@@ -45,7 +45,9 @@ type Written interface {
 }
 
 // An Extension that implements io.Closer is closed when its actor stops or
-// restarts, to let go of what it holds (clients of other clusters, say).
+// restarts, to let go of what it holds (clients of other clusters, say):
+// once its Process or Tick in progress, if any, has returned, never beside
+// one.
 
 // TickInterval is how often a Timed extension's Tick is called.
 const TickInterval = 100 * time.Millisecond

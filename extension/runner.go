@@ -8,6 +8,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -78,8 +79,10 @@ type runner struct {
 	rbuf   []byte
 	rbufAt int64
 
-	// busy is set while the extension processes records or ticks.
-	busy bool
+	// busy is set while the extension processes records or ticks; calls
+	// counts that goroutine while it runs, so that Close waits for it.
+	busy  bool
+	calls sync.WaitGroup
 	// txn is the transactional output (txn.go), nil without
 	// output.transactions; adding is set while partitions are added to
 	// its transaction.
@@ -217,8 +220,11 @@ func (r *runner) Receive(c actor.Context) {
 		}
 		if cl, ok := r.ext.(io.Closer); ok {
 			// Not on the actor's goroutine: the extension may still be in
-			// Process on its own.
-			go cl.Close()
+			// Process or Tick on its own, which Close waits for.
+			go func() {
+				r.calls.Wait()
+				cl.Close()
+			}()
 		}
 	case *loaded:
 		r.loaded(c, m)
@@ -565,7 +571,9 @@ func (r *runner) replayTick(c actor.Context) (stopAt int64, ticked bool) {
 func (r *runner) process(c actor.Context, recs []Record, next int64) {
 	r.busy = true
 	self, root := r.self, c.ActorSystem().Root
+	r.calls.Add(1)
 	go func() {
+		defer r.calls.Done()
 		out := &collector{r: r}
 		err := func() (err error) {
 			defer func() {
@@ -866,7 +874,9 @@ func (r *runner) timeTick(c actor.Context) {
 func (r *runner) tick(c actor.Context, now time.Time) {
 	r.busy = true
 	self, root, pos := r.self, c.ActorSystem().Root, r.pos
+	r.calls.Add(1)
 	go func() {
+		defer r.calls.Done()
 		out := &collector{r: r}
 		err := func() (err error) {
 			defer func() {
