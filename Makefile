@@ -47,10 +47,11 @@ fuzz:
 		done; \
 	done
 
-# The differential tests are behind the kafkadiff tag: vet them with it.
+# The differential tests, and the broker benchmark's Kafka smoke tests, are
+# behind the kafkadiff tag: vet them with it.
 lint:
 	$(GO) vet $(PKGS)
-	$(GO) vet -tags kafkadiff ./tests/diff/
+	$(GO) vet -tags kafkadiff ./tests/diff/ ./tests/bench/
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 # Regenerates actors/frame.pb.go, the one protobuf type remoting carries;
