@@ -267,32 +267,32 @@ func TestTransactionCoordinatorKilled(t *testing.T) {
 		t.Fatalf("no transactional id %s-<n> is coordinated by node %d", name, node)
 		return ""
 	}
+	// states waits for the transactions to reach the given states: a
+	// coordinator that took over a transaction in PrepareCommit or
+	// PrepareAbort completes it once its markers are written, which may be
+	// after the partitions' last stable offsets have moved.
 	states := func(want map[string]string) {
 		t.Helper()
 		var ids []string
 		for id := range want {
 			ids = append(ids, id)
 		}
-		var got kadm.DescribedTransactions
+		slices.Sort(ids)
 		if last := poll(time.Minute, func() string {
-			var err error
-			got, err = adm.DescribeTransactions(ctx, ids...)
+			got, err := adm.DescribeTransactions(ctx, ids...)
 			if err != nil {
 				return err.Error()
 			}
 			for _, id := range ids {
 				if d, ok := got[id]; !ok || d.Err != nil {
 					return fmt.Sprintf("%s: %+v", id, d)
+				} else if d.State != want[id] {
+					return fmt.Sprintf("transaction %s: state %s, want %s", id, d.State, want[id])
 				}
 			}
 			return ""
 		}); last != "" {
-			t.Fatalf("describe transactions: %s", last)
-		}
-		for id, state := range want {
-			if d := got[id]; d.State != state {
-				t.Errorf("transaction %s: state %s, want %s", id, d.State, state)
-			}
+			t.Fatalf("not within a minute: %s", last)
 		}
 	}
 
