@@ -17,11 +17,13 @@ run.sh counts. Exits 1 if any check failed.
 
 import sys
 import time
-import traceback
 
 import confluent_kafka
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, Producer, TopicPartition, libversion
 from confluent_kafka.admin import AdminClient, NewTopic
+
+from checks import check, expect
+from checks import main as check_main
 
 if len(sys.argv) != 3:
     print(__doc__.split("\n\n")[2], file=sys.stderr)
@@ -31,27 +33,6 @@ TOPIC, GROUP = PREFIX + "-topic", PREFIX + "-group"
 PARTITIONS = 4
 RECORDS = 400
 TIMEOUT = 30  # seconds, for each wait
-
-failed = 0
-
-
-def check(name):
-    """Decorates a function as the check NAME, run at once: an exception fails it."""
-    def run(fn):
-        global failed
-        try:
-            fn()
-            print(f"ok {name}", flush=True)
-        except Exception as e:  # noqa: BLE001: every failure is the check's
-            failed += 1
-            why = "".join(traceback.format_exception_only(type(e), e)).strip().replace("\n", " ")
-            print(f"FAIL {name}: {why}", flush=True)
-    return run
-
-
-def expect(what, got, want):
-    if got != want:
-        raise AssertionError(f"{what}: got {got!r}, want {want!r}")
 
 
 class Member:
@@ -170,9 +151,4 @@ def main():
         m.c.close()
 
 
-try:
-    main()
-except Exception:  # noqa: BLE001
-    failed += 1
-    print(f"FAIL groups848.py: {traceback.format_exc()}".replace("\n", " "), flush=True)
-sys.exit(1 if failed else 0)
+check_main("groups848.py", main)

@@ -23,12 +23,14 @@ run.sh counts. Exits 1 if any check failed.
 import subprocess
 import sys
 import time
-import traceback
 
 import confluent_kafka
 from confluent_kafka import (OFFSET_BEGINNING, Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException, Producer,
                              TopicPartition, libversion)
 from confluent_kafka.admin import AdminClient, NewTopic
+
+from checks import check, expect
+from checks import main as check_main
 
 if len(sys.argv) not in (5, 6):
     print(__doc__.split("\n\n")[2], file=sys.stderr)
@@ -40,28 +42,6 @@ GROUP = PREFIX + "-copier"
 PARTITIONS = 3
 INPUT = 30  # records in IN
 TIMEOUT = 30  # seconds, for each blocking librdkafka call
-
-failed = 0
-
-
-def check(name):
-    """Decorates a function as the check NAME, run at once: an exception fails it."""
-    def run(fn):
-        global failed
-        try:
-            fn()
-            print(f"ok {name}", flush=True)
-        except Exception as e:  # noqa: BLE001: every failure is the check's
-            failed += 1
-            why = "".join(traceback.format_exception_only(type(e), e)).strip().replace("\n", " ")
-            print(f"FAIL {name}: {why}", flush=True)
-    return run
-
-
-def expect(what, got, want):
-    if got != want:
-        raise AssertionError(f"{what}: got {got!r}, want {want!r}")
-
 
 errors = []  # delivery errors since the last flush
 
@@ -389,9 +369,4 @@ def main():
         f.writelines(r + "\n" for r in log.all_)
 
 
-try:
-    main()
-except Exception:  # noqa: BLE001
-    failed += 1
-    print(f"FAIL txn.py: {traceback.format_exc()}".replace("\n", " "), flush=True)
-sys.exit(1 if failed else 0)
+check_main("txn.py", main)
