@@ -44,18 +44,22 @@ var (
 	resourceGroup         = int8(kmsg.ConfigResourceTypeGroupConfig)
 )
 
+// resourceTypes are those types in the order Kafka answers them: type by
+// type, the highest id first.
+var resourceTypes = []int8{resourceGroup, resourceClientMetrics, resourceBrokerLogger, resourceBroker, resourceTopic}
+
 func (a *API) handleListConfigResources(_ *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.ListConfigResourcesRequest)
 	resp := req.ResponseKind().(*kmsg.ListConfigResourcesResponse)
-	types := req.ResourceTypes
+	asked := req.ResourceTypes
 	switch {
 	case req.Version == 0:
-		types = []int8{resourceClientMetrics}
-	case len(types) == 0:
-		types = []int8{resourceGroup, resourceClientMetrics, resourceBrokerLogger, resourceBroker, resourceTopic}
+		asked = []int8{resourceClientMetrics}
+	case len(asked) == 0:
+		asked = resourceTypes
 	}
-	for _, t := range types {
-		if !slices.Contains([]int8{resourceTopic, resourceBroker, resourceBrokerLogger, resourceClientMetrics, resourceGroup}, t) {
+	for _, t := range asked {
+		if !slices.Contains(resourceTypes, t) {
 			resp.ErrorCode = kerr.UnsupportedVersion.Code
 			return respond(resp)
 		}
@@ -68,9 +72,10 @@ func (a *API) handleListConfigResources(_ *conn, kreq kmsg.Request) finish {
 			resp.ConfigResources = append(resp.ConfigResources, r)
 		}
 	}
-	// Kafka answers type by type, the highest id first.
-	slices.Sort(types)
-	for _, t := range slices.Backward(slices.Compact(types)) {
+	for _, t := range resourceTypes {
+		if !slices.Contains(asked, t) {
+			continue
+		}
 		switch t {
 		case resourceGroup:
 			add(t, slices.Sorted(maps.Keys(im.GroupConfigs))...)
