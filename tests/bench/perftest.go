@@ -190,51 +190,24 @@ func parseConsumerPerf(line string, w workload, res *perfResult) error {
 	return nil
 }
 
-// perfTable writes one workload's results: a column per target, then the
-// ratios of each Skein target to each reference that ran.
+// perfRows are the lines of a -perftest table.
+var perfRows = []row[perfResult]{
+	{"produce records/s", func(r *perfResult) float64 { return r.produce.recordsPerSec() }, "%.0f", true},
+	{"produce MB/s (values)", func(r *perfResult) float64 { return r.produce.mbPerSec() }, "%.1f", true},
+	{"produce avg ms (send to callback)", func(r *perfResult) float64 { return r.avgMs }, "%.1f", false},
+	{"produce p50 ms", func(r *perfResult) float64 { return r.p50Ms }, "%.0f", false},
+	{"produce p99 ms", func(r *perfResult) float64 { return r.p99Ms }, "%.0f", false},
+	{"produce broker CPU-s/GB", func(r *perfResult) float64 { return r.produce.brokerCPUPerGB() }, "%.2f", true},
+	{"consume records/s (fetch time)", func(r *perfResult) float64 { return r.consume.recordsPerSec() }, "%.0f", true},
+	{"consume broker CPU-s/GB", func(r *perfResult) float64 { return r.consume.brokerCPUPerGB() }, "%.2f", true},
+}
+
+// perfTable writes one workload's results (writeTable).
 func perfTable(out io.Writer, w workload, ts []target, results map[string]*perfResult) {
-	rows := []struct {
-		label string
-		unit  string
-		ratio bool
-		value func(*perfResult) float64
-	}{
-		{"produce records/s", "%.0f", true, func(r *perfResult) float64 { return r.produce.recordsPerSec() }},
-		{"produce MB/s (values)", "%.1f", true, func(r *perfResult) float64 { return r.produce.mbPerSec() }},
-		{"produce avg ms (send to callback)", "%.1f", false, func(r *perfResult) float64 { return r.avgMs }},
-		{"produce p50 ms", "%.0f", false, func(r *perfResult) float64 { return r.p50Ms }},
-		{"produce p99 ms", "%.0f", false, func(r *perfResult) float64 { return r.p99Ms }},
-		{"produce broker CPU-s/GB", "%.2f", true, func(r *perfResult) float64 { return r.produce.brokerCPUPerGB() }},
-		{"consume records/s (fetch time)", "%.0f", true, func(r *perfResult) float64 { return r.consume.recordsPerSec() }},
-		{"consume broker CPU-s/GB", "%.2f", true, func(r *perfResult) float64 { return r.consume.brokerCPUPerGB() }},
-	}
-	head := []string{""}
+	var names []string
 	for _, t := range ts {
-		head = append(head, t.name)
+		names = append(names, t.name)
 	}
-	ratios := ratioPairs(head[1:], func(n string) bool { return results[n] != nil })
-	fmt.Fprintf(out, "### %s (%d records, kafka-producer-perf-test and kafka-consumer-perf-test, acks=all, linger %v)\n\n", w, w.records, w.linger)
-	for _, p := range ratios {
-		head = append(head, strings.TrimPrefix(p.skein, "skein-")+"/"+p.ref)
-	}
-	fmt.Fprintf(out, "| %s |\n|%s\n", strings.Join(head, " | "), strings.Repeat(" --- |", len(head)))
-	for _, r := range rows {
-		cells := []string{r.label}
-		for _, t := range ts {
-			if res := results[t.name]; res != nil {
-				cells = append(cells, fmt.Sprintf(r.unit, r.value(res)))
-			} else {
-				cells = append(cells, "failed")
-			}
-		}
-		for _, p := range ratios {
-			if r.ratio {
-				cells = append(cells, fmt.Sprintf("%.2f", r.value(results[p.skein])/r.value(results[p.ref])))
-			} else {
-				cells = append(cells, "")
-			}
-		}
-		fmt.Fprintf(out, "| %s |\n", strings.Join(cells, " | "))
-	}
-	fmt.Fprintln(out)
+	writeTable(out, fmt.Sprintf("%s (%d records, kafka-producer-perf-test and kafka-consumer-perf-test, acks=all, linger %v)",
+		w, w.records, w.linger), names, results, perfRows)
 }

@@ -29,29 +29,29 @@ func percentilesOf(d []time.Duration) percentiles {
 }
 
 // row is one line of a workload's table: a label and how to read its value
-// from a result, and whether a ratio of Skein's to a reference's makes sense
-// for it.
-type row struct {
+// from a target's results R, and whether a ratio of Skein's to a
+// reference's makes sense for it.
+type row[R any] struct {
 	label string
-	value func(result) float64
+	value func(*R) float64
 	unit  string // printf verb for the value
 	ratio bool
 }
 
-var rows = []row{
-	{"produce records/s", func(r result) float64 { return r.produce.recordsPerSec() }, "%.0f", true},
-	{"produce MB/s (values)", func(r result) float64 { return r.produce.mbPerSec() }, "%.1f", true},
-	{"produce p50 ms, per record", func(r result) float64 { return ms(r.recordLatency.p50) }, "%.2f", false},
-	{"produce p99 ms, per record", func(r result) float64 { return ms(r.recordLatency.p99) }, "%.2f", false},
-	{"produce p50 ms, per request", func(r result) float64 { return ms(r.requestLatency.p50) }, "%.2f", false},
-	{"produce p99 ms, per request", func(r result) float64 { return ms(r.requestLatency.p99) }, "%.2f", false},
-	{"records per batch", func(r result) float64 { return float64(r.produce.records) / float64(max(1, r.batches)) }, "%.0f", false},
-	{"produce broker CPU-s/GB", func(r result) float64 { return r.produce.brokerCPUPerGB() }, "%.2f", true},
-	{"produce client CPU-s/GB", func(r result) float64 { return r.produce.clientCPUPerGB() }, "%.2f", false},
-	{"consume records/s", func(r result) float64 { return r.consume.recordsPerSec() }, "%.0f", true},
-	{"consume MB/s (values)", func(r result) float64 { return r.consume.mbPerSec() }, "%.1f", true},
-	{"consume broker CPU-s/GB", func(r result) float64 { return r.consume.brokerCPUPerGB() }, "%.2f", true},
-	{"consume client CPU-s/GB", func(r result) float64 { return r.consume.clientCPUPerGB() }, "%.2f", false},
+var rows = []row[result]{
+	{"produce records/s", func(r *result) float64 { return r.produce.recordsPerSec() }, "%.0f", true},
+	{"produce MB/s (values)", func(r *result) float64 { return r.produce.mbPerSec() }, "%.1f", true},
+	{"produce p50 ms, per record", func(r *result) float64 { return ms(r.recordLatency.p50) }, "%.2f", false},
+	{"produce p99 ms, per record", func(r *result) float64 { return ms(r.recordLatency.p99) }, "%.2f", false},
+	{"produce p50 ms, per request", func(r *result) float64 { return ms(r.requestLatency.p50) }, "%.2f", false},
+	{"produce p99 ms, per request", func(r *result) float64 { return ms(r.requestLatency.p99) }, "%.2f", false},
+	{"records per batch", func(r *result) float64 { return float64(r.produce.records) / float64(max(1, r.batches)) }, "%.0f", false},
+	{"produce broker CPU-s/GB", func(r *result) float64 { return r.produce.brokerCPUPerGB() }, "%.2f", true},
+	{"produce client CPU-s/GB", func(r *result) float64 { return r.produce.clientCPUPerGB() }, "%.2f", false},
+	{"consume records/s", func(r *result) float64 { return r.consume.recordsPerSec() }, "%.0f", true},
+	{"consume MB/s (values)", func(r *result) float64 { return r.consume.mbPerSec() }, "%.1f", true},
+	{"consume broker CPU-s/GB", func(r *result) float64 { return r.consume.brokerCPUPerGB() }, "%.2f", true},
+	{"consume client CPU-s/GB", func(r *result) float64 { return r.consume.clientCPUPerGB() }, "%.2f", false},
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -80,12 +80,17 @@ func ratioPairs(names []string, ran func(string) bool) []ratio {
 	return ratios
 }
 
-// table writes w's results as a Markdown table: one column per target in
-// run order, then one ratio column per Skein target and reference (kfake,
-// Apache Kafka) that ran. A target that failed shows "failed".
+// table writes w's results as a Markdown table (writeTable).
 func table(out io.Writer, w workload, names []string, results map[string]*result) {
+	writeTable(out, fmt.Sprintf("%s (%d records, acks=all, linger %v)", w, w.records, w.linger), names, results, rows)
+}
+
+// writeTable writes a Markdown table titled title: one column per target
+// in run order, then one ratio column per Skein target and reference
+// (kfake, Apache Kafka) that ran. A target that failed shows "failed".
+func writeTable[R any](out io.Writer, title string, names []string, results map[string]*R, rows []row[R]) {
 	ratios := ratioPairs(names, func(n string) bool { return results[n] != nil })
-	fmt.Fprintf(out, "### %s (%d records, acks=all, linger %v)\n\n", w, w.records, w.linger)
+	fmt.Fprintf(out, "### %s\n\n", title)
 	head := append([]string{""}, names...)
 	for _, p := range ratios {
 		head = append(head, strings.TrimPrefix(p.skein, "skein-")+"/"+p.ref)
@@ -96,14 +101,14 @@ func table(out io.Writer, w workload, names []string, results map[string]*result
 		cells := []string{r.label}
 		for _, n := range names {
 			if res := results[n]; res != nil {
-				cells = append(cells, fmt.Sprintf(r.unit, r.value(*res)))
+				cells = append(cells, fmt.Sprintf(r.unit, r.value(res)))
 			} else {
 				cells = append(cells, "failed")
 			}
 		}
 		for _, p := range ratios {
 			if r.ratio {
-				cells = append(cells, fmt.Sprintf("%.2f", r.value(*results[p.skein])/r.value(*results[p.ref])))
+				cells = append(cells, fmt.Sprintf("%.2f", r.value(results[p.skein])/r.value(results[p.ref])))
 			} else {
 				cells = append(cells, "")
 			}
