@@ -16,7 +16,8 @@ package coordinator
 //     owns. A partition therefore never has two owners. A member that
 //     has not given its partitions up within its rebalance timeout is
 //     removed.
-//   - Session timeouts (group.consumer.session.timeout.ms) and leaves
+//   - Session timeouts (the group's consumer.session.timeout.ms, else
+//     group.consumer.session.timeout.ms) and leaves
 //     (epoch -1 or -2) remove a member and release its partitions.
 //
 //   - Static members (InstanceId): one leaving with epoch -2 keeps its

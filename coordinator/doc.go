@@ -70,8 +70,9 @@
 // at that epoch; and per member an epoch, its assigned partitions and
 // those it is revoking. A partition has at most one owner: it moves only
 // once its old owner's heartbeat lists its owned partitions without it.
-// Members expire on TimerConsumerSession (group.consumer.session.timeout.ms)
-// and leave with epoch -1/-2. OffsetCommit by a member carries its member
+// Members expire on TimerConsumerSession (the group's
+// consumer.session.timeout.ms, else group.consumer.session.timeout.ms) and
+// leave with epoch -1/-2. OffsetCommit by a member carries its member
 // epoch (or the previous one): STALE_MEMBER_EPOCH otherwise,
 // UNKNOWN_MEMBER_ID for an unknown member.
 //

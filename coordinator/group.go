@@ -57,7 +57,7 @@ const (
 	// empty for offsets.retention.minutes (KIP-211).
 	TimerOffsetsExpiry
 	// TimerConsumerSession expires a consumer-protocol member (KIP-848)
-	// that stopped heartbeating (group.consumer.session.timeout.ms).
+	// that stopped heartbeating (Config.ConsumerTimeouts).
 	TimerConsumerSession
 	// TimerConsumerRevocation removes a consumer-protocol member that did
 	// not give up its revoked partitions within its rebalance timeout.

@@ -7,7 +7,9 @@ package transport
 //     (coordinator.Group.ConsumerHeartbeat): the KIP-848 consumer protocol
 //     with server-side assignment (uniform and range assignors), member
 //     epochs, incremental revocation before a partition moves to another
-//     member, session timeouts (group.consumer.session.timeout.ms),
+//     member, session timeouts and heartbeat intervals (the group's
+//     configs, else group.consumer.session.timeout.ms and
+//     group.consumer.heartbeat.interval.ms),
 //     leaves (member epoch -1, or -2 for a static member), static
 //     membership (InstanceId) and regex subscriptions
 //     (SubscribedTopicRegex; INVALID_REGULAR_EXPRESSION when it does not
