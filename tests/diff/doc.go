@@ -51,6 +51,8 @@
 //   - configs_test.go: DescribeConfigs and IncrementalAlterConfigs;
 //   - groups_test.go: a classic group's states and errors, a rebalance,
 //     and a KIP-848 consumer group;
+//   - groupconfigs_test.go: group configs (KIP-848) and
+//     ListConfigResources;
 //   - metadata_test.go, admin_test.go: Metadata and auto-creation,
 //     CreatePartitions, DeleteRecords, DescribeCluster, ListGroups.
 package diff
