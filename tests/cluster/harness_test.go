@@ -45,8 +45,12 @@ func TestMain(m *testing.M) {
 // runTests builds cmd/skein once, runs the tests and removes the binary.
 // The binary is race-instrumented when the tests are, so that `go test
 // -race` also checks the nodes: a race they report fails the test (see
-// newCluster's cleanup).
+// newCluster's cleanup). SKEIN_BIN names a binary to use instead, to
+// compare builds with the benchmarks.
 func runTests(m *testing.M) int {
+	if skeinBin = os.Getenv("SKEIN_BIN"); skeinBin != "" {
+		return m.Run()
+	}
 	dir, err := os.MkdirTemp("", "skein-cluster-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
