@@ -89,7 +89,8 @@ func (l linkLog) WithGroup(name string) slog.Handler {
 // Links are the network faults injected between this node and others,
 // by the peer's remoting address: a message that an actor of the tree
 // sends to a PID there is dropped (the link is cut, or at a rate) or
-// delayed. Set on both nodes, a fault cuts or slows both directions.
+// delayed, and so are replication's fetches to the peer and answers to it
+// (Draw). Set on both nodes, a fault cuts or slows both directions.
 // Messages sent from outside any actor (the root context) pass.
 //
 // Delayed messages keep their order, as on the one connection remoting
@@ -197,19 +198,37 @@ func (l *Links) Middleware(next actor.SenderFunc) actor.SenderFunc {
 			next(ctx, target, env)
 			return
 		}
-		f := st.fault
-		switch {
-		case f.Cut, f.DropRate > 0 && rand.Float64() < f.DropRate:
-		case f.Delay > 0 || f.Jitter > 0:
-			d := f.Delay
-			if f.Jitter > 0 {
-				d += rand.N(f.Jitter)
-			}
+		switch drop, d := st.fault.draw(); {
+		case drop:
+		case d > 0:
 			st.line.push(time.Now().Add(d), func() { next(ctx, target, env) })
 		default:
 			next(ctx, target, env)
 		}
 	}
+}
+
+// Draw decides what happens to one message to the peer at addr: dropped,
+// or delivered after delay. Replication's fetches, which go over a Kafka
+// connection of their own rather than remoting, ask it before each
+// request and answer, so that the link's faults reach them too.
+func (l *Links) Draw(addr string) (drop bool, delay time.Duration) {
+	st := l.state(addr)
+	if st == nil {
+		return false, 0
+	}
+	return st.fault.draw()
+}
+
+func (f LinkFault) draw() (drop bool, delay time.Duration) {
+	if f.Cut || f.DropRate > 0 && rand.Float64() < f.DropRate {
+		return true, 0
+	}
+	delay = f.Delay
+	if f.Jitter > 0 {
+		delay += rand.N(f.Jitter)
+	}
+	return false, delay
 }
 
 // delayLine delivers messages in the order pushed, each no earlier than

@@ -2,7 +2,9 @@ package node
 
 import (
 	"fmt"
+	"net"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -121,7 +123,8 @@ func (m *metadataActor) apply(c actor.Context, im *image.Image) {
 			}})
 			if p.Leader >= 0 && p.Leader != m.node.NodeID {
 				f := follow.Leaders[p.Leader]
-				f.Addr = im.Brokers[p.Leader].ClusterAddr
+				b := im.Brokers[p.Leader]
+				f.Addr, f.Peer = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))), b.ClusterAddr
 				f.Partitions = append(f.Partitions, k)
 				follow.Leaders[p.Leader] = f
 			}

@@ -340,8 +340,10 @@ func (n *Node) serve() {
 			}
 			return n.peers[id]
 		},
-		Logger:   log,
-		Failures: n.failures,
+		Links:       n.links,
+		Replication: &n.replication,
+		Logger:      log,
+		Failures:    n.failures,
 	}, transport.NewMetrics(n.metrics)))
 	n.serverMu.Lock()
 	defer n.serverMu.Unlock()
@@ -650,19 +652,14 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 		return err
 	}
 	// Followers fetch from their leaders' nodes (fetchers/<leader id>),
-	// and leaders answer other nodes' fetchers (replicas).
+	// whose Kafka listeners answer them (transport/replica_fetch.go).
 	fetchers, err := c.SpawnNamed(partition.FetchersProps(partition.FetcherConfig{
 		Origin: actors.Origin{Node: n.cfg.NodeID, Incarnation: n.incarnation}, Registry: n.registry,
 		WaitMax:  time.Duration(n.cfg.ReplicaFetchWaitMaxMs) * time.Millisecond,
 		MaxBytes: n.cfg.ReplicaFetchResponseMaxBytes, PartMax: n.cfg.ReplicaFetchMaxBytes,
-		Logger: n.log,
+		Links: n.links, Logger: n.log,
 	}, actors.NewBackoffStrategy(actors.Backoff{})), "fetchers")
 	if err != nil {
-		return err
-	}
-	if _, err := c.SpawnNamed(partition.ReplicasProps(partition.ReplicasConfig{
-		NodeID: n.cfg.NodeID, Registry: n.registry, Image: n.image.Load, Logger: n.log, Stats: &n.replication,
-	}), "replicas"); err != nil {
 		return err
 	}
 	// An actor per source partition of each extension instance, on the

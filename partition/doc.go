@@ -7,7 +7,8 @@
 //	└── <topic>-<n>       one per hosted partition
 //	fetchers              supervisor of the fetchers (fetcher.go)
 //	└── <leader node id>  fetches, for every partition this node follows there, from the leader
-//	replicas              answers other nodes' fetchers from the published views (replication.go)
+//	                      (Kafka Fetch requests on its Kafka listener, which transport answers with
+//	                      Registry.ReadForFollower: replication.go)
 //	appends               takes other nodes' appends (remote.go)
 //
 // A partition actor runs the behaviour of its role (protoactor's Become,
@@ -31,8 +32,8 @@
 //	SetConfig      supervisor             applies a changed topic config                         none
 //	SetState       supervisor             the partition's state in the newest metadata: leads   none
 //	                                      or follows as it says (roles.go)
-//	FollowerFetched the replicas actor    a follower's fetch position: the leader's account of  none
-//	                                      its followers, the high watermark, ISR changes
+//	FollowerFetched transport (a          a follower's fetch position: the leader's account of  none
+//	               follower's Fetch)      its followers, the high watermark, ISR changes
 //	Replicate      the fetcher for the    the leader's answer to a follower's fetch: truncate,  Done callback
 //	               leader's node          append, high watermark
 //	isrChanged     AlterISR's reply       the controller's answer to an ISR change              none

@@ -1,14 +1,18 @@
 package partition
 
 import (
+	"errors"
 	"strconv"
 	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/skeinlog/skein/actors"
+	"github.com/skeinlog/skein/controller/image"
 	"github.com/skeinlog/skein/replica"
 )
 
@@ -22,10 +26,12 @@ type Follow struct {
 	Leaders map[int32]Followed
 }
 
-// Followed is what a node follows on one leader node: the leader's
-// remoting address and the partitions.
+// Followed is what a node follows on one leader node: the leader's Kafka
+// listener, which its fetcher fetches from, its remoting address, which
+// names the link to it (actors.Links), and the partitions.
 type Followed struct {
 	Addr       string
+	Peer       string
 	Partitions []Key
 }
 
@@ -37,7 +43,9 @@ type FetcherConfig struct {
 	// replica.fetch.response.max.bytes and replica.fetch.max.bytes.
 	WaitMax           time.Duration
 	MaxBytes, PartMax int32
-	Logger            zerolog.Logger
+	// Links are the node's injected network faults; nil for none.
+	Links  *actors.Links
+	Logger zerolog.Logger
 }
 
 // FetchersProps returns the props of the "fetchers" supervisor, whose
@@ -81,7 +89,7 @@ func (s *fetchers) Receive(c actor.Context) {
 			ch.pid = pid
 			s.children[leader] = ch
 		}
-		ch.latest.Store(&following{addr: f.Addr, partitions: f.Partitions})
+		ch.latest.Store(&following{addr: f.Addr, peer: f.Peer, partitions: f.Partitions})
 		c.Send(ch.pid, followingChanged)
 	}
 	for leader, ch := range s.children {
@@ -92,9 +100,9 @@ func (s *fetchers) Receive(c actor.Context) {
 	}
 }
 
-// following is a fetcher's leader's address and its partitions there.
+// following is a fetcher's leader's addresses and its partitions there.
 type following struct {
-	addr       string
+	addr, peer string
 	partitions []Key
 }
 
@@ -104,30 +112,47 @@ type followingChangedMsg struct{}
 var followingChanged = &followingChangedMsg{}
 
 // fetcher fetches, for every partition this node follows on one leader
-// node, what the leader has past the follower's end: one ReplicaFetch
-// outstanding, long-polled by the leader; each answer goes to the
+// node, what the leader has past the follower's end: one Fetch outstanding
+// on its connection to the leader's Kafka listener (replication.go says
+// why not remoting), long-polled by the leader; each answer goes to the
 // partitions' actors (Replicate), and the next fetch leaves once they have
 // all applied it (and, under durability fsync, made it durable), so that
-// its offsets tell the leader what the follower holds.
+// its offsets tell the leader what the follower holds. The connection's
+// reads and writes run on a goroutine per fetch, which reports back to the
+// actor (fetchAnswer).
+//
+// The answer's record bytes stay in the fetcher's buffer, which the next
+// fetch reuses only once every partition has applied its part: a fetch
+// that ends otherwise (an error, a timeout) leaves its buffer and its
+// connection behind.
 //
 // Restart: it takes up the partitions the supervisor last gave it and
-// fetches at once, in fetch sequences of its own (its predecessor's late
-// answers are ignored); a partition's position is its published view,
-// never the fetcher's.
+// fetches at once, on a new connection, in fetch sequences of its own (its
+// predecessor's late answers are ignored); a partition's position is its
+// published view, never the fetcher's.
 type fetcher struct {
 	cfg        FetcherConfig
 	leader     int32
 	latest     *atomic.Pointer[following]
-	addr       string
+	addr, peer string
 	partitions []Key
 	seq        uint64
 	busy       bool // a fetch is out, or its answer is being applied
 	applying   int  // Replicates not done yet
 	pause      bool // the next fetch waits retryPause
-	// asked are the partitions of the fetch under way, in its order, with
-	// the positions it asked from.
-	asked []asked
-	timer *time.Timer
+	// asked are the partitions of the fetch under way, by topic id and
+	// partition, with the positions it asked from.
+	asked map[askedKey]asked
+	conn  *leaderConn
+	// buf is the buffer for the next answer; inUse the one of the answer
+	// being applied.
+	buf, inUse []byte
+	timer      *time.Timer
+}
+
+type askedKey struct {
+	topicID   image.TopicID
+	partition int32
 }
 
 type asked struct {
@@ -136,11 +161,18 @@ type asked struct {
 }
 
 // fetchTimeout ends a fetch that got no answer, or whose answer was not
-// all applied, in time; retry starts a fetch after a pause.
+// all applied, in time; retry starts a fetch after a pause; fetchAnswer
+// is a fetch's outcome, from its goroutine.
 type (
 	fetchTimeout struct{ seq uint64 }
 	fetchRetry   struct{}
 	replicated   struct{ seq uint64 }
+	fetchAnswer  struct {
+		seq  uint64
+		resp *kmsg.FetchResponse
+		buf  []byte
+		err  error
+	}
 )
 
 // fetchSeqs numbers fetcher instances, for their fetch sequences.
@@ -149,6 +181,9 @@ var fetchSeqs atomic.Uint64
 // retryPause is how long a fetcher waits after a failed fetch, or when it
 // has nothing to fetch, before it looks again.
 const retryPause = 200 * time.Millisecond
+
+// errDropped is a fetch dropped by an injected link fault.
+var errDropped = errors.New("dropped by an injected link fault")
 
 func (f *fetcher) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
@@ -159,40 +194,50 @@ func (f *fetcher) Receive(c actor.Context) {
 		f.follow(c)
 	case *followingChangedMsg:
 		f.follow(c)
-	case *ReplicaFetchResult:
-		if m.Seq == f.seq && f.busy && f.applying == 0 {
+	case *fetchAnswer:
+		if m.seq == f.seq && f.busy && f.applying == 0 {
 			f.apply(c, m)
 		}
 	case *replicated:
 		if m.seq == f.seq && f.applying > 0 {
 			if f.applying--; f.applying == 0 {
+				f.buf, f.inUse = f.inUse, nil // every partition is done with it
 				f.done(c)
 			}
 		}
 	case *fetchTimeout:
 		if m.seq == f.seq && f.busy {
 			f.cfg.Logger.Debug().Int32("leader", f.leader).Msg("replica fetch unanswered; fetching again")
+			f.abandon()
 			f.done(c)
 		}
 	case *fetchRetry:
 		f.fetch(c)
-	case *actor.DeadLetterResponse:
-		// The leader's node has no replicas actor (yet): look again soon.
-		f.pause = true
-		f.done(c)
-	case *actors.Unknown:
-		f.cfg.Logger.Warn().Uint32("type", m.TypeID).Str("reason", m.Reason).Msg("fetcher: dropping a message from the leader")
 	case *actor.Stopping, *actor.Restarting:
 		if f.timer != nil {
 			f.timer.Stop()
 		}
+		if f.conn != nil {
+			f.conn.close()
+		}
 	}
+}
+
+// abandon leaves the fetch under way to its goroutine and the partitions
+// still applying it: its connection is closed, and neither it nor its
+// buffers are used again.
+func (f *fetcher) abandon() {
+	if f.conn != nil {
+		f.conn.close()
+		f.conn = nil
+	}
+	f.buf, f.inUse = nil, nil
 }
 
 // follow takes up the partitions the supervisor last gave, and fetches.
 func (f *fetcher) follow(c actor.Context) {
 	if l := f.latest.Load(); l != nil {
-		f.addr, f.partitions = l.addr, l.partitions
+		f.addr, f.peer, f.partitions = l.addr, l.peer, l.partitions
 	}
 	f.fetch(c)
 }
@@ -217,9 +262,17 @@ func (f *fetcher) fetch(c actor.Context) {
 	if f.busy || len(f.partitions) == 0 {
 		return // under way, or idle until the next following
 	}
-	req := &ReplicaFetch{Origin: f.cfg.Origin, Seq: f.seq, MaxWaitMs: int32(f.cfg.WaitMax / time.Millisecond),
-		MaxBytes: f.cfg.MaxBytes, PartMax: f.cfg.PartMax}
-	f.asked = f.asked[:0]
+	req := kmsg.NewPtrFetchRequest()
+	req.Version = fetchVersion
+	req.ReplicaState.ID = f.cfg.Origin.Node
+	req.ReplicaState.Epoch = int64(f.cfg.Origin.Incarnation)
+	req.MaxWaitMillis = int32(f.cfg.WaitMax / time.Millisecond)
+	req.MinBytes, req.MaxBytes = 1, f.cfg.MaxBytes
+	req.SessionEpoch = -1 // a full fetch each time, no session
+	clear(f.asked)
+	if f.asked == nil {
+		f.asked = map[askedKey]asked{}
+	}
 	for _, k := range f.partitions {
 		h := f.cfg.Registry.Get(k.Topic, k.Partition)
 		if h == nil {
@@ -229,64 +282,120 @@ func (f *fetcher) fetch(c actor.Context) {
 		if v == nil || v.Follow == nil || v.Follow.Leader != f.leader || v.Log == nil {
 			continue
 		}
-		req.Partitions = append(req.Partitions, FetchPartition{
-			Topic: k.Topic, Partition: k.Partition, TopicID: h.TopicID,
-			FetchOffset: v.Follow.FetchOffset, LastFetchedEpoch: v.Follow.LastFetchedEpoch,
-			CurrentLeaderEpoch: v.Follow.CurrentLeaderEpoch, HighWatermark: v.Log.HighWatermark,
-		})
-		f.asked = append(f.asked, asked{key: k, pos: *v.Follow})
+		if t := len(req.Topics) - 1; t < 0 || req.Topics[t].TopicID != h.TopicID {
+			rt := kmsg.NewFetchRequestTopic()
+			rt.Topic, rt.TopicID = k.Topic, h.TopicID
+			req.Topics = append(req.Topics, rt)
+		}
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition = k.Partition
+		rp.CurrentLeaderEpoch, rp.FetchOffset, rp.LastFetchedEpoch = v.Follow.CurrentLeaderEpoch, v.Follow.FetchOffset, v.Follow.LastFetchedEpoch
+		rp.LogStartOffset, rp.HighWatermark = v.Log.LogStartOffset, v.Log.HighWatermark
+		rp.PartitionMaxBytes = f.cfg.PartMax
+		rt := &req.Topics[len(req.Topics)-1]
+		rt.Partitions = append(rt.Partitions, rp)
+		f.asked[askedKey{h.TopicID, k.Partition}] = asked{key: k, pos: *v.Follow}
 	}
-	if len(req.Partitions) == 0 || f.addr == "" {
+	if len(f.asked) == 0 || f.addr == "" {
 		f.after(c, retryPause, &fetchRetry{})
 		return
 	}
 	f.busy = true
-	c.Request(actor.NewPID(f.addr, "node/"+strconv.Itoa(int(f.leader))+"/replicas"), req)
+	if f.conn != nil && f.conn.addr != f.addr {
+		f.conn.close() // the leader's listener moved
+		f.conn = nil
+	}
+	if f.conn == nil {
+		f.conn = newLeaderConn(f.addr, f.cfg.Origin.Node)
+	}
 	// The leader holds a fetch for WaitMax; an answer much later is lost.
-	f.after(c, f.cfg.WaitMax+3*time.Second, &fetchTimeout{seq: f.seq})
+	timeout := f.cfg.WaitMax + 3*time.Second
+	root, self, seq, conn, buf, links, peer := c.ActorSystem().Root, c.Self(), f.seq, f.conn, f.buf, f.cfg.Links, f.peer
+	f.buf = nil
+	go func() {
+		ans := &fetchAnswer{seq: seq, buf: buf}
+		deadline := time.Now().Add(timeout)
+		drop, delay := false, time.Duration(0)
+		if links != nil {
+			drop, delay = links.Draw(peer)
+		}
+		if drop {
+			ans.err = errDropped
+		} else {
+			time.Sleep(delay)
+			ans.resp, ans.buf, ans.err = conn.roundTrip(req, buf, deadline)
+		}
+		root.Send(self, ans)
+	}()
+	f.after(c, timeout+time.Second, &fetchTimeout{seq: f.seq})
 }
 
 // apply hands each partition its part of the answer.
-func (f *fetcher) apply(c actor.Context, m *ReplicaFetchResult) {
-	if m.Err != nil {
-		f.cfg.Logger.Debug().Int32("leader", f.leader).Str("error", m.Err.Message).Msg("replica fetch refused")
+func (f *fetcher) apply(c actor.Context, m *fetchAnswer) {
+	if m.err != nil {
+		if m.err != errDropped {
+			f.cfg.Logger.Debug().Int32("leader", f.leader).Err(m.err).Msg("replica fetch failed")
+		}
+		f.abandon()
+		f.pause = true
+		f.done(c)
+		return
+	}
+	f.inUse = m.buf
+	if m.resp.ErrorCode != 0 {
+		// STALE_BROKER_EPOCH: the leader's image does not have this
+		// node's incarnation yet.
+		f.cfg.Logger.Debug().Int32("leader", f.leader).Int16("error", m.resp.ErrorCode).Msg("replica fetch refused")
+		f.buf, f.inUse = f.inUse, nil
 		f.pause = true
 		f.done(c)
 		return
 	}
 	root, self, seq := c.ActorSystem().Root, c.Self(), f.seq
-	records := m.Records
-	failed := 0
-	for i, fp := range m.Partitions {
-		if fp.Err != nil {
-			failed++
+	failed, answered := 0, 0
+	for _, t := range m.resp.Topics {
+		for i := range t.Partitions {
+			fp := &t.Partitions[i]
+			a, ok := f.asked[askedKey{t.TopicID, fp.Partition}]
+			if !ok {
+				continue
+			}
+			answered++
+			err := kerr.ErrorForCode(fp.ErrorCode)
+			if err != nil {
+				failed++
+			}
+			h := f.cfg.Registry.Get(a.key.Topic, a.key.Partition)
+			if h == nil {
+				continue
+			}
+			if v := h.View(); len(fp.RecordBatches) == 0 && err == nil && fp.DivergingEpoch.EndOffset < 0 && v != nil && v.Log != nil &&
+				fp.HighWatermark <= v.Log.HighWatermark && fp.LogStartOffset <= v.Log.LogStartOffset {
+				continue // nothing new for it
+			}
+			f.applying++
+			c.Send(h.PID, &Replicate{Position: a.pos, Records: fp.RecordBatches,
+				Answer: replica.Answer{Err: asKerr(err), DivergingEpoch: fp.DivergingEpoch.Epoch, DivergingEnd: fp.DivergingEpoch.EndOffset,
+					HighWatermark: fp.HighWatermark, LogStartOffset: fp.LogStartOffset},
+				Done: func() { root.Send(self, &replicated{seq: seq}) }})
 		}
-		var b []byte
-		if n := int(fp.Bytes); n > 0 && n <= len(records) {
-			b, records = records[:n:n], records[n:]
-		}
-		if i >= len(f.asked) {
-			break
-		}
-		k, pos := f.asked[i].key, f.asked[i].pos
-		h := f.cfg.Registry.Get(k.Topic, k.Partition)
-		if h == nil {
-			continue
-		}
-		if v := h.View(); len(b) == 0 && fp.Err == nil && fp.DivergingEnd < 0 && v != nil && v.Log != nil &&
-			fp.HighWatermark <= v.Log.HighWatermark && fp.LogStartOffset <= v.Log.LogStartOffset {
-			continue // nothing new for it
-		}
-		f.applying++
-		c.Send(h.PID, &Replicate{Position: pos, Answer: answerOf(fp), Records: b,
-			Done: func() { root.Send(self, &replicated{seq: seq}) }})
 	}
 	// Every partition failed (a leader taking over, storage errors): the
 	// leader answered at once, and would again; the next fetch pauses.
-	f.pause = failed == len(m.Partitions)
+	f.pause = failed == answered
 	if f.applying == 0 {
+		f.buf, f.inUse = f.inUse, nil
 		f.done(c)
 	}
+}
+
+// asKerr is err as a Kafka error, nil for none.
+func asKerr(err error) *kerr.Error {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke
+	}
+	return nil
 }
 
 // after sends msg to the fetcher after d, replacing any timer set before.

@@ -62,7 +62,8 @@ type SetState struct {
 
 // FollowerFetched tells a leader that a follower fetched from offset in
 // leaderEpoch: it holds every offset below (durably, under durability
-// fsync). Sent by the node's replicas actor; no reply.
+// fsync). Sent by the transport as it answers the follower's fetch
+// (Registry.ReadForFollower); no reply.
 type FollowerFetched struct {
 	Replica     int32
 	Offset      int64

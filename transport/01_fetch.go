@@ -64,7 +64,8 @@ package transport
 // Version notes:
 //   - v4: isolation level. v5: log start offset. v7: sessions. v9: current
 //     leader epoch. v11: rack (no read replicas: PreferredReadReplica -1).
-//     v12: flexible, diverging epoch. v13: topic ids. v15: ReplicaState.
+//     v12: flexible, diverging epoch. v13: topic ids. v15: ReplicaState (a
+//     follower's fetch: replica_fetch.go). v18: the follower's high watermark.
 
 import (
 	"time"
@@ -86,6 +87,9 @@ func init() {
 
 func (a *API) handleFetch(c *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.FetchRequest)
+	if req.ReplicaState.ID >= 0 || req.ReplicaID >= 0 {
+		return a.handleReplicaFetch(c, req) // replica_fetch.go
+	}
 	return func() kmsg.Response {
 		// The session is looked up here, on the writer goroutine, so that
 		// fetches pipelined on one connection meet it in request order.
@@ -265,16 +269,7 @@ func (a *API) fetchAnswer(req *kmsg.FetchRequest, fc *fetchContext, res []fetchR
 			i = keep[j]
 		}
 		r := &res[i]
-		// Consecutive partitions of a topic share its entry; a topic
-		// split by the session's order appears twice, as from Kafka.
-		if t := len(resp.Topics) - 1; t < 0 || resp.Topics[t].Topic != r.topic || resp.Topics[t].TopicID != r.topicID {
-			rt := kmsg.NewFetchResponseTopic()
-			rt.Topic, rt.TopicID = r.topic, r.topicID
-			resp.Topics = append(resp.Topics, rt)
-		}
-		rt := &resp.Topics[len(resp.Topics)-1]
-		rt.Partitions = append(rt.Partitions, r.part)
-		fr.slices = append(fr.slices, r.slice)
+		fr.add(r.topic, r.topicID, r.part, r.slice)
 		a.metrics.errorCode(1, req.Version, r.part.ErrorCode)
 	}
 	if req.Version >= 12 {
@@ -295,6 +290,20 @@ type fetchResponse struct {
 	// slices holds each partition's records, in encoding order (topics,
 	// then their partitions); Size 0 for none.
 	slices []store.Slice
+}
+
+// add appends a partition and its records. Consecutive partitions of a
+// topic share its entry; a topic split by a session's order appears twice,
+// as from Kafka.
+func (r *fetchResponse) add(topic string, topicID [16]byte, p kmsg.FetchResponseTopicPartition, sl store.Slice) {
+	if t := len(r.Topics) - 1; t < 0 || r.Topics[t].Topic != topic || r.Topics[t].TopicID != topicID {
+		rt := kmsg.NewFetchResponseTopic()
+		rt.Topic, rt.TopicID = topic, topicID
+		r.Topics = append(r.Topics, rt)
+	}
+	rt := &r.Topics[len(r.Topics)-1]
+	rt.Partitions = append(rt.Partitions, p)
+	r.slices = append(r.slices, sl)
 }
 
 // eachPartition calls fn for each partition in encoding order with its

@@ -72,6 +72,12 @@ type Deps struct {
 	// RequestTimeout bounds how long a handler waits for an actor.
 	RequestTimeout time.Duration
 	Logger         zerolog.Logger
+	// Links are the node's injected network faults, which apply to
+	// followers' fetches; nil for none.
+	Links *actors.Links
+	// Replication counts the record bytes followers fetch; nil counts
+	// none.
+	Replication *partition.Stats
 	// Failures rate-limits the lines logged about storage failures
 	// (segment reads that fail), node-wide; nil means no limit.
 	Failures *logging.Limiter

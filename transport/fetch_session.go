@@ -42,8 +42,8 @@ package transport
 // fewest partitions among those that had existed for longer than that at
 // their last use, if the new session has strictly more partitions. Failing
 // both, the fetch is answered without a session (SessionID 0) and the client
-// goes on with full fetches. Privileged (follower) sessions do not exist
-// here: followers fetch over remoting.
+// goes on with full fetches. Followers' fetches (replica_fetch.go) use no
+// session.
 //
 // Concurrency: one mutex guards the cache and every session in it; it is
 // held only to look up and update sessions, never while reading partitions

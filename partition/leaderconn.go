@@ -1,0 +1,90 @@
+package partition
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// fetchVersion is the Fetch version followers send: v15 brought
+// ReplicaState, v18 the follower's high watermark (KIP-1166).
+const fetchVersion = 18
+
+// maxFetchResponse bounds the size a leader's answer may claim: more is
+// a broken stream, not records (a single batch may exceed
+// replica.fetch.max.bytes, as KIP-74 lets it, but not by this much).
+const maxFetchResponse = 1 << 30
+
+// leaderConn is a fetcher's connection to its leader node's Kafka
+// listener: one Fetch at a time, dialled on first use. Only the goroutine
+// of the fetch under way uses it; the fetcher closes it (which any
+// goroutine may) to end that fetch early.
+type leaderConn struct {
+	addr      string
+	nc        net.Conn
+	corr      int32
+	formatter *kmsg.RequestFormatter
+}
+
+func newLeaderConn(addr string, node int32) *leaderConn {
+	return &leaderConn{addr: addr, formatter: kmsg.NewRequestFormatter(kmsg.FormatterClientID("skein-follower-" + strconv.Itoa(int(node))))}
+}
+
+// close ends the connection, and with it any fetch under way.
+func (lc *leaderConn) close() {
+	if lc.nc != nil {
+		lc.nc.Close()
+	}
+}
+
+// roundTrip sends req and reads its answer into buf, which it grows as
+// needed and returns: the response's record bytes alias it. The whole
+// exchange, dial included, ends by the deadline. After an error the
+// connection is unusable.
+func (lc *leaderConn) roundTrip(req *kmsg.FetchRequest, buf []byte, deadline time.Time) (*kmsg.FetchResponse, []byte, error) {
+	if lc.nc == nil {
+		nc, err := net.DialTimeout("tcp", lc.addr, time.Until(deadline))
+		if err != nil {
+			return nil, buf, err
+		}
+		lc.nc = nc
+	}
+	if err := lc.nc.SetDeadline(deadline); err != nil {
+		return nil, buf, err
+	}
+	lc.corr++
+	buf = lc.formatter.AppendRequest(buf[:0], req, lc.corr)
+	if _, err := lc.nc.Write(buf); err != nil {
+		return nil, buf, err
+	}
+	if _, err := io.ReadFull(lc.nc, buf[:4]); err != nil {
+		return nil, buf, err
+	}
+	n := int(binary.BigEndian.Uint32(buf))
+	if n < 4 || n > maxFetchResponse {
+		return nil, buf, fmt.Errorf("fetch response of %d bytes", n)
+	}
+	buf = slices.Grow(buf[:0], n)[:n]
+	if _, err := io.ReadFull(lc.nc, buf); err != nil {
+		return nil, buf, err
+	}
+	if corr := int32(binary.BigEndian.Uint32(buf)); corr != lc.corr {
+		return nil, buf, fmt.Errorf("fetch response to request %d, expected %d", corr, lc.corr)
+	}
+	rd := kbin.Reader{Src: buf[4:]}
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	if resp.IsFlexible() {
+		kmsg.SkipTags(&rd)
+	}
+	if err := resp.ReadFrom(rd.Src); err != nil {
+		return nil, buf, fmt.Errorf("fetch response: %w", err)
+	}
+	return resp, buf, nil
+}
