@@ -91,8 +91,14 @@ func (b *broker) client(opts ...kgo.Opt) *kgo.Client {
 
 func (b *broker) admin() *kadm.Client { return kadm.NewClient(b.client()) }
 
+// ctxFor returns the context of a test's client calls: it only keeps a
+// hung call from outliving the test, so it spans a whole test, which on a
+// loaded machine may take minutes (TestExtensionMirrorRemote, restarts and
+// all, took over a minute beside tests/cluster; its last calls then failed
+// on an expired minute-long context). Each step bounds its own wait
+// (eventually).
 func ctxFor(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
 }
