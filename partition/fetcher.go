@@ -361,21 +361,21 @@ func (f *fetcher) apply(c actor.Context, m *fetchAnswer) {
 				continue
 			}
 			answered++
-			err := kerr.ErrorForCode(fp.ErrorCode)
-			if err != nil {
+			ke := kerr.TypedErrorForCode(fp.ErrorCode)
+			if ke != nil {
 				failed++
 			}
 			h := f.cfg.Registry.Get(a.key.Topic, a.key.Partition)
 			if h == nil {
 				continue
 			}
-			if v := h.View(); len(fp.RecordBatches) == 0 && err == nil && fp.DivergingEpoch.EndOffset < 0 && v != nil && v.Log != nil &&
+			if v := h.View(); len(fp.RecordBatches) == 0 && ke == nil && fp.DivergingEpoch.EndOffset < 0 && v != nil && v.Log != nil &&
 				fp.HighWatermark <= v.Log.HighWatermark && fp.LogStartOffset <= v.Log.LogStartOffset {
 				continue // nothing new for it
 			}
 			f.applying++
 			c.Send(h.PID, &Replicate{Position: a.pos, Records: fp.RecordBatches,
-				Answer: replica.Answer{Err: asKerr(err), DivergingEpoch: fp.DivergingEpoch.Epoch, DivergingEnd: fp.DivergingEpoch.EndOffset,
+				Answer: replica.Answer{Err: ke, DivergingEpoch: fp.DivergingEpoch.Epoch, DivergingEnd: fp.DivergingEpoch.EndOffset,
 					HighWatermark: fp.HighWatermark, LogStartOffset: fp.LogStartOffset},
 				Done: func() { root.Send(self, &replicated{seq: seq}) }})
 		}
@@ -387,15 +387,6 @@ func (f *fetcher) apply(c actor.Context, m *fetchAnswer) {
 		f.buf, f.inUse = f.inUse, nil
 		f.done(c)
 	}
-}
-
-// asKerr is err as a Kafka error, nil for none.
-func asKerr(err error) *kerr.Error {
-	var ke *kerr.Error
-	if errors.As(err, &ke) {
-		return ke
-	}
-	return nil
 }
 
 // after sends msg to the fetcher after d, replacing any timer set before.

@@ -55,8 +55,8 @@ func (a *API) handleReplicaFetch(c *conn, req *kmsg.FetchRequest) finish {
 		wants := a.followerWants(req)
 		deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 		for first := true; ; first = false {
-			reads, f := a.readForFollower(req, follower, wants, first)
-			if f.errors || !time.Now().Before(deadline) || !f.wait(deadline, c.stop, c.gone) {
+			reads, f, ready := a.readForFollower(req, follower, wants, first)
+			if ready || !time.Now().Before(deadline) || !f.wait(deadline, c.stop, c.gone) {
 				return a.followerAnswer(req, wants, reads)
 			}
 		}
@@ -91,17 +91,17 @@ func (a *API) followerWants(req *kmsg.FetchRequest) []followerWant {
 }
 
 // readForFollower reads every partition of the fetch, in order, within
-// its byte limits; f.errors is set when the answer should go at once
-// without records.
-func (a *API) readForFollower(req *kmsg.FetchRequest, follower int32, wants []followerWant, first bool) ([]partition.FollowerRead, *fetched) {
+// its byte limits; ready says whether the answer should go now, without
+// waiting for more (partition.FollowerRead.Ready).
+func (a *API) readForFollower(req *kmsg.FetchRequest, follower int32, wants []followerWant, first bool) (reads []partition.FollowerRead, f *fetched, ready bool) {
 	im := a.Image()
-	f := &fetched{}
+	f = &fetched{}
 	budget := int64(req.MaxBytes)
-	reads := make([]partition.FollowerRead, len(wants))
+	reads = make([]partition.FollowerRead, len(wants))
 	for i, w := range wants {
 		if w.pos.Topic == "" {
 			reads[i] = partition.FollowerRead{Err: kerr.UnknownTopicID, HighWatermark: -1, LogStartOffset: -1, DivergingEpoch: -1, DivergingEnd: -1}
-			f.errors = true
+			ready = true
 			continue
 		}
 		r := a.Partitions.ReadForFollower(im, a.Node.NodeID, follower, w.pos, min(w.maxBytes, budget), f.bytes == 0, first, a.System.Root)
@@ -109,12 +109,11 @@ func (a *API) readForFollower(req *kmsg.FetchRequest, follower int32, wants []fo
 		if r.Handle != nil {
 			f.handles, f.views = append(f.handles, r.Handle), append(f.views, r.View)
 		}
-		// An error, a divergence or news of the high watermark.
-		f.errors = f.errors || r.Ready(w.pos)
+		ready = ready || r.Ready(w.pos)
 		f.bytes += r.Records.Size
 		budget -= r.Records.Size
 	}
-	return reads, f
+	return reads, f, ready
 }
 
 // followerAnswer builds the response from the last pass's reads.
