@@ -27,27 +27,21 @@ func TestCreatePartitions(t *testing.T) {
 		{"unknown topic", "diff-cp-unknown", 3, false},
 		{"named twice", "diff-cp", 5, true},
 	}
-	for _, validateOnly := range []bool{true, false} {
-		mode := "create"
-		if validateOnly {
-			mode = "validate"
-		}
-		t.Run(mode, func(t *testing.T) {
-			for _, tc := range cases {
-				t.Run(tc.name, func(t *testing.T) {
-					req := kmsg.NewPtrCreatePartitionsRequest()
-					req.TimeoutMillis, req.ValidateOnly = 30000, validateOnly
-					rt := kmsg.NewCreatePartitionsRequestTopic()
-					rt.Topic, rt.Count = tc.topic, tc.count
+	bothModes(t, "create", func(t *testing.T, validateOnly bool) {
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				req := kmsg.NewPtrCreatePartitionsRequest()
+				req.TimeoutMillis, req.ValidateOnly = 30000, validateOnly
+				rt := kmsg.NewCreatePartitionsRequestTopic()
+				rt.Topic, rt.Count = tc.topic, tc.count
+				req.Topics = append(req.Topics, rt)
+				if tc.twice {
 					req.Topics = append(req.Topics, rt)
-					if tc.twice {
-						req.Topics = append(req.Topics, rt)
-					}
-					newCase(t).compare(req)
-				})
-			}
-		})
-	}
+				}
+				newCase(t).compare(req)
+			})
+		}
+	})
 }
 
 // TestDeleteRecords compares DeleteRecords' answers for offsets before,

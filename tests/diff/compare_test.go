@@ -192,3 +192,15 @@ var (
 	globMu sync.Mutex
 	globs  = map[string]*regexp.Regexp{}
 )
+
+// bothModes runs fn as two subtests: "validate" with the request's
+// ValidateOnly set, then name (what the request does) without it.
+func bothModes(t *testing.T, name string, fn func(t *testing.T, validateOnly bool)) {
+	for _, validateOnly := range []bool{true, false} {
+		mode := name
+		if validateOnly {
+			mode = "validate"
+		}
+		t.Run(mode, func(t *testing.T) { fn(t, validateOnly) })
+	}
+}

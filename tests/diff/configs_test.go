@@ -149,22 +149,16 @@ func TestIncrementalAlterConfigs(t *testing.T) {
 		{"broker, delete", broker, "1", [][3]string{{"delete", "log.retention.ms", ""}}},
 		{"another broker", broker, "2", [][3]string{{"set", "log.retention.ms", "86400000"}}},
 	}
-	for _, validateOnly := range []bool{true, false} {
-		mode := "alter"
-		if validateOnly {
-			mode = "validate"
+	bothModes(t, "alter", func(t *testing.T, validateOnly bool) {
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				c := newCase(t)
+				c.compare(incrementalAlter(validateOnly, tc.typ, tc.rname, tc.ops...))
+				if tc.typ == topic && tc.rname == "diff-alter" {
+					settle(t, describeConfigs(topic, "diff-alter"))
+					c.compare(describeConfigs(topic, "diff-alter"))
+				}
+			})
 		}
-		t.Run(mode, func(t *testing.T) {
-			for _, tc := range cases {
-				t.Run(tc.name, func(t *testing.T) {
-					c := newCase(t)
-					c.compare(incrementalAlter(validateOnly, tc.typ, tc.rname, tc.ops...))
-					if tc.typ == topic && tc.rname == "diff-alter" {
-						settle(t, describeConfigs(topic, "diff-alter"))
-						c.compare(describeConfigs(topic, "diff-alter"))
-					}
-				})
-			}
-		})
-	}
+	})
 }

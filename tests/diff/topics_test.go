@@ -149,24 +149,18 @@ func TestCreateTopics(t *testing.T) {
 		{"same topic twice", []kmsg.CreateTopicsRequestTopic{newTopic("diff-ct-twice", 1, 1), newTopic("diff-ct-twice", 1, 1)}},
 	}
 	internal := map[string]bool{"__consumer_offsets": true, "__transaction_state": true}
-	for _, validateOnly := range []bool{true, false} {
-		mode := "create"
-		if validateOnly {
-			mode = "validate"
-		}
-		t.Run(mode, func(t *testing.T) {
-			for _, tc := range cases {
-				if internal[tc.topics[0].Topic] && !validateOnly {
-					// Created by a client, an internal topic would
-					// change how the brokers run the later cases.
-					continue
-				}
-				t.Run(tc.name, func(t *testing.T) {
-					newCase(t).compare(createTopics(validateOnly, tc.topics...))
-				})
+	bothModes(t, "create", func(t *testing.T, validateOnly bool) {
+		for _, tc := range cases {
+			if internal[tc.topics[0].Topic] && !validateOnly {
+				// Created by a client, an internal topic would
+				// change how the brokers run the later cases.
+				continue
 			}
-		})
-	}
+			t.Run(tc.name, func(t *testing.T) {
+				newCase(t).compare(createTopics(validateOnly, tc.topics...))
+			})
+		}
+	})
 
 	t.Run("existing", func(t *testing.T) {
 		c := newCase(t)
