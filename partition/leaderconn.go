@@ -7,6 +7,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -24,13 +25,17 @@ const maxFetchResponse = 1 << 30
 
 // leaderConn is a fetcher's connection to its leader node's Kafka
 // listener: one Fetch at a time, dialled on first use. Only the goroutine
-// of the fetch under way uses it; the fetcher closes it (which any
-// goroutine may) to end that fetch early.
+// of the fetch under way sends and reads on it; the fetcher closes it
+// from its own goroutine to end that fetch early, hence the mutex around
+// the connection, which a dial may set while close runs.
 type leaderConn struct {
 	addr      string
-	nc        net.Conn
 	corr      int32
 	formatter *kmsg.RequestFormatter
+
+	mu     sync.Mutex
+	nc     net.Conn
+	closed bool
 }
 
 func newLeaderConn(addr string, node int32) *leaderConn {
@@ -39,9 +44,37 @@ func newLeaderConn(addr string, node int32) *leaderConn {
 
 // close ends the connection, and with it any fetch under way.
 func (lc *leaderConn) close() {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	lc.closed = true
 	if lc.nc != nil {
 		lc.nc.Close()
 	}
+}
+
+// conn dials on first use; a connection closed meanwhile stays closed.
+func (lc *leaderConn) conn(deadline time.Time) (net.Conn, error) {
+	lc.mu.Lock()
+	nc, closed := lc.nc, lc.closed
+	lc.mu.Unlock()
+	if closed {
+		return nil, net.ErrClosed
+	}
+	if nc != nil {
+		return nc, nil
+	}
+	nc, err := net.DialTimeout("tcp", lc.addr, time.Until(deadline))
+	if err != nil {
+		return nil, err
+	}
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	if lc.closed {
+		nc.Close()
+		return nil, net.ErrClosed
+	}
+	lc.nc = nc
+	return nc, nil
 }
 
 // roundTrip sends req and reads its answer into buf, which it grows as
@@ -49,22 +82,19 @@ func (lc *leaderConn) close() {
 // exchange, dial included, ends by the deadline. After an error the
 // connection is unusable.
 func (lc *leaderConn) roundTrip(req *kmsg.FetchRequest, buf []byte, deadline time.Time) (*kmsg.FetchResponse, []byte, error) {
-	if lc.nc == nil {
-		nc, err := net.DialTimeout("tcp", lc.addr, time.Until(deadline))
-		if err != nil {
-			return nil, buf, err
-		}
-		lc.nc = nc
+	nc, err := lc.conn(deadline)
+	if err != nil {
+		return nil, buf, err
 	}
-	if err := lc.nc.SetDeadline(deadline); err != nil {
+	if err := nc.SetDeadline(deadline); err != nil {
 		return nil, buf, err
 	}
 	lc.corr++
 	buf = lc.formatter.AppendRequest(buf[:0], req, lc.corr)
-	if _, err := lc.nc.Write(buf); err != nil {
+	if _, err := nc.Write(buf); err != nil {
 		return nil, buf, err
 	}
-	if _, err := io.ReadFull(lc.nc, buf[:4]); err != nil {
+	if _, err := io.ReadFull(nc, buf[:4]); err != nil {
 		return nil, buf, err
 	}
 	n := int(binary.BigEndian.Uint32(buf))
@@ -72,7 +102,7 @@ func (lc *leaderConn) roundTrip(req *kmsg.FetchRequest, buf []byte, deadline tim
 		return nil, buf, fmt.Errorf("fetch response of %d bytes", n)
 	}
 	buf = slices.Grow(buf[:0], n)[:n]
-	if _, err := io.ReadFull(lc.nc, buf); err != nil {
+	if _, err := io.ReadFull(nc, buf); err != nil {
 		return nil, buf, err
 	}
 	if corr := int32(binary.BigEndian.Uint32(buf)); corr != lc.corr {

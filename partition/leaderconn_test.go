@@ -93,3 +93,43 @@ func aliases(b, buf []byte) bool {
 	}
 	return false
 }
+
+// TestLeaderConnClosesUnderAFetch closes a connection from another
+// goroutine, as the fetcher does when a fetch times out or the actor
+// stops, while a fetch dials or waits for its answer: the fetch ends with
+// an error, and a connection closed before its first fetch never dials.
+func TestLeaderConnClosesUnderAFetch(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		nc, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		accepted <- nc // read nothing, answer nothing
+	}()
+	req := kmsg.NewPtrFetchRequest()
+	req.Version = fetchVersion
+	lc := newLeaderConn(ln.Addr().String(), 1)
+	errs := make(chan error, 1)
+	go func() {
+		_, _, err := lc.roundTrip(req, nil, time.Now().Add(time.Minute))
+		errs <- err
+	}()
+	nc := <-accepted
+	defer nc.Close()
+	lc.close()
+	if err := <-errs; err == nil {
+		t.Fatal("a fetch whose connection was closed under it succeeded")
+	}
+
+	closed := newLeaderConn(ln.Addr().String(), 1)
+	closed.close()
+	if _, _, err := closed.roundTrip(req, nil, time.Now().Add(time.Minute)); err == nil || !strings.Contains(err.Error(), "closed") {
+		t.Fatalf("a fetch on a closed connection: %v, want a closed-connection error", err)
+	}
+}
