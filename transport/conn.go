@@ -69,6 +69,8 @@ func newConn(s *Server, nc net.Conn) *conn {
 // before any answer takes the broker for one that wants TLS or SASL and
 // gives up (franz-go fails the records of a producer whose id it was
 // asking for), while a reset is a network failure every client retries.
+// An ApiVersions answer does not count as served: franz-go takes an
+// end-of-file on the request after it for a SASL mismatch, as fatal.
 func reset(nc net.Conn) {
 	if tc, ok := nc.(*net.TCPConn); ok {
 		tc.SetLinger(0)
@@ -382,7 +384,7 @@ func (c *conn) write() {
 	defer o.release()
 	broken := false
 	for p := range c.pending {
-		served = true
+		served = served || p.key != int16(kmsg.ApiVersions)
 		resp, ok := c.safeFinish(p)
 		if !ok && !broken {
 			// The response it owed is lost: the client must not read the

@@ -107,9 +107,8 @@ func TestApiVersionsFeaturesFromZeroAtV4(t *testing.T) {
 	}
 }
 
-// rawRequest writes one request frame and reads one response frame.
-func rawRequest(t *testing.T, nc net.Conn, key, version int16, corr int32, body []byte) []byte {
-	t.Helper()
+// requestFrame is a request with a v1 header and a null client id.
+func requestFrame(key, version int16, corr int32, body []byte) []byte {
 	frame := binary.BigEndian.AppendUint32(nil, 0)
 	frame = binary.BigEndian.AppendUint16(frame, uint16(key))
 	frame = binary.BigEndian.AppendUint16(frame, uint16(version))
@@ -117,7 +116,13 @@ func rawRequest(t *testing.T, nc net.Conn, key, version int16, corr int32, body 
 	frame = binary.BigEndian.AppendUint16(frame, 0xffff) // null client id
 	frame = append(frame, body...)
 	binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
-	if _, err := nc.Write(frame); err != nil {
+	return frame
+}
+
+// rawRequest writes one request frame and reads one response frame.
+func rawRequest(t *testing.T, nc net.Conn, key, version int16, corr int32, body []byte) []byte {
+	t.Helper()
+	if _, err := nc.Write(requestFrame(key, version, corr, body)); err != nil {
 		t.Fatal(err)
 	}
 	var size [4]byte
@@ -233,7 +238,11 @@ func TestHostileFramesCloseTheConnection(t *testing.T) {
 // TestStopResetsUnservedConnections: a connection the server never
 // answered anything on when it stops is reset, not closed in order, so
 // that the client sees a network failure it retries rather than an
-// end-of-file it takes for a TLS or SASL mismatch.
+// end-of-file it takes for a TLS or SASL mismatch. An answer to
+// ApiVersions alone does not count: franz-go asks it first on each
+// connection, and takes an end-of-file on the next request for a SASL
+// mismatch (TestRollingRestart's producers, asking for their id, failed
+// their records so).
 func TestStopResetsUnservedConnections(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Listen = "127.0.0.1:0"
@@ -241,29 +250,53 @@ func TestStopResetsUnservedConnections(t *testing.T) {
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
-	nc, err := net.Dial("tcp", s.Addr().String())
+	early, err := net.Dial("tcp", s.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer nc.Close()
-	// Served first: an answered connection still closes in order.
+	defer early.Close()
+	// Answered its ApiVersions only: franz-go takes an end-of-file on its
+	// next request for a SASL mismatch.
+	versioned, err := net.Dial("tcp", s.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer versioned.Close()
+	rawRequest(t, versioned, 18, 0, 1, nil)
+	// Served: an answered connection still closes in order.
 	served, err := net.Dial("tcp", s.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer served.Close()
 	rawRequest(t, served, 18, 0, 1, nil)
+	produce := kmsg.NewPtrProduceRequest()
+	produce.Version, produce.Acks, produce.TimeoutMillis = 2, 1, 1000
+	rawRequest(t, served, 0, 2, 2, produce.AppendTo(nil)) // refused, but answered
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := s.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	nc.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if _, err := nc.Read(make([]byte, 1)); !errors.Is(err, syscall.ECONNRESET) {
-		t.Errorf("reading an unserved connection after the stop: %v, want a reset", err)
+	if err := firstAnswer(early); !errors.Is(err, syscall.ECONNRESET) {
+		t.Errorf("a first request after the stop, on a connection made before it: %v, want a reset", err)
+	}
+	if err := firstAnswer(versioned); !errors.Is(err, syscall.ECONNRESET) {
+		t.Errorf("a request after the stop, on a connection answered only its ApiVersions before it: %v, want a reset", err)
 	}
 	served.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if _, err := served.Read(make([]byte, 1)); err != io.EOF {
 		t.Errorf("reading a served connection after the stop: %v, want EOF", err)
 	}
+}
+
+// firstAnswer sends an ApiVersions request and reads the answer's first
+// byte, returning the error of whichever failed.
+func firstAnswer(nc net.Conn) error {
+	nc.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := nc.Write(requestFrame(18, 0, 1, nil)); err != nil {
+		return err
+	}
+	_, err := nc.Read(make([]byte, 1))
+	return err
 }
