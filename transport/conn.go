@@ -110,6 +110,11 @@ func (c *conn) read() {
 	for {
 		if c.s.cfg.IdleTimeout > 0 && !c.stopping() {
 			c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
+			if c.stopping() {
+				// A stop came between the check and the deadline, which
+				// must not undo its own.
+				c.nc.SetReadDeadline(time.Now())
+			}
 		}
 		if _, err := io.ReadFull(r, size[:]); err != nil {
 			c.readFailed(err)
