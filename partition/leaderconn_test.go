@@ -2,6 +2,7 @@ package partition
 
 import (
 	"encoding/binary"
+	"errors"
 	"io"
 	"net"
 	"strings"
@@ -129,7 +130,7 @@ func TestLeaderConnClosesUnderAFetch(t *testing.T) {
 
 	closed := newLeaderConn(ln.Addr().String(), 1)
 	closed.close()
-	if _, _, err := closed.roundTrip(req, nil, time.Now().Add(time.Minute)); err == nil || !strings.Contains(err.Error(), "closed") {
+	if _, _, err := closed.roundTrip(req, nil, time.Now().Add(time.Minute)); !errors.Is(err, net.ErrClosed) {
 		t.Fatalf("a fetch on a closed connection: %v, want a closed-connection error", err)
 	}
 }
