@@ -53,6 +53,12 @@
 // the new instance's Started handled), stopped, role and epoch changes;
 // the admin API serves it at /v1/events.
 //
+// Every actor a Tree spawns runs on the Tree's Dispatcher (dispatch.go),
+// which keeps the goroutines that ran mailboxes for the next runs instead
+// of starting one per run as protoactor's default does, so that an actor
+// that goes deep (a partition's append) does not grow a new stack each
+// time it wakes.
+//
 // Faults is the fault-injection registry: panic, stop, delay or drop the
 // messages of the actors whose name (exact, or a prefix ending in "*")
 // it selects. It is compiled in and off by default: with no fault set,

@@ -78,10 +78,11 @@ type Roled interface {
 // Concurrency: safe for concurrent use. Counters are atomics; the set of
 // actors is behind a read-write lock that spawns and stops take briefly.
 type Tree struct {
-	sys    *actor.ActorSystem
-	faults *Faults
-	links  *Links
-	sub    *eventstream.Subscription
+	sys        *actor.ActorSystem
+	faults     *Faults
+	links      *Links
+	sub        *eventstream.Subscription
+	dispatcher *Dispatcher
 
 	mu   sync.RWMutex
 	byID map[string]*actorStats
@@ -98,11 +99,12 @@ type Tree struct {
 // links' (either may be nil). Close it when the system stops.
 func NewTree(sys *actor.ActorSystem, faults *Faults, links *Links) *Tree {
 	t := &Tree{
-		sys:    sys,
-		faults: faults,
-		links:  links,
-		byID:   map[string]*actorStats{},
-		events: NewJournal(DefaultJournalCapacity),
+		sys:        sys,
+		faults:     faults,
+		links:      links,
+		byID:       map[string]*actorStats{},
+		dispatcher: NewDispatcher(300, 128, 5*time.Second),
+		events:     NewJournal(DefaultJournalCapacity),
 		restarts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "skein_actor_restarts_total", Help: "Actor restarts by supervisors, by actor name.",
 		}, []string{"actor"}),
@@ -155,6 +157,7 @@ func (t *Tree) spawn(next actor.SpawnFunc) actor.SpawnFunc {
 		cp := *props
 		cp.Configure(
 			actor.WithMailbox(actor.Unbounded(s)),
+			actor.WithDispatcher(t.dispatcher),
 			actor.WithReceiverMiddleware(s.middleware),
 			actor.WithSpawnMiddleware(t.spawn),
 		)

@@ -1,0 +1,156 @@
+package actors
+
+import (
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// waitFor polls cond until it holds, failing the test after 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		runtime.Gosched()
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// A mailbox never waits behind another: runs that block until all of them
+// have started all start.
+func TestDispatcherRunsMailboxesConcurrently(t *testing.T) {
+	d := NewDispatcher(300, 4, time.Minute)
+	const n = 50
+	var started, release sync.WaitGroup
+	started.Add(n)
+	release.Add(1)
+	done := make(chan struct{}, n)
+	for range n {
+		d.Schedule(func() {
+			started.Done()
+			release.Wait()
+			done <- struct{}{}
+		})
+	}
+	started.Wait()
+	release.Done()
+	for range n {
+		<-done
+	}
+	waitFor(t, "the runs' goroutines are idle or gone", func() bool { return d.idle.Load() == 4 })
+}
+
+// A goroutine that finished a run takes the next one: sequential runs
+// start no goroutine.
+func TestDispatcherReusesAnIdleGoroutine(t *testing.T) {
+	d := NewDispatcher(300, 4, time.Minute)
+	ran := make(chan struct{})
+	run := func() { ran <- struct{}{} }
+	d.Schedule(run)
+	<-ran
+	waitFor(t, "the goroutine waits for work", func() bool { return d.idle.Load() == 1 })
+	before := runtime.NumGoroutine()
+	for range 100 {
+		d.Schedule(run)
+		<-ran
+		waitFor(t, "the goroutine waits for work", func() bool { return d.idle.Load() == 1 })
+	}
+	if after := runtime.NumGoroutine(); after != before {
+		t.Fatalf("goroutines went from %d to %d over 100 sequential runs", before, after)
+	}
+}
+
+// A burst leaves at most maxIdle goroutines waiting, and those go after the
+// idle timeout.
+func TestDispatcherLetsIdleGoroutinesGo(t *testing.T) {
+	base := runtime.NumGoroutine()
+	d := NewDispatcher(300, 8, 50*time.Millisecond)
+	const n = 200
+	var started, release sync.WaitGroup
+	started.Add(n)
+	release.Add(1)
+	for range n {
+		d.Schedule(func() {
+			started.Done()
+			release.Wait()
+		})
+	}
+	started.Wait()
+	if g := runtime.NumGoroutine(); g < base+n {
+		t.Fatalf("%d goroutines run %d blocked mailboxes", g-base, n)
+	}
+	release.Done()
+	waitFor(t, "at most maxIdle goroutines are left", func() bool { return runtime.NumGoroutine() <= base+8 })
+	waitFor(t, "the idle goroutines are gone", func() bool { return runtime.NumGoroutine() <= base })
+	if i := d.idle.Load(); i != 0 {
+		t.Fatalf("idle count %d with no goroutine left", i)
+	}
+}
+
+// Actors spawned through a Tree run on its Dispatcher and get their
+// messages in order.
+func TestTreeActorsRunOnTheDispatcher(t *testing.T) {
+	sys := actor.NewActorSystem()
+	tree := NewTree(sys, nil, nil)
+	defer tree.Close()
+	got := make(chan int, 1000)
+	pid, err := tree.SpawnNamed(actor.PropsFromFunc(func(c actor.Context) {
+		if n, ok := c.Message().(int); ok {
+			got <- n
+		}
+	}), "counter")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 1000 {
+		sys.Root.Send(pid, i)
+	}
+	for i := range 1000 {
+		if n := <-got; n != i {
+			t.Fatalf("message %d arrived as %d", i, n)
+		}
+	}
+	// The mailbox's goroutine came from the tree's dispatcher: it waits
+	// there for the next run.
+	waitFor(t, "the actor's goroutine waits in the tree's dispatcher", func() bool { return tree.dispatcher.idle.Load() >= 1 })
+}
+
+// deep recurses to use about n KiB of stack, as a partition's append does.
+//
+//go:noinline
+func deep(n int) int {
+	var pad [1024]byte
+	pad[n%1024] = byte(n)
+	if n == 0 {
+		return int(pad[0])
+	}
+	return deep(n-1) + int(pad[n%1024])
+}
+
+// BenchmarkDispatcher schedules runs that use 16 KiB of stack, one at a
+// time as an idle partition's mailbox is: protoactor's default dispatcher
+// (a new goroutine each time, growing its stack) against Dispatcher.
+func BenchmarkDispatcher(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		d    actor.Dispatcher
+	}{
+		{"default", actor.NewDefaultDispatcher(300)},
+		{"kept", NewDispatcher(300, 128, time.Minute)},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			done := make(chan struct{})
+			run := func() { deep(16); done <- struct{}{} }
+			for b.Loop() {
+				c.d.Schedule(run)
+				<-done
+			}
+		})
+	}
+}
