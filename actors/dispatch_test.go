@@ -43,7 +43,7 @@ func TestDispatcherRunsMailboxesConcurrently(t *testing.T) {
 	for range n {
 		<-done
 	}
-	waitFor(t, "the runs' goroutines are idle or gone", func() bool { return d.idle.Load() == 4 })
+	waitFor(t, "the runs' goroutines are idle or gone", func() bool { return d.idle() == 4 })
 }
 
 // A goroutine that finished a run takes the next one: sequential runs
@@ -54,12 +54,12 @@ func TestDispatcherReusesAnIdleGoroutine(t *testing.T) {
 	run := func() { ran <- struct{}{} }
 	d.Schedule(run)
 	<-ran
-	waitFor(t, "the goroutine waits for work", func() bool { return d.idle.Load() == 1 })
+	waitFor(t, "the goroutine waits for work", func() bool { return d.idle() == 1 })
 	before := runtime.NumGoroutine()
 	for range 100 {
 		d.Schedule(run)
 		<-ran
-		waitFor(t, "the goroutine waits for work", func() bool { return d.idle.Load() == 1 })
+		waitFor(t, "the goroutine waits for work", func() bool { return d.idle() == 1 })
 	}
 	if after := runtime.NumGoroutine(); after != before {
 		t.Fatalf("goroutines went from %d to %d over 100 sequential runs", before, after)
@@ -87,10 +87,47 @@ func TestDispatcherLetsIdleGoroutinesGo(t *testing.T) {
 	}
 	release.Done()
 	waitFor(t, "at most maxIdle goroutines are left", func() bool { return runtime.NumGoroutine() <= base+8 })
-	waitFor(t, "the idle goroutines are gone", func() bool { return runtime.NumGoroutine() <= base })
-	if i := d.idle.Load(); i != 0 {
-		t.Fatalf("idle count %d with no goroutine left", i)
+	waitFor(t, "the idle goroutines are gone", func() bool { return d.idle() == 0 && runtime.NumGoroutine() <= base })
+}
+
+// Under a trickle of runs, as ten thousand idle partitions' timer ticks
+// are, the goroutines a burst left behind still end: the one that waited
+// least takes the next run, and the others time out.
+func TestDispatcherShrinksUnderATrickle(t *testing.T) {
+	d := NewDispatcher(300, 8, 50*time.Millisecond)
+	var started, release sync.WaitGroup
+	started.Add(8)
+	release.Add(1)
+	for range 8 {
+		d.Schedule(func() {
+			started.Done()
+			release.Wait()
+		})
 	}
+	started.Wait()
+	release.Done()
+	waitFor(t, "the burst's goroutines wait for work", func() bool { return d.idle() == 8 })
+
+	stop := make(chan struct{})
+	trickled := make(chan struct{})
+	go func() {
+		defer close(trickled)
+		ran := make(chan struct{})
+		tick := time.NewTicker(5 * time.Millisecond) // the trickle's pace, not a wait for anything
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				d.Schedule(func() { ran <- struct{}{} })
+				<-ran
+			}
+		}
+	}()
+	waitFor(t, "all but the trickle's goroutines end", func() bool { return d.idle() <= 2 })
+	close(stop)
+	<-trickled
 }
 
 // Actors spawned through a Tree run on its Dispatcher and get their
@@ -118,7 +155,7 @@ func TestTreeActorsRunOnTheDispatcher(t *testing.T) {
 	}
 	// The mailbox's goroutine came from the tree's dispatcher: it waits
 	// there for the next run.
-	waitFor(t, "the actor's goroutine waits in the tree's dispatcher", func() bool { return tree.dispatcher.idle.Load() >= 1 })
+	waitFor(t, "the actor's goroutine waits in the tree's dispatcher", func() bool { return tree.dispatcher.idle() >= 1 })
 }
 
 // deep recurses to use about n KiB of stack, as a partition's append does.
