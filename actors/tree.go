@@ -99,10 +99,12 @@ type Tree struct {
 // links' (either may be nil). Close it when the system stops.
 func NewTree(sys *actor.ActorSystem, faults *Faults, links *Links) *Tree {
 	t := &Tree{
-		sys:        sys,
-		faults:     faults,
-		links:      links,
-		byID:       map[string]*actorStats{},
+		sys:    sys,
+		faults: faults,
+		links:  links,
+		byID:   map[string]*actorStats{},
+		// protoactor's default throughput; 128 goroutines kept cover the
+		// partitions a node writes at once, and cost a few MiB of stacks.
 		dispatcher: NewDispatcher(300, 128, 5*time.Second),
 		events:     NewJournal(DefaultJournalCapacity),
 		restarts: prometheus.NewCounterVec(prometheus.CounterOpts{
