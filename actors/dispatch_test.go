@@ -9,19 +9,6 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 )
 
-// waitFor polls cond until it holds, failing the test after 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		runtime.Gosched()
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // A mailbox never waits behind another: runs that block until all of them
 // have started all start.
 func TestDispatcherRunsMailboxesConcurrently(t *testing.T) {
@@ -43,7 +30,7 @@ func TestDispatcherRunsMailboxesConcurrently(t *testing.T) {
 	for range n {
 		<-done
 	}
-	waitFor(t, "the runs' goroutines are idle or gone", func() bool { return d.idle() == 4 })
+	eventually(t, "maxIdle of the runs' goroutines wait for work, the others are gone", func() bool { return d.idle() == 4 })
 }
 
 // A goroutine that finished a run takes the next one: sequential runs
@@ -54,12 +41,12 @@ func TestDispatcherReusesAnIdleGoroutine(t *testing.T) {
 	run := func() { ran <- struct{}{} }
 	d.Schedule(run)
 	<-ran
-	waitFor(t, "the goroutine waits for work", func() bool { return d.idle() == 1 })
+	eventually(t, "the goroutine waits for work", func() bool { return d.idle() == 1 })
 	before := runtime.NumGoroutine()
 	for range 100 {
 		d.Schedule(run)
 		<-ran
-		waitFor(t, "the goroutine waits for work", func() bool { return d.idle() == 1 })
+		eventually(t, "the goroutine waits for work", func() bool { return d.idle() == 1 })
 	}
 	if after := runtime.NumGoroutine(); after != before {
 		t.Fatalf("goroutines went from %d to %d over 100 sequential runs", before, after)
@@ -86,8 +73,8 @@ func TestDispatcherLetsIdleGoroutinesGo(t *testing.T) {
 		t.Fatalf("%d goroutines run %d blocked mailboxes", g-base, n)
 	}
 	release.Done()
-	waitFor(t, "at most maxIdle goroutines are left", func() bool { return runtime.NumGoroutine() <= base+8 })
-	waitFor(t, "the idle goroutines are gone", func() bool { return d.idle() == 0 && runtime.NumGoroutine() <= base })
+	eventually(t, "at most maxIdle goroutines are left", func() bool { return runtime.NumGoroutine() <= base+8 })
+	eventually(t, "the idle goroutines are gone", func() bool { return d.idle() == 0 && runtime.NumGoroutine() <= base })
 }
 
 // Under a trickle of runs, as ten thousand idle partitions' timer ticks
@@ -106,7 +93,7 @@ func TestDispatcherShrinksUnderATrickle(t *testing.T) {
 	}
 	started.Wait()
 	release.Done()
-	waitFor(t, "the burst's goroutines wait for work", func() bool { return d.idle() == 8 })
+	eventually(t, "the burst's goroutines wait for work", func() bool { return d.idle() == 8 })
 
 	stop := make(chan struct{})
 	trickled := make(chan struct{})
@@ -125,7 +112,7 @@ func TestDispatcherShrinksUnderATrickle(t *testing.T) {
 			}
 		}
 	}()
-	waitFor(t, "all but the trickle's goroutines end", func() bool { return d.idle() <= 2 })
+	eventually(t, "all but the trickle's goroutines end", func() bool { return d.idle() <= 2 })
 	close(stop)
 	<-trickled
 }
@@ -155,7 +142,7 @@ func TestTreeActorsRunOnTheDispatcher(t *testing.T) {
 	}
 	// The mailbox's goroutine came from the tree's dispatcher: it waits
 	// there for the next run.
-	waitFor(t, "the actor's goroutine waits in the tree's dispatcher", func() bool { return tree.dispatcher.idle() >= 1 })
+	eventually(t, "the actor's goroutine waits in the tree's dispatcher", func() bool { return tree.dispatcher.idle() >= 1 })
 }
 
 // deep recurses to use about n KiB of stack, as a partition's append does.
