@@ -134,9 +134,9 @@ const (
 
 var diskModes = map[string]int32{"writes": diskWrites, "syncs": diskSyncs, "full": diskFull}
 
-// MaybeError fails writes (EIO), syncs (EIO), or, for a full disk, creates
-// and writes (ENOSPC), as the kernel would. It notes the writes and syncs
-// it lets through, for PowerLoss.
+// MaybeError fails writes (EIO), syncs (EIO), or, for a full disk, creates,
+// writes and space reservations (ENOSPC), as the kernel would. It notes
+// the writes and syncs it lets through, for PowerLoss.
 func (d *diskFault) MaybeError(op vfs.Op, path string) error {
 	if err := d.fail(op); err != nil {
 		return err
@@ -226,7 +226,7 @@ func (d *diskFault) fail(op vfs.Op) error {
 	case diskFrozen:
 		return syscall.EIO
 	case diskWrites:
-		if op == vfs.OpWrite || op == vfs.OpTruncate {
+		if op == vfs.OpWrite || op == vfs.OpTruncate || op == vfs.OpAllocate {
 			return syscall.EIO
 		}
 	case diskSyncs:
@@ -234,7 +234,7 @@ func (d *diskFault) fail(op vfs.Op) error {
 			return syscall.EIO
 		}
 	case diskFull:
-		if op == vfs.OpWrite || op == vfs.OpCreate {
+		if op == vfs.OpWrite || op == vfs.OpCreate || op == vfs.OpAllocate {
 			return syscall.ENOSPC
 		}
 	}

@@ -615,6 +615,17 @@ func (h *cachedFile) Truncate(size int64) error {
 	return f.Truncate(size)
 }
 
+// Preallocate reserves space in the file (see the package's Preallocate)
+// with its descriptor held for the call.
+func (h *cachedFile) Preallocate(off, n int64) error {
+	f, err := h.acquire()
+	if err != nil {
+		return err
+	}
+	defer h.release()
+	return Preallocate(f, off, n)
+}
+
 func (h *cachedFile) Stat() (FileInfo, error) {
 	f, err := h.acquire()
 	if err != nil {

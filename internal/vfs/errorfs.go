@@ -29,9 +29,10 @@ const (
 	OpList               // FS.List
 	OpStat               // FS.Stat, File.Stat
 	OpRead               // File.Read, File.ReadAt
+	OpAllocate           // Preallocate
 )
 
-var opNames = [...]string{"create", "open", "write", "sync", "rename", "remove", "truncate", "mkdir", "list", "stat", "read"}
+var opNames = [...]string{"create", "open", "write", "sync", "rename", "remove", "truncate", "mkdir", "list", "stat", "read", "allocate"}
 
 func (o Op) String() string {
 	if o >= 0 && int(o) < len(opNames) {
@@ -374,6 +375,15 @@ func (f *errorFile) Truncate(size int64) error {
 		return err
 	}
 	return f.inner.Truncate(size)
+}
+
+// Preallocate asks the Injector (OpAllocate), then reserves space in the
+// inner file (see the package's Preallocate).
+func (f *errorFile) Preallocate(off, n int64) error {
+	if err := f.inject.MaybeError(OpAllocate, f.name); err != nil {
+		return err
+	}
+	return Preallocate(f.inner, off, n)
 }
 
 func (f *errorFile) Stat() (FileInfo, error) {

@@ -39,6 +39,7 @@ func TestErrorFSOps(t *testing.T) {
 		{"File.Stat", OpStat, "d/f", func(_ FS, h handles) error { _, err := h.f.Stat(); return err }},
 		{"Read", OpRead, "d/f", func(_ FS, h handles) error { _, err := h.f.Read(make([]byte, 1)); return err }},
 		{"ReadAt", OpRead, "d/f", func(_ FS, h handles) error { _, err := h.f.ReadAt(make([]byte, 1), 0); return err }},
+		{"Preallocate", OpAllocate, "d/f", func(_ FS, h handles) error { return Preallocate(h.f, 0, 4096) }},
 	} {
 		// setup makes d/f and opens it and d through an ErrorFS whose
 		// injector is off until setup returns.

@@ -163,14 +163,21 @@ func (l *Log) append(records []byte, leaderEpoch int32, assign bool) (AppendResu
 }
 
 // ReleaseFiles gives the active segment's descriptor back to the descriptor
-// cache (see vfs.Cache) when everything written is durable, so that an idle
-// partition holds none; the next append takes it again. It reports whether
-// it released it.
+// cache (see vfs.Cache), and the space it reserved ahead to the filesystem,
+// when everything written is durable, so that an idle partition holds
+// neither; the next append takes them again. It reports whether it released
+// the descriptor.
 func (l *Log) ReleaseFiles() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	s := l.active()
-	if l.isClosed || !s.pinned || l.durable.Load() < l.leo {
+	if l.isClosed || l.durable.Load() < l.leo {
+		return false
+	}
+	// NB: a give-back that fails keeps the space reserved, for the seal or
+	// the close to try again; the descriptor goes all the same.
+	_ = s.giveBack()
+	if !s.pinned {
 		return false
 	}
 	s.unpin()

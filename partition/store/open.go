@@ -458,7 +458,9 @@ func (s *segment) recover(nextBase int64, opts *Options) error {
 		pos += h.Size()
 	}
 	if bad == nil {
-		return nil
+		// Space a crash left reserved past the end (preallocate) goes
+		// back: the segment has no record of it.
+		return s.log.Truncate(s.size)
 	}
 	if !errors.Is(bad, ErrCorrupt) {
 		return bad // a failed read is not corruption: do not truncate
@@ -563,6 +565,10 @@ func (l *Log) Abandon() error {
 // costs the marker alone.
 func (l *Log) shutdownCleanly() error {
 	act := l.active()
+	reserved := act.reserved > act.size
+	if err := act.giveBack(); err != nil {
+		return err
+	}
 	act.maybeIndexTime()
 	if act.indexesDirty {
 		if err := act.writeIndexes(); err != nil {
@@ -575,7 +581,9 @@ func (l *Log) shutdownCleanly() error {
 		}
 		act.indexesDirty = false
 	}
-	if l.durable.Load() < l.leo {
+	if l.durable.Load() < l.leo || reserved {
+		// (After a give-back, so that a crash cannot bring the reserved
+		// space back under a log that will open clean and never rescan.)
 		if err := act.log.Sync(); err != nil {
 			return err
 		}

@@ -59,6 +59,9 @@ type segment struct {
 	// pinned says the log file's descriptor is held open (vfs.Pin): the
 	// active segment's, while the partition writes.
 	pinned bool
+	// reserved is where the space preallocated in the log file ends
+	// (preallocate), or 0 when none lies beyond size.
+	reserved int64
 	// indexesDirty says the index files may not hold the entries in
 	// memory, durably: set by every entry and by unseal, cleared when they
 	// are written and synced (seal, a clean shutdown).
@@ -217,13 +220,17 @@ func (s *segment) writeIndexes() error {
 
 // seal makes the segment read-only: a last time-index entry for its largest
 // timestamp (so that retention and time lookups can read it from the file),
-// indexes written and trimmed, everything synced.
+// indexes written and trimmed, the space reserved ahead given back,
+// everything synced.
 func (s *segment) seal() error {
 	if s.sealed {
 		return nil
 	}
 	s.maybeIndexTime()
 	if err := s.writeIndexes(); err != nil {
+		return err
+	}
+	if err := s.giveBack(); err != nil {
 		return err
 	}
 	for _, f := range []vfs.File{s.log, s.idx, s.tidx} {
@@ -234,6 +241,50 @@ func (s *segment) seal() error {
 	s.sealed, s.indexesDirty = true, false
 	s.idxMem, s.tidxMem = nil, nil
 	s.unpin()
+	return nil
+}
+
+// Space reserved ahead of the writes. ext4 does delayed-allocation
+// bookkeeping for every page a write dirties past a file's allocated
+// blocks; writes into space reserved ahead (vfs.Preallocate) skip it, which
+// saved 8% of the broker's CPU per GB of 100-byte records
+// (tests/bench/README.md). A segment reserves ahead at most as much as it
+// holds already, and at most preallocateMax, so that a partition written
+// little reserves nothing and the space held ahead by a node is bounded by
+// the partitions it writes at once. It gives the space back when it seals,
+// when its log closes or goes idle (Log.ReleaseFiles), and at recovery.
+const (
+	preallocateFrom = 1 << 20 // a segment holding less reserves nothing
+	preallocateMax  = 8 << 20
+)
+
+// preallocate reserves space for a write of the bytes [from, end) of the
+// log file and beyond it, when the write goes past what is reserved. It is
+// best effort: when the reservation fails (a full disk, a filesystem that
+// cannot), the write allocates its blocks as it goes, and the next
+// reservation is tried a chunk later, not at every write.
+func (s *segment) preallocate(from, end int64, opts *Options) {
+	if end <= s.reserved || from < preallocateFrom {
+		return
+	}
+	limit := min(end+min(from, preallocateMax), opts.SegmentBytes)
+	if start := max(from, s.reserved); limit > start {
+		// NB: the error is dropped on purpose, see above; the write that
+		// follows reports a full disk for itself.
+		_ = vfs.Preallocate(s.log, start, limit-start)
+	}
+	s.reserved = max(limit, end)
+}
+
+// giveBack returns the space reserved past the segment's size to the
+// filesystem: a truncate to its own size frees it.
+func (s *segment) giveBack() error {
+	if s.reserved > s.size {
+		if err := s.log.Truncate(s.size); err != nil {
+			return err
+		}
+	}
+	s.reserved = 0
 	return nil
 }
 

@@ -214,6 +214,7 @@ func (l *Log) writeSets(sets []stagedSet, now time.Time) error {
 		l.iov = append(l.iov, set.records)
 		size += int64(len(set.records))
 	}
+	s.preallocate(s.size-size, s.size, &l.opts)
 	_, err := vfs.WritevAt(s.log, l.iov, s.size-size)
 	clear(l.iov)
 	if err != nil {

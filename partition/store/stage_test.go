@@ -119,7 +119,7 @@ func TestStageDifferential(t *testing.T) {
 }
 
 // writeCountingFS counts, for segment files, the vectored writes (one
-// SyscallConn borrow each, passed through to the OS file) and the plain
+// RawConn.Write each, passed through to the OS file) and the plain
 // WriteAt calls.
 type writeCountingFS struct {
 	vfs.FS
@@ -149,8 +149,18 @@ type writeCountingFile struct {
 }
 
 func (f writeCountingFile) SyscallConn() (syscall.RawConn, error) {
-	f.fs.vectored.Add(1)
-	return f.File.(syscall.Conn).SyscallConn()
+	raw, err := f.File.(syscall.Conn).SyscallConn()
+	return writeCountingConn{raw, f.fs.vectored}, err
+}
+
+type writeCountingConn struct {
+	syscall.RawConn
+	writes *atomic.Int64
+}
+
+func (c writeCountingConn) Write(fn func(fd uintptr) bool) error {
+	c.writes.Add(1)
+	return c.RawConn.Write(fn)
 }
 
 func (f writeCountingFile) WriteAt(p []byte, off int64) (int, error) {

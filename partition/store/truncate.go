@@ -88,6 +88,7 @@ func (s *segment) truncateTo(offset int64) error {
 	if err := s.log.Truncate(pos); err != nil {
 		return err
 	}
+	s.reserved = 0 // the truncate freed what was reserved past pos
 	if err := s.log.Sync(); err != nil {
 		return err
 	}
