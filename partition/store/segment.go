@@ -247,8 +247,8 @@ func (s *segment) seal() error {
 // Space reserved ahead of the writes. ext4 does delayed-allocation
 // bookkeeping for every page a write dirties past a file's allocated
 // blocks; writes into space reserved ahead (vfs.Preallocate) skip it, which
-// saved 8% of the broker's CPU per GB of 100-byte records
-// (tests/bench/README.md). A segment reserves ahead at most as much as it
+// saved 12% of the broker's CPU per GB of 1 KiB records and 4% of 100-byte
+// ones (tests/bench/README.md). A segment reserves ahead at most as much as it
 // holds already, and at most preallocateMax, so that a partition written
 // little reserves nothing and the space held ahead by a node is bounded by
 // the partitions it writes at once. It gives the space back when it seals,
