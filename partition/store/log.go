@@ -175,8 +175,12 @@ func (l *Log) ReleaseFiles() bool {
 		return false
 	}
 	// NB: a give-back that fails keeps the space reserved, for the seal or
-	// the close to try again; the descriptor goes all the same.
-	_ = s.giveBack()
+	// the close to try again; the descriptor goes all the same. A failed
+	// log gives nothing back: its segment's size may count a write that
+	// did not finish, and the recovery of its next open trims the file.
+	if l.failed == nil {
+		_ = s.giveBack()
+	}
 	if !s.pinned {
 		return false
 	}

@@ -145,3 +145,49 @@ func TestPreallocateFailureIsNoWriteFailure(t *testing.T) {
 		t.Fatalf("%d batches read back, want %d", got, writes)
 	}
 }
+
+// TestFailedLogGivesNothingBack: after a write fails, the segment's size
+// counts bytes that are not in the file; going idle must not extend the
+// file to it (a truncate past the end writes zeros), and the next open
+// reads every acknowledged record.
+func TestFailedLogGivesNothingBack(t *testing.T) {
+	toggle := vfs.NewToggle(vfs.OnOp(vfs.OpWrite, syscall.EIO))
+	dir := filepath.Join(t.TempDir(), "topic-0")
+	cfg := Config{FS: vfs.NewErrorFS(vfs.Default, toggle), Dir: dir, Options: DefaultOptions()}
+	l, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { l.Close() }()
+	set := logBatch(100, 1000, 0)
+	path := filepath.Join(dir, segmentName(0, logSuffix))
+	for heldAhead(t, dir)[segmentName(0, logSuffix)] < preallocateFrom {
+		if _, err := l.Append(bytes.Clone(set), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acked := l.LogEndOffset()
+	toggle.On()
+	if _, err := l.Append(bytes.Clone(set), 0); err == nil {
+		t.Fatal("an append whose write failed succeeded")
+	}
+	l.ReleaseFiles()
+	if after, err := os.Stat(path); err != nil || after.Size() != fi.Size() {
+		t.Fatalf("the segment file went from %d bytes to %v (%v) after a failed write and ReleaseFiles", fi.Size(), after.Size(), err)
+	}
+	toggle.Off()
+	l.Close()
+	if l, err = Open(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.LogEndOffset(); got != acked {
+		t.Fatalf("log end %d after reopening, want %d", got, acked)
+	}
+}
