@@ -179,7 +179,7 @@ func (l *Log) ReleaseFiles() bool {
 	// log gives nothing back: its segment's size may count a write that
 	// did not finish, and the recovery of its next open trims the file.
 	if l.failed == nil {
-		_ = s.giveBack()
+		_, _ = s.giveBack()
 	}
 	if !s.pinned {
 		return false

@@ -565,8 +565,8 @@ func (l *Log) Abandon() error {
 // costs the marker alone.
 func (l *Log) shutdownCleanly() error {
 	act := l.active()
-	reserved := act.reserved > act.size
-	if err := act.giveBack(); err != nil {
+	gaveBack, err := act.giveBack()
+	if err != nil {
 		return err
 	}
 	act.maybeIndexTime()
@@ -581,7 +581,7 @@ func (l *Log) shutdownCleanly() error {
 		}
 		act.indexesDirty = false
 	}
-	if l.durable.Load() < l.leo || reserved {
+	if l.durable.Load() < l.leo || gaveBack {
 		// (After a give-back, so that a crash cannot bring the reserved
 		// space back under a log that will open clean and never rescan.)
 		if err := act.log.Sync(); err != nil {
