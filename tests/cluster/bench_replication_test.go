@@ -161,9 +161,7 @@ func benchLeaderFailover(b *testing.B, flags []string) {
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
-		for i := 1; i <= numNodes; i++ {
-			c.inSync(b, ctx, i, topic)
-		}
+		c.inSync(b, ctx, topic)
 		victim := c.leaderOf(b, ctx, topic, 0)
 		// A producer that sends one record at a time, and reports when
 		// each is acknowledged.

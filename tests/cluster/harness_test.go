@@ -410,7 +410,8 @@ type topicView struct {
 	id       [16]byte
 	internal bool
 	err      int16
-	leaders  []int32 // by partition
+	leaders  []int32   // by partition
+	isrs     [][]int32 // by partition
 }
 
 // view asks node i itself (not whichever broker a client would pick) for
@@ -431,12 +432,14 @@ func (c *cluster) view(ctx context.Context, i int) (view, error) {
 		if t.Topic == nil {
 			return view{}, fmt.Errorf("node %d: metadata names a topic without a name (id %x)", i, t.TopicID)
 		}
-		tv := topicView{id: t.TopicID, internal: t.IsInternal, err: t.ErrorCode, leaders: make([]int32, len(t.Partitions))}
+		tv := topicView{id: t.TopicID, internal: t.IsInternal, err: t.ErrorCode, leaders: make([]int32, len(t.Partitions)), isrs: make([][]int32, len(t.Partitions))}
 		for _, p := range t.Partitions {
 			if p.Partition < 0 || int(p.Partition) >= len(t.Partitions) {
 				return view{}, fmt.Errorf("node %d: topic %s: partition %d of %d", i, *t.Topic, p.Partition, len(t.Partitions))
 			}
 			tv.leaders[p.Partition] = p.Leader
+			tv.isrs[p.Partition] = p.ISR
+			tv.isrs[p.Partition] = p.ISR
 		}
 		v.topics[*t.Topic] = tv
 	}
