@@ -439,7 +439,6 @@ func (c *cluster) view(ctx context.Context, i int) (view, error) {
 			}
 			tv.leaders[p.Partition] = p.Leader
 			tv.isrs[p.Partition] = p.ISR
-			tv.isrs[p.Partition] = p.ISR
 		}
 		v.topics[*t.Topic] = tv
 	}
@@ -489,14 +488,23 @@ func (c *cluster) agreedController(ctx context.Context, nodes []int, ok func(int
 }
 
 // logTail returns the last n lines of the file at path, each cut to a
-// readable length.
+// readable length, after the last n of its lines logged at warn or error,
+// if it has any.
 func logTail(path string, n int) string {
 	f, err := os.Open(path)
 	if err != nil {
 		return err.Error()
 	}
 	defer f.Close()
-	var lines []string
+	// A node's last lines are often routine (ISR changes by the hundred):
+	// its last warnings and errors come first, then its last lines.
+	var warns, lines []string
+	keep := func(to []string, line string) []string {
+		if to = append(to, line); len(to) > n {
+			to = slices.Delete(to, 0, 1)
+		}
+		return to
+	}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
 	for sc.Scan() {
@@ -504,15 +512,18 @@ func logTail(path string, n int) string {
 		if len(line) > 600 {
 			line = line[:600] + " …"
 		}
-		lines = append(lines, line)
-		if len(lines) > n {
-			lines = slices.Delete(lines, 0, 1)
+		if strings.HasPrefix(line, `{"level":"warn"`) || strings.HasPrefix(line, `{"level":"error"`) {
+			warns = keep(warns, line)
 		}
+		lines = keep(lines, line)
 	}
 	if err := sc.Err(); err != nil {
 		lines = append(lines, "(reading the log: "+err.Error()+")")
 	}
-	return strings.Join(lines, "\n")
+	if len(warns) == 0 {
+		return strings.Join(lines, "\n")
+	}
+	return "its last warnings and errors:\n" + strings.Join(warns, "\n") + "\nits last lines:\n" + strings.Join(lines, "\n")
 }
 
 // raceReport returns the race detector's first report in the log at path,
