@@ -190,7 +190,15 @@ func TestExtensionsFailover(t *testing.T) {
 			dst = readRecords(t, ctx, c, all, out)
 			for p := range int32(3) {
 				if w := want[out](p); len(dst[p]) < len(w) {
-					return fmt.Sprintf("partition %d: %d of %d", p, len(dst[p]), len(w))
+					// Where the output falls behind says whether it lags at
+					// its end or lost something before it.
+					g := got(out, dst[p])
+					i := firstDiff(w, g)
+					if i == len(g) {
+						return fmt.Sprintf("partition %d: %d of %d, its end", p, len(g), len(w))
+					}
+					return fmt.Sprintf("partition %d: %d of %d; from its record %d on, it has %v where it should have %v",
+						p, len(g), len(w), i, g[i:min(i+3, len(g))], w[i:min(i+3, len(w))])
 				}
 			}
 			return ""
