@@ -10,6 +10,10 @@
 //
 // A Cache (NewCache) wraps any of them to bound the descriptors held open:
 // its files open on demand and are closed least recently used first.
+// Two calls reach past File to the operating system where a file has a
+// descriptor: WritevAt (one pwritev for several buffers, else a WriteAt per
+// buffer) and Preallocate (disk space reserved past a file's end, else
+// nothing).
 //
 // The contract follows POSIX as Linux implements it: a file's data is durable
 // only after File.Sync returns nil; a new, renamed or removed name is durable

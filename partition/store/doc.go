@@ -109,7 +109,9 @@
 // segments removes the marker durably (prepareWrite), so that ten thousand
 // idle partitions open and close without a sync. Every other segment is rescanned: each batch's header,
 // length, CRC and offsets are checked, the indexes rebuilt, and the file is
-// truncated at the first bad batch, the segments after it deleted. A read
+// truncated at the first bad batch, the segments after it deleted; a sound
+// one is truncated at its end, which gives back the space a crash left
+// reserved ahead (see Durability). A read
 // error is not corruption: Open fails instead of truncating. The
 // aborted-transaction index of a rescanned segment keeps the entries that
 // point at abort markers still in it; elsewhere a .txnindex that fails its
@@ -121,7 +123,11 @@
 // vectored write (see stage.go); SyncTo makes durable, group-committed (see
 // sync.go), and PrepareSync and CompleteSync let one sync of the whole
 // filesystem make several logs durable at once.
-// Segment rolls and Close always sync, directory entries included. A failed
+// Segment rolls and Close always sync, directory entries included. The
+// active segment reserves disk space ahead of its writes once it holds
+// 1 MiB (vfs.Preallocate, as much as it holds, at most 8 MiB), best effort,
+// and gives it back when it seals, when its log goes idle (ReleaseFiles) or
+// closes, and at recovery (segment.go). A failed
 // write or sync fails the log: it takes no more writes until reopened, since
 // the kernel may have dropped what it could not write.
 //
