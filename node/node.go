@@ -312,6 +312,16 @@ func (n *Node) run() error {
 }
 
 // serve starts the Kafka listener's server.
+// announceTo is the Syncer that Produce requests announce their appends
+// to: the node's, under durability fsync, where every append waits for a
+// round; nil under replicated, where none does.
+func (n *Node) announceTo() *partition.Syncer {
+	if n.cfg.Durability != configs.DurabilityFsync {
+		return nil
+	}
+	return n.syncer
+}
+
 func (n *Node) serve() {
 	cfg, log := n.cfg, n.log
 	c := n.children.Load()
@@ -342,6 +352,7 @@ func (n *Node) serve() {
 		},
 		Links:       n.links,
 		Replication: &n.replication,
+		Syncer:      n.announceTo(),
 		Logger:      log,
 		Failures:    n.failures,
 	}, transport.NewMetrics(n.metrics)))

@@ -65,6 +65,9 @@ func (p *partition) writeAppends() {
 		return
 	}
 	defer func() {
+		for _, m := range p.appends {
+			m.written() // after requestSync, below
+		}
 		clear(p.outcomes)
 		p.outcomes = p.outcomes[:0]
 		clear(p.appends)
@@ -164,6 +167,12 @@ func (m *Append) release() {
 		m.Records = nil
 		m.Release()
 	}
+}
+
+// written reports the Append to its announcement, once.
+func (m *Append) written() {
+	m.Announced.Written()
+	m.Announced = nil
 }
 
 // stageAppend runs an Append's checks and, when they pass, stages its

@@ -41,7 +41,8 @@
 //	                                      held for it: the held Appends go on or are refused
 //	DescribeProducers transport           the producers this leader knows                       Reply callback
 //	synced         the node's Syncer, or  raises the high watermark, answers waiting appends;   none
-//	               its fsync's goroutine  starts the next sync if appends came meanwhile
+//	               its fsync's goroutine  without a Syncer, starts the next sync if appends
+//	                                      came meanwhile
 //	tick           its timer              retention, compaction, checkpoints, flush.ms,          none
 //	                                      producer expiry, periodic producer snapshot, giving
 //	                                      back an idle log's descriptor; when failed, a retry.
@@ -50,9 +51,10 @@
 //
 // An idle partition has no goroutine: its appends are made durable by the
 // node's Syncer (syncer.go: one syncfs(2) a round for every partition
-// waiting), or, without one, by an fsync on a goroutine of its own while it
-// lasts; one sync at a time per partition (group commit). Ticks come from
-// a timer.
+// waiting; a Produce request's Appends are announced to it, and each
+// partition reports its Append once its sync is asked for), or, without
+// one, by an fsync on a goroutine of its own while it lasts, one at a time
+// (group commit). Ticks come from a timer.
 //
 // It persists everything through partition/store: records before replying,
 // the high watermark and log start offset in checkpoints, the idempotent

@@ -41,6 +41,11 @@ import (
 // coordinator's transactional offset commits): the producer's epoch and
 // transaction are checked, its sequence numbers are not (Kafka's
 // AppendOrigin.COORDINATOR).
+//
+// Announced, when set, is the node Syncer's announcement of the Produce
+// request the Append belongs to (Syncer.Announce): the actor reports the
+// Append to it once, when the Append's log has asked for its sync or the
+// Append is answered without one (refused, not the leader, restarting).
 type Append struct {
 	Records     []byte
 	Acks        int16
@@ -49,6 +54,7 @@ type Append struct {
 	Marker      *Marker
 	Verify      func(reply func(*kerr.Error))
 	Coordinator bool
+	Announced   *Announced
 
 	// guard is the verification this Append passed (txns.go); held marks
 	// an Append waiting for one, which the actor must not release yet.

@@ -164,6 +164,7 @@ type partition struct {
 
 	// syncing is the log an fsync runs on (nil: none); syncAgain asks for
 	// another once it ends, for what was appended meanwhile (group commit).
+	// Both unused with a Syncer, which groups the requests itself.
 	syncing   *store.Log
 	syncAgain bool
 	// tickTimer sends the next tick, tickEvery after the last: the tick
@@ -243,6 +244,7 @@ func (p *partition) following(ctx actor.Context) {
 	case *Append:
 		m.Reply(AppendResult{Err: kerr.NotLeaderForPartition, Message: fmt.Sprintf("node %d follows node %d for this partition", p.cfg.NodeID, p.state.Leader)})
 		m.release()
+		m.written()
 	case *DeleteRecords:
 		m.Reply(-1, kerr.NotLeaderForPartition)
 	case *DescribeProducers:
@@ -342,6 +344,7 @@ func (p *partition) shutdown(clean bool) {
 	p.goroutines.Wait()
 	for _, m := range p.appends {
 		m.Reply(AppendResult{Err: kerr.RequestTimedOut, Message: "partition restarting"})
+		m.written()
 	}
 	p.appends = nil
 	p.dropVerifications(kerr.RequestTimedOut, "partition restarting")
@@ -361,21 +364,22 @@ func (p *partition) shutdown(clean bool) {
 	p.log = nil
 }
 
-// requestSync makes what was appended durable: in the node's next sync of
-// the filesystem (Config.Syncer), or by an fsync on a goroutine of its
-// own, reporting with synced; while one runs, another once it ends,
-// covering everything appended meanwhile (group commit).
+// requestSync makes what was appended durable, reporting with synced: in
+// the node's next sync of the filesystem (Config.Syncer, which groups the
+// requests of every partition), or by an fsync on a goroutine of its own;
+// while one runs, another once it ends, covering everything appended
+// meanwhile (group commit).
 func (p *partition) requestSync() {
-	if p.syncing != nil {
-		p.syncAgain = true
-		return
-	}
 	l, self, root := p.log, p.self, p.sys.Root
-	p.syncing = l
 	if p.cfg.Syncer != nil {
 		p.cfg.Syncer.Sync(l, func(err error) { root.Send(self, &synced{log: l, durable: l.DurableOffset(), err: err}) })
 		return
 	}
+	if p.syncing != nil {
+		p.syncAgain = true
+		return
+	}
+	p.syncing = l
 	p.goroutines.Add(1)
 	go func() {
 		defer p.goroutines.Done()

@@ -2,6 +2,8 @@ package partition
 
 import (
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/skeinlog/skein/partition/store"
 )
@@ -14,26 +16,61 @@ import (
 //
 // Each round takes the logs asked for since the last one, records each
 // log's end (store.Log.PrepareSync), syncs the filesystem once, and hands
-// each log its outcome (CompleteSync) and its caller the answer. A failed
+// each log its outcome (CompleteSync) and its callers the answer. A failed
 // sync fails every log of the round: which file lost its data is unknown,
 // and each partition's failed state reopens and recovers its log from disk.
 //
-// Concurrency: Sync is safe for concurrent use; rounds run one at a time on
-// the Syncer's goroutine, which Close stops.
+// A round waits for the writes announced before its first request
+// (Announce): a Produce request names its partitions before their actors
+// write, and without the wait the first of them to write would start a
+// round alone and the rest would need another. A round costs about 0.1 ms
+// of CPU whatever it carries; with six partitions a request, rounds were
+// two a request before. The wait is bounded (defaultAnnounceWait): an
+// announced write that never comes (its actor stopped) delays one round,
+// not all.
+//
+// Concurrency: Sync, Announce and Announced.Written are safe for concurrent
+// use; rounds run one at a time on the Syncer's goroutine, which Close
+// stops.
 type Syncer struct {
 	syncFS  func() error
 	release func()
 
 	mu      sync.Mutex
 	pending []syncRequest
-	wake    chan struct{} // a value when pending turns non-empty
-	done    chan struct{}
-	stopped sync.WaitGroup
+	// announced holds, oldest first, the announcements not yet written
+	// (and written ones behind them); announces counts them all, and
+	// before is its value when pending last turned non-empty: the next
+	// round waits for the announcements up to it.
+	announced []*Announced
+	announces uint64
+	before    uint64
+	// announceWait bounds how long a round waits for announced writes
+	// (defaultAnnounceWait).
+	announceWait time.Duration
+	wake         chan struct{} // a value when pending turns non-empty or an announcement is written
+	done         chan struct{}
+	stopped      sync.WaitGroup
 }
+
+// defaultAnnounceWait is a Syncer's announceWait: long enough for a
+// Produce request's partitions to be written behind one another on a busy
+// node, short enough that a write that never comes costs little.
+const defaultAnnounceWait = 5 * time.Millisecond
 
 type syncRequest struct {
 	log  *store.Log
 	done func(err error)
+}
+
+// Announced is a set of writes announced to a Syncer: a round whose first
+// request came after it waits until each is written (Written), or until
+// the Syncer's announceWait has passed since it was made.
+type Announced struct {
+	s    *Syncer
+	seq  uint64
+	at   time.Time
+	left atomic.Int32
 }
 
 // NewSyncer starts a Syncer that syncs the filesystem with syncFS (for the
@@ -41,7 +78,7 @@ type syncRequest struct {
 // a writeback error since it was opened is reported); Close calls release,
 // if not nil, once no round runs.
 func NewSyncer(syncFS func() error, release func()) *Syncer {
-	s := &Syncer{syncFS: syncFS, release: release, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	s := &Syncer{syncFS: syncFS, release: release, announceWait: defaultAnnounceWait, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	s.stopped.Add(1)
 	go s.run()
 	return s
@@ -50,17 +87,48 @@ func NewSyncer(syncFS func() error, release func()) *Syncer {
 // Sync makes what was appended to l so far durable in the next round and
 // then calls done, on the Syncer's goroutine: with nil once the log's
 // durable offset covers it, or with the error that failed the log. done
-// must not block.
+// must not block. A log asked for twice before a round is synced once in
+// it, and both dones are called.
 func (s *Syncer) Sync(l *store.Log, done func(err error)) {
 	s.mu.Lock()
 	s.pending = append(s.pending, syncRequest{l, done})
 	first := len(s.pending) == 1
+	if first {
+		s.before = s.announces
+	}
 	s.mu.Unlock()
 	if first {
-		select {
-		case s.wake <- struct{}{}:
-		default:
-		}
+		s.poke()
+	}
+}
+
+// Announce tells the Syncer that n writes whose logs will ask for a sync
+// are on their way: a round starting before they are written waits for
+// them. Each must be reported with Written once its log has asked (or
+// it needs no sync).
+func (s *Syncer) Announce(n int) *Announced {
+	a := &Announced{s: s, at: time.Now()}
+	a.left.Store(int32(n))
+	s.mu.Lock()
+	s.announces++
+	a.seq = s.announces
+	s.announced = append(s.announced, a)
+	s.mu.Unlock()
+	return a
+}
+
+// Written reports one of the announced writes done: its log has asked for
+// its sync, or it needs none. A nil Announced is no announcement.
+func (a *Announced) Written() {
+	if a != nil && a.left.Add(-1) == 0 {
+		a.s.poke()
+	}
+}
+
+func (s *Syncer) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
 	}
 }
 
@@ -82,38 +150,92 @@ func (s *Syncer) Close() {
 	}
 }
 
+// awaiting drops the announcements written, or waited for long enough,
+// from the front of the queue and returns how long the next round still
+// waits for one announced before its first request; 0: it starts now.
+// The caller holds s.mu.
+func (s *Syncer) awaiting(now time.Time) time.Duration {
+	for len(s.announced) > 0 {
+		a := s.announced[0]
+		waited := now.Sub(a.at)
+		if a.left.Load() > 0 && waited < s.announceWait {
+			if a.seq > s.before {
+				return 0 // announced after the round's first request
+			}
+			return s.announceWait - waited
+		}
+		s.announced[0] = nil
+		s.announced = s.announced[1:]
+	}
+	return 0
+}
+
 func (s *Syncer) run() {
 	defer s.stopped.Done()
-	var round []syncRequest
-	var points []store.SyncPoint
-	var need []bool
+	var (
+		round   []syncRequest
+		points  []store.SyncPoint
+		need    []bool
+		errs    []error
+		at      []int
+		index   = map[*store.Log]int{}
+		timer   = time.NewTimer(time.Hour)
+		timeout <-chan time.Time
+	)
+	timer.Stop()
 	for {
 		select {
 		case <-s.done:
 			return
 		case <-s.wake:
+		case <-timeout:
 		}
 		s.mu.Lock()
+		if len(s.pending) == 0 {
+			s.mu.Unlock()
+			continue
+		}
+		if wait := s.awaiting(time.Now()); wait > 0 {
+			s.mu.Unlock()
+			timer.Reset(wait)
+			timeout = timer.C
+			continue
+		}
 		round, s.pending = s.pending, round[:0]
 		s.mu.Unlock()
-		points, need = points[:0], need[:0]
+		timer.Stop()
+		timeout = nil
+
+		// One point per log, however often it asked.
+		points, need, at = points[:0], need[:0], at[:0]
 		any := false
 		for _, r := range round {
-			p, ok := r.log.PrepareSync()
-			points, need = append(points, p), append(need, ok)
-			any = any || ok
+			i, ok := index[r.log]
+			if !ok {
+				p, needed := r.log.PrepareSync()
+				i = len(points)
+				index[r.log] = i
+				points, need = append(points, p), append(need, needed)
+				any = any || needed
+			}
+			at = append(at, i)
 		}
 		var err error
 		if any {
 			err = s.syncFS()
 		}
+		errs = errs[:0]
 		for i, r := range round {
-			var rerr error
-			if need[i] {
-				rerr = r.log.CompleteSync(points[i], err)
+			if at[i] == len(errs) { // the log's first request: its outcome
+				var rerr error
+				if need[at[i]] {
+					rerr = r.log.CompleteSync(points[at[i]], err)
+				}
+				errs = append(errs, rerr)
 			}
-			r.done(rerr)
+			r.done(errs[at[i]])
 		}
 		clear(round)
+		clear(index)
 	}
 }

@@ -7,9 +7,13 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"golang.org/x/sys/unix"
 
+	"github.com/skeinlog/skein/internal/clock"
+	"github.com/skeinlog/skein/internal/vfs"
 	"github.com/skeinlog/skein/partition/store"
 )
 
@@ -117,5 +121,164 @@ func TestSyncerFailureFailsTheRound(t *testing.T) {
 		if _, err := l.Append(batch(t, -1, -1, -1, 1), 0); !errors.Is(err, store.ErrFailed) {
 			t.Fatalf("append after a failed sync: %v", err)
 		}
+	}
+}
+
+// setAnnounceWait sets how long s's rounds wait for announced writes.
+func (s *Syncer) setAnnounceWait(d time.Duration) {
+	s.mu.Lock()
+	s.announceWait = d
+	s.mu.Unlock()
+}
+
+// TestSyncerWaitsForAnnouncedWrites: a round whose first request came
+// after an announcement waits until every announced write is reported,
+// so the logs of one Produce request are synced by one round, not one
+// round for the first and another for the rest.
+func TestSyncerWaitsForAnnouncedWrites(t *testing.T) {
+	dir := t.TempDir()
+	syncfs, calls := syncfsOf(t, dir)
+	s := NewSyncer(syncfs, nil)
+	defer s.Close()
+	s.setAnnounceWait(time.Hour)
+	logs := openLogs(t, dir, 3)
+	a := s.Announce(len(logs))
+	done := make(chan error, len(logs))
+	for _, l := range logs {
+		if _, err := l.Append(batch(t, -1, -1, -1, 2), 0); err != nil {
+			t.Fatal(err)
+		}
+		s.Sync(l, func(err error) { done <- err })
+		if len(done) != 0 {
+			t.Fatal("a round ran before every announced write was reported")
+		}
+		a.Written()
+	}
+	for range logs {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("%d syncs of the filesystem for one announced request, want 1", n)
+	}
+	for i, l := range logs {
+		if l.DurableOffset() != 2 {
+			t.Fatalf("log %d: durable %d, want 2", i, l.DurableOffset())
+		}
+	}
+}
+
+// TestSyncerAnnouncementBounds: a round does not wait for a write
+// announced after its first request, and waits at most the Syncer's
+// announceWait for one that is never reported (its actor stopped).
+func TestSyncerAnnouncementBounds(t *testing.T) {
+	dir := t.TempDir()
+	syncfs, _ := syncfsOf(t, dir)
+	s := NewSyncer(syncfs, nil)
+	defer s.Close()
+	s.setAnnounceWait(time.Hour)
+	logs := openLogs(t, dir, 2)
+	for _, l := range logs {
+		if _, err := l.Append(batch(t, -1, -1, -1, 1), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan error, 1)
+	// Sync first, announce after: the round is not the announcement's.
+	s.mu.Lock() // no round may take the request before the announcement is made
+	s.pending = append(s.pending, syncRequest{logs[0], func(err error) { done <- err }})
+	s.before = s.announces
+	s.mu.Unlock()
+	s.Announce(1) // never reported
+	s.poke()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+
+	// Announced first and never reported: the round waits its bound.
+	s.setAnnounceWait(20 * time.Millisecond)
+	s.Announce(1)
+	s.Sync(logs[1], func(err error) { done <- err })
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if d := logs[1].DurableOffset(); d != 1 {
+		t.Fatalf("durable %d after the bounded wait, want 1", d)
+	}
+}
+
+// TestSyncerLogAskedTwice: a log asked for twice before a round is synced
+// once in it, and both callers are answered.
+func TestSyncerLogAskedTwice(t *testing.T) {
+	dir := t.TempDir()
+	syncfs, calls := syncfsOf(t, dir)
+	s := NewSyncer(syncfs, nil)
+	defer s.Close()
+	s.setAnnounceWait(time.Hour)
+	l := openLogs(t, dir, 1)[0]
+	a := s.Announce(1) // holds the round until both requests are in
+	done := make(chan error, 2)
+	for range 2 {
+		if _, err := l.Append(batch(t, -1, -1, -1, 1), 0); err != nil {
+			t.Fatal(err)
+		}
+		s.Sync(l, func(err error) { done <- err })
+	}
+	a.Written()
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := calls.Load(); n != 1 || l.DurableOffset() != 2 {
+		t.Fatalf("%d syncs, durable %d: want 1 and 2", n, l.DurableOffset())
+	}
+}
+
+// TestPartitionsReportAnnouncedAppends: a partition reports every
+// announced Append to the Syncer, whether it writes it, refuses it or is
+// not its leader, so a round that waits for the announcement never waits
+// its bound (an hour here): the written Append is answered.
+func TestPartitionsReportAnnouncedAppends(t *testing.T) {
+	var syncs atomic.Int64
+	s := NewSyncer(func() error { syncs.Add(1); return nil }, nil)
+	defer s.Close()
+	s.setAnnounceWait(time.Hour)
+	clk := clock.NewManual(time.UnixMilli(1e12))
+	cfg := testConfig(vfs.NewCrashableMem(), clk)
+	cfg.Syncer = s
+	leader := startTestPartition(t, cfg)
+	cfg = testConfig(vfs.NewCrashableMem(), clk)
+	cfg.Syncer = s
+	cfg.State = State{Leader: 1, LeaderEpoch: 1, Replicas: []int32{0, 1}, ISR: []int32{0, 1}}
+	follower := startTestPartition(t, cfg)
+
+	a := s.Announce(3)
+	replies := make(chan AppendResult, 3)
+	send := func(tp *testPartition, records []byte) {
+		tp.sys.Root.Send(tp.pid, &Append{Records: records, Acks: -1, Announced: a, Reply: func(r AppendResult) { replies <- r }})
+	}
+	send(follower, batch(t, 1, 0, 0, 1))
+	send(leader, batch(t, 1, 0, 0, 1))
+	send(leader, batch(t, 1, 0, 5, 1)) // a sequence gap: refused
+	var errs []*kerr.Error
+	for range 3 {
+		select {
+		case r := <-replies:
+			errs = append(errs, r.Err)
+		case <-time.After(time.Minute):
+			t.Fatalf("answers so far %v: the round waits for an announced Append never reported", errs)
+		}
+	}
+	want := map[*kerr.Error]bool{kerr.NotLeaderForPartition: true, kerr.OutOfOrderSequenceNumber: true, nil: true}
+	for _, err := range errs {
+		if !want[err] {
+			t.Fatalf("answers %v, want NOT_LEADER_OR_FOLLOWER, OUT_OF_ORDER_SEQUENCE_NUMBER and success", errs)
+		}
+		delete(want, err)
+	}
+	if syncs.Load() == 0 {
+		t.Fatal("the written Append was answered without a sync")
 	}
 }

@@ -47,6 +47,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -126,6 +127,7 @@ func (a *API) handleProduce(c *conn, kreq kmsg.Request) finish {
 	acksErr := req.Acks != -1 && req.Acks != 0 && req.Acks != 1
 	txnErr := req.TransactionID == nil && hasTransactionalBatch(req)
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
+	var sends []appendSend
 	for i, rt := range req.Topics {
 		respTopic := &resp.Topics[i]
 		*respTopic = kmsg.NewProduceResponseTopic()
@@ -145,7 +147,7 @@ func (a *API) handleProduce(c *conn, kreq kmsg.Request) finish {
 				slot.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 				continue
 			}
-			if err, msg := a.startAppend(c, req, name, topicErr, rp, slot, w); err != nil {
+			if err, msg := a.startAppend(c, req, name, topicErr, rp, slot, w, &sends); err != nil {
 				slot.ErrorCode = err.Code
 				if msg != "" {
 					slot.ErrorMessage = kmsg.StringPtr(msg)
@@ -154,6 +156,7 @@ func (a *API) handleProduce(c *conn, kreq kmsg.Request) finish {
 			}
 		}
 	}
+	a.sendAppends(sends)
 	if req.Acks == 0 {
 		return func() kmsg.Response { return nil }
 	}
@@ -203,10 +206,33 @@ func hasTransactionalBatch(req *kmsg.ProduceRequest) bool {
 	return false
 }
 
-// startAppend validates one partition's records and sends them to its
-// actor, or returns the error to answer at once.
+// appendSend is an Append for a partition's actor, validated and not sent
+// yet.
+type appendSend struct {
+	pid *actor.PID
+	m   *partition.Append
+}
+
+// sendAppends sends a request's Appends to their actors, once all are
+// validated, announced to the node's Syncer (durability fsync) when there
+// are several: the sync round that the first of them to be written starts
+// then waits for the rest (partition.Syncer.Announce).
+func (a *API) sendAppends(sends []appendSend) {
+	if a.Syncer != nil && len(sends) > 1 {
+		announced := a.Syncer.Announce(len(sends))
+		for _, s := range sends {
+			s.m.Announced = announced
+		}
+	}
+	for _, s := range sends {
+		a.System.Root.Send(s.pid, s.m)
+	}
+}
+
+// startAppend validates one partition's records and adds the Append for
+// its actor to sends, or returns the error to answer at once.
 func (a *API) startAppend(c *conn, req *kmsg.ProduceRequest, topic string, topicErr *kerr.Error, rp kmsg.ProduceRequestTopicPartition,
-	slot *kmsg.ProduceResponseTopicPartition, w *produceWait) (*kerr.Error, string) {
+	slot *kmsg.ProduceResponseTopicPartition, w *produceWait, sends *[]appendSend) (*kerr.Error, string) {
 	if topicErr != nil {
 		return topicErr, ""
 	}
@@ -273,6 +299,6 @@ func (a *API) startAppend(c *conn, req *kmsg.ProduceRequest, topic string, topic
 			})
 		}
 	}
-	a.System.Root.Send(h.PID, m)
+	*sends = append(*sends, appendSend{h.PID, m})
 	return nil, ""
 }

@@ -78,6 +78,10 @@ type Deps struct {
 	// Replication counts the record bytes followers fetch; nil counts
 	// none.
 	Replication *partition.Stats
+	// Syncer, under durability fsync, is the node's group commit, told of
+	// each Produce request's appends before they are sent (see
+	// partition.Syncer.Announce); nil otherwise.
+	Syncer *partition.Syncer
 	// Failures rate-limits the lines logged about storage failures
 	// (segment reads that fail), node-wide; nil means no limit.
 	Failures *logging.Limiter
