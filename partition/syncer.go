@@ -23,9 +23,10 @@ import (
 // A round waits for the writes announced before its first request
 // (Announce): a Produce request names its partitions before their actors
 // write, and without the wait the first of them to write would start a
-// round alone and the rest would need another. A round costs about 0.1 ms
-// of CPU whatever it carries; with six partitions a request, rounds were
-// two a request before. The wait is bounded (defaultAnnounceWait): an
+// round alone and the rest would need another: with six partitions a
+// request, 1,550 rounds per GB of 100-byte records without, 680 with. A
+// round costs about 0.1 ms of CPU whatever it carries (a bare loop of
+// writes and syncfs here). The wait is bounded (defaultAnnounceWait): an
 // announced write that never comes (its actor stopped) delays one round,
 // not all.
 //
