@@ -33,6 +33,16 @@ func syncfsOf(t *testing.T, dir string) (func() error, *atomic.Int64) {
 	}, &calls
 }
 
+// waitSynced waits for n answers of a Syncer, each nil.
+func waitSynced(t *testing.T, done <-chan error, n int) {
+	t.Helper()
+	for range n {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func openLogs(t *testing.T, dir string, n int) []*store.Log {
 	t.Helper()
 	var logs []*store.Log
@@ -77,11 +87,7 @@ func TestSyncerCommitsLogsTogether(t *testing.T) {
 		s.Sync(l, func(err error) { done <- err })
 	}
 	close(release)
-	for range logs {
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
-	}
+	waitSynced(t, done, len(logs))
 	if n := calls.Load(); n != 2 {
 		t.Fatalf("%d syncs of the filesystem for two rounds", n)
 	}
@@ -131,17 +137,26 @@ func (s *Syncer) setAnnounceWait(d time.Duration) {
 	s.mu.Unlock()
 }
 
+// announcingSyncer starts a Syncer over a fresh directory whose rounds
+// wait an hour for announced writes, with n logs there, and counts its
+// syncs of the filesystem.
+func announcingSyncer(t *testing.T, n int) (*Syncer, []*store.Log, *atomic.Int64) {
+	t.Helper()
+	dir := t.TempDir()
+	syncfs, calls := syncfsOf(t, dir)
+	s := NewSyncer(syncfs, nil)
+	logs := openLogs(t, dir, n)
+	t.Cleanup(s.Close) // before the logs close
+	s.setAnnounceWait(time.Hour)
+	return s, logs, calls
+}
+
 // TestSyncerWaitsForAnnouncedWrites: a round whose first request came
 // after an announcement waits until every announced write is reported,
 // so the logs of one Produce request are synced by one round, not one
 // round for the first and another for the rest.
 func TestSyncerWaitsForAnnouncedWrites(t *testing.T) {
-	dir := t.TempDir()
-	syncfs, calls := syncfsOf(t, dir)
-	s := NewSyncer(syncfs, nil)
-	defer s.Close()
-	s.setAnnounceWait(time.Hour)
-	logs := openLogs(t, dir, 3)
+	s, logs, calls := announcingSyncer(t, 3)
 	a := s.Announce(len(logs))
 	done := make(chan error, len(logs))
 	for _, l := range logs {
@@ -154,11 +169,7 @@ func TestSyncerWaitsForAnnouncedWrites(t *testing.T) {
 		}
 		a.Written()
 	}
-	for range logs {
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
-	}
+	waitSynced(t, done, len(logs))
 	if n := calls.Load(); n != 1 {
 		t.Fatalf("%d syncs of the filesystem for one announced request, want 1", n)
 	}
@@ -173,12 +184,7 @@ func TestSyncerWaitsForAnnouncedWrites(t *testing.T) {
 // announced after its first request, and waits at most the Syncer's
 // announceWait for one that is never reported (its actor stopped).
 func TestSyncerAnnouncementBounds(t *testing.T) {
-	dir := t.TempDir()
-	syncfs, _ := syncfsOf(t, dir)
-	s := NewSyncer(syncfs, nil)
-	defer s.Close()
-	s.setAnnounceWait(time.Hour)
-	logs := openLogs(t, dir, 2)
+	s, logs, _ := announcingSyncer(t, 2)
 	for _, l := range logs {
 		if _, err := l.Append(batch(t, -1, -1, -1, 1), 0); err != nil {
 			t.Fatal(err)
@@ -211,12 +217,8 @@ func TestSyncerAnnouncementBounds(t *testing.T) {
 // TestSyncerLogAskedTwice: a log asked for twice before a round is synced
 // once in it, and both callers are answered.
 func TestSyncerLogAskedTwice(t *testing.T) {
-	dir := t.TempDir()
-	syncfs, calls := syncfsOf(t, dir)
-	s := NewSyncer(syncfs, nil)
-	defer s.Close()
-	s.setAnnounceWait(time.Hour)
-	l := openLogs(t, dir, 1)[0]
+	s, logs, calls := announcingSyncer(t, 1)
+	l := logs[0]
 	a := s.Announce(1) // holds the round until both requests are in
 	done := make(chan error, 2)
 	for range 2 {
@@ -226,11 +228,7 @@ func TestSyncerLogAskedTwice(t *testing.T) {
 		s.Sync(l, func(err error) { done <- err })
 	}
 	a.Written()
-	for range 2 {
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
-	}
+	waitSynced(t, done, 2)
 	if n := calls.Load(); n != 1 || l.DurableOffset() != 2 {
 		t.Fatalf("%d syncs, durable %d: want 1 and 2", n, l.DurableOffset())
 	}
