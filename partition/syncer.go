@@ -111,6 +111,7 @@ func (s *Syncer) Announce(n int) *Announced {
 	a := &Announced{s: s, at: time.Now()}
 	a.left.Store(int32(n))
 	s.mu.Lock()
+	s.prune(a.at)
 	s.announces++
 	a.seq = s.announces
 	s.announced = append(s.announced, a)
@@ -151,24 +152,29 @@ func (s *Syncer) Close() {
 	}
 }
 
-// awaiting drops the announcements written, or waited for long enough,
-// from the front of the queue and returns how long the next round still
-// waits for one announced before its first request; 0: it starts now.
-// The caller holds s.mu.
-func (s *Syncer) awaiting(now time.Time) time.Duration {
+// prune drops from the front of the queue the announcements written, or
+// waited for long enough, so that it holds only what a round may still
+// wait for (and what is behind that). The caller holds s.mu.
+func (s *Syncer) prune(now time.Time) {
 	for len(s.announced) > 0 {
 		a := s.announced[0]
-		waited := now.Sub(a.at)
-		if a.left.Load() > 0 && waited < s.announceWait {
-			if a.seq > s.before {
-				return 0 // announced after the round's first request
-			}
-			return s.announceWait - waited
+		if a.left.Load() > 0 && now.Sub(a.at) < s.announceWait {
+			return
 		}
 		s.announced[0] = nil
 		s.announced = s.announced[1:]
 	}
-	return 0
+}
+
+// awaiting returns how long the next round still waits for an
+// announcement made before its first request; 0: it starts now. The
+// caller holds s.mu.
+func (s *Syncer) awaiting(now time.Time) time.Duration {
+	s.prune(now)
+	if len(s.announced) == 0 || s.announced[0].seq > s.before {
+		return 0
+	}
+	return s.announceWait - now.Sub(s.announced[0].at)
 }
 
 func (s *Syncer) run() {

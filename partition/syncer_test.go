@@ -182,7 +182,8 @@ func TestSyncerWaitsForAnnouncedWrites(t *testing.T) {
 
 // TestSyncerAnnouncementBounds: a round does not wait for a write
 // announced after its first request, and waits at most the Syncer's
-// announceWait for one that is never reported (its actor stopped).
+// announceWait for one that is never reported (its actor stopped); the
+// Syncer keeps no announcement it has no use for.
 func TestSyncerAnnouncementBounds(t *testing.T) {
 	s, logs, _ := announcingSyncer(t, 2)
 	for _, l := range logs {
@@ -211,6 +212,18 @@ func TestSyncerAnnouncementBounds(t *testing.T) {
 	}
 	if d := logs[1].DurableOffset(); d != 1 {
 		t.Fatalf("durable %d after the bounded wait, want 1", d)
+	}
+
+	// Announcements reported with no round to wait for them (every
+	// Append refused) are not kept.
+	for range 1000 {
+		s.Announce(1).Written()
+	}
+	s.mu.Lock()
+	kept := len(s.announced)
+	s.mu.Unlock()
+	if kept > 1 {
+		t.Fatalf("%d announcements kept after 1,000 reported ones", kept)
 	}
 }
 
