@@ -311,7 +311,6 @@ func (n *Node) run() error {
 	return nil
 }
 
-// serve starts the Kafka listener's server.
 // announceTo is the Syncer that Produce requests announce their appends
 // to: the node's, under durability fsync, where every append waits for a
 // round; nil under replicated, where none does.
@@ -322,6 +321,7 @@ func (n *Node) announceTo() *partition.Syncer {
 	return n.syncer
 }
 
+// serve starts the Kafka listener's server.
 func (n *Node) serve() {
 	cfg, log := n.cfg, n.log
 	c := n.children.Load()

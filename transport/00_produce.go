@@ -8,7 +8,9 @@ package transport
 //     goroutine (partition.Validate: one RecordBatch v2, CRC, sizes,
 //     max.message.bytes, keys on compacted topics), then appended by the
 //     partition's actor, which answers when the records are as durable as
-//     acks asks (see package partition).
+//     acks asks (see package partition). The actors get the request's
+//     Appends once all are validated, announced to the node's Syncer
+//     under durability fsync so that one sync round covers them.
 //   - Idempotent producers (KIP-98, KIP-360), checked by the partition's
 //     actor: a retried batch is answered with the offsets it got the first
 //     time, once they are as durable as acks asks; a sequence gap or a new
