@@ -197,7 +197,7 @@ func (n *Node) registerNodeMetrics() {
 		replicationCollector{n},
 		txnCollector{&n.txnStats},
 		extensionCollector{n.extensions},
-		fileCollector{n.files, n.registry, n.failures},
+		fileCollector{n.files, n.syncer, n.registry, n.failures},
 		clusterCollector{n},
 		chaosCollector{n},
 		collectors.NewGoCollector(),

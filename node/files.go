@@ -94,10 +94,11 @@ func newSyncer(dataDir string, disk *diskFault) (*partition.Syncer, error) {
 	return partition.NewSyncer(syncFS, func() { dir.Close() }), nil
 }
 
-// fileCollector exports the descriptor cache's counters and the
-// partitions in the failed state, by cause.
+// fileCollector exports the descriptor cache's counters, the syncs of
+// the filesystem, and the partitions in the failed state, by cause.
 type fileCollector struct {
 	files    *vfs.Cache
+	syncer   *partition.Syncer
 	reg      *partition.Registry
 	failures *logging.Limiter
 }
@@ -113,6 +114,10 @@ var (
 		"File opens: new files, and files reopened after the cache closed them.", nil, nil)
 	fileEvictionsDesc = prometheus.NewDesc("skein_file_cache_evictions_total",
 		"Descriptors the cache closed to stay under its cap.", nil, nil)
+	syncRoundsDesc = prometheus.NewDesc("skein_sync_rounds_total",
+		"Syncs of data.dir's filesystem (syncfs) that made appends durable: the group commit's rounds.", nil, nil)
+	syncLogsDesc = prometheus.NewDesc("skein_sync_logs_total",
+		"Partition logs the rounds made durable, each once a round: logs per round is this over skein_sync_rounds_total.", nil, nil)
 	suppressedDesc = prometheus.NewDesc("skein_log_lines_suppressed_total",
 		"Lines about storage failures and recoveries the node-wide rate limit held back.", nil, nil)
 	failedDesc = prometheus.NewDesc("skein_partitions_failed",
@@ -120,7 +125,7 @@ var (
 )
 
 func (c fileCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{openFilesDesc, openFilesMaxDesc, fileHitsDesc, fileMissesDesc, fileEvictionsDesc, suppressedDesc, failedDesc} {
+	for _, d := range []*prometheus.Desc{openFilesDesc, openFilesMaxDesc, fileHitsDesc, fileMissesDesc, fileEvictionsDesc, syncRoundsDesc, syncLogsDesc, suppressedDesc, failedDesc} {
 		ch <- d
 	}
 }
@@ -132,6 +137,9 @@ func (c fileCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(fileHitsDesc, prometheus.CounterValue, float64(st.Hits))
 	ch <- prometheus.MustNewConstMetric(fileMissesDesc, prometheus.CounterValue, float64(st.Misses))
 	ch <- prometheus.MustNewConstMetric(fileEvictionsDesc, prometheus.CounterValue, float64(st.Evictions))
+	sy := c.syncer.Stats()
+	ch <- prometheus.MustNewConstMetric(syncRoundsDesc, prometheus.CounterValue, float64(sy.Rounds))
+	ch <- prometheus.MustNewConstMetric(syncLogsDesc, prometheus.CounterValue, float64(sy.Logs))
 	ch <- prometheus.MustNewConstMetric(suppressedDesc, prometheus.CounterValue, float64(c.failures.Suppressed()))
 	failed := map[string]int{}
 	for _, h := range c.reg.All() {

@@ -50,6 +50,8 @@ type Syncer struct {
 	// (defaultAnnounceWait).
 	announceWait time.Duration
 	wake         chan struct{} // a value when pending turns non-empty or an announcement is written
+
+	rounds, logs atomic.Uint64 // SyncStats
 	done         chan struct{}
 	stopped      sync.WaitGroup
 }
@@ -125,6 +127,17 @@ func (a *Announced) Written() {
 	if a != nil && a.left.Add(-1) == 0 {
 		a.s.poke()
 	}
+}
+
+// SyncStats counts a Syncer's work since it started.
+type SyncStats struct {
+	Rounds uint64 // syncs of the filesystem
+	Logs   uint64 // logs those made durable, each counted once a round
+}
+
+// Stats returns what the Syncer has done so far.
+func (s *Syncer) Stats() SyncStats {
+	return SyncStats{Rounds: s.rounds.Load(), Logs: s.logs.Load()}
 }
 
 func (s *Syncer) poke() {
@@ -215,21 +228,25 @@ func (s *Syncer) run() {
 
 		// One point per log, however often it asked.
 		points, need, at = points[:0], need[:0], at[:0]
-		any := false
+		needed := 0
 		for _, r := range round {
 			i, ok := index[r.log]
 			if !ok {
-				p, needed := r.log.PrepareSync()
+				p, n := r.log.PrepareSync()
 				i = len(points)
 				index[r.log] = i
-				points, need = append(points, p), append(need, needed)
-				any = any || needed
+				points, need = append(points, p), append(need, n)
+				if n {
+					needed++
+				}
 			}
 			at = append(at, i)
 		}
 		var err error
-		if any {
+		if needed > 0 {
 			err = s.syncFS()
+			s.rounds.Add(1)
+			s.logs.Add(uint64(needed))
 		}
 		errs = errs[:0]
 		for i, r := range round {

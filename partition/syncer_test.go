@@ -173,6 +173,9 @@ func TestSyncerWaitsForAnnouncedWrites(t *testing.T) {
 	if n := calls.Load(); n != 1 {
 		t.Fatalf("%d syncs of the filesystem for one announced request, want 1", n)
 	}
+	if st := s.Stats(); st != (SyncStats{Rounds: 1, Logs: 3}) {
+		t.Fatalf("stats %+v, want one round of three logs", st)
+	}
 	for i, l := range logs {
 		if l.DurableOffset() != 2 {
 			t.Fatalf("log %d: durable %d, want 2", i, l.DurableOffset())

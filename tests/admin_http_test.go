@@ -133,7 +133,7 @@ next:
 
 // TestAdminMetrics: after clients have produced, /metrics has the request
 // counters, each partition's log size and segment count, the actors'
-// mailbox gauges and the Go runtime's metrics.
+// mailbox gauges, the sync rounds and the Go runtime's metrics.
 func TestAdminMetrics(t *testing.T) {
 	b := startBroker(t)
 	ctx := ctxFor(t)
@@ -166,6 +166,15 @@ func TestAdminMetrics(t *testing.T) {
 		if _, ok := metricValue(mfs, "skein_actor_mailbox_length", map[string]string{"actor": name}); !ok {
 			t.Errorf("no skein_actor_mailbox_length for %s", name)
 		}
+	}
+	// Under durability fsync every acknowledged produce waited for a sync
+	// round, which made at least one log durable.
+	rounds, ok := metricValue(mfs, "skein_sync_rounds_total", nil)
+	if !ok || rounds < 1 {
+		t.Errorf("skein_sync_rounds_total = %v, %v; want at least 1", rounds, ok)
+	}
+	if logs, ok := metricValue(mfs, "skein_sync_logs_total", nil); !ok || logs < rounds {
+		t.Errorf("skein_sync_logs_total = %v, %v; want at least the %v rounds", logs, ok, rounds)
 	}
 	if _, ok := mfs["go_goroutines"]; !ok {
 		t.Error("no go_goroutines")
