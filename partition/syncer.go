@@ -190,14 +190,21 @@ func (s *Syncer) awaiting(now time.Time) time.Duration {
 	return s.announceWait - now.Sub(s.announced[0].at)
 }
 
+// roundLog is a log in a round: the point its sync covers, whether it
+// needed one, and the outcome.
+type roundLog struct {
+	log   *store.Log
+	point store.SyncPoint
+	need  bool
+	err   error
+}
+
 func (s *Syncer) run() {
 	defer s.stopped.Done()
 	var (
 		round   []syncRequest
-		points  []store.SyncPoint
-		need    []bool
-		errs    []error
-		at      []int
+		logs    []roundLog
+		at      []int // round[i]'s log is logs[at[i]]
 		index   = map[*store.Log]int{}
 		timer   = time.NewTimer(time.Hour)
 		timeout <-chan time.Time
@@ -227,16 +234,16 @@ func (s *Syncer) run() {
 		timeout = nil
 
 		// One point per log, however often it asked.
-		points, need, at = points[:0], need[:0], at[:0]
+		logs, at = logs[:0], at[:0]
 		needed := 0
 		for _, r := range round {
 			i, ok := index[r.log]
 			if !ok {
-				p, n := r.log.PrepareSync()
-				i = len(points)
+				p, need := r.log.PrepareSync()
+				i = len(logs)
 				index[r.log] = i
-				points, need = append(points, p), append(need, n)
-				if n {
+				logs = append(logs, roundLog{log: r.log, point: p, need: need})
+				if need {
 					needed++
 				}
 			}
@@ -248,18 +255,16 @@ func (s *Syncer) run() {
 			s.rounds.Add(1)
 			s.logs.Add(uint64(needed))
 		}
-		errs = errs[:0]
-		for i, r := range round {
-			if at[i] == len(errs) { // the log's first request: its outcome
-				var rerr error
-				if need[at[i]] {
-					rerr = r.log.CompleteSync(points[at[i]], err)
-				}
-				errs = append(errs, rerr)
+		for i := range logs {
+			if l := &logs[i]; l.need {
+				l.err = l.log.CompleteSync(l.point, err)
 			}
-			r.done(errs[at[i]])
+		}
+		for i, r := range round {
+			r.done(logs[at[i]].err)
 		}
 		clear(round)
+		clear(logs)
 		clear(index)
 	}
 }
