@@ -60,6 +60,8 @@ type Node struct {
 	// failures and recoveries.
 	files    *vfs.Cache
 	failures *logging.Limiter
+	// dirLock excludes every other node from data.dir while this one runs.
+	dirLock *dirLock
 	// syncer makes every partition's appends durable together, with one
 	// syncfs(2) of the data directory's filesystem a round.
 	syncer *partition.Syncer
@@ -189,14 +191,19 @@ func prepare(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("node: creating data.dir: %w", err)
 	}
+	lock, err := lockDataDir(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
 	removeDeletedDirs(cfg.DataDir, log)
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
+		lock.release()
 		return nil, fmt.Errorf("node: listen: %w", err)
 	}
 	n := &Node{cfg: cfg, log: log, done: make(chan struct{}), firstImage: make(chan struct{}), imageNews: make(chan struct{}, 1),
-		incarnation: newIncarnation(),
-		registry:    partition.NewRegistry(), groups: &coordinator.Directory{}, txns: &txn.Directory{},
+		incarnation: newIncarnation(), dirLock: lock,
+		registry: partition.NewRegistry(), groups: &coordinator.Directory{}, txns: &txn.Directory{},
 		ln: ln, metrics: prometheus.NewRegistry(), faults: actors.NewFaults(), links: actors.NewLinks(),
 		clock: clock.NewSkewed(clock.Real, 0), disk: &diskFault{}, chaos: newChaosState()}
 	n.producerIDs.n = n
@@ -218,6 +225,7 @@ func prepare(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 	n.failures = logging.NewLimiter(20, time.Second)
 	if n.syncer, err = newSyncer(cfg.DataDir, disk); err != nil {
 		ln.Close()
+		lock.release()
 		return nil, err
 	}
 	n.image.Store(image.Empty())
@@ -239,7 +247,7 @@ func prepare(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 			ln.Close()
 			n.tree.Close()
 			n.sys.Shutdown()
-			n.syncer.Close()
+			n.closeDataDir()
 			return nil, fmt.Errorf("node: cluster.listen: %w", err)
 		}
 	}
@@ -249,7 +257,7 @@ func prepare(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 		ln.Close()
 		n.tree.Close()
 		n.sys.Shutdown()
-		n.syncer.Close()
+		n.closeDataDir()
 		n.extClient.close()
 		return nil, err
 	}
@@ -276,7 +284,7 @@ func (n *Node) run() error {
 		ln.Close()
 		n.closeAdmin()
 		n.sys.Shutdown()
-		n.syncer.Close()
+		n.closeDataDir()
 		n.extClient.close()
 		return fmt.Errorf("node: spawning %s: %w", Name(cfg.NodeID), err)
 	}
@@ -300,7 +308,7 @@ func (n *Node) run() error {
 	case <-n.done:
 		ln.Close()
 		n.closeAdmin()
-		n.syncer.Close()
+		n.closeDataDir()
 		return errors.New("node: the actor tree failed to start (see the log)")
 	case <-time.After(startTimeout):
 		n.Stop(context.Background())
@@ -473,11 +481,18 @@ func (n *Node) Stop(ctx context.Context) error {
 		}
 		// NB: Shutdown stops no actor; it only marks the system stopped.
 		n.sys.Shutdown()
-		n.syncer.Close()
+		n.closeDataDir()
 		n.extClient.close()
 		n.log.Info().Int32("node.id", n.cfg.NodeID).Msg("node stopped")
 	})
 	return n.stopErr
+}
+
+// closeDataDir ends the node's use of data.dir: its sync rounds, then its
+// lock, which another node may take from then on.
+func (n *Node) closeDataDir() {
+	n.syncer.Close()
+	n.dirLock.release()
 }
 
 // publish is the controller's Publish: store the image for the listener

@@ -1,0 +1,64 @@
+package node
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// lockFileName is the file in data.dir that a running node holds an
+// exclusive lock on, as Kafka holds `.lock` in each of its log dirs: two
+// nodes on one directory would each lead its partitions and overwrite each
+// other's segments.
+const lockFileName = ".lock"
+
+// dirLock is a held data.dir lock. The kernel releases it when the
+// process ends, however it ends, so a crash leaves no stale lock.
+type dirLock struct{ f *os.File }
+
+// lockDataDir takes data.dir's lock, or says which process holds it. It
+// runs before the node reads or writes anything else in the directory.
+// NB: flock(2), not fcntl locks: an fcntl lock belongs to the process, so
+// a second node started in the same process (node/nodetest) would be
+// granted it; a flock belongs to the open file, and conflicts there too.
+func lockDataDir(dir string) (*dirLock, error) {
+	path := filepath.Join(dir, lockFileName)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("node: data.dir %s: opening its lock: %w", dir, err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("node: data.dir %s is in use by another skein node (%s holds %s): stop it, or give this node its own data.dir", dir, holder(path), path)
+		}
+		return nil, fmt.Errorf("node: data.dir %s: locking %s: %w", dir, path, err)
+	}
+	// The holder's pid is for the message above; the lock itself is what
+	// excludes, so a failure to write it is not fatal.
+	if err := f.Truncate(0); err == nil {
+		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return &dirLock{f: f}, nil
+}
+
+// holder names the process that wrote its pid into the lock file.
+func holder(path string) string {
+	b, err := os.ReadFile(path)
+	if pid, perr := strconv.Atoi(string(bytes.TrimSpace(b))); err == nil && perr == nil {
+		return "process " + strconv.Itoa(pid)
+	}
+	return "another process"
+}
+
+// release gives the lock up; nil releases nothing.
+func (l *dirLock) release() {
+	if l != nil {
+		l.f.Close()
+	}
+}
