@@ -18,9 +18,17 @@ build:
 run: build
 	./bin/skein node
 
+# Tests that need root skip themselves when run by anyone else
+# (internal/needroot) and are named after the run, with what each needs.
+NOT_RUN_DIR := $(CURDIR)/bin/not-run
 test:
-	$(GO) test -race -timeout 20m $(PKGS)
-	$(GO) test -count=1 -timeout 10m ./node/nodetest/
+	@status=0; \
+	SKEIN_NOT_RUN_DIR=$(NOT_RUN_DIR) $(GO) test -race -timeout 20m $(PKGS) || status=$$?; \
+	if [ $$status -eq 0 ]; then $(GO) test -count=1 -timeout 10m ./node/nodetest/ || status=$$?; fi; \
+	if [ -n "$$(ls -A $(NOT_RUN_DIR) 2>/dev/null)" ]; then \
+		echo "Not run, each for what it needs:"; cat $(NOT_RUN_DIR)/* | sed 's/^/  /'; \
+	fi; \
+	exit $$status
 
 # The differential tests against Apache Kafka's broker (tests/diff/run.sh;
 # needs Java 17 and Maven, which it installs from Debian when missing).

@@ -21,12 +21,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/skeinlog/skein/internal/needroot"
 )
 
 // mountTmpfs mounts a tmpfs of size bytes on a new directory, unmounted at
 // the end of the test. It needs root, as CI has.
 func mountTmpfs(t *testing.T, size int) string {
 	t.Helper()
+	needroot.Require(t, "mounting a tmpfs")
 	dir := t.TempDir()
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d", size), "tmpfs", dir).CombinedOutput(); err != nil {
 		t.Fatalf("mount -t tmpfs (the disk-full test needs root): %v: %s", err, out)

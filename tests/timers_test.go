@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/skeinlog/skein/internal/needroot"
 )
 
 // threadSlacks returns the timer slack, in ns, of every thread of the
@@ -47,6 +49,7 @@ func threadSlacks(t *testing.T, pid int) map[int]int {
 // TestNodeTimerSlack: a node started with the kernel's default slack runs
 // all its threads with 1 ms, and one started with another slack keeps it.
 func TestNodeTimerSlack(t *testing.T) {
+	needroot.Require(t, "reading a child process's timer slack (CAP_SYS_NICE)")
 	n := newChildNode(t)
 	n.start()
 	slacks := threadSlacks(t, n.cmd.Process.Pid)

@@ -16,6 +16,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skeinlog/skein/internal/needroot"
 )
 
 // netnsCutTopics is how many topics the majority creates while the
@@ -277,9 +279,7 @@ type netnsHosts struct {
 // cleanup) before their namespaces are removed.
 func newNetnsHosts(t *testing.T) *netnsHosts {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Fatalf("this test makes network namespaces, a bridge and veth pairs, which needs root (CI runs it as root); running as uid %d", os.Geteuid())
-	}
+	needroot.Require(t, "making network namespaces, a bridge and veth pairs")
 	ip, err := exec.LookPath("ip")
 	if err != nil {
 		t.Fatalf("this test needs iproute2's ip to make network namespaces: %v", err)
