@@ -11,31 +11,31 @@ import (
 
 const module = "github.com/skeinlog/skein"
 
-// layers is DESIGN.md's layering, lowest first: a package may import only
-// packages of strictly lower layers (and an xxxtest package its parent).
+// layers is the layering docs/architecture.md draws ("Packages and
+// layers"), lowest first: a package may import only packages of strictly
+// lower layers (and an xxxtest package its parent).
 var layers = map[string]int{
 	"internal/clock":   0,
 	"internal/vfs":     0,
 	"internal/logging": 0,
 	// needroot is for tests only: a test that needs root says so.
 	"internal/needroot": 0,
-	// history is DESIGN.md's "our own log checker (lost, duplicate,
-	// reordered, aborted reads)", which fault tests and `skein chaos run`
-	// share: client-side, it imports nothing of Skein's.
+	// history is the log checker (lost, duplicate, reordered, aborted
+	// reads) that fault tests and `skein chaos run` share: client-side, it
+	// imports nothing of Skein's.
 	"history":          0,
 	"configs":          1,
 	"partition/store":  2,
 	"controller/image": 2,
 	"actors":           2,
 	// replica holds the leader's and follower's logic as pure state
-	// machines, which the partition actor drives: it sits below partition,
-	// not beside coordinator as DESIGN.md draws it.
+	// machines, which the partition actor drives: it sits below partition.
 	"replica":     2,
 	"partition":   3,
 	"coordinator": 4,
-	// txn is the transaction coordinator, which DESIGN.md puts in
-	// coordinator: a package of its own beside the group coordinator,
-	// meeting it through messages (partition.Marker, coordinator.TxnCompleted).
+	// txn is the transaction coordinator, a package of its own beside the
+	// group coordinator, meeting it through messages (partition.Marker,
+	// coordinator.TxnCompleted).
 	"txn":        4,
 	"controller": 4,
 	// extension runs user actors beside the partitions: it reads their
@@ -46,9 +46,9 @@ var layers = map[string]int{
 	"transport":         5,
 	"node":              6,
 	"node/nodetest":     6,
-	// cli is the command line DESIGN.md puts in cmd/skein, a package of
-	// its own so that a binary with more extension kinds can import it;
-	// cmd/skein is the binary, whose main only calls cli.Main.
+	// cli is the command line, a package of its own so that a binary
+	// with more extension kinds can import it; cmd/skein is the binary,
+	// whose main only calls cli.Main.
 	"cli":       7,
 	"cmd/skein": 8,
 	// chaos is the client side of fault injection, which `skein chaos`
@@ -117,7 +117,7 @@ func TestLayering(t *testing.T) {
 		}
 		layer, known := layers[name]
 		if !known {
-			t.Errorf("package %s is not in DESIGN.md's layout; add it there and to layers", name)
+			t.Errorf("package %s is not in layers; add it there and to docs/architecture.md's package map", name)
 			continue
 		}
 		for _, imp := range p.Imports {

@@ -21,7 +21,8 @@
 //     dashes turned into underscores (SKEIN_DATA_DIR, SKEIN_LOG_SEGMENT_BYTES);
 //  4. the flags of `skein node`: --node-id, --data-dir, --listen,
 //     --advertise, --admin-listen, --log-level, --log-format, --durability,
-//     and --set key=value for any key.
+//     --roles, --controller-quorum, --cluster-listen, and --set key=value
+//     for any key.
 //
 // The one key that is not a scalar is extensions, a list of extension
 // instances ({name, kind, settings}) the node sets in the cluster's

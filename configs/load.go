@@ -95,9 +95,10 @@ func known(key string) bool {
 }
 
 // RegisterFlags defines the flags of `skein node` on fs: --config FILE, one
-// flag per common key (--node-id, --data-dir, --listen, --advertise,
-// --admin-listen, --log-level, --log-format, --durability) and a repeatable
-// --set key=value for any key. Load reads them back after fs is parsed.
+// flag per common key (nodeFlags: --node-id, --data-dir, --listen,
+// --advertise, --admin-listen, --log-level, --log-format, --durability,
+// --roles, --controller-quorum, --cluster-listen) and a repeatable --set
+// key=value for any key. Load reads them back after fs is parsed.
 //
 // The flags take strings whatever the key's type, so that a bad value is
 // reported by Load like any other, naming the key.

@@ -60,7 +60,7 @@ type Node struct {
 	// losing power at once. "replicated" is Kafka's model: in memory on
 	// every in-sync replica, flushed later by the OS or by
 	// log.flush.interval.messages / log.flush.interval.ms. Skein-only; see
-	// DESIGN.md "Durability".
+	// docs/architecture.md, "Produce".
 	Durability Durability `mapstructure:"durability" yaml:"durability"`
 
 	// AutoCreateTopicsEnable lets Metadata and Produce requests create a

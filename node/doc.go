@@ -11,32 +11,37 @@
 // clustered node first has its broker fenced, so that its leaderships
 // move while it still serves (controlled shutdown).
 //
-// A node's actors form one tree under its root actor, node/<id> (DESIGN.md
-// "The actor tree"): controller, metadata, partitions with one child per
-// hosted partition, groups with one child per consumer group this node
+// A node's actors form one tree under its root actor, node/<id>
+// (docs/architecture.md, "The actor tree"): partitions, with one child per
+// hosted partition; groups, with one child per consumer group this node
 // coordinates (package coordinator; a node coordinates the groups of the
-// __consumer_offsets partitions it leads), txns with one child per
+// __consumer_offsets partitions it leads); txns, with one child per
 // transactional id this node coordinates (package txn; the ids of the
-// __transaction_state partitions it leads), fetchers with one child per
-// node it follows partitions on, replicas, which answers other nodes'
-// fetchers, appends, which takes appends and transaction markers from
-// other nodes (partition.RemoteAppend, partition.RemoteMarker), and
-// extensions with one child per source partition this node leads of each
-// extension instance (package extension; the metadata actor tells it what
-// this node leads). The root's children, the partitions, the fetchers, the
-// groups, the txns and the extensions restart with exponential backoff
-// (actors.NewBackoffStrategy). Every actor is
-// spawned through an actors.Tree, which counts its mailbox and restarts
-// and installs the fault-injection middleware (actors.Faults).
+// __transaction_state partitions it leads); fetchers, with one child per
+// node it follows partitions on, which fetches from that node's Kafka
+// listener; extensions, with one child per source partition this node
+// leads of each extension instance (package extension); metadata, which
+// turns each image the controller publishes into what the others host,
+// lead and follow (metadata.go); appends, which takes appends and
+// transaction markers from other nodes (partition.RemoteAppend,
+// partition.RemoteMarker); and controller, this node's seat in the
+// controller quorum. The root actor's guardian restarts it up to 10 times
+// a minute and then stops it, which closes Done. The root's children, and
+// the children of partitions, fetchers, groups, txns and extensions,
+// restart with exponential backoff (actors.NewBackoffStrategy). Every
+// actor is spawned through an actors.Tree, which counts its mailbox and
+// restarts and installs the fault-injection middleware (actors.Faults).
 //
 // Every log's files are opened through one descriptor cache sized from the
-// open-file limit (vfs.Cache, files.go), and the partitions' appends are
-// made durable together, one syncfs(2) of data.dir's filesystem a round
-// (partition.Syncer).
+// open-file limit (vfs.Cache, files.go), and under durability fsync the
+// partitions' appends are made durable together, one syncfs(2) of
+// data.dir's filesystem a round (partition.Syncer).
 //
 // Besides the Kafka listener, a node serves the admin HTTP API on
 // admin.listen (admin.go): Prometheus metrics, health and readiness, the
-// live actor tree, and fault injection.
+// live actor tree, its events and the cluster as this node sees it; fault
+// injection (chaos.go); and the cluster's extension instances
+// (extensions.go).
 //
 // The caller's duties (package cli's `skein node` does this):
 //

@@ -599,16 +599,18 @@ func removeDeletedDirs(dataDir string, log zerolog.Logger) {
 //	├── partitions   supervisor of the partition actors
 //	├── groups       supervisor of the group coordinators, one per group
 //	├── txns         supervisor of the transaction coordinators, one per transactional id
-//	├── appends      takes appends and markers from other nodes (partition.RemoteAppend, RemoteMarker)
+//	├── fetchers     supervisor of the follower fetchers, one per leader node (partition.FetchersProps)
+//	├── appends      takes appends and markers from writers on any node (partition.RemoteAppend, RemoteMarker)
 //	├── extensions   supervisor of the extension actors, one per source partition this node leads
 //	└── controller   this node's seat in the controller quorum
 //
 // Supervised by a one-for-one guardian that restarts it up to 10 times a
 // minute and then stops it, which closes Node.Done. A restart stops its
 // children; Started spawns them again, and they recover from disk. Its
-// children, and the partitions supervisor's, restart with exponential
-// backoff (actors.NewBackoffStrategy): 10 ms doubling to 10 s, reset after
-// a quiet minute.
+// children, and the children of its supervisors (partitions, groups, txns,
+// fetchers, extensions), restart with exponential backoff
+// (actors.NewBackoffStrategy): 10 ms doubling to 10 s, reset after a quiet
+// minute.
 type rootActor struct {
 	node *Node
 }

@@ -9,7 +9,7 @@
 //	└── <leader node id>  fetches, for every partition this node follows there, from the leader
 //	                      (Kafka Fetch requests on its Kafka listener, which transport answers with
 //	                      Registry.ReadForFollower: replication.go)
-//	appends               takes other nodes' appends (remote.go)
+//	appends               takes appends and transaction markers from writers on any node (remote.go)
 //
 // A partition actor runs the behaviour of its role (protoactor's Become,
 // roles.go): leading (appends, record deletions, followers' positions),
@@ -23,7 +23,8 @@
 //	message        from                   does                                                  reply
 //	Append         transport (Produce),   queued for the next writeAppends; a transaction       Reply callback
 //	               group and txn          marker when Marker is set (txns.go)
-//	               coordinators
+//	               coordinators, the
+//	               appends actor
 //	writeAppends   itself, after queuing  each queued Append in turn: idempotence check, staged  none
 //	               an Append              in the log; one write for all (append.go); then each
 //	                                      waits for durability per acks (a duplicate: for its
@@ -48,6 +49,8 @@
 //	                                      back an idle log's descriptor; when failed, a retry.
 //	                                      Every tick interval while the partition works,
 //	                                      doubling to 30 s while it idles
+//	compacted      its cleaner goroutine  a compaction pass ended: publishes the view; a failure none
+//	                                      fails the partition, corruption turns compaction off
 //
 // An idle partition has no goroutine: its appends are made durable by the
 // node's Syncer (syncer.go: one syncfs(2) a round for every partition
@@ -90,12 +93,16 @@
 //
 // # Appends from other nodes
 //
-// RemoteAppend (remote.go) is an Append sent over remoting by a writer on
-// another node. The node's appends actor (AppendsProps) checks that this
-// node leads the partition in the writer's epoch, validates the batches as
-// a Produce's, hands them to the partition's actor, and answers
-// RemoteAppendResult. A writer retries a lost answer; its idempotent
-// producer id and sequence make the retry return the first offsets.
+// RemoteAppend (remote.go) is an Append from a writer inside the cluster
+// (an extension's output), sent to the leader node's appends actor
+// (AppendsProps), over remoting when the writer is on another node. The
+// appends actor checks that this node leads the partition in the writer's
+// epoch, validates the batches as a Produce's, hands them to the
+// partition's actor, and answers RemoteAppendResult. A writer retries a
+// lost answer; its idempotent producer id and sequence make the retry
+// return the first offsets. RemoteMarker is a transaction coordinator's
+// marker, taken the same way and answered once it is below the high
+// watermark.
 //
 // # Failed state
 //

@@ -37,6 +37,16 @@
 // kind of machine it measured no faster and no cheaper in broker CPU (see
 // 01_fetch.go for the figures).
 //
+// # Replication
+//
+// Followers replicate with Kafka Fetch requests on this listener, as
+// Kafka's do: a Fetch with ReplicaState set comes from another node's
+// fetcher (partition/fetcher.go) and is answered from the partitions'
+// views by replica_fetch.go, record bytes as for a client, and the
+// follower's position goes to each partition's actor. Remoting does not
+// carry record bytes (see partition/replication.go for the measured
+// reason).
+//
 // # Errors
 //
 // Every Kafka-visible error is a kerr value chosen in the handler of its

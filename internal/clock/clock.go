@@ -1,6 +1,10 @@
-// Package clock is the node's clock. Production code asks a Clock for the
-// time instead of calling time.Now, so that tests can move time by hand and
-// fault tests can skew or jump one node's clock.
+// Package clock is the node's clock. The partitions, their logs
+// (partition/store) and the controller ask a Clock for the time instead of
+// calling time.Now, and so does the supervisors' backoff (actors), so that
+// tests can move time by hand (Manual) and a clock fault can skew or jump
+// one node's clock (Skewed, which node gives its partitions and its
+// controller). The rest of a node (coordinators, transport, extension
+// actors) reads time.Now.
 package clock
 
 import (

@@ -1,6 +1,7 @@
 // Package logging builds Skein's zerolog loggers: structured and levelled,
 // a human-readable console format on a terminal and one JSON object per line
-// otherwise (files, pipes, log collectors).
+// otherwise (files, pipes, log collectors); and Limiter, the node-wide rate
+// limit on lines about failures, which counts what it holds back.
 //
 // The package sets no zerolog globals: everything it decides (level, format,
 // timestamp precision) lives in the logger it returns, so tests and several

@@ -20,7 +20,6 @@
 //	*.tmp                           a checkpoint being written (garbage after a crash)
 //	*.cleaned                       a compacted segment being written (garbage after a crash)
 //	*.swap                          a compacted segment committed but not yet in place: Open finishes the swap
-//	<offset>.snapshot               producer state as of that log offset
 //
 // # Segment file (.log)
 //

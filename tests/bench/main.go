@@ -53,6 +53,11 @@
 // route and by a mirror extension inside the broker, and by a
 // consume-produce process outside it (tests/bench/copier); records/s and
 // CPU per GB of each copy, a fresh node for each, every copy checked exact.
+//
+// With -recovery it runs the recovery benchmark instead (recovery.go): for
+// each fault kind, `skein chaos run`'s scenario of that name against a
+// fresh local cluster, each fault's time to recover reported as p50, p99
+// and max.
 package main
 
 import (

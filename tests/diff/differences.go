@@ -28,7 +28,7 @@ var differences = slices.Concat([]Intended{
 
 	// --- produce -----------------------------------------------------
 	{Case: "TestProduce/*/unknown_codec", Path: "Topics[*].Partitions[0].ErrorCode", Kafka: "-1 (UNKNOWN_SERVER_ERROR)", Skein: "2 (CORRUPT_MESSAGE)",
-		Reason: "Kafka fails on a compression codec id it does not know (7) with an IllegalArgumentException, answered UNKNOWN_SERVER_ERROR; Skein names the precise error, the batch is corrupt (STYLE.md: never UNKNOWN_SERVER_ERROR when a precise code exists)"},
+		Reason: "Kafka fails on a compression codec id it does not know (7) with an IllegalArgumentException, answered UNKNOWN_SERVER_ERROR; Skein names the precise error, the batch is corrupt: Skein never answers UNKNOWN_SERVER_ERROR where a precise code exists"},
 	{Case: "TestProduce/*/unknown_codec", Path: "Topics[*].Partitions[0].LogStartOffset", Kafka: "0", Skein: "-1",
 		Reason: "Kafka's answer to its UNKNOWN_SERVER_ERROR above carries the log start offset, as for any error its log raises; Skein refuses the batch as corrupt before the log, as Kafka does other corrupt batches (-1)"},
 	{Case: "TestProduce/*/timestamp_two_hours_ahead", Path: "Topics[*].Partitions[0].**",
@@ -82,7 +82,7 @@ var differences = slices.Concat([]Intended{
 	{Case: "TestIncrementalAlterConfigs/*/broker,_unknown_config", Path: "Resources[1].ErrorCode", Kafka: "0", Skein: "40 (INVALID_CONFIG)",
 		Reason: "Kafka keeps any unknown broker config (for plugins); Skein has no plugins and refuses a key it does not know"},
 	{Case: "TestIncrementalAlterConfigs/*/unknown_op", Path: "Resources[diff-alter].ErrorCode", Kafka: "-1 (UNKNOWN_SERVER_ERROR)", Skein: "42 (INVALID_REQUEST)",
-		Reason: "Kafka fails on an operation id it does not know with UNKNOWN_SERVER_ERROR; Skein names the precise error (STYLE.md)"},
+		Reason: "Kafka fails on an operation id it does not know with UNKNOWN_SERVER_ERROR; Skein names the precise error"},
 	{Case: "TestCreateTopics/*/segment_below_1_MiB", Path: "Topics[diff-ct-small-segment]**",
 		Reason: "Skein keeps Kafka 3's minimum segment.bytes (14) where Kafka 4 (KIP-1030) asks for 1 MiB: Skein's tests roll segments of a few batches (configs.MinSegmentBytes)"},
 },
