@@ -1,6 +1,9 @@
 // Package node composes one Skein process: the actor system, the
 // controller, the partitions and group coordinators, and the listeners; it
-// owns start-up and graceful stop. With controller.quorum.voters empty a
+// owns start-up and graceful stop. A node holds an exclusive lock on
+// data.dir/.lock from before it reads the directory until it stops
+// (datadir.go), so that a second node on the same directory is refused.
+// With controller.quorum.voters empty a
 // node is a cluster of its own; with it set, the node starts remoting on
 // cluster.listen, its controller joins the quorum, and the node serves
 // clients once its broker is registered in the cluster's metadata. A
