@@ -63,6 +63,11 @@ type Node struct {
 	// syncer makes every partition's appends durable together, with one
 	// syncfs(2) of the data directory's filesystem a round.
 	syncer *partition.Syncer
+	// trash removes deleted partitions' directories in the background.
+	trash *partition.Trash
+	// swept is set once the node has deleted the partition directories
+	// its first current image does not place on it (sweep).
+	swept sync.Once
 	// replication counts the node's ISR changes and replication bytes.
 	replication partition.Stats
 	groups      *coordinator.Directory
@@ -189,7 +194,6 @@ func prepare(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("node: creating data.dir: %w", err)
 	}
-	removeDeletedDirs(cfg.DataDir, log)
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("node: listen: %w", err)
@@ -220,6 +224,7 @@ func prepare(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 		ln.Close()
 		return nil, err
 	}
+	n.trash = partition.NewTrash(n.files, cfg.DataDir, log)
 	n.image.Store(image.Empty())
 	n.sys = actors.NewSystem(log)
 	n.tree = actors.NewTree(n.sys, n.faults, n.links)
@@ -240,6 +245,7 @@ func prepare(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 			n.tree.Close()
 			n.sys.Shutdown()
 			n.syncer.Close()
+			n.trash.Close()
 			return nil, fmt.Errorf("node: cluster.listen: %w", err)
 		}
 	}
@@ -250,6 +256,7 @@ func prepare(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 		n.tree.Close()
 		n.sys.Shutdown()
 		n.syncer.Close()
+		n.trash.Close()
 		n.extClient.close()
 		return nil, err
 	}
@@ -277,6 +284,7 @@ func (n *Node) run() error {
 		n.closeAdmin()
 		n.sys.Shutdown()
 		n.syncer.Close()
+		n.trash.Close()
 		n.extClient.close()
 		return fmt.Errorf("node: spawning %s: %w", Name(cfg.NodeID), err)
 	}
@@ -301,6 +309,7 @@ func (n *Node) run() error {
 		ln.Close()
 		n.closeAdmin()
 		n.syncer.Close()
+		n.trash.Close()
 		return errors.New("node: the actor tree failed to start (see the log)")
 	case <-time.After(startTimeout):
 		n.Stop(context.Background())
@@ -474,6 +483,7 @@ func (n *Node) Stop(ctx context.Context) error {
 		// NB: Shutdown stops no actor; it only marks the system stopped.
 		n.sys.Shutdown()
 		n.syncer.Close()
+		n.trash.Close()
 		n.extClient.close()
 		n.log.Info().Int32("node.id", n.cfg.NodeID).Msg("node stopped")
 	})
@@ -561,22 +571,6 @@ func (n *Node) advertised() (string, int32) {
 	return host, int32(p)
 }
 
-// removeDeletedDirs removes what deleted topics left when the node stopped
-// before their files were gone.
-func removeDeletedDirs(dataDir string, log zerolog.Logger) {
-	entries, err := os.ReadDir(dataDir)
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		if e.IsDir() && strings.HasSuffix(e.Name(), partition.DeletedDirSuffix) {
-			if err := os.RemoveAll(filepath.Join(dataDir, e.Name())); err != nil {
-				log.Warn().Err(err).Str("dir", e.Name()).Msg("removing a deleted partition's directory")
-			}
-		}
-	}
-}
-
 // rootActor is node/<id>, the root of the node's actor tree:
 //
 //	node/<id>
@@ -617,7 +611,7 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 	// metadata actor to host them again.
 	var metadata *actor.PID
 	partitions, err := c.SpawnNamed(partition.SupervisorProps(partition.SupervisorConfig{
-		Registry: n.registry, FS: n.files, Clock: n.clock, Logger: n.log, Failures: n.failures, Syncer: n.syncer, Stats: &n.replication,
+		Registry: n.registry, FS: n.files, Clock: n.clock, Logger: n.log, Failures: n.failures, Syncer: n.syncer, Stats: &n.replication, Trash: n.trash,
 		Restarted: func() { n.sys.Root.Send(metadata, &resync{}) },
 	}, actors.NewBackoffStrategy(actors.Backoff{})), "partitions")
 	if err != nil {
@@ -685,7 +679,8 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 	}
 	metadata, err = c.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
 		return &metadataActor{node: n.cfg, incarnation: n.incarnation, partitions: partitions, groups: groups, txns: txns, fetchers: fetchers, extensions: extensions, registry: n.registry,
-			current: n.image.Load, hosted: map[partition.Key]image.TopicID{}, alterISR: n.alterISR}
+			current: n.image.Load, hosted: map[partition.Key]image.TopicID{}, alterISR: n.alterISR,
+			sweep: func(im *image.Image) { n.swept.Do(func() { n.sweep(im) }) }}
 	}), "metadata")
 	if err != nil {
 		return err
@@ -725,7 +720,7 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 		SessionTimeout:    time.Duration(n.cfg.BrokerSessionTimeoutMs) * time.Millisecond,
 		SnapshotBytes:     int(n.cfg.MetadataSnapshotBytes),
 		Refused:           n.refused,
-		Dir:               filepath.Join(n.cfg.DataDir, "__cluster_metadata-0"), FS: n.files, Clock: n.clock,
+		Dir:               filepath.Join(n.cfg.DataDir, metadataDir), FS: n.files, Clock: n.clock,
 		Node: n.cfg, Logger: n.log, Publish: n.publish,
 		Quorum: func(s controller.Status) { n.quorum.Store(&s) },
 	}), "controller")
