@@ -45,6 +45,11 @@ func (r *Registry) WaitReady(topic string, partition int32, done <-chan struct{}
 		r.mu.RUnlock()
 		if h != nil {
 			select {
+			case <-h.Ready(): // first, so that a ready one counts even once done is closed
+				return h
+			default:
+			}
+			select {
 			case <-h.Ready():
 				return h
 			case <-changed: // replaced or removed meanwhile: look again
