@@ -10,9 +10,11 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -211,14 +213,23 @@ func newTopicCreateCommand(flags *clientFlags, stdout io.Writer) *cobra.Command 
 				return err
 			}
 			return flags.withAdmin(cmd, func(ctx context.Context, adm *kadm.Client) error {
+				adm.SetTimeoutMillis(brokerWait(flags.timeout))
 				resps, err := adm.CreateTopics(ctx, partitions, replicas, cfg, names...)
 				if err != nil {
-					return err
+					return unanswered("create", flags.timeout, err)
 				}
 				return eachAnswered("create topic", names, resps,
 					func(r kadm.CreateTopicResponse) error { return kafkaError(r.Err, r.ErrMessage) },
 					func(name string, r kadm.CreateTopicResponse) {
-						fmt.Fprintf(stdout, "created %s (%d partitions, replication factor %d)\n", name, r.NumPartitions, r.ReplicationFactor)
+						fmt.Fprintf(stdout, "created %s (%d partitions, replication factor %d)", name, r.NumPartitions, r.ReplicationFactor)
+						if r.ErrMessage != "" {
+							// The broker answered before its replicas had
+							// all opened their logs: "created; still
+							// opening N of its M partitions on broker B".
+							_, opening, _ := strings.Cut(r.ErrMessage, "; ")
+							fmt.Fprintf(stdout, "; %s", opening)
+						}
+						fmt.Fprintln(stdout)
 					})
 			})
 		},
@@ -227,6 +238,22 @@ func newTopicCreateCommand(flags *clientFlags, stdout io.Writer) *cobra.Command 
 	cmd.Flags().Int16VarP(&replicas, "replicas", "r", -1, "replication factor (-1: the broker's default.replication.factor)")
 	cmd.Flags().StringArrayVarP(&configs, "config", "c", nil, "topic config key=value (repeatable)")
 	return cmd
+}
+
+// brokerWait is the timeout a topic create or delete asks of the broker:
+// three quarters of --timeout, so that the broker's answer (a success,
+// even with partitions still opening) comes before the CLI gives up.
+func brokerWait(timeout time.Duration) int32 {
+	return int32(min(timeout*3/4, time.Duration(math.MaxInt32)*time.Millisecond).Milliseconds())
+}
+
+// unanswered explains a topic create or delete that got no answer: the
+// cluster may still have done it.
+func unanswered(what string, timeout time.Duration, err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("no answer to the %s within --timeout %v; the cluster may still %s it: see skein topic list", what, timeout, what)
+	}
+	return err
 }
 
 // parseConfigs turns key=value flags into CreateTopics configs.
@@ -428,9 +455,10 @@ func newTopicDeleteCommand(flags *clientFlags, stdout io.Writer) *cobra.Command 
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, names []string) error {
 			return flags.withAdmin(cmd, func(ctx context.Context, adm *kadm.Client) error {
+				adm.SetTimeoutMillis(brokerWait(flags.timeout))
 				resps, err := adm.DeleteTopics(ctx, names...)
 				if err != nil {
-					return err
+					return unanswered("delete", flags.timeout, err)
 				}
 				return eachAnswered("delete topic", names, resps,
 					func(r kadm.DeleteTopicResponse) error { return kafkaError(r.Err, r.ErrMessage) },

@@ -33,6 +33,13 @@ import (
 //	                              the groups supervisor which topics the
 //	                              image deleted (coordinator.TopicsDeleted)
 //
+// It acts only on images that register this run of the node (and on every
+// one after the first): those replayed from the node's own metadata log
+// at start may be older than its partition directories, and a directory
+// hosted under an older image's topic id would be taken for a deleted
+// topic's. The first one it acts on, it sweeps the data directory first
+// (Node.sweep).
+//
 // Restart: it starts empty and acts on the next image; the supervisor
 // ignores Host messages for partitions it hosts with the same config.
 // Deletions are found by comparing an image with the one before, so a
@@ -60,6 +67,11 @@ type metadataActor struct {
 	// topics are the topics of the last image applied, by id; nil before
 	// the first.
 	topics map[image.TopicID]string
+	// caughtUp is set once an image registered this run of the node.
+	caughtUp bool
+	// sweep deletes the partition directories the first image acted on
+	// does not place on this node (Node.sweep; once per run of the node).
+	sweep func(*image.Image)
 }
 
 func (m *metadataActor) Receive(c actor.Context) {
@@ -76,6 +88,15 @@ func (m *metadataActor) Receive(c actor.Context) {
 		}
 	default:
 		return
+	}
+	if !m.caughtUp {
+		if b, ok := im.Brokers[m.node.NodeID]; !ok || b.Incarnation != m.incarnation {
+			return
+		}
+		m.caughtUp = true
+		if m.sweep != nil {
+			m.sweep(im)
+		}
 	}
 	m.apply(c, im)
 }

@@ -65,6 +65,11 @@ type Node struct {
 	// syncer makes every partition's appends durable together, with one
 	// syncfs(2) of the data directory's filesystem a round.
 	syncer *partition.Syncer
+	// trash removes deleted partitions' directories in the background.
+	trash *partition.Trash
+	// swept is set once the node has deleted the partition directories
+	// its first current image does not place on it (sweep).
+	swept sync.Once
 	// replication counts the node's ISR changes and replication bytes.
 	replication partition.Stats
 	groups      *coordinator.Directory
@@ -195,7 +200,6 @@ func prepare(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	removeDeletedDirs(cfg.DataDir, log)
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		lock.release()
@@ -228,6 +232,7 @@ func prepare(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 		lock.release()
 		return nil, err
 	}
+	n.trash = partition.NewTrash(n.files, cfg.DataDir, log)
 	n.image.Store(image.Empty())
 	n.sys = actors.NewSystem(log)
 	n.tree = actors.NewTree(n.sys, n.faults, n.links)
@@ -488,10 +493,12 @@ func (n *Node) Stop(ctx context.Context) error {
 	return n.stopErr
 }
 
-// closeDataDir ends the node's use of data.dir: its sync rounds, then its
-// lock, which another node may take from then on.
+// closeDataDir ends the node's use of data.dir: its sync rounds and its
+// removals of deleted partitions, then its lock, which another node may
+// take from then on.
 func (n *Node) closeDataDir() {
 	n.syncer.Close()
+	n.trash.Close()
 	n.dirLock.release()
 }
 
@@ -576,22 +583,6 @@ func (n *Node) advertised() (string, int32) {
 	return host, int32(p)
 }
 
-// removeDeletedDirs removes what deleted topics left when the node stopped
-// before their files were gone.
-func removeDeletedDirs(dataDir string, log zerolog.Logger) {
-	entries, err := os.ReadDir(dataDir)
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		if e.IsDir() && strings.HasSuffix(e.Name(), partition.DeletedDirSuffix) {
-			if err := os.RemoveAll(filepath.Join(dataDir, e.Name())); err != nil {
-				log.Warn().Err(err).Str("dir", e.Name()).Msg("removing a deleted partition's directory")
-			}
-		}
-	}
-}
-
 // rootActor is node/<id>, the root of the node's actor tree:
 //
 //	node/<id>
@@ -634,7 +625,7 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 	// metadata actor to host them again.
 	var metadata *actor.PID
 	partitions, err := c.SpawnNamed(partition.SupervisorProps(partition.SupervisorConfig{
-		Registry: n.registry, FS: n.files, Clock: n.clock, Logger: n.log, Failures: n.failures, Syncer: n.syncer, Stats: &n.replication,
+		Registry: n.registry, FS: n.files, Clock: n.clock, Logger: n.log, Failures: n.failures, Syncer: n.syncer, Stats: &n.replication, Trash: n.trash,
 		Restarted: func() { n.sys.Root.Send(metadata, &resync{}) },
 	}, actors.NewBackoffStrategy(actors.Backoff{})), "partitions")
 	if err != nil {
@@ -702,7 +693,8 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 	}
 	metadata, err = c.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
 		return &metadataActor{node: n.cfg, incarnation: n.incarnation, partitions: partitions, groups: groups, txns: txns, fetchers: fetchers, extensions: extensions, registry: n.registry,
-			current: n.image.Load, hosted: map[partition.Key]image.TopicID{}, alterISR: n.alterISR}
+			current: n.image.Load, hosted: map[partition.Key]image.TopicID{}, alterISR: n.alterISR,
+			sweep: func(im *image.Image) { n.swept.Do(func() { n.sweep(im) }) }}
 	}), "metadata")
 	if err != nil {
 		return err
@@ -742,7 +734,7 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 		SessionTimeout:    time.Duration(n.cfg.BrokerSessionTimeoutMs) * time.Millisecond,
 		SnapshotBytes:     int(n.cfg.MetadataSnapshotBytes),
 		Refused:           n.refused,
-		Dir:               filepath.Join(n.cfg.DataDir, "__cluster_metadata-0"), FS: n.files, Clock: n.clock,
+		Dir:               filepath.Join(n.cfg.DataDir, metadataDir), FS: n.files, Clock: n.clock,
 		Node: n.cfg, Logger: n.log, Publish: n.publish,
 		Quorum: func(s controller.Status) { n.quorum.Store(&s) },
 	}), "controller")

@@ -66,6 +66,10 @@ type Config struct {
 	Syncer *Syncer
 	// Stats counts replication events node-wide; nil counts nothing.
 	Stats *Stats
+	// Trash takes Dir out of the way when it holds another topic's
+	// partition (a deleted topic of the same name): the log is never
+	// opened from it. Nil means the partition fails instead.
+	Trash *Trash
 }
 
 // StoreOptions maps a topic's configs to the log's options.
@@ -322,7 +326,18 @@ func (p *partition) start() {
 // from it. The high watermark starts at the checkpointed one; a leader
 // raises it over its ISR (assumeRole), a follower from its leader.
 func (p *partition) openLog() (*store.Log, error) {
-	l, err := store.Open(store.Config{FS: p.cfg.FS, Dir: p.cfg.Dir, Clock: p.cfg.Clock, Options: StoreOptions(p.cfg.TopicConfig)})
+	cfg := store.Config{FS: p.cfg.FS, Dir: p.cfg.Dir, Clock: p.cfg.Clock, TopicID: p.cfg.TopicID, Options: StoreOptions(p.cfg.TopicConfig)}
+	l, err := store.Open(cfg)
+	var stale *store.TopicIDMismatchError
+	if errors.As(err, &stale) && p.cfg.Trash != nil {
+		// A deleted topic's partition whose directory outlived it (the
+		// node stopped before removing it): never served, deleted now.
+		p.cfg.Logger.Warn().Str("dir", p.cfg.Dir).Msg("partition directory holds a deleted topic's partition: deleting it")
+		if err := p.cfg.Trash.Delete(p.cfg.Dir, stale.Found); err != nil {
+			return nil, err
+		}
+		l, err = store.Open(cfg)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -1,9 +1,7 @@
 package partition
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -46,6 +44,11 @@ func (r *Registry) WaitReady(topic string, partition int32, done <-chan struct{}
 		h, changed := r.m[Key{topic, partition}], r.changed
 		r.mu.RUnlock()
 		if h != nil {
+			select {
+			case <-h.Ready(): // first, so that a ready one counts even once done is closed
+				return h
+			default:
+			}
 			select {
 			case <-h.Ready():
 				return h
@@ -151,6 +154,8 @@ type SupervisorConfig struct {
 	Syncer *Syncer
 	// Stats counts the partitions' replication events; nil counts none.
 	Stats *Stats
+	// Trash deletes the directories of deleted partitions.
+	Trash *Trash
 	// Middleware is applied to every partition actor (fault injection,
 	// metrics).
 	Middleware []actor.ReceiverMiddleware
@@ -262,6 +267,9 @@ func (s *supervisor) host(ctx actor.Context, cfg Config) {
 	if cfg.Stats == nil {
 		cfg.Stats = s.cfg.Stats
 	}
+	if cfg.Trash == nil {
+		cfg.Trash = s.cfg.Trash
+	}
 	if cfg.FS == nil {
 		cfg.FS = s.cfg.FS
 	}
@@ -311,35 +319,18 @@ func (s *supervisor) unhost(ctx actor.Context, m *Unhost) {
 // data is deleted if its topic was, and a Host that came meanwhile is done.
 func (s *supervisor) unhosted(ctx actor.Context, who *actor.PID, u *unhosting) {
 	delete(s.stopping, who.Id)
-	if u.delete {
-		s.deleteDir(u.cfg.Dir, u.cfg.TopicID)
+	if u.delete && s.cfg.Trash != nil {
+		if err := s.cfg.Trash.Delete(u.cfg.Dir, u.cfg.TopicID); err != nil {
+			// It stays where it is, recording its topic's id: a new
+			// topic of that name moves it out of the way, and the next
+			// start deletes it (the node's sweep).
+			s.cfg.Logger.Error().Err(err).Str("dir", u.cfg.Dir).Msg("deleting partition directory")
+		}
 	}
 	if u.next != nil {
 		s.host(ctx, *u.next)
 	}
 }
-
-// deleteDir renames a deleted partition's directory out of the way at once,
-// so a topic of the same name can be created, and removes it in the
-// background; a crash in between leaves a *-delete directory that the node
-// removes at start (DeletedDirSuffix).
-func (s *supervisor) deleteDir(dir string, id image.TopicID) {
-	gone := fmt.Sprintf("%s.%x%s", dir, id[:], DeletedDirSuffix)
-	if err := s.cfg.FS.Rename(dir, gone); err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			s.cfg.Logger.Error().Err(err).Str("dir", dir).Msg("deleting partition directory")
-		}
-		return
-	}
-	go func() {
-		if err := s.cfg.FS.RemoveAll(gone); err != nil {
-			s.cfg.Logger.Error().Err(err).Str("dir", gone).Msg("removing deleted partition directory")
-		}
-	}()
-}
-
-// DeletedDirSuffix marks the directory of a deleted partition.
-const DeletedDirSuffix = "-delete"
 
 // Dir returns a partition's directory under dataDir.
 func Dir(dataDir, topic string, partition int32) string {

@@ -12,10 +12,17 @@ package transport
 //     INVALID_REQUEST, as Kafka refuses it.
 //   - v5+ answers with the partition count, replication factor and every
 //     config in force with its source.
+//   - The answer waits, within the request's timeout counted from its
+//     arrival, until this broker's replicas of the new partitions have
+//     opened their logs; a topic created whose replicas here are not all
+//     open by then is answered success with the message "created; still
+//     opening N of its M partitions on broker B" (the skein CLI prints
+//     it; other clients ignore a message beside error code 0).
 //
 // Version notes: v5 configs in the response (KIP-525); v7 topic ids.
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -33,6 +40,7 @@ func init() {
 
 func (a *API) handleCreateTopics(_ *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.CreateTopicsRequest)
+	deadline := time.Now().Add(time.Duration(max(req.TimeoutMillis, 0)) * time.Millisecond)
 	cmd := &controller.CreateTopics{ValidateOnly: req.ValidateOnly, TimeoutMs: req.TimeoutMillis}
 	for _, rt := range req.Topics {
 		nt := controller.NewTopic{Name: rt.Topic, NumPartitions: rt.NumPartitions, ReplicationFactor: rt.ReplicationFactor}
@@ -85,7 +93,13 @@ func (a *API) handleCreateTopics(_ *conn, kreq kmsg.Request) finish {
 					created = append(created, t.Topic)
 				}
 			}
-			a.awaitHosted(created, time.Duration(max(req.TimeoutMillis, 0))*time.Millisecond)
+			opening := a.awaitHosted(created, time.Until(deadline))
+			for i, t := range resp.Topics {
+				if n := opening[t.Topic]; n > 0 {
+					resp.Topics[i].ErrorMessage = kmsg.StringPtr(fmt.Sprintf("created; still opening %d of its %d partitions on broker %d",
+						n, t.NumPartitions, a.Node.NodeID))
+				}
+			}
 		}
 		return resp
 	}

@@ -5,7 +5,6 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -61,6 +60,12 @@ type Cache struct {
 	pinned  int                             // pins held
 	idle    list                            // handles with a descriptor and no reference, most recent first
 	byPath  map[string]map[*cachedFile]bool // live handles by name
+	// dirs indexes the names of byPath by directory: every name is listed
+	// in its parent's set, and every directory of one in its own parent's,
+	// so that a directory's rename or removal visits only what it holds
+	// (with a name per file of a hundred thousand partitions, scanning
+	// byPath for each deleted partition made deleting them quadratic).
+	dirs map[string]map[string]bool
 
 	// syncs bounds the fsyncs running at once: each blocks an OS thread,
 	// and ten thousand partitions stopping together would otherwise ask
@@ -88,7 +93,7 @@ type CacheStats struct {
 // NewCache returns a Cache over inner holding at most limit descriptors
 // (at least 1).
 func NewCache(inner FS, limit int) *Cache {
-	c := &Cache{inner: inner, max: max(limit, 1), byPath: map[string]map[*cachedFile]bool{}, syncs: make(chan struct{}, maxSyncs)}
+	c := &Cache{inner: inner, max: max(limit, 1), byPath: map[string]map[*cachedFile]bool{}, dirs: map[string]map[string]bool{}, syncs: make(chan struct{}, maxSyncs)}
 	c.room.L = &c.mu
 	return c
 }
@@ -268,15 +273,48 @@ func (c *Cache) track(h *cachedFile) {
 	if m == nil {
 		m = map[*cachedFile]bool{}
 		c.byPath[h.name] = m
+		c.indexLocked(h.name)
 	}
 	m[h] = true
+}
+
+// indexLocked lists name in dirs, with its directories.
+func (c *Cache) indexLocked(name string) {
+	for d := filepath.Dir(name); d != name; name, d = d, filepath.Dir(d) {
+		s := c.dirs[d]
+		if s == nil {
+			s = map[string]bool{}
+			c.dirs[d] = s
+		}
+		if s[name] {
+			return
+		}
+		s[name] = true
+	}
+}
+
+// forgetLocked takes name out of byPath and, unless it still holds
+// names, out of dirs, with the directories it leaves empty.
+func (c *Cache) forgetLocked(name string) {
+	delete(c.byPath, name)
+	for d := filepath.Dir(name); d != name; name, d = d, filepath.Dir(d) {
+		if c.byPath[name] != nil || len(c.dirs[name]) > 0 {
+			return
+		}
+		s := c.dirs[d]
+		delete(s, name)
+		if len(s) > 0 {
+			return
+		}
+		delete(c.dirs, d)
+	}
 }
 
 func (c *Cache) untrack(h *cachedFile) {
 	if m := c.byPath[h.name]; m != nil {
 		delete(m, h)
 		if len(m) == 0 {
-			delete(c.byPath, h.name)
+			c.forgetLocked(h.name)
 		}
 	}
 }
@@ -290,19 +328,23 @@ func (c *Cache) unlinkLocked(name string) {
 			c.idle.remove(h) // no longer evictable
 		}
 	}
-	delete(c.byPath, name)
+	c.forgetLocked(name)
 }
 
-// underLocked returns the names with live handles inside directory dir.
-// It visits every name: directories are renamed and removed rarely (a
-// deleted topic's partitions), files often.
+// underLocked returns the names with live handles inside directory dir,
+// at any depth.
 func (c *Cache) underLocked(dir string) []string {
 	var out []string
-	for p := range c.byPath {
-		if strings.HasPrefix(p, dir+"/") {
-			out = append(out, p)
+	var walk func(string)
+	walk = func(d string) {
+		for name := range c.dirs[d] {
+			if c.byPath[name] != nil {
+				out = append(out, name)
+			}
+			walk(name)
 		}
 	}
+	walk(dir)
 	return out
 }
 
@@ -338,7 +380,7 @@ func (c *Cache) moveLocked(from, to string) {
 	if m == nil {
 		return
 	}
-	delete(c.byPath, from)
+	c.forgetLocked(from)
 	for h := range m {
 		h.name = to
 		c.track(h)

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
+	"path"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -473,5 +475,84 @@ func TestCacheReopenDoesNotRecreate(t *testing.T) {
 	}
 	if _, err := inner.FS.Stat("/d/000"); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("the file came back: %v", err)
+	}
+}
+
+// TestCacheDirectoryIndex: the index of names by directory that renames
+// and removals of directories walk follows nested renames, a removal and
+// closes, and is empty once no handle is left.
+func TestCacheDirectoryIndex(t *testing.T) {
+	c := NewCache(NewCrashableMem(), 4)
+	var hs []File
+	for _, name := range []string{"/data/t-0/a", "/data/t-0/b", "/data/t-1/a", "/data/t-0/sub/c"} {
+		if err := c.MkdirAll(path.Dir(name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		f, err := c.Create(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs = append(hs, f)
+	}
+	if err := c.Rename("/data/t-0", "/data/t-0.x-delete"); err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	got := c.underLocked("/data/t-0.x-delete")
+	slices.Sort(got)
+	stale := c.underLocked("/data/t-0")
+	c.mu.Unlock()
+	if want := []string{"/data/t-0.x-delete/a", "/data/t-0.x-delete/b", "/data/t-0.x-delete/sub/c"}; !slices.Equal(got, want) || len(stale) > 0 {
+		t.Fatalf("after the rename: under the new name %v, want %v; under the old %v", got, want, stale)
+	}
+	if _, err := hs[3].Write([]byte("x")); err != nil {
+		t.Fatalf("write through a renamed nested file: %v", err)
+	}
+	if err := c.RemoveAll("/data/t-0.x-delete"); err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	left := c.underLocked("/data")
+	c.mu.Unlock()
+	if !slices.Equal(left, []string{"/data/t-1/a"}) {
+		t.Fatalf("after the removal: %v under /data, want only /data/t-1/a", left)
+	}
+	for _, h := range hs {
+		h.Close()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.byPath) > 0 || len(c.dirs) > 0 {
+		t.Fatalf("no handle left, yet the index holds %v and %v", c.byPath, c.dirs)
+	}
+}
+
+// BenchmarkCacheRemoveDirAmongMany removes one partition directory of
+// three files while the Cache tracks 30,000 others' files: its cost must
+// not grow with them.
+func BenchmarkCacheRemoveDirAmongMany(b *testing.B) {
+	c := NewCache(NewCrashableMem(), 100000)
+	for i := range 10000 {
+		for _, f := range []string{"seg", "idx", "tix"} {
+			name := fmt.Sprintf("/data/t-%d/%s", i, f)
+			c.MkdirAll(path.Dir(name), 0o755)
+			if _, err := c.Create(name); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		dir := fmt.Sprintf("/data/x-%d", i)
+		c.MkdirAll(dir, 0o755)
+		if _, err := c.Create(dir + "/seg"); err != nil {
+			b.Fatal(err)
+		}
+		if err := c.Rename(dir, dir+"-delete"); err != nil {
+			b.Fatal(err)
+		}
+		if err := c.RemoveAll(dir + "-delete"); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

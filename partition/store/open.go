@@ -17,8 +17,22 @@ import (
 
 // Config says where a log lives and how it behaves.
 type Config struct {
-	FS      vfs.FS      // nil means vfs.Default
-	Dir     string      // the partition's directory, created if missing
+	FS  vfs.FS // nil means vfs.Default
+	Dir string // the partition's directory, created if missing
+	// TopicID, when not zero, is the id of the partition's topic: Open
+	// refuses a directory that records another (TopicIDMismatchError),
+	// and records it in one that records none (PartitionMetadataFile).
+	// NB: a directory that records none and holds segments was made by
+	// an older Skein; it is adopted, because the node removes, before it
+	// hosts anything, every partition directory its current metadata does
+	// not place on it (node's sweep): one left by a deleted topic whose
+	// name is not in use again goes there, and one whose name was reused
+	// while that older Skein ran was already served by it under the new
+	// topic. Removing it instead would lose every partition's data at the
+	// upgrade. The one case this cannot tell apart: the older Skein left a
+	// deleted topic's directory, and the name was created again elsewhere
+	// in the cluster while this node was down for the upgrade.
+	TopicID [16]byte
 	Clock   clock.Clock // nil means clock.Real
 	Options Options
 }
@@ -56,6 +70,11 @@ func Open(cfg Config) (*Log, error) {
 	names, err := l.fs.List(l.dir)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.TopicID != ([16]byte{}) {
+		if err := l.claimDir(names, cfg.TopicID); err != nil {
+			return nil, err
+		}
 	}
 	if !slices.ContainsFunc(names, func(n string) bool { _, ok := parseSegmentName(n); return ok }) {
 		for d := filepath.Clean(l.dir); ; d = filepath.Dir(d) {

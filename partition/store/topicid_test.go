@@ -1,0 +1,65 @@
+package store
+
+import (
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/skeinlog/skein/internal/vfs"
+)
+
+// TestOpenRecordsTopicID: Open records the topic id in a new directory in
+// Kafka's partition.metadata format, durably (it survives a crash right
+// after Open), reopens a directory of the same id, refuses one of another
+// id without touching it, and adopts a directory with segments but no
+// partition.metadata (an older Skein's).
+func TestOpenRecordsTopicID(t *testing.T) {
+	mem := vfs.NewCrashableMem()
+	a, b := [16]byte{1, 2, 3}, [16]byte{9}
+	cfg := Config{FS: mem, Dir: "/data/t-0", TopicID: a, Options: testOptions()}
+	l, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, l, logBatch(3, 10, 0))
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	crashed := mem.CrashClone(vfs.CrashOptions{})
+	data, err := readFile(crashed, filepath.Join(cfg.Dir, PartitionMetadataFile))
+	if want := "version: 0\ntopic_id: AQIDAAAAAAAAAAAAAAAAAA\n"; err != nil || string(data) != want {
+		t.Fatalf("partition.metadata after a crash: %q, %v; want %q", data, err, want)
+	}
+	if l, err = Open(cfg); err != nil {
+		t.Fatalf("reopening with the same id: %v", err)
+	}
+	l.Close()
+
+	other := cfg
+	other.TopicID = b
+	before, _ := mem.List(cfg.Dir)
+	_, err = Open(other)
+	var mismatch *TopicIDMismatchError
+	if !errors.As(err, &mismatch) || mismatch.Found != a || mismatch.Want != b {
+		t.Fatalf("opening topic %x's directory as topic %x: %v, want a TopicIDMismatchError", a, b, err)
+	}
+	if after, _ := mem.List(cfg.Dir); len(after) != len(before) {
+		t.Fatalf("the refused directory changed: %v, was %v", after, before)
+	}
+
+	// An older Skein's directory: segments, no partition.metadata.
+	if err := mem.Remove(filepath.Join(cfg.Dir, PartitionMetadataFile)); err != nil {
+		t.Fatal(err)
+	}
+	l, err = Open(other)
+	if err != nil {
+		t.Fatalf("adopting a directory without partition.metadata: %v", err)
+	}
+	if l.LogEndOffset() != 3 {
+		t.Fatalf("adopted log ends at %d, want 3", l.LogEndOffset())
+	}
+	l.Close()
+	if id, ok, err := ReadTopicID(mem, cfg.Dir); err != nil || !ok || id != b {
+		t.Fatalf("adopted directory records %x (%v, %v), want %x", id, ok, err, b)
+	}
+}

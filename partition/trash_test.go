@@ -1,0 +1,113 @@
+package partition
+
+import (
+	"fmt"
+	"path"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+
+	"github.com/skeinlog/skein/actors"
+	"github.com/skeinlog/skein/controller/image"
+	"github.com/skeinlog/skein/internal/clock"
+	"github.com/skeinlog/skein/internal/vfs"
+	"github.com/skeinlog/skein/partition/store"
+)
+
+// eventually polls cond every few milliseconds for at most 10 s.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within 10 s: %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestHostingNeverServesAnotherTopicsDirectory: a partition directory left
+// by a deleted topic (its node stopped before deleting it) is found when a
+// topic of the same name is hosted: the new partition starts empty, and
+// the old directory is renamed to its deleted name and removed in the
+// background. (Before partition.metadata, the new topic served the old
+// records.)
+func TestHostingNeverServesAnotherTopicsDirectory(t *testing.T) {
+	fs := vfs.NewCrashableMem()
+	old, recreated := image.TopicID{1}, image.TopicID{2}
+	dir := Dir("/data", "t", 0)
+	l, err := store.Open(store.Config{FS: fs, Dir: dir, TopicID: old, Options: store.DefaultOptions()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(batch(t, -1, -1, -1, 5), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	sys := actors.NewSystem(zerolog.Nop())
+	defer sys.Shutdown()
+	reg, trash := NewRegistry(), NewTrash(fs, "/data", zerolog.Nop())
+	defer trash.Close()
+	sup, err := sys.Root.SpawnNamed(SupervisorProps(SupervisorConfig{Registry: reg, FS: fs, Logger: zerolog.Nop(), Trash: trash},
+		actor.NewOneForOneStrategy(10, time.Minute, actor.DefaultDecider)), "partitions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(fs, clock.Real)
+	cfg.Dir, cfg.TopicID = dir, recreated
+	sys.Root.Send(sup, &Host{Config: cfg})
+	done := make(chan struct{})
+	defer close(done)
+	h := reg.WaitReady("t", 0, done)
+	if v := h.View(); v.Log == nil || v.Failure != nil || v.Log.LogEndOffset != 0 {
+		t.Fatalf("the recreated topic's partition: %+v, want an empty log", v)
+	}
+	if id, ok, err := store.ReadTopicID(fs, dir); err != nil || !ok || id != recreated {
+		t.Fatalf("%s records %x (%v, %v), want the new topic's id", dir, id, ok, err)
+	}
+	gone := fmt.Sprintf("%s.%x%s", dir, old[:], DeletedDirSuffix)
+	eventually(t, gone+" removed", func() bool {
+		_, err := fs.Stat(gone)
+		return err != nil
+	})
+}
+
+// TestTrashResumesAfterClose: the deleted directories a stopped
+// node left are removed by the next Trash, and Close returns at once with
+// removals still queued, which the next start finishes.
+func TestTrashResumesAfterClose(t *testing.T) {
+	fs := vfs.NewCrashableMem()
+	const dirs = 200
+	for i := range dirs {
+		dir := Dir("/data", "t", int32(i))
+		if err := fs.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := fs.Create(path.Join(dir, "00000000000000000000.log")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := NewTrash(fs, "/data", zerolog.Nop())
+	for i := range dirs {
+		if err := first.Delete(Dir("/data", "t", int32(i)), image.TopicID{7}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first.Close() // stops with removals queued, or not: either way nothing is live
+	names, _ := fs.List("/data")
+	for _, n := range names {
+		if n[len(n)-len(DeletedDirSuffix):] != DeletedDirSuffix {
+			t.Fatalf("%s was not renamed out of the way", n)
+		}
+	}
+	second := NewTrash(fs, "/data", zerolog.Nop())
+	defer second.Close()
+	eventually(t, "every deleted directory removed", func() bool {
+		names, _ := fs.List("/data")
+		return len(names) == 0
+	})
+}
