@@ -284,6 +284,15 @@ func (t *Txn) prepareEndV1(producerID int64, epoch int16, commit bool, now int64
 //	Empty           FENCED   bump       FENCED   INVALID_TXN_STATE
 //	CompleteAbort   NONE     bump       INVALID_TXN_STATE (both)
 //	CompleteCommit  INVALID  bump       NONE     INVALID_TXN_STATE
+//
+// While PrepareCommit or PrepareAbort is having its markers written, a
+// retry of the EndTxn that prepared it is CONCURRENT_TRANSACTIONS (the
+// other outcome INVALID_TXN_STATE), and so is an EndTxn at the current
+// epoch: the producer's next transaction, which it may end as soon as
+// the answer gave it that epoch. NB: Kafka answers the latter
+// PRODUCER_FENCED, which fences a producer that did nothing wrong;
+// franz-go's GroupTransactSession aborts that way when a rebalance comes
+// right after a commit.
 func (t *Txn) prepareEndV2(producerID int64, epoch int16, commit bool, now int64) (*Metadata, *kerr.Error) {
 	m := &t.m
 	retryOnOverflow := m.PrevProducerID == producerID && epoch == math.MaxInt16-1 && m.Epoch == 0
@@ -292,7 +301,10 @@ func (t *Txn) prepareEndV2(producerID int64, epoch int16, commit bool, now int64
 	var validEpoch bool
 	switch {
 	case m.Status.preparing():
-		validEpoch = retryOnBump
+		// The current epoch is the one this EndTxn's answer handed out:
+		// the producer's next transaction, ended before the markers of
+		// this one are written, waits below.
+		validEpoch = retryOnBump || epoch == m.Epoch
 	case m.Status == CompleteCommit || m.Status == CompleteAbort:
 		validEpoch = retry || epoch == m.Epoch
 	default:
@@ -310,7 +322,7 @@ func (t *Txn) prepareEndV2(producerID int64, epoch int16, commit bool, now int64
 	case Ongoing:
 		return t.prepareEndTV2(commit, false, now)
 	case PrepareCommit, PrepareAbort:
-		if m.Status == prepared(commit) {
+		if !retry || m.Status == prepared(commit) {
 			return nil, kerr.ConcurrentTransactions
 		}
 	case CompleteCommit, CompleteAbort:
