@@ -30,7 +30,9 @@
 //     retries;
 //   - Kafka errors are printed with their code name, the broker's message
 //     and the topic or partition they concern, one line each, and exit 1;
-//     a mistake in the command line exits 2;
+//     a mistake in the command line (an unknown command, with cobra's
+//     did-you-mean, a bad flag, a missing argument, a value the command's
+//     own checks refuse) is one line and exits 2 (usageErrors);
 //   - produce reads stdin to EOF, a record per line, and waits for every
 //     record's acknowledgement before exiting;
 //   - consume assigns partitions directly (no group, nothing committed),
