@@ -104,6 +104,11 @@ func (f *clientFlags) baseOpts(seeds []string) []kgo.Opt {
 		kgo.SeedBrokers(seeds...),
 		kgo.DialTimeout(f.timeout),
 		kgo.RetryTimeout(f.timeout),
+		// A request without a timeout of its own (all but Produce, Fetch
+		// and the admin requests that carry one) is given up on when no
+		// answer comes within --timeout; one with a timeout, within it
+		// plus --timeout.
+		kgo.RequestTimeoutOverhead(f.timeout),
 		kgo.ClientID("skein-cli"),
 		// NB: a partition of a topic created a moment ago may not be
 		// hosted yet, and its NOT_LEADER_FOR_PARTITION makes kgo refresh

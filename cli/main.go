@@ -116,10 +116,10 @@ func newRootCommand(environ []string, stdin io.Reader, stdout, stderr io.Writer)
 // exitCodesHelp is the exit codes' part of `skein --help`; README.md's
 // "Command line" says the same.
 const exitCodesHelp = "Exit codes: 0 when the command did what it was asked; 1 when the cluster, a node\n" +
-	"or the system refused or failed it (a Kafka error, no answer within --timeout);\n" +
-	"2 for a mistake in the command line (an unknown command or flag, a missing or\n" +
-	"extra argument, a bad value or setting), which is one line on stderr saying\n" +
-	"what was wrong."
+	"or the system refused or failed it (a Kafka error, no answer within --timeout,\n" +
+	"records not acknowledged within --delivery-timeout); 2 for a mistake in the\n" +
+	"command line (an unknown command or flag, a missing or extra argument, a bad\n" +
+	"value or setting), which is one line on stderr saying what was wrong."
 
 // usageErrors makes every mistake in the command line below cmd a
 // usageError (exit 2, one line): arguments a command's Args refuses, and

@@ -266,7 +266,7 @@ func TestUsageErrors(t *testing.T) {
 	}
 	var help strings.Builder
 	run([]string{"--help"}, environ(), strings.NewReader(""), &help, &help)
-	if !strings.Contains(help.String(), "Exit codes: 0 when") || !strings.Contains(help.String(), "2 for a mistake in the command line") {
+	if !strings.Contains(help.String(), "Exit codes: 0 when") || !strings.Contains(help.String(), "2 for a mistake in the\ncommand line") {
 		t.Errorf("skein --help does not document the exit codes:\n%s", help.String())
 	}
 }
