@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -131,7 +132,17 @@ func (f *clientFlags) withAdmin(cmd *cobra.Command, fn func(ctx context.Context,
 	defer adm.Close()
 	ctx, cancel := f.requestContext(cmd.Context())
 	defer cancel()
-	return fn(ctx, adm)
+	return f.gaveUp(fn(ctx, adm))
+}
+
+// gaveUp says, of an error from a request that was not answered within
+// --timeout, that the command gave up waiting: kgo reports only the
+// context's "context deadline exceeded" or the connection's "i/o timeout".
+func (f *clientFlags) gaveUp(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
+		return fmt.Errorf("gave up after %v (--timeout) waiting for the cluster's answer: %w", f.timeout, err)
+	}
+	return err
 }
 
 func (f *clientFlags) admin(ctx context.Context) (*kadm.Client, error) {

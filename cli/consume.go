@@ -78,7 +78,7 @@ func newConsumeCommand(environ []string, stdout, stderr io.Writer) *cobra.Comman
 				err = ferr
 			}
 			if err != nil {
-				return fmt.Errorf("consume %s: %w", c.topic, err)
+				return fmt.Errorf("consume %s: %w", c.topic, flags.gaveUp(err))
 			}
 			return nil
 		},

@@ -124,3 +124,10 @@ func TestConsumeGivesUpOnSilentBroker(t *testing.T) {
 		t.Errorf("%v", r)
 	}
 }
+
+// TestAdminGivesUpOnSilentBroker: an admin command whose request is never
+// answered ends after --timeout, saying it gave up waiting.
+func TestAdminGivesUpOnSilentBroker(t *testing.T) {
+	addr := startNodeBehind(t, 16) // ListGroups
+	fails(t, addr, 1, "skein: gave up after 1s (--timeout) waiting for the cluster's answer: ", "", "group", "list", "--timeout", "1s")
+}
