@@ -39,6 +39,9 @@ func newChaosRunCommand(f *chaosFlags, stdout io.Writer) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg.Scenario = args[0]
+			if !slices.Contains(chaos.ScenarioNames(), cfg.Scenario) {
+				return usageError(fmt.Sprintf("no scenario %q; there are: %s", cfg.Scenario, strings.Join(chaos.ScenarioNames(), ", ")))
+			}
 			cfg.Seed = seed
 			if !cmd.Flags().Changed("seed") {
 				cfg.Seed = uint64(time.Now().UnixNano())

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -104,6 +105,11 @@ func (f *clientFlags) baseOpts(seeds []string) []kgo.Opt {
 		kgo.SeedBrokers(seeds...),
 		kgo.DialTimeout(f.timeout),
 		kgo.RetryTimeout(f.timeout),
+		// A request without a timeout of its own (all but Produce, Fetch
+		// and the admin requests that carry one) is given up on when no
+		// answer comes within --timeout; one with a timeout, within it
+		// plus --timeout.
+		kgo.RequestTimeoutOverhead(f.timeout),
 		kgo.ClientID("skein-cli"),
 		// NB: a partition of a topic created a moment ago may not be
 		// hosted yet, and its NOT_LEADER_FOR_PARTITION makes kgo refresh
@@ -126,7 +132,17 @@ func (f *clientFlags) withAdmin(cmd *cobra.Command, fn func(ctx context.Context,
 	defer adm.Close()
 	ctx, cancel := f.requestContext(cmd.Context())
 	defer cancel()
-	return fn(ctx, adm)
+	return f.gaveUp(fn(ctx, adm))
+}
+
+// gaveUp says, of an error from a request that was not answered within
+// --timeout, that the command gave up waiting: kgo reports only the
+// context's "context deadline exceeded" or the connection's "i/o timeout".
+func (f *clientFlags) gaveUp(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
+		return fmt.Errorf("gave up after %v (--timeout) waiting for the cluster's answer: %w", f.timeout, err)
+	}
+	return err
 }
 
 func (f *clientFlags) admin(ctx context.Context) (*kadm.Client, error) {

@@ -78,7 +78,7 @@ func newConsumeCommand(environ []string, stdout, stderr io.Writer) *cobra.Comman
 				err = ferr
 			}
 			if err != nil {
-				return fmt.Errorf("consume %s: %w", c.topic, err)
+				return fmt.Errorf("consume %s: %w", c.topic, flags.gaveUp(err))
 			}
 			return nil
 		},
@@ -192,9 +192,22 @@ func (c *consumer) run(ctx context.Context, adm *kadm.Client, start startSpec, p
 	}
 	defer cl.Close()
 	for {
-		fetches := cl.PollFetches(ctx)
+		// NB: following waits for records as long as it is let; without
+		// it, the ends are there to be read, and a partition whose leader
+		// sends nothing for --timeout is given up on.
+		pollCtx, cancel := ctx, context.CancelFunc(func() {})
+		if !c.follow {
+			pollCtx, cancel = context.WithTimeout(ctx, c.flags.timeout)
+		}
+		fetches := cl.PollFetches(pollCtx)
+		stalled := pollCtx.Err() != nil && ctx.Err() == nil
+		cancel()
 		if ctx.Err() != nil {
 			return nil // interrupted: a normal end when following
+		}
+		if stalled {
+			return fmt.Errorf("gave up after %v (--timeout) without a record of partitions %s, short of their end offsets %s: their leaders did not answer",
+				c.flags.timeout, int32List(slices.Sorted(maps.Keys(c.ends))), c.endsString())
 		}
 		for _, fe := range fetches.Errors() {
 			var loss *kgo.ErrDataLoss
@@ -214,6 +227,15 @@ func (c *consumer) run(ctx context.Context, adm *kadm.Client, start startSpec, p
 			return err
 		}
 	}
+}
+
+// endsString prints the ends not yet reached: "[0:5,2:7]".
+func (c *consumer) endsString() string {
+	var parts []string
+	for _, p := range slices.Sorted(maps.Keys(c.ends)) {
+		parts = append(parts, fmt.Sprintf("%d:%d", p, c.ends[p]))
+	}
+	return "[" + strings.Join(parts, ",") + "]"
 }
 
 // record prints r unless it is a control record, and reports whether the

@@ -30,13 +30,17 @@
 //     retries;
 //   - Kafka errors are printed with their code name, the broker's message
 //     and the topic or partition they concern, one line each, and exit 1;
-//     a mistake in the command line exits 2;
+//     a mistake in the command line (an unknown command, with cobra's
+//     did-you-mean, a bad flag, a missing argument, a value the command's
+//     own checks refuse) is one line and exits 2 (usageErrors);
 //   - produce reads stdin to EOF, a record per line, and waits for every
-//     record's acknowledgement before exiting;
+//     record's acknowledgement before exiting, each for at most
+//     --delivery-timeout (Kafka's delivery.timeout.ms), after which it says
+//     what the partition's leader answered last (batchErrors);
 //   - consume assigns partitions directly (no group, nothing committed),
 //     resolves --from to one offset per partition first (ListOffsets, by
 //     timestamp for a time), and with -e stops at the high watermarks it
-//     saw then;
+//     saw then, or gives up when no record comes for --timeout;
 //   - group describe shows kadm's Lag (DescribeGroups, OffsetFetch and
 //     ListOffsets), as rpk does; group seek commits offsets only for a
 //     group with no members, resolving --to as consume resolves --from.

@@ -474,7 +474,7 @@ func newGroupSeekCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
 			}
 			defer adm.Close()
 			group := args[0]
-			return prefixErrors("seek group "+group, seekGroup(cmd.Context(), flags, adm, group, start, names, stdout))
+			return prefixErrors("seek group "+group, flags.gaveUp(seekGroup(cmd.Context(), flags, adm, group, start, names, stdout)))
 		},
 	}
 	cmd.Flags().StringVar(&to, "to", "", "where to: start, end, OFFSET, -N, @UNIX_MS, RFC 3339 time")

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -51,8 +53,21 @@ func printError(w io.Writer, err error) {
 		}
 		return
 	}
-	fmt.Fprintf(w, "skein: %v\n", err)
+	msg := err.Error()
+	if strings.Contains(msg, kgoNoController) {
+		msg += noControllerHint
+	}
+	fmt.Fprintf(w, "skein: %s\n", msg)
 }
+
+// kgoNoController is kgo's error when the brokers name no active
+// controller for a request that must go to it (its errUnknownController,
+// which it does not export); noControllerHint is what a node logs then
+// ("partition: ISR change refused", with its reason).
+const (
+	kgoNoController  = "broker replied that the controller broker is not available"
+	noControllerHint = ": the cluster has no active controller (no quorum): is a majority of controller.quorum.voters running and reachable? (skein cluster info shows the quorum)"
+)
 
 // exitError ends the process with code after printing err, if any (an error
 // already logged is not printed again).
@@ -77,6 +92,7 @@ func newRootCommand(environ []string, stdin io.Reader, stdout, stderr io.Writer)
 		SilenceUsage:      true,
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
 	}
+	root.Long += "\n\n" + exitCodesHelp
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -90,5 +106,75 @@ func newRootCommand(environ []string, stdin io.Reader, stdout, stderr io.Writer)
 	root.AddCommand(newClusterCommand(environ, stdout))
 	root.AddCommand(newChaosCommand(environ, stdout))
 	root.AddCommand(newExtensionCommand(environ, stdout))
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return usageError(fmt.Sprintf("%v (see %s --help)", err, cmd.CommandPath()))
+	})
+	usageErrors(root)
 	return root
+}
+
+// exitCodesHelp is the exit codes' part of `skein --help`; README.md's
+// "Command line" says the same.
+const exitCodesHelp = "Exit codes: 0 when the command did what it was asked; 1 when the cluster, a node\n" +
+	"or the system refused or failed it (a Kafka error, no answer within --timeout,\n" +
+	"records not acknowledged within --delivery-timeout); 2 for a mistake in the\n" +
+	"command line (an unknown command or flag, a missing or extra argument, a bad\n" +
+	"value or setting), which is one line on stderr saying what was wrong."
+
+// usageErrors makes every mistake in the command line below cmd a
+// usageError (exit 2, one line): arguments a command's Args refuses, and
+// an unknown subcommand of a family of commands (skein topic creat), which
+// cobra would answer with the family's help and exit 0. A family named
+// without a subcommand (skein topic) prints its help.
+func usageErrors(cmd *cobra.Command) {
+	if cmd.HasSubCommands() {
+		// NB: with Args set, cobra hands the unknown word to RunE instead
+		// of deciding on its own (legacyArgs).
+		cmd.Args = cobra.ArbitraryArgs
+		cmd.RunE = unknownCommand
+		cmd.SuggestionsMinimumDistance = 2 // cobra's default, set only when it suggests itself
+	} else if check := cmd.Args; check != nil {
+		cmd.Args = func(cmd *cobra.Command, args []string) error {
+			if err := check(cmd, args); err != nil {
+				name := strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
+				return usageError(fmt.Sprintf("%s: %v (usage: %s)", name, err, cmd.UseLine()))
+			}
+			return nil
+		}
+	}
+	for _, sub := range cmd.Commands() {
+		usageErrors(sub)
+	}
+}
+
+// unknownCommand is the RunE of a family of commands: without arguments
+// its help, else a usage error naming the unknown subcommand and the
+// closest known ones (cobra's SuggestionsFor: by edit distance and prefix).
+func unknownCommand(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return cmd.Help()
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		return usageError(fmt.Sprintf("%s; did you mean %s?", msg, orList(s)))
+	}
+	var names []string
+	for _, sub := range cmd.Commands() {
+		if sub.IsAvailableCommand() {
+			names = append(names, sub.Name())
+		}
+	}
+	return usageError(fmt.Sprintf("%s; the commands are %s", msg, strings.Join(names, ", ")))
+}
+
+// orList quotes words and joins them with commas and a last "or".
+func orList(words []string) string {
+	q := make([]string, len(words))
+	for i, w := range words {
+		q[i] = strconv.Quote(w)
+	}
+	if len(q) == 1 {
+		return q[0]
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
 }

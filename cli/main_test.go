@@ -214,3 +214,59 @@ func TestPrintConfig(t *testing.T) {
 		t.Errorf("printed from the printed file:\n%s\nwant\n%s", again, printed)
 	}
 }
+
+// TestUsageErrors: every kind of mistake in the command line exits 2 with
+// one line on stderr saying what was wrong, with a did-you-mean for a
+// mistyped command or config key; a failure of the cluster exits 1.
+func TestUsageErrors(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "node.yaml")
+	if err := os.WriteFile(file, []byte("log.retention.hour: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"topic", "creat", "foo"}, 2, `skein: unknown command "creat" for "skein topic"; did you mean "create"?`},
+		{[]string{"tpoic", "list"}, 2, `skein: unknown command "tpoic" for "skein"; did you mean "topic"?`},
+		{[]string{"group", "lst"}, 2, `skein: unknown command "lst" for "skein group"; did you mean "list"?`},
+		{[]string{"chaos", "zap"}, 2, `skein: unknown command "zap" for "skein chaos"; the commands are `},
+		{[]string{"topic", "list", "--no-such-flag"}, 2, "skein: unknown flag: --no-such-flag (see skein topic list --help)"},
+		{[]string{"consume", "t", "-p", "x"}, 2, `skein: invalid argument "x" for "-p, --partition" flag`},
+		{[]string{"produce", "--timeout"}, 2, "skein: flag needs an argument: --timeout"},
+		{[]string{"topic", "describe"}, 2, "skein: topic describe: requires at least 1 arg(s), only received 0 (usage: skein topic describe NAME... [flags])"},
+		{[]string{"produce", "a", "b"}, 2, "skein: produce: accepts 1 arg(s), received 2"},
+		{[]string{"cluster", "info", "extra"}, 2, `skein: cluster info: unknown command "extra" for "skein cluster info"`},
+		{[]string{"produce", "t", "--acks", "2"}, 2, `skein: --acks "2": want 0, 1 or all`},
+		{[]string{"topic", "reassign", "t"}, 2, "skein: name the partitions with -p"},
+		{[]string{"chaos", "run", "nope"}, 2, `skein: no scenario "nope"; there are: `},
+		{[]string{"node", "--set", "log.segment.size=10"}, 2, "skein: configs: log.segment.size = 10: unknown key; did you mean log.segment.bytes? (in --set)"},
+		{[]string{"node", "--config", file}, 2, "skein: configs: log.retention.hour = 1: unknown key; did you mean log.retention.hours? (in " + file + ")"},
+		// Not the command line's fault: the cluster's.
+		{[]string{"topic", "list", "--brokers", "127.0.0.1:1"}, 1, "skein: no broker answered at 127.0.0.1:1"},
+	} {
+		var stdout, stderr strings.Builder
+		code := run(tc.args, environ(), strings.NewReader(""), &stdout, &stderr)
+		if code != tc.code || !strings.HasPrefix(stderr.String(), tc.want) || strings.Count(stderr.String(), "\n") != 1 {
+			t.Errorf("skein %s: exit %d, stderr %q\nwant exit %d and one line starting %q", strings.Join(tc.args, " "), code, stderr.String(), tc.code, tc.want)
+		}
+		if stdout.Len() != 0 {
+			t.Errorf("skein %s printed on stdout: %q", strings.Join(tc.args, " "), stdout.String())
+		}
+	}
+
+	// A family of commands alone prints its help, and --help the exit
+	// codes.
+	for _, args := range [][]string{{"topic"}, {"--help"}} {
+		var stdout, stderr strings.Builder
+		if code := run(args, environ(), strings.NewReader(""), &stdout, &stderr); code != 0 || stderr.Len() != 0 || !strings.Contains(stdout.String(), "Usage:") {
+			t.Errorf("skein %s: exit %d, stdout %q, stderr %q; want its help and exit 0", strings.Join(args, " "), code, stdout.String(), stderr.String())
+		}
+	}
+	var help strings.Builder
+	run([]string{"--help"}, environ(), strings.NewReader(""), &help, &help)
+	if !strings.Contains(help.String(), "Exit codes: 0 when") || !strings.Contains(help.String(), "2 for a mistake in the\ncommand line") {
+		t.Errorf("skein --help does not document the exit codes:\n%s", help.String())
+	}
+}

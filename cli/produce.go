@@ -9,10 +9,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -25,6 +31,7 @@ func newProduceCommand(environ []string, stdin io.Reader, stdout io.Writer) *cob
 		compression string
 		partition   int32
 		verbose     bool
+		delivery    time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "produce TOPIC",
@@ -38,7 +45,14 @@ func newProduceCommand(environ []string, stdin io.Reader, stdout io.Writer) *cob
 			"Nothing is printed on success unless -v, which prints each record's\n" +
 			"partition and offset; the first failure is printed with its Kafka error and\n" +
 			"the exit code is 1. With --acks all (the default) the producer is\n" +
-			"idempotent, so a retried batch is never written twice.",
+			"idempotent, so a retried batch is never written twice.\n\n" +
+			"A record not acknowledged within --delivery-timeout (Kafka's\n" +
+			"delivery.timeout.ms, retries included) fails, and the command says what it\n" +
+			"last heard from the partition's leader: NOT_ENOUGH_REPLICAS with the\n" +
+			"in-sync replicas and min.insync.replicas, REQUEST_TIMED_OUT when the\n" +
+			"in-sync replicas did not acknowledge within --timeout (the broker's wait\n" +
+			"for acknowledgements, as request.timeout.ms). A record given up on while a\n" +
+			"request for it was in flight may have been written.",
 		Example: "  printf 'k1:v1\\nk2:v2\\n' | skein produce orders -k : -H source=cli --compression zstd",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -55,11 +69,15 @@ func newProduceCommand(environ []string, stdin io.Reader, stdout io.Writer) *cob
 			if err != nil {
 				return err
 			}
+			if delivery <= 0 {
+				return usageError("--delivery-timeout must be positive")
+			}
 			if partition >= 0 {
 				opts = append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 			} else if partition != -1 {
 				return usageError(fmt.Sprintf("-p %d: want a partition number, or -1 for the partitioner", partition))
 			}
+			errs := &batchErrors{}
 			opts = append(opts,
 				kgo.DefaultProduceTopic(topic),
 				// As the Java producer does, let the broker create a missing
@@ -67,15 +85,22 @@ func newProduceCommand(environ []string, stdin io.Reader, stdout io.Writer) *cob
 				kgo.AllowAutoTopicCreation(),
 				// NB: bound each record, not the whole input: stdin may be a
 				// stream that never ends.
-				kgo.RecordDeliveryTimeout(flags.timeout),
+				kgo.RecordDeliveryTimeout(delivery),
 				kgo.ProduceRequestTimeout(flags.timeout),
+				// NB: without this, kgo never fails a record whose request
+				// went unanswered (the broker may have written it), and
+				// waits for an answer that may never come: the command
+				// would hang. Kafka's producer gives up on such a record at
+				// delivery.timeout.ms too.
+				kgo.AllowIdempotentProduceCancellation(),
+				kgo.WithLogger(errs),
 			)
 			cl, err := flags.connect(cmd.Context(), opts...)
 			if err != nil {
 				return err
 			}
 			defer cl.Close()
-			p := &producer{cl: cl, topic: topic, verbose: verbose, out: stdout}
+			p := &producer{cl: cl, flags: &flags, topic: topic, delivery: delivery, verbose: verbose, out: stdout, errs: errs}
 			return p.run(cmd.Context(), stdin, []byte(keySep), hdrs, partition)
 		},
 	}
@@ -86,6 +111,7 @@ func newProduceCommand(environ []string, stdin io.Reader, stdout io.Writer) *cob
 	cmd.Flags().StringVarP(&compression, "compression", "z", "none", "batch compression: none, gzip, snappy, lz4, zstd")
 	cmd.Flags().Int32VarP(&partition, "partition", "p", -1, "partition to produce to (-1: by key, or sticky)")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "print each record's partition and offset")
+	cmd.Flags().DurationVar(&delivery, "delivery-timeout", defaultDeliveryTimeout, "bound on each record's delivery, retries included (Kafka's delivery.timeout.ms)")
 	return cmd
 }
 
@@ -121,17 +147,24 @@ func producerOpts(acks, compression string) ([]kgo.Opt, error) {
 	return append(opts, kgo.ProducerBatchCompression(codec)), nil
 }
 
+// defaultDeliveryTimeout is Kafka's delivery.timeout.ms.
+const defaultDeliveryTimeout = 2 * time.Minute
+
 // producer produces lines and keeps the outcome of their promises.
 type producer struct {
-	cl      *kgo.Client
-	topic   string
-	verbose bool
-	out     io.Writer
+	cl       *kgo.Client
+	flags    *clientFlags
+	topic    string
+	delivery time.Duration // --delivery-timeout
+	verbose  bool
+	out      io.Writer
 
 	mu       sync.Mutex // promises run on kgo's goroutines
 	failed   int
 	produced int
 	first    error
+	firstRec *kgo.Record // the record of first
+	errs     *batchErrors
 }
 
 // run reads in to EOF, producing a record per line, then waits for every
@@ -155,19 +188,178 @@ func (p *producer) run(ctx context.Context, in io.Reader, sep []byte, hdrs []kgo
 		}
 		if err != nil {
 			// Wait for what was read before saying stdin failed.
-			_ = p.cl.Flush(ctx)
+			p.flush(ctx)
 			return fmt.Errorf("reading stdin: %w", err)
 		}
 	}
-	if err := p.cl.Flush(ctx); err != nil {
-		return err
-	}
+	p.flush(ctx)
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.first != nil {
-		return fmt.Errorf("%d of %d records failed; the first: produce to %s: %w", p.failed, p.failed+p.produced, p.topic, p.first)
+	first, rec, failed, produced := p.first, p.firstRec, p.failed, p.produced
+	p.mu.Unlock()
+	if first == nil {
+		return nil
 	}
-	return nil
+	to := p.topic
+	if rec != nil && rec.Partition >= 0 {
+		to = fmt.Sprintf("%s-%d", rec.Topic, rec.Partition)
+	}
+	return fmt.Errorf("%d of %d records failed; the first: produce to %s: %w", failed, failed+produced, to, p.explain(ctx, rec, first))
+}
+
+// flush waits for every record's outcome. kgo checks a record's delivery
+// timeout only before it sends a request and when an answer comes, so the
+// last request may end up to its own bound (twice --timeout: the broker's
+// wait and kgo's slack) after it; past that, the records still buffered
+// are failed with the client's close.
+func (p *producer) flush(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, p.delivery+2*p.flags.timeout)
+	defer cancel()
+	if p.cl.Flush(ctx) != nil {
+		p.cl.Close()
+	}
+}
+
+// explain says why a record failed: for a delivery timeout, how long it
+// was tried and what the partition's leader answered last; for an error
+// of the leader's acknowledgements, the partition's in-sync replicas and
+// min.insync.replicas as the cluster now describes them.
+func (p *producer) explain(ctx context.Context, rec *kgo.Record, err error) error {
+	cause, gaveUp := err, false
+	switch {
+	case errors.Is(err, kgo.ErrRecordTimeout):
+		gaveUp = true
+		// kgo joins the last error of a record waiting for its topic's
+		// metadata ("%w, last err: %w"); a batch's last error is only
+		// logged (batchErrors).
+		if j, ok := err.(interface{ Unwrap() []error }); ok && len(j.Unwrap()) == 2 {
+			cause = j.Unwrap()[1]
+			break
+		}
+		last, ok := p.errs.last(rec.Partition)
+		if !ok {
+			return fmt.Errorf("gave up after %v (--delivery-timeout): no answer from the partition's leader", p.delivery)
+		}
+		if rec.Partition >= 0 && (strings.HasPrefix(last, "NOT_ENOUGH_REPLICAS") || strings.HasPrefix(last, "REQUEST_TIMED_OUT")) {
+			last += " (" + p.partitionState(ctx, rec.Topic, rec.Partition) + ")"
+		}
+		return fmt.Errorf("gave up after %v (--delivery-timeout): %s", p.delivery, last)
+	case errors.Is(err, kgo.ErrClientClosed):
+		return fmt.Errorf("gave up after %v (--delivery-timeout, and --timeout twice for the request in flight): no answer from the partition's leader", p.delivery+2*p.flags.timeout)
+	}
+	var ke *kerr.Error
+	if rec != nil && rec.Partition >= 0 && errors.As(cause, &ke) &&
+		(ke == kerr.NotEnoughReplicas || ke == kerr.NotEnoughReplicasAfterAppend || ke == kerr.RequestTimedOut) {
+		cause = fmt.Errorf("%w (%s)", cause, p.partitionState(ctx, rec.Topic, rec.Partition))
+	}
+	if errors.Is(cause, os.ErrDeadlineExceeded) {
+		cause = fmt.Errorf("%w (no answer within --timeout %v)", cause, p.flags.timeout)
+	}
+	if gaveUp {
+		return fmt.Errorf("gave up after %v (--delivery-timeout): %w", p.delivery, cause)
+	}
+	return cause
+}
+
+// partitionState describes a partition's replicas as the cluster's
+// metadata has them now: "the leader of t-0 is 1, in-sync replicas [1] of
+// [1,2,3], min.insync.replicas 2", or less when the metadata cannot be had
+// within --timeout.
+func (p *producer) partitionState(ctx context.Context, topic string, partition int32) string {
+	ctx, cancel := p.flags.requestContext(ctx)
+	defer cancel()
+	adm := kadm.NewClient(p.cl)
+	topics, err := adm.ListTopics(ctx, topic)
+	if err != nil {
+		return "the partition's state is unknown: " + err.Error()
+	}
+	pd, ok := topics[topic].Partitions[partition]
+	if !ok {
+		return "the partition is not in the metadata"
+	}
+	state := fmt.Sprintf("the leader of %s-%d is %d, in-sync replicas %s of %s", topic, partition, pd.Leader, int32List(pd.ISR), int32List(pd.Replicas))
+	if rc, err := adm.DescribeTopicConfigs(ctx, topic); err == nil {
+		if c, err := rc.On(topic, nil); err == nil {
+			for _, kv := range c.Configs {
+				if kv.Key == "min.insync.replicas" {
+					state += ", min.insync.replicas " + kv.MaybeValue()
+				}
+			}
+		}
+	}
+	return state
+}
+
+// batchErrors keeps, from kgo's log, the last error each partition's
+// produce requests were answered with, and the last request that failed
+// as a whole, each with the broker: kgo retries those until the delivery
+// timeout and then fails the records with ErrRecordTimeout alone. Kafka's
+// Java producer logs them too ("Got error produce response ... retrying").
+//
+// NB: what is parsed is kgo's debug log of produce answers ("produced",
+// with broker and to: "t[0{retrying@-1,1(NOT_ENOUGH_REPLICAS: ...)}, ]")
+// and of failed requests ("produce request failed..."); TestProduceGivesUp
+// (tests/cluster) fails if they change.
+type batchErrors struct {
+	mu      sync.Mutex // kgo logs from its goroutines
+	errs    map[int32]string
+	request string // the last failed request: "to broker 3 failed: unable to dial: ..."
+}
+
+// answered matches one partition's failed answer in "to".
+var answered = regexp.MustCompile(`(\d+)\{(?:retrying|err|fatal|resetting)@-?\d+,\d+\(([A-Z_]+)[:)]`)
+
+func (*batchErrors) Level() kgo.LogLevel { return kgo.LogLevelDebug }
+
+func (b *batchErrors) Log(_ kgo.LogLevel, msg string, keyvals ...any) {
+	produced := msg == "produced"
+	if !produced && !strings.HasPrefix(msg, "produce request failed") {
+		return
+	}
+	var broker, to string
+	var err error
+	for i := 0; i+1 < len(keyvals); i += 2 {
+		switch keyvals[i] {
+		case "broker":
+			broker = fmt.Sprint(keyvals[i+1])
+		case "to":
+			to = fmt.Sprint(keyvals[i+1])
+		case "err":
+			err, _ = keyvals[i+1].(error)
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !produced {
+		if err != nil {
+			b.request = fmt.Sprintf("to broker %s failed: %v", broker, err)
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				b.request = fmt.Sprintf("to broker %s was not answered in time: %v", broker, err)
+			}
+		}
+		return
+	}
+	for _, m := range answered.FindAllStringSubmatch(to, -1) {
+		p, _ := strconv.ParseInt(m[1], 10, 32)
+		if b.errs == nil {
+			b.errs = map[int32]string{}
+		}
+		b.errs[int32(p)] = m[2] + " from broker " + broker
+	}
+}
+
+// last returns what is known of why the record of partition p was not
+// acknowledged: the last error its partition was answered with, or else
+// the last request that failed.
+func (b *batchErrors) last(p int32) (string, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if e, ok := b.errs[p]; ok {
+		return e, true
+	}
+	if b.request != "" {
+		return "no answer; the last request " + b.request, true
+	}
+	return "", false
 }
 
 func (p *producer) promise(rec *kgo.Record, err error) {
@@ -176,7 +368,7 @@ func (p *producer) promise(rec *kgo.Record, err error) {
 	if err != nil {
 		p.failed++
 		if p.first == nil {
-			p.first = err
+			p.first, p.firstRec = err, rec
 		}
 		return
 	}

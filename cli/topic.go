@@ -47,9 +47,9 @@ func newTopicReassignCommand(flags *clientFlags, stdout io.Writer) *cobra.Comman
 			name := args[0]
 			switch {
 			case len(partitions) == 0:
-				return errors.New("name the partitions with -p")
+				return usageError("name the partitions with -p")
 			case cancel == (len(replicas) > 0):
-				return errors.New("give --replicas or --cancel")
+				return usageError("give --replicas or --cancel")
 			}
 			return flags.withAdmin(cmd, func(ctx context.Context, adm *kadm.Client) error {
 				var req kadm.AlterPartitionAssignmentsReq

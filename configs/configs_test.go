@@ -340,9 +340,11 @@ func TestLoadErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"unknown file key", "data.dir: /x\nlog.segment.byte: 1000\n", nil, nil, "configs: log.segment.byte = 1000: unknown key (in "},
-		{"unknown nested file key", "log:\n  levle: debug\n", nil, nil, "configs: log.levle = debug: unknown key"},
+		{"unknown file key", "data.dir: /x\nlog.segment.byte: 1000\n", nil, nil, "configs: log.segment.byte = 1000: unknown key; did you mean log.segment.bytes? (in "},
+		{"unknown nested file key", "log:\n  levle: debug\n", nil, nil, "configs: log.levle = debug: unknown key; did you mean log.level? (in "},
 		{"unknown set key", "", nil, []string{"--set", "no.such.key=1"}, "configs: no.such.key = 1: unknown key (in --set)"},
+		{"mistyped set key", "", nil, []string{"--set", "log.segment.size=1"}, "configs: log.segment.size = 1: unknown key; did you mean log.segment.bytes? (in --set)"},
+		{"set key without its prefix", "", nil, []string{"--set", "retention.hours=1"}, "configs: retention.hours = 1: unknown key; did you mean log.retention.hours? (in --set)"},
 		{"set without =", "", nil, []string{"--set", "log.segment.bytes"}, "configs: --set log.segment.bytes: want key=value"},
 		{"flag and set", "", nil, []string{"--data-dir", "/a", "--set", "data.dir=/b"}, "configs: data.dir is given both by --data-dir and by --set"},
 		{"not an integer in env", "", []string{"SKEIN_LOG_SEGMENT_BYTES=abc"}, nil, "configs: log.segment.bytes = abc: not an integer"},

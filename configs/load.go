@@ -94,6 +94,55 @@ func known(key string) bool {
 	return isField || isAlias
 }
 
+// unknownKey is the reason an unknown key is refused, with the known key
+// it was most likely meant to be: "unknown key; did you mean
+// log.segment.bytes? (in --set)".
+func unknownKey(key, in string) string {
+	if s := suggestKey(key); s != "" {
+		return "unknown key; did you mean " + s + "? (in " + in + ")"
+	}
+	return "unknown key (in " + in + ")"
+}
+
+// suggestKey returns the known key closest to key by edit distance, if it
+// is close enough to be a typo (a quarter of the key's length, at least
+// 2), or one that key is the end or the start of (segment.bytes for
+// log.segment.bytes); "" if none.
+func suggestKey(key string) string {
+	best, bestDist := "", max(2, len(key)/4)+1
+	for _, k := range allKeys() {
+		d := editDistance(key, k)
+		if strings.HasSuffix(k, "."+key) || strings.HasPrefix(k, key+".") {
+			d = min(d, 1)
+		}
+		if d < bestDist || d == bestDist && k < best {
+			best, bestDist = k, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes
+// (keys are ASCII).
+func editDistance(a, b string) int {
+	prev, cur := make([]int, len(b)+1), make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
 // RegisterFlags defines the flags of `skein node` on fs: --config FILE, one
 // flag per common key (nodeFlags: --node-id, --data-dir, --listen,
 // --advertise, --admin-listen, --log-level, --log-format, --durability,
@@ -422,7 +471,7 @@ func flatten(out map[string]string, prefix string, m map[string]any, path string
 			out[key] = fmt.Sprint(val)
 		}
 		if !known(key) {
-			return &Error{Key: key, Value: out[key], Reason: "unknown key (in " + path + ")"}
+			return &Error{Key: key, Value: out[key], Reason: unknownKey(key, path)}
 		}
 	}
 	return nil
@@ -481,7 +530,7 @@ func fromFlags(fs *pflag.FlagSet) (map[string]string, error) {
 			return nil, &Error{Key: key, Value: val, Reason: "a list, which only the --config file sets"}
 		}
 		if !known(key) {
-			return nil, &Error{Key: key, Value: val, Reason: "unknown key (in --set)"}
+			return nil, &Error{Key: key, Value: val, Reason: unknownKey(key, "--set")}
 		}
 		if flag, ok := byFlag[key]; ok {
 			return nil, fmt.Errorf("configs: %s is given both by %s and by --set", key, flag)
