@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -172,6 +173,17 @@ func TestGroupReloadAmongManyGroups(t *testing.T) {
 		stable("live-848")
 	}
 	check("before any restart")
+
+	// A client cannot write the coordinators' records: only this node's
+	// coordinators write __consumer_offsets, whose index follows them.
+	forged := kmsg.NewOffsetCommitKey()
+	forged.Version, forged.Group, forged.Topic, forged.Partition = 1, "many-100", topic, 1
+	val := kmsg.NewOffsetCommitValue()
+	val.Version, val.Offset = 3, 999999
+	err := prod.ProduceSync(ctx, &kgo.Record{Topic: "__consumer_offsets", Partition: 0, Key: forged.AppendTo(nil), Value: val.AppendTo(nil)}).FirstErr()
+	if !errors.Is(err, kerr.InvalidTopicException) {
+		t.Errorf("produce to __consumer_offsets: %v, want INVALID_TOPIC_EXCEPTION", err)
+	}
 
 	for _, g := range []string{"many-77", "live-classic", "live-848", "txn-open", "txn-committed", "txn-aborted"} {
 		b.injectFault(`{"actor": "node/1/groups/` + g + `", "kind": "panic", "after": true, "count": 1}`)
