@@ -63,6 +63,7 @@ type groupsResult struct {
 	setup                  time.Duration // committing an offset for every group
 	fetch                  time.Duration // OffsetFetch of a loaded group, median
 	actorRestart           []time.Duration
+	stop                   time.Duration // SIGTERM to exit, every group's actor up
 	nodeStart, nodeAnswer  time.Duration // process start to "node started"; to the first answer of a group
 	listCold, listWarm     time.Duration // the first ListGroups after the restart, and the next
 	listedCold, listedWarm int
@@ -108,12 +109,12 @@ func runGroups(out io.Writer, c groupsConfig) error {
 		results = append(results, r)
 	}
 	fmt.Fprintf(out, "%d groups, each with %d offset commits, on one __consumer_offsets partition of one node (durability fsync).\n\n", c.count, c.commits)
-	fmt.Fprintln(out, "| build | commit every group (setup) | OffsetFetch, loaded | after an actor panic: p50 | max | node restart: process start to a group's answer | of which to `node started` | first ListGroups after the restart | next ListGroups |")
-	fmt.Fprintln(out, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+	fmt.Fprintln(out, "| build | commit every group (setup) | OffsetFetch, loaded | after an actor panic: p50 | max | stop (SIGTERM to exit) | node restart: process start to a group's answer | of which to `node started` | first ListGroups after the restart | next ListGroups |")
+	fmt.Fprintln(out, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	for _, r := range results {
 		slices.Sort(r.actorRestart)
-		fmt.Fprintf(out, "| %s | %s s | %s | %s | %s | %s s | %s s | %s (%d groups) | %s (%d groups) |\n", r.name, secs(r.setup), msText(r.fetch),
-			msText(pct(r.actorRestart, 50)), msText(r.actorRestart[len(r.actorRestart)-1]), secs(r.nodeAnswer), secs(r.nodeStart),
+		fmt.Fprintf(out, "| %s | %s s | %s | %s | %s | %s s | %s s | %s s | %s (%d groups) | %s (%d groups) |\n", r.name, secs(r.setup), msText(r.fetch),
+			msText(pct(r.actorRestart, 50)), msText(r.actorRestart[len(r.actorRestart)-1]), secs(r.stop), secs(r.nodeAnswer), secs(r.nodeStart),
 			msText(r.listCold), r.listedCold, msText(r.listWarm), r.listedWarm)
 	}
 	return nil
@@ -234,10 +235,12 @@ func groupsRun(c groupsConfig, bin, dir string) (groupsResult, error) {
 	}
 	stderrf("  actor restarts %v\n", r.actorRestart)
 
-	if err := b.stop(); err != nil {
-		return r, err
-	}
 	t1 := time.Now()
+	if err := b.stop(); err != nil {
+		return r, fmt.Errorf("stopping the node: %w (after %s s)", err, secs(time.Since(t1)))
+	}
+	r.stop = time.Since(t1)
+	t1 = time.Now()
 	if b, err = start(); err != nil {
 		return r, err
 	}
