@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,24 +54,45 @@ type Request struct {
 }
 
 // Directory maps group ids to their actors, for transport's lookups
-// without a message. The groups supervisor writes it; any goroutine reads
-// it.
+// without a message, and holds the index of each __consumer_offsets
+// partition this node leads (index.go). The groups supervisor writes the
+// actors; any goroutine reads them.
 type Directory struct {
-	m sync.Map // group id → *actor.PID
-	// scanned holds the __consumer_offsets partitions whose groups all
-	// have actors (ListGroups loaded them); cleared with the actors.
-	scanned sync.Map // partition → struct{}
+	m       sync.Map // group id → *actor.PID
+	indexes sync.Map // partition → *offsetsIndex
+	// newGroup makes an empty group as the supervisor's actors do, for
+	// ListGroups' answers from an index; set by SupervisorProps.
+	newGroup atomic.Pointer[func(id string) *Group]
 }
 
-// Scanned reports whether every group of a __consumer_offsets partition
-// has been given an actor since the groups supervisor started.
-func (d *Directory) Scanned(partition int32) bool {
-	_, ok := d.scanned.Load(partition)
-	return ok
+// index returns the index of a __consumer_offsets partition, a new one
+// (built at its first use) if it has none or one of another hosting.
+func (d *Directory) index(h *partition.Handle) *offsetsIndex {
+	for {
+		v, ok := d.indexes.Load(h.Partition)
+		if ok && v.(*offsetsIndex).h == h {
+			return v.(*offsetsIndex)
+		}
+		x := &offsetsIndex{h: h}
+		if !ok {
+			if _, loaded := d.indexes.LoadOrStore(h.Partition, x); !loaded {
+				return x
+			}
+		} else if d.indexes.CompareAndSwap(h.Partition, v, x) {
+			return x
+		}
+	}
 }
 
-// MarkScanned records that every group of partition has an actor.
-func (d *Directory) MarkScanned(partition int32) { d.scanned.Store(partition, struct{}{}) }
+// MarkerWritten tells the index of a __consumer_offsets partition that a
+// transaction's marker is written at offset. Called by node when the
+// marker's append is answered, on the partition's goroutine, so that the
+// index takes it in log order with the group actors' appends.
+func (d *Directory) MarkerWritten(partition int32, producerID int64, commit bool, offset int64) {
+	if x, ok := d.indexes.Load(partition); ok {
+		x.(*offsetsIndex).markerWritten(producerID, commit, offset)
+	}
+}
 
 // Get returns a group's actor, or nil if it has none yet.
 func (d *Directory) Get(group string) *actor.PID {
@@ -135,6 +158,8 @@ func SupervisorProps(cfg SupervisorConfig, strategy actor.SupervisorStrategy) *a
 	if cfg.OffsetMetadataMaxBytes <= 0 {
 		cfg.OffsetMetadataMaxBytes = 4096
 	}
+	newG := func(id string) *Group { return newGroup(id, cfg) }
+	cfg.Directory.newGroup.Store(&newG)
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &supervisor{cfg: cfg, groups: map[string]*actor.PID{}, stopping: map[string]bool{}}
 	}, actor.WithSupervisor(strategy))
@@ -176,17 +201,17 @@ func (s *supervisor) Receive(c actor.Context) {
 			delete(s.stopping, m.Who.Id)
 			return
 		}
-		for g, pid := range s.groups {
-			if pid.Equal(m.Who) {
-				delete(s.groups, g)
-				s.cfg.Directory.m.Delete(g)
-			}
+		// By its name, not a search: a node stopping with 10,000 groups
+		// took 9 s of its 10 s to search for each.
+		g, err := url.PathUnescape(strings.TrimPrefix(m.Who.Id, c.Self().Id+"/"))
+		if pid := s.groups[g]; err == nil && pid != nil && pid.Equal(m.Who) {
+			delete(s.groups, g)
+			s.cfg.Directory.m.Delete(g)
 		}
 	case *actor.Restarting, *actor.Stopping:
 		for g := range s.groups {
 			s.cfg.Directory.m.Delete(g)
 		}
-		s.cfg.Directory.scanned.Clear()
 	}
 }
 
@@ -210,8 +235,14 @@ func (s *supervisor) open(c actor.Context, m *Open) *actor.PID {
 }
 
 // leading stops the actors of the groups whose partition this node no
-// longer leads.
+// longer leads, and drops those partitions' indexes.
 func (s *supervisor) leading(c actor.Context, m *Leading) {
+	s.cfg.Directory.indexes.Range(func(k, _ any) bool {
+		if !m.Partitions[k.(int32)] {
+			s.cfg.Directory.indexes.Delete(k)
+		}
+		return true
+	})
 	for g, pid := range s.groups {
 		p := PartitionFor(g, m.Of)
 		if m.Partitions[p] {
@@ -220,7 +251,6 @@ func (s *supervisor) leading(c actor.Context, m *Leading) {
 		s.cfg.Logger.Info().Str("group", g).Int32("partition", p).Msg("groups: unloading a group whose offsets partition this node no longer leads")
 		delete(s.groups, g)
 		s.cfg.Directory.m.Delete(g)
-		s.cfg.Directory.scanned.Delete(p)
 		s.stopping[pid.Id] = true
 		c.Stop(pid)
 	}
@@ -312,12 +342,12 @@ func (a *groupActor) Receive(c actor.Context) {
 	a.flush()
 }
 
-// consumerTimeouts returns the group's Config.ConsumerTimeouts.
-func (a *groupActor) consumerTimeouts() func() (time.Duration, time.Duration) {
-	if a.cfg.ConsumerTimeouts == nil {
+// consumerTimeouts returns a group's Config.ConsumerTimeouts.
+func consumerTimeouts(cfg SupervisorConfig, id string) func() (time.Duration, time.Duration) {
+	if cfg.ConsumerTimeouts == nil {
 		return nil
 	}
-	return func() (time.Duration, time.Duration) { return a.cfg.ConsumerTimeouts(a.id) }
+	return func() (time.Duration, time.Duration) { return cfg.ConsumerTimeouts(id) }
 }
 
 func (a *groupActor) newMemberID(clientID string) string {
@@ -326,47 +356,50 @@ func (a *groupActor) newMemberID(clientID string) string {
 	return clientID + "-" + hex.EncodeToString(b[:])
 }
 
-// load rebuilds the group from its partition.
+// load rebuilds the group from its records in its partition's index.
 func (a *groupActor) load() {
-	g := NewGroup(a.id, Config{MinSessionTimeout: a.cfg.MinSessionTimeout, MaxSessionTimeout: a.cfg.MaxSessionTimeout,
-		OffsetsRetention: a.cfg.OffsetsRetention, NewMemberID: a.newMemberID, Now: time.Now,
-		InitialRebalanceDelay: a.cfg.InitialRebalanceDelay,
-		ConsumerTimeouts:      a.consumerTimeouts(),
-		Topics:                a.cfg.topics, AllowUpgrade: a.cfg.AllowUpgrade, AllowDowngrade: a.cfg.AllowDowngrade})
+	g := newGroup(a.id, a.cfg)
+	g.cfg.NewMemberID = a.newMemberID
 	g.seq = a.seqFloor
-	if v := a.handle.View(); v == nil || v.Log == nil {
+	recs, err := a.cfg.Directory.index(a.handle).load(a.id)
+	switch {
+	case errors.Is(err, errIndexLoading):
 		// Loading, or its storage failed before it loaded.
 		a.err = kerr.CoordinatorLoadInProgress
 		return
-	}
-	err := readPartition(a.handle, func(r Record) {
-		if err := g.Restore(r); err != nil {
-			a.cfg.Logger.Warn().Err(err).Str("group", a.id).Msg("skipping a record")
-		}
-	}, g.CompleteTxn)
-	if err != nil {
+	case err != nil:
 		a.cfg.Logger.Error().Err(err).Str("group", a.id).Msg("reading the group's offsets partition")
 		a.err = kerr.CoordinatorNotAvailable
 		return
+	}
+	for _, r := range recs {
+		if err := g.Restore(r); err != nil {
+			a.cfg.Logger.Warn().Err(err).Str("group", a.id).Msg("skipping a record")
+		}
 	}
 	g.Loaded()
 	a.g = g
 }
 
-// readPartition calls fn with every record of a __consumer_offsets
-// partition, in order, from its log start offset to its log end, and
-// marker (when not nil) with each transaction marker among them. The
-// Record is fn's to keep.
-func readPartition(h *partition.Handle, fn func(Record), marker func(producerID int64, commit bool)) error {
-	v := h.View()
-	if v == nil || v.Log == nil {
-		return nil
-	}
+// newGroup returns an empty group configured as cfg says.
+func newGroup(id string, cfg SupervisorConfig) *Group {
+	return NewGroup(id, Config{MinSessionTimeout: cfg.MinSessionTimeout, MaxSessionTimeout: cfg.MaxSessionTimeout,
+		OffsetsRetention: cfg.OffsetsRetention, Now: time.Now,
+		InitialRebalanceDelay: cfg.InitialRebalanceDelay,
+		ConsumerTimeouts:      consumerTimeouts(cfg, id),
+		Topics:                cfg.topics, AllowUpgrade: cfg.AllowUpgrade, AllowDowngrade: cfg.AllowDowngrade})
+}
+
+// readPartition calls fn with every record of a view of a
+// __consumer_offsets partition, in order, from its log start offset to
+// its log end, and marker (when not nil) with each transaction marker
+// among them. The Record is fn's to keep.
+func readPartition(v *store.View, fn func(Record), marker func(producerID int64, commit bool)) error {
 	var markers func(partition.Marker) error
 	if marker != nil {
 		markers = func(m partition.Marker) error { marker(m.ProducerID, m.Commit); return nil }
 	}
-	return partition.ScanLog(v.Log, func(bh *store.Header, r *store.Record) error {
+	return partition.ScanLog(v, func(bh *store.Header, r *store.Record) error {
 		var val []byte
 		if r.Value != nil {
 			val = bytes.Clone(r.Value)
@@ -375,22 +408,6 @@ func readPartition(h *partition.Handle, fn func(Record), marker func(producerID 
 			Transactional: bh.Transactional(), ProducerID: bh.ProducerID})
 		return nil
 	}, markers)
-}
-
-// GroupsIn returns the ids of the groups with records in a
-// __consumer_offsets partition (some may since have been deleted), so
-// that ListGroups can load the groups no client has used since the node
-// started. It reads the whole partition.
-func GroupsIn(h *partition.Handle) ([]string, error) {
-	seen := map[string]bool{}
-	var out []string
-	err := readPartition(h, func(r Record) {
-		if g := recordGroup(r.Key); g != "" && !seen[g] {
-			seen[g] = true
-			out = append(out, g)
-		}
-	}, nil)
-	return out, err
 }
 
 // flush performs what the state machine's last steps asked for.
@@ -548,8 +565,11 @@ func (a *groupActor) appendBatch(recs []Record, txn *txnWriter, then func(base i
 		return
 	}
 	self, inc, sys := a.self, a.inc, a.sys
+	idx := a.cfg.Directory.index(a.handle)
 	m.Records = batch
 	m.Reply = func(res partition.AppendResult) {
+		// On the partition's goroutine, in log order.
+		idx.appended(recs, res.BaseOffset, txn != nil, h.ProducerID, res.Err)
 		sys.Root.Send(self, &appended{inc: inc, err: commitError(res.Err), then: func(err *kerr.Error) { then(res.BaseOffset, err) }})
 	}
 	sys.Root.Send(a.handle.PID, m)

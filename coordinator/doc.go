@@ -1,7 +1,8 @@
 // Package coordinator holds the group coordinator (the classic protocol and
 // a first slice of KIP-848's consumer protocol; the transaction coordinator
 // is package txn). Its state lives in the internal topic __consumer_offsets
-// and is rebuilt from it when an actor starts. Offsets committed in a
+// and is rebuilt, when an actor starts, from the group's records in an
+// in-memory index of its partition (index.go). Offsets committed in a
 // transaction (TxnOffsetCommit) stay pending until the transaction's marker
 // reaches the group's partition (txn_offsets.go).
 //
@@ -15,8 +16,10 @@
 //	message      from        does                                              reply
 //	Open         transport   spawns the group's actor if it has none            OpenResult (Respond)
 //	TopicsDeleted metadata   spawns the actors of the groups with offsets on     none
-//	                         the topics (a read of each partition), tells
-//	                         every group actor to forget them
+//	                         the topics (found in the partitions' indexes),
+//	                         tells every group actor to forget them
+//	Leading      metadata    stops the groups of partitions no longer led,      none
+//	                         drops those partitions' indexes
 //	TxnCompleted node        a marker written in a partition: its group         none
 //	                         actors apply or drop the producer's offsets
 //	Terminated   protoactor  forgets the group's actor (Directory too)          none
@@ -91,10 +94,43 @@
 // consumer-group heartbeats that changed the group are answered once
 // durable. The classic group metadata record is written without waiting: a
 // member whose record is lost to a crash rejoins, as after any coordinator
-// move. On start, a group actor reads its partition from the log start
-// offset to the log end (a new leader's high watermark may lag records
-// its predecessor acknowledged), applies its group's records in order
-// (Restore), and starts the restored members' session timers (Loaded).
+// move. On start, a group actor takes its group's records from the index
+// of its partition, applies them in log order (Restore), and starts the
+// restored members' session timers (Loaded).
+//
+// # The index of a partition
+//
+// Loading a group costs its own records, not its partition's: as Kafka's
+// GroupMetadataManager loads a partition's groups once when it becomes
+// their coordinator, the Directory keeps, per __consumer_offsets partition
+// this node leads, an index (index.go) holding per group what compaction
+// would leave of its records with the transaction markers applied: the
+// last record of each key (a tombstone removes its key; a consumer
+// group's tombstone removes the group's other consumer-group records, as
+// Restore forgets them) and the offset records of transactions not ended,
+// by producer. Restore gives from these what it gives from the whole log.
+//
+// The first use of a partition since this node leads it (a group's load,
+// ListGroups, a topic deletion) builds its index by reading the partition
+// once, from its log start offset to its log end (a new leader's high
+// watermark may lag records its predecessor acknowledged); other users of
+// the partition wait for it meanwhile, its appends' answers too. From
+// then on the index takes, in log order on the partition's goroutine,
+// each record a group actor of this node appends (when its append is
+// answered) and each marker written (Directory.MarkerWritten: a marker
+// applies only to the records before it). An append whose failure leaves
+// it unknown whether its records are in the log (a timeout, a storage
+// error) makes the next use build the index again, as does a change of
+// the partition's leader epoch (leadership lost and won back: the log may
+// have been truncated meanwhile); the supervisor drops the index of a
+// partition this node no longer leads. Clients cannot write
+// __consumer_offsets (Produce answers INVALID_TOPIC_EXCEPTION), so the
+// index and the log agree, and a restarted actor, or node, loses nothing
+// acknowledged.
+//
+// ListGroups asks the actors of the groups that have one and answers for
+// the others from the index (Directory.ListIdle), restoring each from its
+// records without spawning an actor.
 //
 // # Coordinators follow leadership
 //
@@ -103,22 +139,25 @@
 // every image (Leading); the actors of groups whose partition it no longer
 // leads are stopped, answering their waiting requests NOT_COORDINATOR, so
 // that a node that leads the partition again later loads the groups anew
-// from the log its successor wrote.
+// from the log its successor wrote (its index is dropped, and built again
+// at the next use).
 //
 // # Deleted topics
 //
 // As Kafka's OffsetMetadataManager.onPartitionsDeleted, a deleted topic
 // takes every group's offsets on it along, so that a topic created again
 // under its name starts with none: the metadata actor sends TopicsDeleted,
-// and each group with offsets on the topic, loaded or known only from the
-// log, appends their tombstones (acks=-1) and then forgets them. This
+// and each group with offsets on the topic, loaded or known only from its
+// partition's index, appends their tombstones (acks=-1) and then forgets them. This
 // happens after DeleteTopics is answered; a crash before the tombstones
 // are durable, or a __consumer_offsets partition still loading, leaves
 // the offsets in place, as in Kafka.
 //
 // # Concurrency
 //
-// A Group is owned by its actor. Directory is written by the supervisor and
-// read by any goroutine. Requests lost to a failing actor are never
+// A Group is owned by its actor. Directory's actors are written by the
+// supervisor and read by any goroutine; an index is safe for concurrent
+// use (a mutex: group actors, the partition's append answers, the
+// supervisor and transport use it). Requests lost to a failing actor are never
 // answered: transport bounds every wait.
 package coordinator

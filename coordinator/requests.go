@@ -400,9 +400,15 @@ func (a *groupActor) deleteGroup(req *kmsg.DeleteGroupsRequest, m *Request) {
 // passes the request's state (v4+) and type (v5+) filters.
 func (a *groupActor) list(req *kmsg.ListGroupsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
-	g := a.g
+	resp.Groups = listGroup(a.g, req, resp.Groups)
+	return resp
+}
+
+// listGroup appends g's ListGroups entry to out if it exists and passes
+// the request's filters.
+func listGroup(g *Group, req *kmsg.ListGroupsRequest, out []kmsg.ListGroupsResponseGroup) []kmsg.ListGroupsResponseGroup {
 	if !g.Exists() {
-		return resp
+		return out
 	}
 	state, typ, protocolType := g.state.String(), "classic", g.protocolType
 	if len(g.members) == 0 && g.consumer.epoch > 0 {
@@ -411,13 +417,12 @@ func (a *groupActor) list(req *kmsg.ListGroupsRequest) kmsg.Response {
 		state = g.consumerState()
 	}
 	if len(req.StatesFilter) > 0 && !slices.ContainsFunc(req.StatesFilter, func(s string) bool { return strings.EqualFold(s, state) }) {
-		return resp
+		return out
 	}
 	if len(req.TypesFilter) > 0 && !slices.ContainsFunc(req.TypesFilter, func(s string) bool { return strings.EqualFold(s, typ) }) {
-		return resp
+		return out
 	}
 	rg := kmsg.NewListGroupsResponseGroup()
 	rg.Group, rg.ProtocolType, rg.GroupState, rg.GroupType = g.ID, protocolType, state, typ
-	resp.Groups = append(resp.Groups, rg)
-	return resp
+	return append(out, rg)
 }

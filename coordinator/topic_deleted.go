@@ -1,12 +1,8 @@
 package coordinator
 
 import (
-	"encoding/binary"
-	"slices"
-
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/skeinlog/skein/partition"
 )
@@ -22,8 +18,8 @@ type TopicsDeleted struct {
 	// Topics are the names of the deleted topics.
 	Topics []string
 	// Partitions are the __consumer_offsets partitions this node leads,
-	// hosted and loaded: their groups that have no actor yet are found by
-	// reading them.
+	// hosted and loaded: their groups that have no actor yet are found in
+	// their indexes.
 	Partitions []*partition.Handle
 }
 
@@ -38,9 +34,9 @@ type forgetTopics struct {
 // offset on a deleted topic, then tells every group actor to forget those
 // topics.
 //
-// NB: the partitions are read here, on the supervisor, although that
-// holds up Open for the length of the reads (as ListGroups' reads do, but
-// on the supervisor): a group spawned later by an Open could take a commit
+// NB: the partitions' indexes are asked here, on the supervisor, although
+// that holds up Open while one is built (a partition's first use since
+// this node leads it): a group spawned later by an Open could take a commit
 // on a topic created again under the same name before its forgetTopics
 // came, and lose it. Done here, forgetTopics is in every group actor's
 // mailbox before any request sent after this message was handled.
@@ -50,7 +46,7 @@ func (s *supervisor) topicsDeleted(c actor.Context, m *TopicsDeleted) {
 		topics[t] = true
 	}
 	for _, h := range m.Partitions {
-		groups, err := groupsWithOffsetsOn(h, topics)
+		groups, err := s.cfg.Directory.index(h).groupsWithOffsetsOn(topics)
 		if err != nil {
 			// Kafka logs and goes on too: the groups that have an actor
 			// are still told below.
@@ -112,58 +108,4 @@ func (a *groupActor) forgetTopics(topics map[string]bool) {
 		}
 		a.cfg.Logger.Info().Str("group", a.id).Int("offsets", len(gone)).Msg("deleted the offsets of deleted topics")
 	})
-}
-
-// groupsWithOffsetsOn returns, sorted, the groups of a __consumer_offsets
-// partition that hold a committed offset on one of topics. It reads the
-// whole partition.
-func groupsWithOffsetsOn(h *partition.Handle, topics map[string]bool) ([]string, error) {
-	s := offsetScan{topics: topics, live: map[string]map[topicPartition]bool{}}
-	err := readPartition(h, s.apply, nil)
-	return s.groups(), err
-}
-
-// offsetScan replays __consumer_offsets records as Restore does, for
-// every group at once, keeping only the offsets on its topics: the last
-// record of a key wins, and a group tombstone drops the group's offsets.
-type offsetScan struct {
-	topics map[string]bool
-	live   map[string]map[topicPartition]bool // group → its offsets on topics
-}
-
-func (s *offsetScan) apply(r Record) {
-	if len(r.Key) < 2 {
-		return
-	}
-	switch int16(binary.BigEndian.Uint16(r.Key)) {
-	case 0, 1:
-		var k kmsg.OffsetCommitKey
-		if k.ReadFrom(r.Key) != nil || !s.topics[k.Topic] {
-			return
-		}
-		tp := topicPartition{k.Topic, k.Partition}
-		if r.Value == nil {
-			delete(s.live[k.Group], tp)
-			return
-		}
-		if s.live[k.Group] == nil {
-			s.live[k.Group] = map[topicPartition]bool{}
-		}
-		s.live[k.Group][tp] = true
-	case 2:
-		if r.Value == nil {
-			delete(s.live, recordGroup(r.Key))
-		}
-	}
-}
-
-func (s *offsetScan) groups() []string {
-	var out []string
-	for g, tps := range s.live {
-		if len(tps) > 0 {
-			out = append(out, g)
-		}
-	}
-	slices.Sort(out)
-	return out
 }

@@ -19,37 +19,6 @@ import (
 	"github.com/skeinlog/skein/partition/store"
 )
 
-// The scan finds the groups whose offsets on the deleted topics are still
-// live at the end of the log, replaying tombstones as Restore does.
-func TestOffsetScanFindsLiveOffsetsOnTopics(t *testing.T) {
-	o := Offset{Offset: 5, LeaderEpoch: -1}
-	groupTombstone := func(g string) Record {
-		k := kmsg.NewGroupMetadataKey()
-		k.Version, k.Group = 2, g
-		return Record{Key: k.AppendTo(nil)}
-	}
-	records := []Record{
-		OffsetRecord("live", "t", 0, o),
-		OffsetRecord("live", "other", 0, o),
-		OffsetRecord("tombstoned", "t", 1, o),
-		OffsetTombstone("tombstoned", "t", 1),
-		OffsetRecord("deleted", "t", 0, o),
-		groupTombstone("deleted"),
-		OffsetRecord("recommitted", "t", 0, o),
-		groupTombstone("recommitted"),
-		OffsetRecord("recommitted", "t", 2, o),
-		OffsetRecord("elsewhere", "other", 0, o),
-		{Key: []byte{0}}, // undecodable: skipped
-	}
-	s := offsetScan{topics: map[string]bool{"t": true, "gone": true}, live: map[string]map[topicPartition]bool{}}
-	for _, r := range records {
-		s.apply(r)
-	}
-	if got, want := s.groups(), []string{"live", "recommitted"}; !slices.Equal(got, want) {
-		t.Fatalf("groups with offsets on t = %v, want %v", got, want)
-	}
-}
-
 // TopicsDeleted reaches a group whose actor is loaded and one whose offsets
 // are only in the log: both write tombstones for their offsets on the
 // deleted topic, keep the rest, and a coordinator started again on the same
@@ -223,7 +192,7 @@ func fetchOffset(t *testing.T, sys *actor.ActorSystem, groups *actor.PID, h *par
 func restoreGroup(t *testing.T, h *partition.Handle, group string) *Group {
 	t.Helper()
 	g := NewGroup(group, Config{Now: time.Now})
-	if err := readPartition(h, func(r Record) { _ = g.Restore(r) }, g.CompleteTxn); err != nil {
+	if err := readPartition(h.View().Log, func(r Record) { _ = g.Restore(r) }, g.CompleteTxn); err != nil {
 		t.Fatal(err)
 	}
 	return g

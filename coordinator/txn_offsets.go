@@ -26,6 +26,8 @@ type TxnCompleted struct {
 	Partition, Of int32
 	ProducerID    int64
 	Commit        bool
+	// Offset is the marker's offset in the partition.
+	Offset int64
 }
 
 // CheckTxnCommit decides whether a member may commit offsets in a

@@ -703,11 +703,12 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 	// node/<id>/appends.
 	appends, err := c.SpawnNamed(partition.AppendsProps(partition.AppendsConfig{
 		NodeID: n.cfg.NodeID, Registry: n.registry, Image: n.image.Load,
-		Marked: func(topic string, p int32, m partition.Marker) {
+		Marked: func(topic string, p int32, m partition.Marker, offset int64) {
 			// A transaction's offsets take effect (or go) with its
 			// marker in the group's partition.
 			if t := n.image.Load().Topic(coordinator.OffsetsTopic); topic == coordinator.OffsetsTopic && t != nil {
-				n.sys.Root.Send(groups, &coordinator.TxnCompleted{Partition: p, Of: int32(len(t.Partitions)), ProducerID: m.ProducerID, Commit: m.Commit})
+				n.groups.MarkerWritten(p, m.ProducerID, m.Commit, offset)
+				n.sys.Root.Send(groups, &coordinator.TxnCompleted{Partition: p, Of: int32(len(t.Partitions)), ProducerID: m.ProducerID, Commit: m.Commit, Offset: offset})
 			}
 		},
 	}), "appends")

@@ -85,8 +85,9 @@ type AppendsConfig struct {
 	// Marked, when set, is called once a marker is written (below the high
 	// watermark), on a goroutine of the partition's: the group coordinators
 	// apply a transaction's offsets when its marker reaches their
-	// __consumer_offsets partition. It must not block.
-	Marked func(topic string, partition int32, m Marker)
+	// __consumer_offsets partition. offset is the marker's. It must not
+	// block.
+	Marked func(topic string, partition int32, m Marker, offset int64)
 }
 
 // AppendsProps returns the props of the actor that takes a node's
@@ -171,7 +172,7 @@ func (a *appends) marker(c actor.Context, m *RemoteMarker) {
 	mk, marked := m.Marker, a.cfg.Marked
 	c.Send(h.PID, &Append{Marker: &mk, Acks: -1, Reply: func(r AppendResult) {
 		if r.Err == nil && marked != nil {
-			marked(m.Topic, m.Partition, mk)
+			marked(m.Topic, m.Partition, mk, r.BaseOffset)
 		}
 		answer(&RemoteAppendResult{BaseOffset: r.BaseOffset, LogAppendTime: r.LogAppendTime, LogStartOffset: r.LogStartOffset, Err: r.Err, Message: r.Message})
 	}})

@@ -35,6 +35,9 @@ package transport
 //   - Validation errors come in Kafka's order with Kafka's codes (see
 //     partition.Validate); one the log would raise (the batch's contents)
 //     carries the partition's log start offset, as Kafka's does.
+//   - An internal topic (__consumer_offsets, __transaction_state):
+//     INVALID_TOPIC_EXCEPTION, as Kafka answers a client that is not its
+//     own: only the coordinators write them.
 //   - A partition this node does not host: UNKNOWN_TOPIC_OR_PARTITION if
 //     the topic or the partition does not exist, NOT_LEADER_OR_FOLLOWER
 //     otherwise.
@@ -147,6 +150,14 @@ func (a *API) handleProduce(c *conn, kreq kmsg.Request) finish {
 			}
 			if txnErr {
 				slot.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+				continue
+			}
+			if t := im.Topic(name); topicErr == nil && t != nil && t.Internal {
+				// As Kafka: the coordinators' topics are written by the
+				// coordinators alone, which keep what they wrote in memory
+				// (a group coordinator's index of its partition).
+				slot.ErrorCode, slot.ErrorMessage = kerr.InvalidTopicException.Code, kmsg.StringPtr("Cannot append to internal topic "+name)
+				a.metrics.errorCode(0, req.Version, slot.ErrorCode)
 				continue
 			}
 			if err, msg := a.startAppend(c, req, name, topicErr, rp, slot, w, &sends); err != nil {

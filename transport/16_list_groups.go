@@ -4,10 +4,12 @@ package transport
 //
 // Behaviour:
 //   - Lists the groups this node coordinates: each group's actor is asked
-//     in parallel and answers if its group exists and passes the filters.
-//     The first ListGroups after a start reads the __consumer_offsets
-//     partitions this node leads to give an actor to every group they hold
-//     (also those no client has used since), so later ones only ask.
+//     in parallel and answers if its group exists and passes the filters;
+//     the groups without an actor (no client used them since this node
+//     leads their partition) are answered from the index of their
+//     __consumer_offsets partition (coordinator.Directory.ListIdle), which
+//     the first use since this node leads it builds by reading the
+//     partition once.
 //
 // Version notes: v3 flexible; v4 states filter (KIP-518); v5 types filter
 // (KIP-848; every group here is "classic").
@@ -29,9 +31,13 @@ func init() {
 
 func (a *API) handleListGroups(c *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.ListGroupsRequest)
-	a.loadAllGroups(c)
 	groups := a.Groups.Groups()
 	sort.Strings(groups)
+	asked := make(map[string]bool, len(groups))
+	for _, g := range groups {
+		asked[g] = true
+	}
+	idle := a.idleGroups(req, asked)
 	var calls []*groupCall
 	for _, g := range groups {
 		if call, err := a.startGroupRequest(c, g, req); err == nil {
@@ -45,19 +51,21 @@ func (a *API) handleListGroups(c *conn, kreq kmsg.Request) finish {
 				resp.Groups = append(resp.Groups, r.(*kmsg.ListGroupsResponse).Groups...)
 			}
 		}
+		resp.Groups = append(resp.Groups, idle...)
 		return resp
 	}
 }
 
-// loadAllGroups gives an actor to every group of the __consumer_offsets
-// partitions this node leads that were not scanned yet.
-func (a *API) loadAllGroups(c *conn) {
+// idleGroups lists the groups but those asked of the __consumer_offsets
+// partitions this node leads, from their indexes.
+func (a *API) idleGroups(req *kmsg.ListGroupsRequest, asked map[string]bool) []kmsg.ListGroupsResponseGroup {
 	t := a.Image().Topic(coordinator.OffsetsTopic)
 	if t == nil {
-		return
+		return nil
 	}
+	var out []kmsg.ListGroupsResponseGroup
 	for _, p := range t.Partitions {
-		if p.Leader != a.Node.NodeID || a.Groups.Scanned(p.Index) {
+		if p.Leader != a.Node.NodeID {
 			continue
 		}
 		// After a start the partition may still be loading: wait for it.
@@ -69,21 +77,12 @@ func (a *API) loadAllGroups(c *conn) {
 		if err != nil {
 			continue
 		}
-		groups, rerr := coordinator.GroupsIn(h)
-		if rerr != nil {
-			a.Logger.Warn().Err(rerr).Int32("partition", p.Index).Msg("listing the groups of __consumer_offsets")
+		groups, lerr := a.Groups.ListIdle(h, req, asked)
+		if lerr != nil {
+			a.Logger.Warn().Err(lerr).Int32("partition", p.Index).Msg("listing the groups of __consumer_offsets")
 			continue
 		}
-		ok := true
-		for _, g := range groups {
-			if a.Groups.Get(g) == nil {
-				if _, err := a.openGroup(g); err != nil {
-					ok = false
-				}
-			}
-		}
-		if ok {
-			a.Groups.MarkScanned(p.Index)
-		}
+		out = append(out, groups...)
 	}
+	return out
 }

@@ -108,6 +108,7 @@ func mainErr() error {
 	recovery := newRecoveryFlags()
 	extensions := newExtensionFlags()
 	perf := newPerfFlags()
+	groups := newGroupsFlags()
 	flag.Parse()
 	if *records < 1 {
 		return errors.New("-records must be at least 1")
@@ -163,6 +164,14 @@ func mainErr() error {
 		}
 		header(out, "Recovery benchmark")
 		return runRecovery(out, recovery, *skeinBin, work)
+	}
+	if *groups.on {
+		gc, err := groups.config(work)
+		if err != nil {
+			return err
+		}
+		header(out, "Group coordinator failover benchmark")
+		return runGroups(out, gc)
 	}
 	if *extensions.on {
 		return runExtensions(out, extensions, *skeinBin, work, *profileDir, *keep, *linger, *runTimeout)

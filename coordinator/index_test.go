@@ -1,0 +1,185 @@
+package coordinator
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// A group restored from its records in an index gives what a restore from
+// the whole log gives, with many groups on the partition: offsets,
+// tombstones, deleted groups, transactional offsets committed, aborted and
+// still open, classic membership and consumer-group records. Random logs,
+// many seeds.
+func TestIndexRestoresAsTheWholeLog(t *testing.T) {
+	for seed := range uint64(200) {
+		rng := rand.New(rand.NewPCG(seed, 1))
+		log := randomLog(rng, 8, 300)
+		x := &offsetsIndex{groups: map[string]*indexedGroup{}, open: map[int64]map[string]bool{}}
+		for _, e := range log {
+			if e.marker {
+				x.marker(e.producerID, e.commit, e.r.Offset)
+			} else {
+				x.apply(e.r)
+			}
+		}
+		for gi := range 8 {
+			id := fmt.Sprintf("g%d", gi)
+			want := NewGroup(id, Config{Now: time.Now})
+			for _, e := range log {
+				if e.marker {
+					want.CompleteTxn(e.producerID, e.commit)
+				} else {
+					_ = want.Restore(e.r)
+				}
+			}
+			want.Loaded()
+			got := NewGroup(id, Config{Now: time.Now})
+			for _, r := range x.recordsOf(x.groups[id]) {
+				_ = got.Restore(r)
+			}
+			got.Loaded()
+			if w, g := summarize(want), summarize(got); !reflect.DeepEqual(w, g) {
+				t.Fatalf("seed %d, group %s:\nfrom the log:   %+v\nfrom the index: %+v", seed, id, w, g)
+			}
+			if _, ok := x.groups[id]; ok != want.Exists() && !ok {
+				t.Fatalf("seed %d, group %s: exists %v from the log, not in the index", seed, id, want.Exists())
+			}
+		}
+	}
+}
+
+// A marker applies only to the transaction's records before it: one of
+// the producer's next transaction, appended before the marker's news came,
+// stays pending.
+func TestIndexMarkerSparesLaterTransaction(t *testing.T) {
+	x := &offsetsIndex{groups: map[string]*indexedGroup{}, open: map[int64]map[string]bool{}}
+	r := OffsetRecord("g", "t", 0, Offset{Offset: 1})
+	r.Offset, r.Transactional, r.ProducerID = 10, true, 7
+	x.apply(r)
+	r2 := OffsetRecord("g", "t", 1, Offset{Offset: 2})
+	r2.Offset, r2.Transactional, r2.ProducerID = 12, true, 7
+	x.apply(r2)
+	x.marker(7, true, 11)
+	g := NewGroup("g", Config{Now: time.Now})
+	for _, r := range x.recordsOf(x.groups["g"]) {
+		_ = g.Restore(r)
+	}
+	if o, ok := g.Committed("t", 0); !ok || o.Offset != 1 {
+		t.Fatalf("committed = %+v %v, want offset 1 (the first transaction's)", o, ok)
+	}
+	if _, ok := g.Committed("t", 1); ok || !g.Unstable("t", 1) {
+		t.Fatal("the second transaction's offset is not pending")
+	}
+}
+
+type logEntry struct {
+	r          Record
+	marker     bool
+	producerID int64
+	commit     bool
+}
+
+// randomLog returns n entries of a __consumer_offsets partition's log for
+// groups g0..g<groups-1>, at offsets 0, 1, ...
+func randomLog(rng *rand.Rand, groups, n int) []logEntry {
+	var out []logEntry
+	group := func() string { return fmt.Sprintf("g%d", rng.IntN(groups)) }
+	for off := int64(0); off < int64(n); off++ {
+		var e logEntry
+		g := group()
+		switch k := rng.IntN(12); k {
+		case 0, 1, 2:
+			e.r = OffsetRecord(g, "t", int32(rng.IntN(3)), Offset{Offset: rng.Int64N(1000), LeaderEpoch: -1, CommitTimestamp: 1})
+		case 3:
+			e.r = OffsetTombstone(g, "t", int32(rng.IntN(3)))
+		case 4, 5:
+			e.r = OffsetRecord(g, "t", int32(rng.IntN(3)), Offset{Offset: rng.Int64N(1000), LeaderEpoch: -1, CommitTimestamp: 1})
+			e.r.Transactional, e.r.ProducerID = true, int64(rng.IntN(3))
+		case 6:
+			e.marker, e.producerID, e.commit = true, int64(rng.IntN(3)), rng.IntN(2) == 0
+		case 7:
+			cfg := Config{Now: func() time.Time { return time.UnixMilli(5) }}
+			cg := NewGroup(g, cfg)
+			cg.protocolType, cg.protocol, cg.generation, cg.state = "consumer", "range", int32(rng.IntN(5)+1), Stable
+			for i := range rng.IntN(3) {
+				id := fmt.Sprintf("m%d", i)
+				cg.members[id] = &member{id: id, sessionTimeout: time.Second, protocols: []kmsg.JoinGroupRequestProtocol{{Name: "range"}}}
+				cg.joinOrder = append(cg.joinOrder, id)
+			}
+			if len(cg.members) > 0 {
+				cg.leader = cg.joinOrder[0]
+			}
+			e.r = cg.MetadataRecord()
+		case 8:
+			k := kmsg.NewGroupMetadataKey()
+			k.Version, k.Group = 2, g
+			e.r = Record{Key: k.AppendTo(nil)}
+		case 9:
+			v := kbin.AppendInt16(nil, 0)
+			v = kbin.AppendInt32(v, int32(rng.IntN(9)+1))
+			v = kbin.AppendUvarint(v, 0)
+			if rng.IntN(3) == 0 {
+				v = nil
+			}
+			e.r = Record{Key: consumerKey(recConsumerGroup, g, "", false), Value: v}
+		case 10:
+			v := kbin.AppendInt16(nil, 0)
+			v = kbin.AppendInt32(v, int32(rng.IntN(9)+1))
+			v = kbin.AppendUvarint(v, 0)
+			e.r = Record{Key: consumerKey(recConsumerTargetHdr, g, "", false), Value: v}
+		case 11:
+			v := kbin.AppendInt16(nil, 0)
+			v = kbin.AppendCompactArrayLen(v, 0)
+			v = kbin.AppendUvarint(v, 0)
+			if rng.IntN(2) == 0 {
+				v = nil
+			}
+			e.r = Record{Key: consumerKey(recConsumerTarget, g, fmt.Sprintf("m%d", rng.IntN(2)), true), Value: v}
+		}
+		e.r.Offset = off
+		out = append(out, e)
+	}
+	return out
+}
+
+// groupSummary is what a restore leaves of a group, but for emptySince,
+// which compaction may take too (a classic group's tombstone keeps the
+// time of the record before it only in an uncompacted log).
+type groupSummary struct {
+	State                          State
+	ProtocolType, Protocol, Leader string
+	Generation                     int32
+	Members                        []string
+	Offsets                        map[topicPartition]Offset
+	Pending                        map[int64]map[topicPartition]Offset
+	ConsumerEpoch, TargetEpoch     int32
+	ConsumerRecords                map[string][]byte
+}
+
+func summarize(g *Group) groupSummary {
+	s := groupSummary{State: g.state, ProtocolType: g.protocolType, Protocol: g.protocol, Leader: g.leader,
+		Generation: g.generation, Members: slices.Clone(g.joinOrder), Offsets: maps.Clone(g.offsets), Pending: map[int64]map[topicPartition]Offset{}}
+	for p, o := range g.pendingTxn {
+		if len(o) > 0 {
+			s.Pending[p] = maps.Clone(o)
+		}
+	}
+	if len(s.Offsets) == 0 {
+		s.Offsets = nil
+	}
+	if c := g.consumer; c != nil {
+		s.ConsumerEpoch, s.TargetEpoch = c.epoch, c.targetEpoch
+		if len(c.persisted.values) > 0 {
+			s.ConsumerRecords = c.persisted.values
+		}
+	}
+	return s
+}
