@@ -41,9 +41,8 @@ type Serialized = remote.RootSerialized
 
 // RawCarrier is a message that carries bytes outside its msgpack body
 // (the record batches of a RemoteAppend, a raft message): Raw returns
-// them for sending, SetRaw hands the
-// received ones to a decoded message. The field holding them is tagged
-// `msgpack:"-"`.
+// them for sending, SetRaw hands the received ones to a decoded message.
+// The field holding them is tagged `msgpack:"-"`.
 type RawCarrier interface {
 	Raw() []byte
 	SetRaw([]byte)
