@@ -73,7 +73,7 @@ func newFamily(t *testing.T, strategy actor.SupervisorStrategy, faults *Faults) 
 	t.Helper()
 	f := &family{events: make(chan string, 1000)}
 	f.sys = NewSystem(zerolog.New(&f.logs).Level(zerolog.WarnLevel))
-	f.tree = NewTree(f.sys, faults, nil)
+	f.tree = NewTree(f.sys, faults)
 	childProps := func() *actor.Props {
 		return actor.PropsFromProducer(func() actor.Actor {
 			return &probe{inc: f.incs.Add(1), events: f.events}

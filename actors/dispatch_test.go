@@ -121,7 +121,7 @@ func TestDispatcherShrinksUnderATrickle(t *testing.T) {
 // messages in order.
 func TestTreeActorsRunOnTheDispatcher(t *testing.T) {
 	sys := actor.NewActorSystem()
-	tree := NewTree(sys, nil, nil)
+	tree := NewTree(sys, nil)
 	defer tree.Close()
 	got := make(chan int, 1000)
 	pid, err := tree.SpawnNamed(actor.PropsFromFunc(func(c actor.Context) {

@@ -31,6 +31,16 @@
 // logged when its link fails and when it works again, not at every retry
 // protoactor makes (links.go).
 //
+// Every message to another node, whoever sends it (an actor, the root
+// context, a future), passes peers.go on its way out: the process that a
+// PID on another node resolves to encodes it at once, refuses a frame over
+// MaxRemoteMessage (logged once per message type), and drops it when the
+// peer's queue holds PeerQueueBytes already (a slow or paused peer), since
+// every protocol on remoting retries what it loses; the link faults of
+// Links (cut, drop, delay) apply there too, and a cut is enforced again on
+// the gRPC stream to the peer, which every message to it crosses.
+// Drops counts what was not sent, by reason.
+//
 // # Supervision
 //
 // NewBackoffStrategy is the one-for-one strategy Skein's supervisors use:

@@ -25,7 +25,8 @@ const (
 )
 
 // Frame carries one registered message: its stable type id, its msgpack
-// body, and bytes that travel outside msgpack (record batches).
+// body, and bytes that travel outside msgpack (record batches, raft
+// messages).
 type Frame struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	TypeId        uint32                 `protobuf:"varint,1,opt,name=type_id,json=typeId,proto3" json:"type_id,omitempty"`

@@ -6,8 +6,6 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
-
-	"github.com/asynkron/protoactor-go/actor"
 )
 
 // protoactor's remote logs every failed attempt to reach a peer, two
@@ -87,11 +85,13 @@ func (l linkLog) WithGroup(name string) slog.Handler {
 }
 
 // Links are the network faults injected between this node and others,
-// by the peer's remoting address: a message that an actor of the tree
-// sends to a PID there is dropped (the link is cut, or at a rate) or
-// delayed, and so are replication's fetches to the peer and answers to it
-// (Draw). Set on both nodes, a fault cuts or slows both directions.
-// Messages sent from outside any actor (the root context) pass.
+// by the peer's remoting address. A message to a PID there, whoever sends
+// it (an actor, the root context, a future), is dropped (the link is cut,
+// or at a rate) or delayed (peers.go), and so are replication's fetches
+// to the peer and answers to it (Draw). A cut also drops whatever else
+// this node's connection to the peer carries, protoactor's own messages
+// included. A fault is on what this node sends: set on both nodes, it
+// cuts or slows both directions.
 //
 // Delayed messages keep their order, as on the one connection remoting
 // keeps to a peer: a link's messages wait in one queue, each until its
@@ -190,24 +190,6 @@ func (l *Links) state(addr string) *linkState {
 	return l.faults[addr]
 }
 
-// Middleware is the sender middleware that applies the faults.
-func (l *Links) Middleware(next actor.SenderFunc) actor.SenderFunc {
-	return func(ctx actor.SenderContext, target *actor.PID, env *actor.MessageEnvelope) {
-		st := l.state(target.GetAddress())
-		if st == nil {
-			next(ctx, target, env)
-			return
-		}
-		switch drop, d := st.fault.draw(); {
-		case drop:
-		case d > 0:
-			st.line.push(time.Now().Add(d), func() { next(ctx, target, env) })
-		default:
-			next(ctx, target, env)
-		}
-	}
-}
-
 // Draw decides what happens to one message to the peer at addr: dropped,
 // or delivered after delay. Replication's fetches, which go over a Kafka
 // connection of their own rather than remoting, ask it before each
@@ -272,4 +254,10 @@ func (d *delayLine) run() {
 		}
 		m.deliver()
 	}
+}
+
+// cut reports whether the link to addr is cut.
+func (l *Links) cut(addr string) bool {
+	st := l.state(addr)
+	return st != nil && st.fault.Cut
 }

@@ -51,8 +51,11 @@ func TestLinkFailuresLoggedOnce(t *testing.T) {
 // with a lifetime goes by itself.
 func TestLinkFaults(t *testing.T) {
 	l := NewLinks()
+	p := newPeers(l, slog.New(slog.DiscardHandler))
 	delivered := make(chan any, 100)
-	mw := l.Middleware(func(_ actor.SenderContext, _ *actor.PID, env *actor.MessageEnvelope) { delivered <- env.Message })
+	mw := func(_ any, target *actor.PID, env *actor.MessageEnvelope) {
+		p.fault(target.Address, func() { delivered <- env.Message })
+	}
 	slow, cut, other := &actor.PID{Address: "slow:1"}, &actor.PID{Address: "cut:1"}, &actor.PID{Address: "other:1"}
 	l.Set(slow.Address, LinkFault{Delay: 5 * time.Millisecond, Jitter: 20 * time.Millisecond})
 	l.Set(cut.Address, LinkFault{Cut: true})

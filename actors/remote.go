@@ -40,9 +40,9 @@ import (
 type Serialized = remote.RootSerialized
 
 // RawCarrier is a message that carries bytes outside its msgpack body
-// (record batches): Raw returns them for sending, SetRaw hands the
-// received ones to a decoded message. The field holding them is tagged
-// `msgpack:"-"`.
+// (the record batches of a RemoteAppend, a raft message): Raw returns
+// them for sending, SetRaw hands the received ones to a decoded message.
+// The field holding them is tagged `msgpack:"-"`.
 type RawCarrier interface {
 	Raw() []byte
 	SetRaw([]byte)
@@ -137,12 +137,10 @@ func Encode(m any) (Serialized, error) {
 	}
 	wire.RLock()
 	id, ok := wire.byType[t.Elem()]
-	counts := wire.counts[id]
 	wire.RUnlock()
 	if !ok {
 		return nil, fmt.Errorf("%w: %T", ErrNotRegistered, m)
 	}
-	counts.sent.Add(1)
 	body, err := msgpack.Marshal(m)
 	if err != nil {
 		return nil, fmt.Errorf("actors: encoding %T: %w", m, err)
@@ -152,6 +150,26 @@ func Encode(m any) (Serialized, error) {
 		f.Raw = rc.Raw()
 	}
 	return f, nil
+}
+
+// countSent counts a frame of type id that left for a peer.
+func countSent(id uint32) {
+	wire.RLock()
+	c := wire.counts[id]
+	wire.RUnlock()
+	if c != nil {
+		c.sent.Add(1)
+	}
+}
+
+// typeName names a registered type id, for logs.
+func typeName(id uint32) string {
+	wire.RLock()
+	defer wire.RUnlock()
+	if t, ok := wire.byID[id]; ok {
+		return t.Name()
+	}
+	return strconv.FormatUint(uint64(id), 10)
 }
 
 // Deserialize returns the frame's message, or an *Unknown; never an
@@ -179,10 +197,15 @@ func (f *Frame) Deserialize() (remote.RootSerializable, error) {
 
 // Remoting limits. A gRPC message holds one writer batch of frames, so
 // the receive limit must exceed RemoteBatch × MaxRemoteMessage, or the
-// stream dies and every message on it is lost (protoactor.md §4.5).
+// stream dies and every message on it is lost (protoactor.md §4.5). A
+// frame over MaxRemoteMessage is refused on send (peers.go), so no batch
+// can exceed it.
 const (
-	RemoteBatch      = 64
-	MaxRemoteMessage = 2 << 20 // bytes of one frame: a capped fetch answer and its framing
+	RemoteBatch = 64
+	// MaxRemoteMessage bounds a frame's msgpack body and raw bytes
+	// together. The largest messages are cut to half of it: a chunk of a
+	// raft snapshot, an observer's batch of entries or snapshot chunk.
+	MaxRemoteMessage = 2 << 20
 	maxRecvMsgSize   = RemoteBatch*MaxRemoteMessage + 1<<20
 )
 
@@ -193,19 +216,35 @@ type RemoteConfig struct {
 	// Advertise is the address other nodes reach this one at, which goes
 	// into this node's PIDs; empty means the bound address.
 	Advertise string
+	// Links are the faults injected on the links to other nodes; nil
+	// for none.
+	Links *Links
 }
+
+// Remote is a node's running remoting.
+type Remote struct {
+	*remote.Remote
+	peers *peers
+}
+
+// QueuedBytes returns the bytes of frames queued for each peer, by its
+// address.
+func (r *Remote) QueuedBytes() map[string]int64 { return r.peers.QueuedBytes() }
 
 // StartRemote binds cfg.Listen and starts protoactor remoting on sys with
 // Skein's settings: writer batches of RemoteBatch, gRPC limits above a
 // batch of the largest frames on both the server and the dialing side,
 // and keepalives (which only clean up dead connections: a node's liveness
-// is the controller's heartbeat, not remoting's endpoint events). It
-// returns the address other nodes reach it at.
+// is the controller's heartbeat, not remoting's endpoint events). Every
+// message to or from another node then passes peers (peers.go): frames
+// over MaxRemoteMessage are refused, a peer's queue is bounded, and
+// cfg.Links' faults apply whatever sent the message. It returns the
+// address other nodes reach it at.
 //
 // NB: remote.Start replaces gRPC's global logger, which races with gRPC
 // traffic already under way in the process: start every node's remoting
 // before traffic (protoactor.md §7).
-func StartRemote(sys *actor.ActorSystem, cfg RemoteConfig) (*remote.Remote, string, error) {
+func StartRemote(sys *actor.ActorSystem, cfg RemoteConfig) (*Remote, string, error) {
 	// remote.Start panics when it cannot listen; bind first to report it.
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -221,17 +260,18 @@ func StartRemote(sys *actor.ActorSystem, cfg RemoteConfig) (*remote.Remote, stri
 	if advertise == "" {
 		advertise = net.JoinHostPort(bound.IP.String(), strconv.Itoa(bound.Port))
 	}
+	p := newPeers(cfg.Links, sys.Logger())
 	rcfg := remote.Configure(host, bound.Port,
 		remote.WithAdvertisedHost(advertise),
 		remote.WithEndpointWriterBatchSize(RemoteBatch),
-		// The writer's queue is unbounded; this is only its first
-		// allocation (the default preallocates 16 MB per peer).
+		// The writer's queue is unbounded (peers bounds what enters it);
+		// this is only its first allocation (the default preallocates
+		// 16 MB per peer).
 		remote.WithEndpointWriterQueueSize(1024),
 		remote.WithEndpointManagerQueueSize(1024),
 		// Received messages are read into pooled buffers: protobuf copies
 		// what it keeps (the Frame's bytes) as it decodes, and a buffer per
-		// message made half of remoting's allocations, replica fetch
-		// answers of up to 10 MiB among them.
+		// message made half of remoting's allocations.
 		remote.WithServerOptions(
 			grpc.RecvBufferPool(grpc.NewSharedBufferPool()),
 			grpc.MaxRecvMsgSize(maxRecvMsgSize),
@@ -244,13 +284,30 @@ func StartRemote(sys *actor.ActorSystem, cfg RemoteConfig) (*remote.Remote, stri
 			grpc.WithRecvBufferPool(grpc.NewSharedBufferPool()),
 			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRecvMsgSize)),
 			grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 10 * time.Second, Timeout: 5 * time.Second, PermitWithoutStream: true}),
+			grpc.WithStreamInterceptor(p.clientStream),
 		),
 	)
+	// A PID on another node resolves, once, to peers' process around the
+	// one remote.Start's resolver (registered after this one) makes.
+	n := len(sys.ProcessRegistry.RemoteHandlers)
+	sys.ProcessRegistry.RegisterAddressResolver(p.resolver(func(pid *actor.PID) (actor.Process, bool) {
+		for _, h := range sys.ProcessRegistry.RemoteHandlers[n+1:] {
+			if proc, ok := h(pid); ok {
+				return proc, true
+			}
+		}
+		return nil, false
+	}))
+	sys.EventStream.Subscribe(func(evt any) {
+		if e, ok := evt.(*remote.EndpointTerminatedEvent); ok {
+			p.terminated(e.Address)
+		}
+	})
 	r := remote.NewRemote(sys, rcfg)
 	if err := startRemote(r); err != nil {
 		return nil, "", err
 	}
-	return r, advertise, nil
+	return &Remote{Remote: r, peers: p}, advertise, nil
 }
 
 // startRemote runs r.Start, which panics if the port was taken between

@@ -37,6 +37,7 @@ type testPong struct {
 	Node        int32  `msgpack:"node"`
 	Incarnation uint64 `msgpack:"inc"`
 	Unknown     string `msgpack:"unknown"`
+	Count       int    `msgpack:"count"` // pings the echo has received
 }
 
 func (m *testPong) Serialize() (Serialized, error) { return Encode(m) }
@@ -71,10 +72,12 @@ func runPeer() {
 		fmt.Println("error:", err)
 		os.Exit(1)
 	}
+	pings := 0
 	pid, err := sys.Root.SpawnNamed(actor.PropsFromFunc(func(c actor.Context) {
 		switch m := c.Message().(type) {
 		case *testPing:
-			c.Respond(&testPong{Seq: m.Seq, Size: len(m.Data), Node: m.Node, Incarnation: m.Incarnation, Sum: sum(m.Data)})
+			pings++
+			c.Respond(&testPong{Seq: m.Seq, Size: len(m.Data), Node: m.Node, Incarnation: m.Incarnation, Sum: sum(m.Data), Count: pings})
 		case *Unknown:
 			c.Respond(&testPong{Seq: -1, Unknown: fmt.Sprintf("%d: %s", m.TypeID, m.Reason)})
 		}
@@ -98,6 +101,14 @@ func sum(b []byte) uint64 {
 
 // startPeer runs the peer process and returns its echo actor's PID.
 func startPeer(t testing.TB) *actor.PID {
+	t.Helper()
+	pid, _ := startPeerProcess(t)
+	return pid
+}
+
+// startPeerProcess runs the peer process and returns its echo actor's
+// PID and the process.
+func startPeerProcess(t testing.TB) (*actor.PID, *os.Process) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), peerEnv+"=1")
@@ -125,16 +136,18 @@ func startPeer(t testing.TB) *actor.PID {
 	if _, err := fmt.Sscan(line, &addr, &id); err != nil {
 		t.Fatalf("peer said %q", line)
 	}
-	return actor.NewPID(addr, id)
+	return actor.NewPID(addr, id), cmd.Process
 }
 
 // local is this process's one actor system with remoting, shared by the
 // tests: a Remote's goroutines outlive its Shutdown, and a second Start
 // would race with them.
 var local struct {
-	once sync.Once
-	sys  *actor.ActorSystem
-	err  error
+	once   sync.Once
+	sys    *actor.ActorSystem
+	remote *Remote
+	links  *Links
+	err    error
 }
 
 // callers numbers the callers, whose names must differ: a stopped one's
@@ -146,8 +159,8 @@ var callers atomic.Int64
 func startLocal(t testing.TB, target *actor.PID) (*actor.ActorSystem, *actor.PID, <-chan *testPong) {
 	t.Helper()
 	local.once.Do(func() {
-		local.sys = NewSystem(zerolog.Nop())
-		_, _, local.err = StartRemote(local.sys, RemoteConfig{Listen: "127.0.0.1:0"})
+		local.sys, local.links = NewSystem(zerolog.Nop()), NewLinks()
+		local.remote, _, local.err = StartRemote(local.sys, RemoteConfig{Listen: "127.0.0.1:0", Links: local.links})
 	})
 	if local.err != nil {
 		t.Fatal(local.err)
@@ -213,13 +226,17 @@ func TestRemoteUnknownFrames(t *testing.T) {
 
 // TestRemoteLargeBatch: a burst of frames near the size limit arrives
 // whole. gRPC's default 4 MiB receive limit would drop the stream, and
-// every message on it, at the first batch holding three of them.
+// every message on it, at the first batch holding three of them. Frames
+// over the limit between them are refused, and are not sent.
 func TestRemoteLargeBatch(t *testing.T) {
 	sys, caller, got := startLocal(t, startPeer(t))
 	const n = 12
 	data := bytes.Repeat([]byte{0xab}, MaxRemoteMessage-4096)
 	for i := range n {
 		sys.Root.Send(caller, &testPing{Seq: i, Data: data})
+		// A frame over the limit is refused on send; what follows it
+		// still goes.
+		sys.Root.Send(caller, &testPing{Seq: -2, Data: make([]byte, MaxRemoteMessage+1)})
 	}
 	for i := range n {
 		if p := receive(t, got); p.Seq != i || p.Size != len(data) || p.Sum != sum(data) {

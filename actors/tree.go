@@ -80,7 +80,6 @@ type Roled interface {
 type Tree struct {
 	sys        *actor.ActorSystem
 	faults     *Faults
-	links      *Links
 	sub        *eventstream.Subscription
 	dispatcher *Dispatcher
 
@@ -95,13 +94,12 @@ type Tree struct {
 	mailbox  *prometheus.Desc
 }
 
-// NewTree returns a Tree for sys that installs faults' middleware and
-// links' (either may be nil). Close it when the system stops.
-func NewTree(sys *actor.ActorSystem, faults *Faults, links *Links) *Tree {
+// NewTree returns a Tree for sys that installs faults' middleware (nil
+// for none). Close it when the system stops.
+func NewTree(sys *actor.ActorSystem, faults *Faults) *Tree {
 	t := &Tree{
 		sys:    sys,
 		faults: faults,
-		links:  links,
 		byID:   map[string]*actorStats{},
 		// protoactor's default throughput; 128 goroutines kept cover the
 		// partitions a node writes at once, and cost a few MiB of stacks.
@@ -165,9 +163,6 @@ func (t *Tree) spawn(next actor.SpawnFunc) actor.SpawnFunc {
 		)
 		if t.faults != nil {
 			cp.Configure(actor.WithReceiverMiddleware(t.faults.Middleware))
-		}
-		if t.links != nil {
-			cp.Configure(actor.WithSenderMiddleware(t.links.Middleware))
 		}
 		t.mu.Lock()
 		prev := t.byID[id]

@@ -43,7 +43,7 @@ func BenchmarkMessages(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				tree := NewTree(sys, faults, nil)
+				tree := NewTree(sys, faults)
 				defer tree.Close()
 				pid, err = tree.SpawnNamed(props, "sink")
 			} else {

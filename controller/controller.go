@@ -146,6 +146,17 @@ type Controller struct {
 	observers map[int32]*observed
 	// foreign are the voters heard from with another cluster id, and it.
 	foreign map[int32]string
+	// chunkSeq numbers the raft messages sent in parts; assembling are
+	// those being received, by sender (chunks.go).
+	chunkSeq   uint64
+	assembling map[int32]*assembly
+	// served is the snapshot a voter last encoded for observers, and
+	// pulling what an observer receives in pieces (observer.go).
+	served struct {
+		index uint64
+		bytes []byte
+	}
+	pulling pulling
 	// heartbeatsSent and heartbeatsReceived count for Status.
 	heartbeatsSent, heartbeatsReceived uint64
 	// At the leader, when each voter was last heard from and last
@@ -301,8 +312,12 @@ func (c *Controller) Receive(ctx actor.Context) {
 		if c.m == nil || !c.sameCluster(m) {
 			return
 		}
+		data, whole := c.assemble(m)
+		if !whole {
+			return
+		}
 		msg := &pb.Message{}
-		if err := proto.Unmarshal(m.Data, msg); err != nil || msg.GetFrom() != raftID(m.Origin.Node) {
+		if err := proto.Unmarshal(data, msg); err != nil || msg.GetFrom() != raftID(m.Origin.Node) {
 			c.cfg.Logger.Warn().Err(err).Int32("from", m.Origin.Node).Msg("controller: dropping a raft message that does not decode or names another sender")
 			return
 		}
@@ -356,7 +371,8 @@ func (c *Controller) start() error {
 	c.answered, c.applied = nil, 0
 	c.outbox, c.proposed, c.heard = map[RequestID]*pending{}, map[RequestID]bool{}, map[int32]time.Time{}
 	c.peerHeard, c.peerCaughtUp = map[int32]time.Time{}, map[int32]time.Time{}
-	c.foreign = map[int32]string{}
+	c.foreign, c.assembling = map[int32]string{}, map[int32]*assembly{}
+	c.pulling, c.served.index, c.served.bytes = pulling{}, 0, nil
 	c.observers = map[int32]*observed{}
 	c.leader, c.term, c.caughtUp = 0, 0, false
 	c.gen = nextGen()
@@ -695,7 +711,9 @@ func (c *Controller) send(msg *pb.Message) {
 		c.cfg.Logger.Error().Err(err).Msg("controller: encode a raft message")
 		return
 	}
-	c.self.Send(to, &RaftMessage{Origin: actors.Origin{Node: c.cfg.NodeID, Incarnation: c.cfg.Incarnation}, Cluster: c.committed.ClusterID, Data: b})
+	for _, rm := range c.raftMessages(b) {
+		c.self.Send(to, rm)
+	}
 	c.m.sent(msg)
 }
 

@@ -4,7 +4,9 @@
 // controller.quorum.voters (this node alone when that is empty), driven
 // by the actor. Raft's entries, hard state and snapshots live in the
 // node's metadata log directory (logDisk, disk.go); its messages travel
-// to the other voters' controllers over remoting (RaftMessage).
+// to the other voters' controllers over remoting (RaftMessage), a message
+// over 1 MiB (a snapshot, a big command's entry) in parts (chunks.go), so
+// that none exceeds a remoting frame.
 //
 // The raft leader is the active controller. It decides each command
 // (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
@@ -37,7 +39,8 @@
 // the ISR (AlterPartition).
 //
 // A broker-only node's Controller is an observer (observer.go): no raft
-// member, it fetches committed entries from the voters and applies them.
+// member, it fetches committed entries from the voters and applies them,
+// and pulls a snapshot or an entry over 1 MiB piece by piece.
 //
 // On a restart the member reloads its snapshot and entries and the image
 // is rebuilt as raft hands the committed entries back. A metadata log

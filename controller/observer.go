@@ -25,22 +25,31 @@ func init() {
 }
 
 // MetadataFetch asks a voter for the committed entries after After.
+// An observer pulling something in pieces (a snapshot of SnapIndex, or
+// with SnapIndex 0 the entry After+1) says how many bytes of it it has.
 type MetadataFetch struct {
-	Origin actors.Origin `msgpack:"origin"`
-	After  uint64        `msgpack:"after"`
+	Origin    actors.Origin `msgpack:"origin"`
+	After     uint64        `msgpack:"after"`
+	SnapIndex uint64        `msgpack:"snap,omitempty"`
+	Have      int           `msgpack:"have,omitempty"`
 }
 
 func (m *MetadataFetch) Serialize() (actors.Serialized, error) { return actors.Encode(m) }
 
 // MetadataEntries answers MetadataFetch: the voter's snapshot when the
-// entries after After are compacted away, then committed entries, at
+// entries after After are compacted away, or else committed entries, at
 // most maxFetchBytes of them, and whom the voter takes for the active
-// controller.
+// controller. A snapshot or an entry over chunkBytes comes in pieces, one
+// an answer: Size is its whole size and Offset where this piece starts;
+// the observer asks for the next piece (chunks.go).
 type MetadataEntries struct {
-	Leader   int32          `msgpack:"leader"`
-	Term     uint64         `msgpack:"term"`
-	Snapshot []byte         `msgpack:"snap"` // a pb.Snapshot, or nil
-	Entries  []FetchedEntry `msgpack:"entries"`
+	Leader    int32          `msgpack:"leader"`
+	Term      uint64         `msgpack:"term"`
+	Snapshot  []byte         `msgpack:"snap"` // a pb.Snapshot or a piece of it, or nil
+	SnapIndex uint64         `msgpack:"snapidx,omitempty"`
+	Entries   []FetchedEntry `msgpack:"entries"`
+	Offset    int            `msgpack:"off,omitempty"`
+	Size      int            `msgpack:"size,omitempty"`
 }
 
 func (m *MetadataEntries) Serialize() (actors.Serialized, error) { return actors.Encode(m) }
@@ -63,27 +72,75 @@ const fetchTimeout = time.Second
 func (c *Controller) serveFetch(m *MetadataFetch) *MetadataEntries {
 	ans := &MetadataEntries{Leader: c.status.Leader, Term: c.status.Term}
 	from := m.After
-	if first, _ := c.m.mem.FirstIndex(); from+1 < first {
-		snap, err := c.m.mem.Snapshot()
+	if first, _ := c.m.mem.FirstIndex(); from+1 < first || m.SnapIndex != 0 {
+		b, idx, err := c.snapshotBytes(m.SnapIndex)
 		if err != nil {
 			return ans
 		}
-		if ans.Snapshot, err = proto.Marshal(snap); err != nil {
-			return &MetadataEntries{Leader: c.status.Leader, Term: c.status.Term}
+		if idx > from {
+			have := 0
+			if m.SnapIndex == idx && m.Have < len(b) {
+				have = m.Have
+			}
+			ans.Snapshot, ans.SnapIndex = piece(b, have, &ans.Offset, &ans.Size), idx
+			return ans // entries after it in the next answers
 		}
-		from = snap.GetMetadata().GetIndex()
 	}
 	if from >= c.applied {
 		return ans
 	}
 	entries, err := c.m.mem.Entries(from+1, c.applied+1, maxFetchBytes)
-	if err != nil {
-		return &MetadataEntries{Leader: c.status.Leader, Term: c.status.Term}
+	if err != nil || len(entries) == 0 {
+		return ans
+	}
+	if e := entries[0]; len(e.GetData()) > chunkBytes {
+		have := 0
+		if m.SnapIndex == 0 && m.Have < len(e.GetData()) {
+			have = m.Have
+		}
+		ans.Entries = []FetchedEntry{{Index: e.GetIndex(), Data: piece(e.GetData(), have, &ans.Offset, &ans.Size)}}
+		return ans
 	}
 	for _, e := range entries {
+		if len(e.GetData()) > chunkBytes {
+			break // in pieces, in answers of its own
+		}
 		ans.Entries = append(ans.Entries, FetchedEntry{Index: e.GetIndex(), Data: e.GetData()})
 	}
 	return ans
+}
+
+// piece returns b whole if it fits a chunk, or else its chunk from have,
+// setting offset and size.
+func piece(b []byte, have int, offset, size *int) []byte {
+	if len(b) <= chunkBytes {
+		return b
+	}
+	*offset, *size = have, len(b)
+	return b[have:min(len(b), have+chunkBytes)]
+}
+
+// snapshotBytes returns the encoding of this voter's snapshot and its
+// index: the one an observer is pulling (pulling, the index it names) as
+// long as this voter keeps its encoding, so that a newer snapshot does not
+// start its pull over; else the newest.
+func (c *Controller) snapshotBytes(pulling uint64) ([]byte, uint64, error) {
+	if pulling != 0 && pulling == c.served.index {
+		return c.served.bytes, c.served.index, nil
+	}
+	snap, err := c.m.mem.Snapshot()
+	if err != nil {
+		return nil, 0, err
+	}
+	idx := snap.GetMetadata().GetIndex()
+	if c.served.index != idx || c.served.bytes == nil {
+		b, err := proto.Marshal(snap)
+		if err != nil {
+			return nil, 0, err
+		}
+		c.served.index, c.served.bytes = idx, b
+	}
+	return c.served.bytes, idx, nil
 }
 
 // fetch asks a voter for the entries after the last applied, unless a
@@ -105,7 +162,8 @@ func (c *Controller) fetch() {
 		to = c.cfg.Peers[ids[c.fetchTurn%len(ids)]]
 	}
 	c.fetching, c.fetchSent = true, now
-	c.self.Request(to, &MetadataFetch{Origin: actors.Origin{Node: c.cfg.NodeID, Incarnation: c.cfg.Incarnation}, After: c.applied})
+	c.self.Request(to, &MetadataFetch{Origin: actors.Origin{Node: c.cfg.NodeID, Incarnation: c.cfg.Incarnation},
+		After: c.applied, SnapIndex: c.pulling.snapIndex, Have: len(c.pulling.data)})
 }
 
 // fetched applies what a voter sent, and fetches again at once if it
@@ -114,14 +172,24 @@ func (c *Controller) fetched(m *MetadataEntries) {
 	if c.m != nil {
 		return
 	}
+	snapshot, entries, dup := m.Snapshot, m.Entries, false
+	if m.Size > 0 {
+		if snapshot, entries, dup = c.pull(m); dup {
+			return // the fetch for the next piece is under way
+		}
+	}
 	c.fetching = false
 	if m.Leader >= 0 && (raftID(m.Leader) != c.leader || m.Term != c.term) {
 		c.leader, c.term = raftID(m.Leader), m.Term
 		c.redispatch()
 	}
-	if m.Snapshot != nil {
+	if m.Size > 0 && snapshot == nil && entries == nil {
+		c.fetch() // the next piece
+		return
+	}
+	if snapshot != nil {
 		snap := &pb.Snapshot{}
-		if err := proto.Unmarshal(m.Snapshot, snap); err == nil && snap.GetMetadata().GetIndex() > c.applied {
+		if err := proto.Unmarshal(snapshot, snap); err == nil && snap.GetMetadata().GetIndex() > c.applied {
 			if err := c.restore(snap); err != nil {
 				c.cfg.Logger.Error().Err(err).Msg("controller: a fetched metadata snapshot does not apply")
 				return
@@ -129,7 +197,7 @@ func (c *Controller) fetched(m *MetadataEntries) {
 		}
 	}
 	var answers []answer
-	for _, fe := range m.Entries {
+	for _, fe := range entries {
 		if fe.Index != c.applied+1 {
 			continue // already applied, or after a gap: the next fetch fills it
 		}
@@ -139,9 +207,54 @@ func (c *Controller) fetched(m *MetadataEntries) {
 		}
 	}
 	c.appliedEntries(answers)
-	if len(m.Entries) > 0 || m.Snapshot != nil {
+	if len(entries) > 0 || snapshot != nil {
 		c.fetch()
 	}
+}
+
+// pulling is a snapshot (snapIndex) or an entry (snapIndex 0, the entry
+// after the last applied) an observer receives in pieces.
+type pulling struct {
+	snapIndex uint64
+	data      []byte
+}
+
+// pull adds a piece to what is being pulled, and returns the snapshot or
+// the entry once it is whole. A piece already received (the answer to a
+// fetch sent again) is a duplicate: dup, and nothing is asked for it. A
+// piece that is not the next (the voter took a newer snapshot) starts
+// over if it is a first piece, and otherwise the pull starts over.
+func (c *Controller) pull(m *MetadataEntries) (snapshot []byte, entries []FetchedEntry, dup bool) {
+	same := c.pulling.data != nil && m.SnapIndex == c.pulling.snapIndex
+	switch {
+	case same && m.Offset < len(c.pulling.data):
+		return nil, nil, true
+	case same && m.Offset == len(c.pulling.data):
+	case m.Offset == 0:
+		c.pulling = pulling{snapIndex: m.SnapIndex, data: make([]byte, 0, m.Size)}
+	default:
+		c.pulling = pulling{}
+		return nil, nil, false
+	}
+	var p []byte
+	if m.SnapIndex != 0 {
+		p = m.Snapshot
+	} else if len(m.Entries) == 1 && m.Entries[0].Index == c.applied+1 {
+		p = m.Entries[0].Data
+	} else {
+		c.pulling = pulling{}
+		return nil, nil, false
+	}
+	c.pulling.data = append(c.pulling.data, p...)
+	if len(c.pulling.data) < m.Size {
+		return nil, nil, false
+	}
+	whole := c.pulling.data
+	c.pulling = pulling{}
+	if m.SnapIndex != 0 {
+		return whole, nil, false
+	}
+	return nil, []FetchedEntry{{Index: m.Entries[0].Index, Data: whole}}, false
 }
 
 // voterIDs returns the voters' node ids, sorted.

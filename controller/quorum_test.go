@@ -36,6 +36,8 @@ type quorum struct {
 	edit func(*Config)
 	// observers are the members that are not voters.
 	observers map[int32]bool
+	// middleware, if set, sees what the members send.
+	middleware actor.SenderMiddleware
 }
 
 func newQuorum(t *testing.T, ids ...int32) *quorum {
@@ -101,7 +103,11 @@ func (q *quorum) start(id int32) {
 	if q.edit != nil {
 		q.edit(&cfg)
 	}
-	pid, err := q.sys.Root.SpawnNamed(Props(cfg), name(id))
+	props := Props(cfg)
+	if q.middleware != nil {
+		props.Configure(actor.WithSenderMiddleware(q.middleware))
+	}
+	pid, err := q.sys.Root.SpawnNamed(props, name(id))
 	if err != nil {
 		q.t.Fatal(err)
 	}

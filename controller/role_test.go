@@ -19,7 +19,7 @@ import (
 func TestActorRole(t *testing.T) {
 	sys := actors.NewSystem(zerolog.Nop())
 	defer sys.Shutdown()
-	tree := actors.NewTree(sys, nil, nil)
+	tree := actors.NewTree(sys, nil)
 	defer tree.Close()
 	pid, err := tree.SpawnNamed(Props(Config{
 		NodeID: 1, Broker: image.Broker{ID: 1, Host: "127.0.0.1", Port: 9092},

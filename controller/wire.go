@@ -18,14 +18,20 @@ func init() {
 }
 
 // RaftMessage is one raft message from the controller of Origin: the
-// raftpb.Message's protobuf encoding rides in the frame's raw bytes.
+// raftpb.Message's protobuf encoding rides in the frame's raw bytes, or
+// one part of it, for a message over chunkBytes (a snapshot; chunks.go).
 // Cluster is the sender's cluster id, empty before it knows one: a member
 // drops messages of another cluster, so that a node started on another
 // cluster's data directory cannot win an election with that log.
 type RaftMessage struct {
 	Origin  actors.Origin `msgpack:"origin"`
 	Cluster string        `msgpack:"cluster"`
-	Data    []byte        `msgpack:"-"`
+	// A message in Parts > 1 parts: its number among the sender's, and
+	// which part this is.
+	Seq   uint64 `msgpack:"seq,omitempty"`
+	Part  int    `msgpack:"part,omitempty"`
+	Parts int    `msgpack:"parts,omitempty"`
+	Data  []byte `msgpack:"-"`
 }
 
 func (m *RaftMessage) Serialize() (actors.Serialized, error) { return actors.Encode(m) }

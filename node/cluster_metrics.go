@@ -34,11 +34,15 @@ var (
 		"Messages this process sent to other nodes over remoting, by type.", []string{"type"}, nil)
 	framesReceivedDesc = prometheus.NewDesc("skein_remote_frames_received_total",
 		"Messages this process received from other nodes over remoting, by type (unknown: frames it could not decode).", []string{"type"}, nil)
+	remoteDroppedDesc = prometheus.NewDesc("skein_remote_dropped_total",
+		"Messages to other nodes not sent, by reason: oversize (a frame over the 2 MiB limit), queue_full (the peer's queue held its bound), fault (an injected link fault).", []string{"reason"}, nil)
+	remoteQueuedDesc = prometheus.NewDesc("skein_remote_queued_bytes",
+		"Bytes of messages queued for a peer node, by its remoting address.", []string{"peer"}, nil)
 )
 
 func (c clusterCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{quorumLeaderDesc, quorumTermDesc, quorumCommitDesc, quorumAppliedDesc,
-		heartbeatsSentDesc, heartbeatsReceivedDesc, brokersDesc, offlineDesc, underReplicatedDesc, framesSentDesc, framesReceivedDesc} {
+		heartbeatsSentDesc, heartbeatsReceivedDesc, brokersDesc, offlineDesc, underReplicatedDesc, framesSentDesc, framesReceivedDesc, remoteDroppedDesc, remoteQueuedDesc} {
 		ch <- d
 	}
 }
@@ -84,5 +88,13 @@ func (c clusterCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, f := range actors.RemoteFrames() {
 		counter(framesSentDesc, f.Sent, f.Type)
 		counter(framesReceivedDesc, f.Received, f.Type)
+	}
+	counter(remoteDroppedDesc, actors.Drops.Oversize.Load(), "oversize")
+	counter(remoteDroppedDesc, actors.Drops.QueueFull.Load(), "queue_full")
+	counter(remoteDroppedDesc, actors.Drops.Fault.Load(), "fault")
+	if c.n.remote != nil {
+		for peer, b := range c.n.remote.QueuedBytes() {
+			gauge(remoteQueuedDesc, float64(b), peer)
+		}
 	}
 }

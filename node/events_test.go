@@ -17,7 +17,7 @@ import (
 func TestEventsEndpoint(t *testing.T) {
 	sys := actors.NewSystem(zerolog.Nop())
 	defer sys.Shutdown()
-	tree := actors.NewTree(sys, nil, nil)
+	tree := actors.NewTree(sys, nil)
 	defer tree.Close()
 	for i := range 5 {
 		tree.Events().Append(actors.Event{Actor: fmt.Sprint("a", i), Type: actors.EventStarted})

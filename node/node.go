@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/asynkron/protoactor-go/remote"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -90,7 +89,7 @@ type Node struct {
 	children        atomic.Pointer[children]
 	ln              net.Listener
 	// remote is the node's remoting, nil for a one-node cluster.
-	remote *remote.Remote
+	remote *actors.Remote
 	// server serves the Kafka listener once the metadata has loaded;
 	// serverMu orders that against Stop.
 	serverMu sync.Mutex
@@ -235,7 +234,7 @@ func prepare(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 	n.trash = partition.NewTrash(n.files, cfg.DataDir, log)
 	n.image.Store(image.Empty())
 	n.sys = actors.NewSystem(log)
-	n.tree = actors.NewTree(n.sys, n.faults, n.links)
+	n.tree = actors.NewTree(n.sys, n.faults)
 	n.verifier = &txn.Verifier{System: n.sys, NodeID: cfg.NodeID, Image: n.image.Load, Timeout: verifyTimeout}
 	n.registerNodeMetrics()
 	n.peers = map[int32]*actor.PID{}
@@ -248,7 +247,7 @@ func prepare(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 	if cfg.Clustered() {
 		// Remoting starts before any traffic (actors.StartRemote), and
 		// before the tree, whose PIDs carry its address.
-		if n.remote, _, err = actors.StartRemote(n.sys, actors.RemoteConfig{Listen: cfg.ClusterListen, Advertise: cfg.ClusterAdvertise}); err != nil {
+		if n.remote, _, err = actors.StartRemote(n.sys, actors.RemoteConfig{Listen: cfg.ClusterListen, Advertise: cfg.ClusterAdvertise, Links: n.links}); err != nil {
 			ln.Close()
 			n.tree.Close()
 			n.sys.Shutdown()

@@ -1,0 +1,6 @@
+//go:build !race
+
+package controller
+
+// bigPartitions is how many partitions TestBigSnapshotsInChunks creates.
+const bigPartitions = 100_000
