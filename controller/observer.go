@@ -131,6 +131,9 @@ func (c *Controller) fetched(m *MetadataEntries) {
 		c.leaderHeard = c.cfg.Clock.Now()
 	}
 	if m.Leader >= 0 && (raftID(m.Leader) != c.leader || m.Term != c.term) {
+		if raftID(m.Leader) != c.leader {
+			c.cfg.Logger.Info().Int32("leader", m.Leader).Uint64("term", m.Term).Msg("controller: quorum leader changed")
+		}
 		c.leader, c.term = raftID(m.Leader), m.Term
 		c.redispatch()
 	}
