@@ -302,8 +302,8 @@ func (p *producer) partitionState(ctx context.Context, topic string, partition i
 //
 // NB: what is parsed is kgo's debug log of produce answers ("produced",
 // with broker and to: "t[0{retrying@-1,1(NOT_ENOUGH_REPLICAS: ...)}, ]")
-// and of failed requests ("produce request failed..."); TestProduceGivesUp
-// (tests/cluster) fails if they change.
+// and of failed requests ("produce request failed..."); TestDegradedCluster
+// (tests/cluster) and TestProduceGivesUpOnSilentBroker fail if they change.
 type batchErrors struct {
 	mu      sync.Mutex // kgo logs from its goroutines
 	errs    map[int32]string
