@@ -8,7 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"net"
 	"strings"
 	"time"
 
@@ -94,6 +94,12 @@ func (f *clientFlags) connect(ctx context.Context, opts ...kgo.Opt) (*kgo.Client
 	defer cancel()
 	if err := cl.Ping(pingCtx); err != nil {
 		cl.Close()
+		// NB: a broker that accepts and never answers ends either with
+		// the context or with kgo's read deadline (--timeout too), and
+		// then its next dial with the context: "dial tcp: i/o timeout".
+		if ne, ok := errors.AsType[net.Error](err); pingCtx.Err() != nil || ok && ne.Timeout() {
+			return nil, fmt.Errorf("no broker answered at %s within --timeout %v: %w", strings.Join(seeds, ","), f.timeout, err)
+		}
 		return nil, fmt.Errorf("no broker answered at %s: %w", strings.Join(seeds, ","), err)
 	}
 	return cl, nil
@@ -139,7 +145,7 @@ func (f *clientFlags) withAdmin(cmd *cobra.Command, fn func(ctx context.Context,
 // --timeout, that the command gave up waiting: kgo reports only the
 // context's "context deadline exceeded" or the connection's "i/o timeout".
 func (f *clientFlags) gaveUp(err error) error {
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
+	if ne, ok := errors.AsType[net.Error](err); errors.Is(err, context.DeadlineExceeded) || ok && ne.Timeout() {
 		return fmt.Errorf("gave up after %v (--timeout) waiting for the cluster's answer: %w", f.timeout, err)
 	}
 	return err

@@ -6,6 +6,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -40,7 +41,7 @@ func newClusterInfoCommand(flags *clientFlags, stdout io.Writer) *cobra.Command 
 			// One Metadata request for every topic counts them.
 			m, err := kadm.NewClient(cl).Metadata(ctx)
 			if err != nil {
-				return err
+				return flags.gaveUp(err)
 			}
 			internal := 0
 			for _, t := range m.Topics {
@@ -55,9 +56,23 @@ func newClusterInfoCommand(flags *clientFlags, stdout io.Writer) *cobra.Command 
 				err = kerr.ErrorForCode(dc.ErrorCode)
 			}
 			if err != nil {
-				return fmt.Errorf("DescribeCluster: %w", err)
+				return fmt.Errorf("DescribeCluster: %w", flags.gaveUp(err))
 			}
-			q, qerr := describeQuorum(ctx, cl)
+			// NB: kgo sends DescribeQuorum to the active controller, and
+			// fails at once when the brokers know none: then a seed broker
+			// is asked itself, and says since when it has known none.
+			noQuorum := dc.ControllerID < 0
+			var q *kmsg.DescribeQuorumResponseTopicPartition
+			var qerr error
+			if !noQuorum {
+				q, qerr = describeQuorum(ctx, cl)
+			} else {
+				for _, b := range cl.SeedBrokers() {
+					if q, qerr = describeQuorum(ctx, b); q != nil {
+						break
+					}
+				}
+			}
 			// Kafka's answers carry no incarnation or remoting address: a
 			// node's admin API has them.
 			extra := map[int32][]string{}
@@ -66,8 +81,12 @@ func newClusterInfoCommand(flags *clientFlags, stdout io.Writer) *cobra.Command 
 					return err
 				}
 			}
-			fmt.Fprintf(stdout, "CLUSTER     %s\nCONTROLLER  %d\nTOPICS      %d (%d internal)\n\n",
-				dc.ClusterID, dc.ControllerID, len(m.Topics), internal)
+			controller := strconv.Itoa(int(dc.ControllerID))
+			if noQuorum {
+				controller = "none: no quorum"
+			}
+			fmt.Fprintf(stdout, "CLUSTER     %s\nCONTROLLER  %s\nTOPICS      %d (%d internal)\n\n",
+				dc.ClusterID, controller, len(m.Topics), internal)
 			voters := map[int32]kmsg.DescribeQuorumResponseTopicPartitionReplicaState{}
 			if q != nil {
 				for _, v := range q.CurrentVoters {
@@ -75,6 +94,11 @@ func newClusterInfoCommand(flags *clientFlags, stdout io.Writer) *cobra.Command 
 				}
 			}
 			rows := [][]string{{"NODE", "ROLES", "HOST", "PORT", "RACK", "STATE"}}
+			if noQuorum {
+				// Fenced or live as the broker last knew it from an active
+				// controller: QUORUM says how long ago.
+				rows[0][5] = "LAST-KNOWN-STATE"
+			}
 			if admin != "" {
 				rows[0] = append(rows[0], "CLUSTER ADDR", "INCARNATION")
 			}
@@ -104,6 +128,17 @@ func newClusterInfoCommand(flags *clientFlags, stdout io.Writer) *cobra.Command 
 				return err
 			}
 			fmt.Fprintln(stdout)
+			if noQuorum {
+				why := "no broker of --brokers answered"
+				switch {
+				case q != nil && q.ErrorMessage != nil:
+					why = *q.ErrorMessage // since when it has known no active controller
+				case qerr != nil:
+					why = qerr.Error()
+				}
+				fmt.Fprintf(stdout, "QUORUM      none: %s\n", why)
+				return errors.New("the cluster has no quorum: no active controller, so nothing can change and the nodes' states are as the brokers last knew them")
+			}
 			if qerr != nil {
 				fmt.Fprintf(stdout, "QUORUM      unknown: %v\n", qerr)
 				return nil
@@ -162,7 +197,10 @@ func adminBrokers(ctx context.Context, admin string) (map[int32][]string, error)
 	return out, nil
 }
 
-// describeQuorum asks for the controller quorum's state.
+// describeQuorum asks for the controller quorum's state. With an error in
+// the quorum's partition, it returns the partition too (a node without an
+// active controller lists the voters' ids) and the error with the node's
+// message.
 func describeQuorum(ctx context.Context, cl kmsg.Requestor) (*kmsg.DescribeQuorumResponseTopicPartition, error) {
 	req := kmsg.NewPtrDescribeQuorumRequest()
 	t := kmsg.NewDescribeQuorumRequestTopic()
@@ -181,7 +219,11 @@ func describeQuorum(ctx context.Context, cl kmsg.Requestor) (*kmsg.DescribeQuoru
 	}
 	p := resp.Topics[0].Partitions[0]
 	if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-		return nil, err
+		var msg string
+		if p.ErrorMessage != nil {
+			msg = *p.ErrorMessage
+		}
+		return &p, kafkaError(err, msg)
 	}
 	return &p, nil
 }

@@ -254,6 +254,11 @@ func (p *producer) explain(ctx context.Context, rec *kgo.Record, err error) erro
 	if errors.Is(cause, os.ErrDeadlineExceeded) {
 		cause = fmt.Errorf("%w (no answer within --timeout %v)", cause, p.flags.timeout)
 	}
+	// NB: kgo's errProducerIDLoadFail is not exported; its message is.
+	if strings.HasPrefix(cause.Error(), "unable to initialize a producer ID") {
+		cause = fmt.Errorf("gave up waiting for a producer id (InitProducerId: with --acks all the producer is idempotent, "+
+			"and a broker with no ids left takes a block of them from the active controller): %w", cause)
+	}
 	if gaveUp {
 		return fmt.Errorf("gave up after %v (--delivery-timeout): %w", p.delivery, cause)
 	}
@@ -297,8 +302,8 @@ func (p *producer) partitionState(ctx context.Context, topic string, partition i
 //
 // NB: what is parsed is kgo's debug log of produce answers ("produced",
 // with broker and to: "t[0{retrying@-1,1(NOT_ENOUGH_REPLICAS: ...)}, ]")
-// and of failed requests ("produce request failed..."); TestProduceGivesUp
-// (tests/cluster) fails if they change.
+// and of failed requests ("produce request failed..."); TestDegradedCluster
+// (tests/cluster) and TestProduceGivesUpOnSilentBroker fail if they change.
 type batchErrors struct {
 	mu      sync.Mutex // kgo logs from its goroutines
 	errs    map[int32]string

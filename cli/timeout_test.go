@@ -131,3 +131,14 @@ func TestAdminGivesUpOnSilentBroker(t *testing.T) {
 	addr := startNodeBehind(t, 16) // ListGroups
 	fails(t, addr, 1, "skein: gave up after 1s (--timeout) waiting for the cluster's answer: ", "", "group", "list", "--timeout", "1s")
 }
+
+// TestProduceGivesUpWithoutProducerID: a broker that never answers
+// InitProducerId (one without a quorum to take ids from) ends an acks=all
+// produce after --delivery-timeout, saying what it waited for.
+func TestProduceGivesUpWithoutProducerID(t *testing.T) {
+	addr := startNodeBehind(t, 22) // InitProducerId
+	ok(t, addr, "", "topic", "create", "t", "-p", "1")
+	fails(t, addr, 1, "produce to t-0: gave up waiting for a producer id (InitProducerId: with --acks all the producer is idempotent, "+
+		"and a broker with no ids left takes a block of them from the active controller): unable to initialize a producer ID due to request failures: ",
+		"x\n", "produce", "t", "--timeout", "1s", "--delivery-timeout", "2s")
+}

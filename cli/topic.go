@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func newTopicCommand(environ []string, stdout io.Writer) *cobra.Command {
@@ -313,7 +314,10 @@ func newTopicDescribeCommand(flags *clientFlags, stdout io.Writer) *cobra.Comman
 			"replicas, offline replicas (on fenced brokers), log start offset and high\n" +
 			"watermark (the end offset consumers\n" +
 			"read to); and every config with its value and source (DYNAMIC_TOPIC_CONFIG\n" +
-			"for the topic's own, STATIC_BROKER_CONFIG or DEFAULT_CONFIG otherwise).",
+			"for the topic's own, STATIC_BROKER_CONFIG or DEFAULT_CONFIG otherwise).\n\n" +
+			"A partition whose leader does not answer (down, and not yet fenced) is shown\n" +
+			"with \"-\" offsets and the reason in ERROR; the rest is shown as usual, and the\n" +
+			"command exits 1.",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, names []string) error {
 			adm, err := flags.admin(cmd.Context())
@@ -327,7 +331,7 @@ func newTopicDescribeCommand(flags *clientFlags, stdout io.Writer) *cobra.Comman
 					fmt.Fprintln(stdout)
 				}
 				if err := describeTopic(cmd.Context(), flags, adm, name, stdout); err != nil {
-					errs = append(errs, fmt.Errorf("describe topic %s: %w", name, err))
+					errs = append(errs, fmt.Errorf("describe topic %s: %w", name, flags.gaveUp(err)))
 				}
 			}
 			return errors.Join(errs...)
@@ -335,10 +339,15 @@ func newTopicDescribeCommand(flags *clientFlags, stdout io.Writer) *cobra.Comman
 	}
 }
 
+// describeTopic prints a topic. A partition whose leader does not answer
+// ListOffsets (down, and not yet fenced) gets "-" offsets and the reason
+// in its ERROR column, the other partitions their offsets: the table is
+// printed whole, and the error returned says how many could not be read.
+// Each request is bounded by --timeout.
 func describeTopic(ctx context.Context, flags *clientFlags, adm *kadm.Client, name string, w io.Writer) error {
-	ctx, cancel := flags.requestContext(ctx)
+	rctx, cancel := flags.requestContext(ctx)
 	defer cancel()
-	topics, err := adm.ListTopics(ctx, name)
+	topics, err := adm.ListTopics(rctx, name)
 	if err != nil {
 		return err
 	}
@@ -349,15 +358,38 @@ func describeTopic(ctx context.Context, flags *clientFlags, adm *kadm.Client, na
 	if t.Err != nil {
 		return t.Err
 	}
-	starts, err := adm.ListStartOffsets(ctx, name)
+	unreached := map[int32]string{}
+	list := func(l func(context.Context, ...string) (kadm.ListedOffsets, error)) (kadm.ListedOffsets, error) {
+		rctx, cancel := flags.requestContext(ctx)
+		defer cancel()
+		listed, err := l(rctx, name)
+		if se, ok := errors.AsType[*kadm.ShardErrors](err); ok {
+			for _, e := range se.Errs {
+				req, _ := e.Req.(*kmsg.ListOffsetsRequest)
+				if req == nil {
+					return nil, err
+				}
+				for _, rt := range req.Topics {
+					for _, rp := range rt.Partitions {
+						unreached[rp.Partition] = fmt.Sprintf("broker %d did not answer ListOffsets: %v", e.Broker.NodeID, e.Err)
+					}
+				}
+			}
+			return listed, nil
+		}
+		return listed, err
+	}
+	starts, err := list(adm.ListStartOffsets)
 	if err != nil {
 		return err
 	}
-	ends, err := adm.ListEndOffsets(ctx, name)
+	ends, err := list(adm.ListEndOffsets)
 	if err != nil {
 		return err
 	}
-	configs, err := adm.DescribeTopicConfigs(ctx, name)
+	rctx, cancel = flags.requestContext(ctx)
+	defer cancel()
+	configs, err := adm.DescribeTopicConfigs(rctx, name)
 	if err != nil {
 		return err
 	}
@@ -373,11 +405,15 @@ func describeTopic(ctx context.Context, flags *clientFlags, adm *kadm.Client, na
 		name, topicID(t.ID), len(t.Partitions), t.Partitions.NumReplicas())
 	rows := [][]string{{"PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR", "OFFLINE", "LOG-START-OFFSET", "HIGH-WATERMARK", "ERROR"}}
 	for _, p := range t.Partitions.Sorted() {
+		problem := errString(p.Err)
+		if why, ok := unreached[p.Partition]; ok && problem == "" {
+			problem = why
+		}
 		rows = append(rows, []string{
 			strconv.Itoa(int(p.Partition)), strconv.Itoa(int(p.Leader)), strconv.Itoa(int(p.LeaderEpoch)),
 			int32List(p.Replicas), int32List(p.ISR), int32List(p.OfflineReplicas),
 			listedOffset(starts, name, p.Partition), listedOffset(ends, name, p.Partition),
-			errString(p.Err),
+			problem,
 		})
 	}
 	if err := printTable(w, dropEmptyLastColumn(rows)); err != nil {
@@ -396,7 +432,13 @@ func describeTopic(ctx context.Context, flags *clientFlags, adm *kadm.Client, na
 		}
 		rows = append(rows, []string{c.Key, value, c.Source.String()})
 	}
-	return printTable(w, rows)
+	if err := printTable(w, rows); err != nil {
+		return err
+	}
+	if len(unreached) > 0 {
+		return fmt.Errorf("the offsets of %d of %d partitions could not be read: their leaders did not answer (see ERROR)", len(unreached), len(t.Partitions))
+	}
+	return nil
 }
 
 // topicID prints a topic id as Kafka's tools do (Uuid.toString): URL-safe

@@ -85,7 +85,15 @@ type Status struct {
 	// HeartbeatsSent counts this node's broker heartbeats,
 	// HeartbeatsReceived those this controller took while active.
 	HeartbeatsSent, HeartbeatsReceived uint64
+	// NoLeaderSince is when this node last knew an active controller (or
+	// started), while it knows none: the image it holds is as of then
+	// (brokers fenced or live, leaders, ISRs). Zero while Leader is known.
+	NoLeaderSince time.Time
 }
+
+// NoLeaderHint is what a node without an active controller says of it,
+// in answers and logs: the commonest cause and what to check.
+const NoLeaderHint = "is a majority of controller.quorum.voters running and reachable?"
 
 // ProducerIDBlockSize is how many producer ids one AllocateProducerIDs hands out.
 const ProducerIDBlockSize = 1000
@@ -126,6 +134,9 @@ type Controller struct {
 
 	// Leadership, as of the last ready.
 	leader, term uint64
+	// leaderHeard is when an observer last fetched from a voter that
+	// named the active controller.
+	leaderHeard time.Time
 	// Active-controller state: head is committed plus every entry this
 	// leader proposed; decisions are made against it. caughtUp is set
 	// once the entries of earlier terms are applied.
@@ -623,7 +634,7 @@ func (c *Controller) expire() {
 		p := c.outbox[id]
 		switch {
 		case now.After(p.deadline):
-			c.answerLocal(id, p.cmd.failed(kerr.RequestTimedOut, "No active controller committed the request in time: is a majority of controller.quorum.voters running and reachable?"))
+			c.answerLocal(id, p.cmd.failed(kerr.RequestTimedOut, "No active controller committed the request in time: "+NoLeaderHint))
 		case c.active() && !c.proposed[id], !c.active() && now.Sub(p.sent) >= retryInterval:
 			c.dispatch(id, p)
 		}
@@ -693,6 +704,8 @@ func (c *Controller) report() {
 	}
 	if lead != 0 {
 		s.Leader = nodeID(lead)
+	} else if s.NoLeaderSince = c.status.NoLeaderSince; s.NoLeaderSince.IsZero() {
+		s.NoLeaderSince = c.cfg.Clock.Now()
 	}
 	if s != c.status && c.cfg.Quorum != nil {
 		c.cfg.Quorum(s)

@@ -42,6 +42,13 @@
 // member, it fetches committed entries from the voters and applies them,
 // and pulls a snapshot or an entry over 1 MiB piece by piece.
 //
+// Every Controller reports its Status (Config.Quorum): the active
+// controller it knows, or none, and then since when (NoLeaderSince). A
+// voter forgets the leader when raft does (check quorum, an election
+// timeout without a majority); an observer when no voter has named one for
+// observerLeaderTimeout. Without one the node has no quorum, and its image
+// is as of NoLeaderSince: the node's /readyz says so.
+//
 // On a restart the member reloads its snapshot and entries and the image
 // is rebuilt as raft hands the committed entries back. A metadata log
 // written by a Skein from before the quorum becomes its first snapshot.

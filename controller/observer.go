@@ -143,10 +143,22 @@ func (c *Controller) snapshotBytes(pulling uint64) ([]byte, uint64, error) {
 	return c.served.bytes, idx, nil
 }
 
+// observerLeaderTimeout is how long an observer goes on naming the active
+// controller it last heard of without hearing of one again: a voter
+// forgets its leader after raft's election timeout, 10 to 20 ticks.
+const observerLeaderTimeout = 3 * fetchTimeout
+
 // fetch asks a voter for the entries after the last applied, unless a
-// fetch is under way.
+// fetch is under way, and forgets the active controller when no voter
+// has named one for observerLeaderTimeout.
 func (c *Controller) fetch() {
 	now := c.cfg.Clock.Now()
+	if c.leader != 0 && now.Sub(c.leaderHeard) > observerLeaderTimeout {
+		c.leader = 0
+		c.cfg.Logger.Info().Int32("leader", -1).Uint64("term", c.term).Dur("unheard", now.Sub(c.leaderHeard)).
+			Msg("controller: quorum leader changed: no voter named one")
+		c.redispatch()
+	}
 	if c.fetching && now.Sub(c.fetchSent) < fetchTimeout {
 		return
 	}
@@ -179,7 +191,13 @@ func (c *Controller) fetched(m *MetadataEntries) {
 		}
 	}
 	c.fetching = false
+	if m.Leader >= 0 {
+		c.leaderHeard = c.cfg.Clock.Now()
+	}
 	if m.Leader >= 0 && (raftID(m.Leader) != c.leader || m.Term != c.term) {
+		if raftID(m.Leader) != c.leader {
+			c.cfg.Logger.Info().Int32("leader", m.Leader).Uint64("term", m.Term).Msg("controller: quorum leader changed")
+		}
 		c.leader, c.term = raftID(m.Leader), m.Term
 		c.redispatch()
 	}

@@ -463,6 +463,24 @@ func TestObserverFollowsTheLog(t *testing.T) {
 			t.Fatal("the observer's command is not in the voters' image")
 		}
 	}
+
+	// A second voter down: no quorum. The last voter forgets the active
+	// controller (raft's check quorum), and so does the observer, which
+	// no voter names one to any more; both say since when.
+	last := survivor
+	if l := q.leader(4); l == survivor {
+		last = 6 - old - survivor
+	}
+	q.crash(6 - old - last)
+	for _, id := range []int32{last, 4} {
+		deadline := time.Now().Add(30 * time.Second)
+		for s := q.status[id].Load(); s.Leader >= 0 || s.NoLeaderSince.IsZero(); s = q.status[id].Load() {
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d without a quorum still reports %+v", id, *s)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
 }
 
 // With racks, partitions go round the brokers rack by rack: with two racks

@@ -11,9 +11,10 @@ package node
 //	                         Go runtime and process)
 //	GET    /healthz          200 while the process is up
 //	GET    /readyz           200 once the metadata is loaded and the Kafka
-//	                         listener serves, until Stop begins, while no
-//	                         hosted partition is in the failed state; 503
-//	                         otherwise, saying why
+//	                         listener serves, until Stop begins, while the
+//	                         node knows an active controller (its metadata
+//	                         is current) and no hosted partition is in the
+//	                         failed state; 503 otherwise, saying why
 //	GET    /v1/actors        the live actor tree: {"actors": [{"name", "kind",
 //	                         "mailbox_length", "restarts", "children": [...]}]}
 //	GET    /v1/events        actor events (?since=SEQ&limit=N): {"events": [...], "next": SEQ}

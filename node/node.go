@@ -411,7 +411,8 @@ func (n *Node) Links() *actors.Links { return n.links }
 func (n *Node) Ready() bool { return n.notReady() == "" }
 
 // notReady says why the node is not ready to serve clients, or "" if it
-// is: the cluster metadata is loaded and the Kafka listener serves.
+// is: the cluster metadata is loaded and current (an active controller is
+// known: a quorum), and the Kafka listener serves.
 func (n *Node) notReady() string {
 	select {
 	case <-n.firstImage:
@@ -420,6 +421,16 @@ func (n *Node) notReady() string {
 	}
 	if !n.serving.Load() {
 		return "the Kafka listener is not serving"
+	}
+	if s := n.quorumStatus(); n.cfg.Clustered() && s.Leader < 0 {
+		// Its image is of the last moment it knew one: brokers listed
+		// live may be gone, and no change can be made.
+		since := "ever since it started"
+		if !s.NoLeaderSince.IsZero() {
+			since = fmt.Sprintf("for %v (since %s), and its metadata is as of then", time.Since(s.NoLeaderSince).Round(time.Millisecond),
+				s.NoLeaderSince.UTC().Format(time.RFC3339))
+		}
+		return "no quorum: this node has known no active controller " + since + ": " + controller.NoLeaderHint
 	}
 	return failedPartitions(n.registry)
 }

@@ -13,15 +13,22 @@ package transport
 //     is the last entry they had when they last fetched).
 //   - Any other topic or partition is UNKNOWN_TOPIC_OR_PARTITION. No
 //     known or reachable active controller is NOT_LEADER_OR_FOLLOWER
-//     (retriable), as a Kafka controller answers when it does not lead.
+//     (retriable), as a Kafka controller answers when it does not lead;
+//     from v2 its ErrorMessage says since when this node has known no
+//     active controller (its metadata is as of then) and what to check,
+//     and CurrentVoters lists the voters' ids (nothing else of theirs is
+//     known), so that a client asking this node directly can tell a
+//     cluster without quorum from one whose controller is elsewhere.
 //   - v2 lists each voter's remoting address as its CONTROLLER listener.
 //
 // Version notes: v1 (KIP-836) adds the fetch and caught-up timestamps; v2
 // (KIP-853) the directory ids (zero: Skein has one directory) and nodes.
 
 import (
+	"fmt"
 	"net"
 	"strconv"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -58,7 +65,11 @@ func (a *API) handleDescribeQuorum(_ *conn, kreq kmsg.Request) finish {
 				d = a.describeQuorum()
 			}
 			if d.Err != nil {
-				p.ErrorCode = d.Err.Code
+				p.ErrorCode, p.LeaderID = d.Err.Code, -1
+				if req.Version >= 2 {
+					p.ErrorMessage = kmsg.StringPtr(a.noQuorum())
+				}
+				p.CurrentVoters = a.voterIDs()
 				t.Partitions = append(t.Partitions, p)
 				continue
 			}
@@ -80,6 +91,33 @@ func replicaStates(vs []controller.VoterState) []kmsg.DescribeQuorumResponseTopi
 		rs := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
 		rs.ReplicaID, rs.LogEndOffset = v.ID, int64(v.LogEnd)
 		rs.LastFetchTimestamp, rs.LastCaughtUpTimestamp = v.LastFetchMs, v.LastCaughtUpMs
+		out = append(out, rs)
+	}
+	return out
+}
+
+// noQuorum says why the quorum could not be described: no active
+// controller known since when, or the known one not answering.
+func (a *API) noQuorum() string {
+	s := controller.Status{Leader: a.activeController()}
+	if a.Quorum != nil {
+		s = a.Quorum()
+	}
+	if s.Leader < 0 && !s.NoLeaderSince.IsZero() {
+		return fmt.Sprintf("node %d has known no active controller for %v (since %s), and its metadata is as of then: %s",
+			a.Node.NodeID, time.Since(s.NoLeaderSince).Round(time.Millisecond), s.NoLeaderSince.UTC().Format(time.RFC3339), controller.NoLeaderHint)
+	}
+	return fmt.Sprintf("node %d could not describe the quorum from the active controller, node %d", a.Node.NodeID, s.Leader)
+}
+
+// voterIDs lists the voters of controller.quorum.voters, with nothing
+// known of them but their ids.
+func (a *API) voterIDs() []kmsg.DescribeQuorumResponseTopicPartitionReplicaState {
+	voters, _ := a.Node.Voters()
+	out := []kmsg.DescribeQuorumResponseTopicPartitionReplicaState{}
+	for _, v := range voters {
+		rs := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
+		rs.ReplicaID, rs.LogEndOffset, rs.LastFetchTimestamp, rs.LastCaughtUpTimestamp = v.ID, -1, -1, -1
 		out = append(out, rs)
 	}
 	return out
