@@ -15,7 +15,9 @@ package transport
 // (KIP-848; every group here is "classic").
 
 import (
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -52,6 +54,7 @@ func (a *API) handleListGroups(c *conn, kreq kmsg.Request) finish {
 			}
 		}
 		resp.Groups = append(resp.Groups, idle...)
+		slices.SortFunc(resp.Groups, func(a, b kmsg.ListGroupsResponseGroup) int { return strings.Compare(a.Group, b.Group) })
 		return resp
 	}
 }
