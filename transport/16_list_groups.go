@@ -9,10 +9,10 @@ package transport
 //     leads their partition) are answered from the index of their
 //     __consumer_offsets partition (coordinator.Directory.ListIdle), which
 //     the first use since this node leads it builds by reading the
-//     partition once.
+//     partition once. Sorted by group id.
 //
 // Version notes: v3 flexible; v4 states filter (KIP-518); v5 types filter
-// (KIP-848; every group here is "classic").
+// (KIP-848: "classic" or "consumer").
 
 import (
 	"slices"
