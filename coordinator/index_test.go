@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -182,4 +183,55 @@ func summarize(g *Group) groupSummary {
 		}
 	}
 	return s
+}
+
+// The index follows the log: records below the end its build read are not
+// taken twice, an append answered with an error that may have written is
+// read from the log at the next use, one refused before writing changes
+// nothing.
+func TestIndexFollowsTheLog(t *testing.T) {
+	sys, h := hostOffsets(t)
+	o := func(n int64) Offset { return Offset{Offset: n, LeaderEpoch: -1, CommitTimestamp: 1} }
+	appendRecords(t, sys, h, OffsetRecord("a", "t", 0, o(1)))
+	x := &offsetsIndex{h: h}
+	offsetOf := func(group string) int64 {
+		t.Helper()
+		recs, err := x.load(group)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := NewGroup(group, Config{Now: time.Now})
+		for _, r := range recs {
+			_ = g.Restore(r)
+		}
+		if c, ok := g.Committed("t", 0); ok {
+			return c.Offset
+		}
+		return -1
+	}
+	if got := offsetOf("a"); got != 1 {
+		t.Fatalf("built: a at %d, want 1", got)
+	}
+	// An answer for a record the build read (offset 0): not applied again.
+	x.appended([]Record{OffsetTombstone("a", "t", 0)}, 0, false, -1, nil)
+	if got := offsetOf("a"); got != 1 {
+		t.Fatalf("a record below the build's end taken again: a at %d, want 1", got)
+	}
+	// A record in the log whose append was answered with an indefinite
+	// error: the next use reads the log again.
+	appendRecords(t, sys, h, OffsetRecord("b", "t", 0, o(2)))
+	x.appended([]Record{OffsetRecord("b", "t", 0, o(2))}, 1, false, -1, kerr.RequestTimedOut)
+	if got := offsetOf("b"); got != 2 {
+		t.Fatalf("after an indefinite error: b at %d, want 2 (from the log)", got)
+	}
+	// Refused before anything was written: nothing changes.
+	x.appended([]Record{OffsetRecord("c", "t", 0, o(3))}, -1, false, -1, kerr.NotEnoughReplicas)
+	if got := offsetOf("c"); got != -1 {
+		t.Fatalf("after a refused append: c at %d, want none", got)
+	}
+	// An answered append past the end is taken.
+	x.appended([]Record{OffsetRecord("c", "t", 0, o(4))}, 2, false, -1, nil)
+	if got := offsetOf("c"); got != 4 {
+		t.Fatalf("after an append: c at %d, want 4", got)
+	}
 }

@@ -24,23 +24,7 @@ import (
 // deleted topic, keep the rest, and a coordinator started again on the same
 // log (a restart) finds them gone.
 func TestTopicsDeletedTombstonesEveryGroup(t *testing.T) {
-	sys := actors.NewSystem(zerolog.Nop())
-	t.Cleanup(sys.Shutdown)
-	reg := partition.NewRegistry()
-	parts, err := sys.Root.SpawnNamed(partition.SupervisorProps(partition.SupervisorConfig{Registry: reg, FS: vfs.NewCrashableMem(), Logger: zerolog.Nop()},
-		actor.NewOneForOneStrategy(10, time.Minute, actor.DefaultDecider)), "partitions")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sys.Root.Send(parts, &partition.Host{Config: partition.Config{
-		Topic: OffsetsTopic, TopicID: image.TopicID{1}, Dir: partition.Dir("/data", OffsetsTopic, 0),
-		Clock: clock.Real, TopicConfig: configs.DefaultTopic(), Durability: configs.DurabilityFsync,
-		State:        partition.State{Leader: 0, Replicas: []int32{0}, ISR: []int32{0}},
-		TickInterval: time.Hour, Logger: zerolog.Nop(),
-	}})
-	done := make(chan struct{})
-	t.Cleanup(func() { close(done) })
-	h := reg.WaitReady(OffsetsTopic, 0, done)
+	sys, h := hostOffsets(t)
 
 	// "cold" committed before this coordinator started: no actor.
 	o := Offset{Offset: 7, LeaderEpoch: -1, CommitTimestamp: time.Now().UnixMilli()}
@@ -88,6 +72,29 @@ func TestTopicsDeletedTombstonesEveryGroup(t *testing.T) {
 			t.Errorf("%s: after a restart, offset on t = %d, want none", g, got)
 		}
 	}
+}
+
+// hostOffsets starts an actor system hosting __consumer_offsets
+// partition 0, led here, in memory.
+func hostOffsets(t *testing.T) (*actor.ActorSystem, *partition.Handle) {
+	t.Helper()
+	sys := actors.NewSystem(zerolog.Nop())
+	t.Cleanup(sys.Shutdown)
+	reg := partition.NewRegistry()
+	parts, err := sys.Root.SpawnNamed(partition.SupervisorProps(partition.SupervisorConfig{Registry: reg, FS: vfs.NewCrashableMem(), Logger: zerolog.Nop()},
+		actor.NewOneForOneStrategy(10, time.Minute, actor.DefaultDecider)), "partitions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys.Root.Send(parts, &partition.Host{Config: partition.Config{
+		Topic: OffsetsTopic, TopicID: image.TopicID{1}, Dir: partition.Dir("/data", OffsetsTopic, 0),
+		Clock: clock.Real, TopicConfig: configs.DefaultTopic(), Durability: configs.DurabilityFsync,
+		State:        partition.State{Leader: 0, Replicas: []int32{0}, ISR: []int32{0}},
+		TickInterval: time.Hour, Logger: zerolog.Nop(),
+	}})
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done) })
+	return sys, reg.WaitReady(OffsetsTopic, 0, done)
 }
 
 func spawnGroups(t *testing.T, sys *actor.ActorSystem, dir *Directory, name string) *actor.PID {

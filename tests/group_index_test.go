@@ -60,17 +60,7 @@ func TestGroupReloadAmongManyGroups(t *testing.T) {
 	txnCommit := func(id, group string, at int64, end *bool) {
 		t.Helper()
 		commit(group, 0, 1) // before the transaction
-		ireq := kmsg.NewPtrInitProducerIDRequest()
-		ireq.TransactionalID, ireq.TransactionTimeoutMillis = kmsg.StringPtr(id), 60000
-		pid := coordinatorRequest[*kmsg.InitProducerIDResponse](t, ctx, cl, ireq)
-		if err := kerr.ErrorForCode(pid.ErrorCode); err != nil {
-			t.Fatalf("InitProducerId: %v", err)
-		}
-		areq := kmsg.NewPtrAddOffsetsToTxnRequest()
-		areq.TransactionalID, areq.ProducerID, areq.ProducerEpoch, areq.Group = id, pid.ProducerID, pid.ProducerEpoch, group
-		if err := kerr.ErrorForCode(coordinatorRequest[*kmsg.AddOffsetsToTxnResponse](t, ctx, cl, areq).ErrorCode); err != nil {
-			t.Fatalf("AddOffsetsToTxn: %v", err)
-		}
+		pid := beginTxnOffsets(t, ctx, cl, id, group)
 		req := kmsg.NewPtrTxnOffsetCommitRequest()
 		req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch, req.Generation = id, group, pid.ProducerID, pid.ProducerEpoch, -1
 		rt := kmsg.NewTxnOffsetCommitRequestTopic()

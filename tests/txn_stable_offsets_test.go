@@ -1,12 +1,14 @@
 package tests
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -33,17 +35,7 @@ func TestRequireStableWhileTxnOffsetCommitWritten(t *testing.T) {
 		t.Fatalf("commit: %v %v", err, r.Error())
 	}
 	cl := b.client(tv1()) // TxnOffsetCommit v4: verified, not added (KIP-890 part 1)
-	ireq := kmsg.NewPtrInitProducerIDRequest()
-	ireq.TransactionalID, ireq.TransactionTimeoutMillis = kmsg.StringPtr(id), 60000
-	pid := coordinatorRequest[*kmsg.InitProducerIDResponse](t, ctx, cl, ireq)
-	if err := kerr.ErrorForCode(pid.ErrorCode); err != nil {
-		t.Fatalf("InitProducerId: %v", err)
-	}
-	areq := kmsg.NewPtrAddOffsetsToTxnRequest()
-	areq.TransactionalID, areq.ProducerID, areq.ProducerEpoch, areq.Group = id, pid.ProducerID, pid.ProducerEpoch, group
-	if err := kerr.ErrorForCode(coordinatorRequest[*kmsg.AddOffsetsToTxnResponse](t, ctx, cl, areq).ErrorCode); err != nil {
-		t.Fatalf("AddOffsetsToTxn: %v", err)
-	}
+	pid := beginTxnOffsets(t, ctx, cl, id, group)
 
 	// The commit's record waits for the verification, which the delay
 	// holds for 3 s (longer than this test needs: it asks meanwhile).
@@ -108,4 +100,22 @@ func TestRequireStableWhileTxnOffsetCommitWritten(t *testing.T) {
 		p := fetch()
 		return p.ErrorCode == 0 && p.Offset == 10
 	})
+}
+
+// beginTxnOffsets starts a transaction of transactional id id that will
+// commit offsets of group: InitProducerId, then AddOffsetsToTxn.
+func beginTxnOffsets(t *testing.T, ctx context.Context, cl *kgo.Client, id, group string) *kmsg.InitProducerIDResponse {
+	t.Helper()
+	ireq := kmsg.NewPtrInitProducerIDRequest()
+	ireq.TransactionalID, ireq.TransactionTimeoutMillis = kmsg.StringPtr(id), 60000
+	pid := coordinatorRequest[*kmsg.InitProducerIDResponse](t, ctx, cl, ireq)
+	if err := kerr.ErrorForCode(pid.ErrorCode); err != nil {
+		t.Fatalf("InitProducerId: %v", err)
+	}
+	areq := kmsg.NewPtrAddOffsetsToTxnRequest()
+	areq.TransactionalID, areq.ProducerID, areq.ProducerEpoch, areq.Group = id, pid.ProducerID, pid.ProducerEpoch, group
+	if err := kerr.ErrorForCode(coordinatorRequest[*kmsg.AddOffsetsToTxnResponse](t, ctx, cl, areq).ErrorCode); err != nil {
+		t.Fatalf("AddOffsetsToTxn: %v", err)
+	}
+	return pid
 }

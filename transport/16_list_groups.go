@@ -9,13 +9,15 @@ package transport
 //     leads their partition) are answered from the index of their
 //     __consumer_offsets partition (coordinator.Directory.ListIdle), which
 //     the first use since this node leads it builds by reading the
-//     partition once.
+//     partition once. Sorted by group id.
 //
 // Version notes: v3 flexible; v4 states filter (KIP-518); v5 types filter
-// (KIP-848; every group here is "classic").
+// (KIP-848: "classic" or "consumer").
 
 import (
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -52,6 +54,7 @@ func (a *API) handleListGroups(c *conn, kreq kmsg.Request) finish {
 			}
 		}
 		resp.Groups = append(resp.Groups, idle...)
+		slices.SortFunc(resp.Groups, func(a, b kmsg.ListGroupsResponseGroup) int { return strings.Compare(a.Group, b.Group) })
 		return resp
 	}
 }

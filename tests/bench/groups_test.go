@@ -12,7 +12,7 @@ import (
 // restart, and ListGroups lists every group. Nothing is asserted on time.
 func TestGroupsSmoke(t *testing.T) {
 	skein, _ := binaries(t)
-	c := groupsConfig{count: 50, commits: 2, restarts: 2, names: []string{"this"}, bins: map[string]string{"this": skein},
+	c := groupsConfig{count: 50, commits: 2, restarts: 2, list: true, names: []string{"this"}, bins: map[string]string{"this": skein},
 		host: "127.0.0.1", work: t.TempDir()}
 	var out bytes.Buffer
 	if err := runGroups(&out, c); err != nil {
