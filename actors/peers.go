@@ -44,6 +44,18 @@ import (
 // Back-pressure is no choice here: a sender blocked on one peer would be
 // an actor that stops serving everyone else, and the slowest node would
 // set the pace of the cluster.
+//
+// What a node receives goes into its actors' mailboxes, which take what
+// comes (protoactor's endpoint reader must not block: it would stall every
+// message from that peer). They are bounded by the protocols, not by a
+// cap: each is pull-based, so a peer has at most a window of messages out
+// to a node (raft's in-flight appends, one observer fetch, one heartbeat
+// an interval, the requests its own clients have waiting), and the
+// sender's queue bounds the rest. Replication's records do not cross
+// remoting at all: followers fetch them over the Kafka listener.
+//
+// Messages a delay fault holds (Links) wait outside the queue, in the
+// link's delay line, for as long as the fault says.
 
 // PeerQueueBytes bounds the frames queued for one peer (besides the one
 // batch its writer is sending). It holds many batches of ordinary

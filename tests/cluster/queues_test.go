@@ -12,7 +12,10 @@ import (
 // the other nodes' memory with time: what they queue for it is bounded
 // (actors.PeerQueueBytes, the rest dropped for the protocols to retry).
 // Each running node's resident memory and Go heap are sampled from its
-// /metrics over the minute.
+// /metrics over the minute. (Under this load little crosses remoting to
+// the paused node: replication is the followers' Kafka Fetches, which a
+// paused node does not send, and a build without the bound passes too; a
+// flood to a paused peer is actors' TestPausedPeerQueueBounded.)
 func TestFollowerPausedMemoryBounded(t *testing.T) {
 	c := newClusterIn(t, layout{host: func(i int) string { return fmt.Sprintf("127.0.5.1%d", i) }, flags: replicationFlags})
 	c.startAll()
