@@ -40,20 +40,7 @@ func TestChaosCutStopsTxnVerification(t *testing.T) {
 	}
 	leader := 6 - active - coordinator
 	const topic = "verified"
-	req := kmsg.NewPtrCreateTopicsRequest()
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
-	ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
-	ra.Partition, ra.Replicas = 0, []int32{int32(leader)}
-	rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, c.seeds[1])
-	if err == nil {
-		err = kerr.ErrorForCode(resp.Topics[0].ErrorCode)
-	}
-	if err != nil {
-		t.Fatalf("create %s: %v", topic, err)
-	}
+	createOn(t, ctx, c, topic, []int32{int32(leader)}, nil)
 	client := func() *kgo.Client {
 		return c.client([]int{1, 2, 3}, kgo.TransactionalID(id), kgo.DefaultProduceTopic(topic), kgo.TransactionTimeout(time.Minute))
 	}
