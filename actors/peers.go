@@ -119,9 +119,10 @@ func (p *peers) link(addr string) *peerLink {
 }
 
 // terminated starts a new count for addr's next writer. NB: it runs just
-// before protoactor's own handler of the event removes the endpoint, so a
-// message sent in between goes to the old writer, which drops it, and
-// stays counted; the window is a few instructions wide.
+// after protoactor's own handler of the event has removed the endpoint: a
+// message sent in between, to the new writer, was counted in the old
+// count, and the new one misses it. The other order would count in the
+// new count a message that the old writer drops, for ever.
 func (p *peers) terminated(addr string) {
 	p.link(addr).queue.Store(&peerQueue{})
 }
