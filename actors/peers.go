@@ -58,8 +58,10 @@ import (
 // link's delay line, for as long as the fault says.
 
 // PeerQueueBytes bounds the frames queued for one peer (besides the one
-// batch its writer is sending). It holds many batches of ordinary
-// messages and a dozen of the largest frames.
+// batch its writer is sending): sixteen of the largest frames, or the
+// chunks of a 32 MiB raft snapshot sent at once (100,000 partitions make
+// about 10 MiB). A snapshot larger than that goes whole only as fast as
+// the writer drains the queue while the chunks are queued.
 const PeerQueueBytes = 32 << 20
 
 type peers struct {
