@@ -44,10 +44,24 @@ import (
 // Back-pressure is no choice here: a sender blocked on one peer would be
 // an actor that stops serving everyone else, and the slowest node would
 // set the pace of the cluster.
+//
+// What a node receives goes into its actors' mailboxes, which take what
+// comes (protoactor's endpoint reader must not block: it would stall every
+// message from that peer). They are bounded by the protocols, not by a
+// cap: each is pull-based, so a peer has at most a window of messages out
+// to a node (raft's in-flight appends, one observer fetch, one heartbeat
+// an interval, the requests its own clients have waiting), and the
+// sender's queue bounds the rest. Replication's records do not cross
+// remoting at all: followers fetch them over the Kafka listener.
+//
+// Messages a delay fault holds (Links) wait outside the queue, in the
+// link's delay line, for as long as the fault says.
 
 // PeerQueueBytes bounds the frames queued for one peer (besides the one
-// batch its writer is sending). It holds many batches of ordinary
-// messages and a dozen of the largest frames.
+// batch its writer is sending): sixteen of the largest frames, or the
+// chunks of a 32 MiB raft snapshot sent at once (100,000 partitions make
+// about 10 MiB). A snapshot larger than that goes whole only as fast as
+// the writer drains the queue while the chunks are queued.
 const PeerQueueBytes = 32 << 20
 
 type peers struct {
@@ -55,7 +69,7 @@ type peers struct {
 	limit int64
 	log   *slog.Logger
 
-	mu     sync.Mutex
+	mu     sync.RWMutex
 	queues map[string]*peerLink
 
 	oversize sync.Map // type id → true, once its first oversize frame is logged
@@ -90,10 +104,15 @@ func newPeers(links *Links, log *slog.Logger) *peers {
 }
 
 func (p *peers) link(addr string) *peerLink {
+	p.mu.RLock()
+	l := p.queues[addr]
+	p.mu.RUnlock()
+	if l != nil {
+		return l
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	l := p.queues[addr]
-	if l == nil {
+	if l = p.queues[addr]; l == nil {
 		l = &peerLink{}
 		l.queue.Store(&peerQueue{})
 		p.queues[addr] = l
@@ -101,15 +120,19 @@ func (p *peers) link(addr string) *peerLink {
 	return l
 }
 
-// terminated starts a new count for addr's next writer.
+// terminated starts a new count for addr's next writer. NB: it runs just
+// after protoactor's own handler of the event has removed the endpoint: a
+// message sent in between, to the new writer, was counted in the old
+// count, and the new one misses it. The other order would count in the
+// new count a message that the old writer drops, for ever.
 func (p *peers) terminated(addr string) {
 	p.link(addr).queue.Store(&peerQueue{})
 }
 
 // QueuedBytes returns the bytes of frames queued for each peer.
 func (p *peers) QueuedBytes() map[string]int64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.mu.RLock()
+	defer p.mu.RUnlock()
 	out := make(map[string]int64, len(p.queues))
 	for addr, l := range p.queues {
 		out[addr] = l.queue.Load().bytes.Load()

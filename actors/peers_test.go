@@ -114,3 +114,35 @@ func TestPausedPeerQueueBounded(t *testing.T) {
 		t.Errorf("heap grew %d MiB sending %d MiB to a paused peer, over %d MiB", grew>>20, n*size>>20, limit>>20)
 	}
 }
+
+// TestQueueFullLoggedOnce: a peer's full queue is logged when drops start
+// and when its writer takes a message out, once each, with the count of
+// what was dropped; a new writer (the endpoint terminated) starts empty.
+func TestQueueFullLoggedOnce(t *testing.T) {
+	var log bytes.Buffer
+	p := newPeers(nil, slog.New(slog.NewTextHandler(&log, nil)))
+	p.limit = 3 * 1100 // three of the frames below
+	var queue []*queued
+	send := func() {
+		p.send("peer:1", &testPing{Data: make([]byte, 1000)}, func(m any) { queue = append(queue, m.(*queued)) })
+	}
+	for range 10 {
+		send()
+	}
+	if len(queue) != 3 || p.QueuedBytes()["peer:1"] > p.limit {
+		t.Fatalf("%d queued, %d bytes counted; want 3 within %d", len(queue), p.QueuedBytes()["peer:1"], p.limit)
+	}
+	queue[0].Serialize() // the writer takes one
+	send()
+	if len(queue) != 4 {
+		t.Fatalf("%d queued after the writer took one, want 4", len(queue))
+	}
+	out := log.String()
+	if strings.Count(out, "queue to a peer is full") != 1 || strings.Count(out, "drains again") != 1 || !strings.Contains(out, "dropped=7") {
+		t.Errorf("logged:\n%s", out)
+	}
+	p.terminated("peer:1")
+	if b := p.QueuedBytes()["peer:1"]; b != 0 {
+		t.Errorf("a new writer's queue starts at %d bytes", b)
+	}
+}

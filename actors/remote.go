@@ -298,15 +298,17 @@ func StartRemote(sys *actor.ActorSystem, cfg RemoteConfig) (*Remote, string, err
 		}
 		return nil, false
 	}))
+	r := remote.NewRemote(sys, rcfg)
+	if err := startRemote(r); err != nil {
+		return nil, "", err
+	}
+	// NB: after remote.Start, so that the event reaches protoactor's
+	// endpoint manager first (the stream calls subscribers in order).
 	sys.EventStream.Subscribe(func(evt any) {
 		if e, ok := evt.(*remote.EndpointTerminatedEvent); ok {
 			p.terminated(e.Address)
 		}
 	})
-	r := remote.NewRemote(sys, rcfg)
-	if err := startRemote(r); err != nil {
-		return nil, "", err
-	}
 	return &Remote{Remote: r, peers: p}, advertise, nil
 }
 

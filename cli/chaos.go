@@ -58,7 +58,7 @@ func newChaosCommand(environ []string, stdout io.Writer) *cobra.Command {
 	for _, kind := range []string{"panic", "stop", "delay", "drop"} {
 		cmd.AddCommand(newChaosActorCommand(f, stdout, kind))
 	}
-	cmd.AddCommand(newChaosLinkCommand(f, stdout, "cut", "Cut the links between two nodes: their actors' messages to each other are dropped"))
+	cmd.AddCommand(newChaosLinkCommand(f, stdout, "cut", "Cut the links between two nodes: every message between them is dropped, whatever sent it"))
 	cmd.AddCommand(newChaosLinkCommand(f, stdout, "slow", "Delay the messages between two nodes (--delay, --jitter), in order"))
 	cmd.AddCommand(newChaosLinkCommand(f, stdout, "lossy", "Drop a fraction of the messages between two nodes (--drop 20%)"))
 	cmd.AddCommand(newChaosHealCommand(f, stdout))

@@ -407,6 +407,10 @@ func (n *Node) Faults() *actors.Faults { return n.faults }
 // remoting address (node/nodetest drives them).
 func (n *Node) Links() *actors.Links { return n.links }
 
+// ActorSystem returns the node's actor system (node/nodetest sends to
+// other nodes' actors from it).
+func (n *Node) ActorSystem() *actor.ActorSystem { return n.sys }
+
 // Ready reports whether the node serves clients, as /readyz does.
 func (n *Node) Ready() bool { return n.notReady() == "" }
 

@@ -127,13 +127,6 @@ type supervisor struct {
 // load (not ready yet, or actors of the old epoch still stopping).
 type retryLoad struct{}
 
-// verified is a Verify's answer, sent on through the supervisor so that it
-// leaves through an actor's sender middleware (link faults apply).
-type verified struct {
-	to  *actor.PID
-	res *VerifyResult
-}
-
 func (s *supervisor) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *Leading:
@@ -146,8 +139,6 @@ func (s *supervisor) Receive(c actor.Context) {
 		c.Respond(s.open(c, m.ID))
 	case *Verify:
 		s.verify(c, m)
-	case *verified:
-		c.Send(m.to, m.res)
 	case *actor.Terminated:
 		if s.stopping[m.Who.Id] {
 			delete(s.stopping, m.Who.Id)
@@ -305,10 +296,12 @@ func (s *supervisor) spawn(c actor.Context, id string, h *partition.Handle, p, e
 
 // verify hands a partition leader's Verify to the id's actor.
 func (s *supervisor) verify(c actor.Context, m *Verify) {
-	to, self, root := c.Sender(), c.Self(), c.ActorSystem().Root
+	// NB: answered from the id's actor's goroutine, or this one's: a
+	// link's faults apply to any sender (actors.Links).
+	to, root := c.Sender(), c.ActorSystem().Root
 	answer := func(err *kerr.Error) {
 		if to != nil {
-			root.Send(self, &verified{to: to, res: &VerifyResult{Err: err}})
+			root.Send(to, &VerifyResult{Err: err})
 		}
 	}
 	o := s.open(c, m.TransactionalID)

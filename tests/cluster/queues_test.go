@@ -12,7 +12,10 @@ import (
 // the other nodes' memory with time: what they queue for it is bounded
 // (actors.PeerQueueBytes, the rest dropped for the protocols to retry).
 // Each running node's resident memory and Go heap are sampled from its
-// /metrics over the minute.
+// /metrics over the minute. (Under this load little crosses remoting to
+// the paused node: replication is the followers' Kafka Fetches, which a
+// paused node does not send, and a build without the bound passes too; a
+// flood to a paused peer is actors' TestPausedPeerQueueBounded.)
 func TestFollowerPausedMemoryBounded(t *testing.T) {
 	c := newClusterIn(t, layout{host: func(i int) string { return fmt.Sprintf("127.0.5.1%d", i) }, flags: replicationFlags})
 	c.startAll()
@@ -57,8 +60,9 @@ func TestFollowerPausedMemoryBounded(t *testing.T) {
 		t.Logf("node %d, RSS/heap/queued for node %d in MiB every 2 s of the pause: %s", i, paused, strings.Join(lines, " "))
 		t.Logf("node %d: RSS grew %.0f MiB, heap in use %.0f MiB at most (%.0f MiB at first); at most %.1f MiB queued for node %d",
 			i, (top.rss-first.rss)/(1<<20), top.heap/(1<<20), first.heap/(1<<20), top.queued/(1<<20), paused)
-		// Measured: RSS grew 11 MiB, the heap in use at most 8 MiB over
-		// its first sample, nothing left queued.
+		// Measured: RSS grew 10-11 MiB (40-46 MiB with the nodes built
+		// with -race), the heap in use at most 8 MiB over its first
+		// sample, nothing left queued.
 		if grew := (top.rss - first.rss) / (1 << 20); grew > 128 {
 			t.Errorf("node %d: RSS grew %.0f MiB while node %d was paused, over 128 MiB", i, grew, paused)
 		}

@@ -90,16 +90,24 @@ func TestRestartedLeaderWithTornLog(t *testing.T) {
 // leads) and min.insync.replicas 2.
 func createAssigned(t *testing.T, ctx context.Context, c *cluster, topic string, replicas []int32) {
 	t.Helper()
-	minISR := "2"
+	createOn(t, ctx, c, topic, replicas, map[string]string{"min.insync.replicas": "2"})
+}
+
+// createOn creates topic with one partition on replicas (the first leads),
+// with configs.
+func createOn(t *testing.T, ctx context.Context, c *cluster, topic string, replicas []int32, configs map[string]string) {
+	t.Helper()
 	req := kmsg.NewPtrCreateTopicsRequest()
 	rt := kmsg.NewCreateTopicsRequestTopic()
 	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
 	ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
 	ra.Partition, ra.Replicas = 0, replicas
 	rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
-	cfg := kmsg.NewCreateTopicsRequestTopicConfig()
-	cfg.Name, cfg.Value = "min.insync.replicas", &minISR
-	rt.Configs = append(rt.Configs, cfg)
+	for k, v := range configs {
+		cfg := kmsg.NewCreateTopicsRequestTopicConfig()
+		cfg.Name, cfg.Value = k, &v
+		rt.Configs = append(rt.Configs, cfg)
+	}
 	req.Topics = append(req.Topics, rt)
 	resp, err := req.RequestWith(ctx, c.seeds[1])
 	if err == nil {
