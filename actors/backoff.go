@@ -95,8 +95,8 @@ type Abandoned struct {
 // that stops or resumes a child, and of a child restarting again and again
 // its 1st, 2nd, 4th, 8th, ... failure since it was last quiet.
 //
-// Unlike protoactor's NewExponentialBackoffStrategy (linear, nanoseconds of
-// noise; see ../shared/protoactor.md §3.2) the delays really double, and
+// Unlike protoactor's NewExponentialBackoffStrategy (whose delays grow
+// linearly, with nanoseconds of noise) the delays really double, and
 // unlike NewOneForOneStrategy it never stops a child for failing often: a
 // partition or controller that gives up serves nothing, and the backoff
 // already bounds a persistent failure to one restart per Max.

@@ -29,7 +29,7 @@ import (
 //
 // which is protoactor's hook (remote.RootSerializable) for turning a
 // message into its wire form: protoactor's own serializer choice is never
-// used when sending (../shared/protoactor.md §4.3).
+// used when sending.
 //
 // A frame the receiving binary cannot turn back into a message (an id it
 // does not know, a body that does not decode) is delivered to the target
@@ -197,7 +197,7 @@ func (f *Frame) Deserialize() (remote.RootSerializable, error) {
 
 // Remoting limits. A gRPC message holds one writer batch of frames, so
 // the receive limit must exceed RemoteBatch × MaxRemoteMessage, or the
-// stream dies and every message on it is lost (protoactor.md §4.5). A
+// stream dies and every message on it is lost. A
 // frame over MaxRemoteMessage is refused on send (peers.go), so no batch
 // can exceed it.
 const (
@@ -243,7 +243,7 @@ func (r *Remote) QueuedBytes() map[string]int64 { return r.peers.QueuedBytes() }
 //
 // NB: remote.Start replaces gRPC's global logger, which races with gRPC
 // traffic already under way in the process: start every node's remoting
-// before traffic (protoactor.md §7).
+// before traffic.
 func StartRemote(sys *actor.ActorSystem, cfg RemoteConfig) (*Remote, string, error) {
 	// remote.Start panics when it cannot listen; bind first to report it.
 	ln, err := net.Listen("tcp", cfg.Listen)

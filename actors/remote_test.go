@@ -50,7 +50,7 @@ func init() {
 // The remoting tests run one Remote per process, the test binary's and a
 // peer's (the same binary, run again): protoactor's remote.Start writes
 // gRPC's global logger, which races with a second Remote's server in the
-// same process (protoactor.md §7).
+// same process.
 
 // TestMain runs the peer when the test binary is started as one.
 func TestMain(m *testing.M) {
