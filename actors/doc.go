@@ -12,9 +12,7 @@
 // protoactor's default logger (coloured text on stderr, at info) with the
 // node's zerolog logger, at warn unless the node logs at debug, and leaves
 // protoactor's OpenTelemetry metrics off. SlogHandler is the bridge itself,
-// for other slog users. NB: protoactor's default handler writes coloured
-// text to stderr at info for every actor system, which a node's JSON log
-// cannot carry.
+// for other slog users.
 //
 // # Remoting
 //
