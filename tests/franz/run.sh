@@ -22,6 +22,7 @@
 #                127.0.0.233" by default; each listens on 9092 (Kafka),
 #                9093 (cluster) and 9644 (admin)
 #   FRANZ_RUN    a -test.run filter (every test by default)
+#   FRANZ_SKIP   a -test.skip filter (none by default)
 #   FRANZ_KEEP=1 keeps the work directory (nodes' logs, each run's output);
 #                it is kept anyway when a run fails
 #
@@ -176,6 +177,7 @@ echo "franz-go $(go list -m -f '{{.Version}}' github.com/twmb/franz-go); work di
 
 args=(-test.count=1 -test.timeout=30m)
 [ -z "${FRANZ_RUN:-}" ] || args+=("-test.run=$FRANZ_RUN")
+[ -z "${FRANZ_SKIP:-}" ] || args+=("-test.skip=$FRANZ_SKIP")
 for n in $NODES; do
 	case $n in
 	1) rf=1 ;;
