@@ -134,7 +134,7 @@ start_one() {
 	while [ -z "$SEEDS" ]; do
 		kill -0 "${PIDS[0]}" 2>/dev/null || { tail -n 20 "$dir/node.log"; return 1; }
 		[ "$SECONDS" -lt "$deadline" ] || { tail -n 20 "$dir/node.log"; return 1; }
-		started=$(grep '"message":"node started"' "$dir/node.log")
+		started=$(grep '"message":"node started"' "$dir/node.log" 2>/dev/null)
 		SEEDS=$(echo "$started" | grep -o '"listen":"[^"]*"' | cut -d'"' -f4)
 		admin=$(echo "$started" | grep -o '"admin.listen":"[^"]*"' | cut -d'"' -f4)
 		[ -n "$SEEDS" ] || sleep 0.1
