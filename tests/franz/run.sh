@@ -22,12 +22,21 @@
 #                127.0.0.233" by default; each listens on 9092 (Kafka),
 #                9093 (cluster) and 9644 (admin)
 #   FRANZ_RUN    a -test.run filter (every test by default)
+#   FRANZ_SKIP   a -test.skip filter (none by default)
 #   FRANZ_KEEP=1 keeps the work directory (nodes' logs, each run's output);
 #                it is kept anyway when a run fails
 #
 # The nodes run with the defaults a user gets (group.initial.rebalance.
 # delay.ms 3 s included). Ends with "franz: N passed, M failed" and exits 1
-# if any run failed.
+# if any run failed. On two cores one run of the suite took 150-340 s on one
+# node and 230-480 s on three, the default invocation 14 min in all (with
+# other work sharing the cores).
+#
+# NB: franz-go's Test848RegexBrokerResolves failed 2 of 10 runs on three
+# nodes: its loop stops once it has seen records of as many topics as it
+# wants, and __consumer_offsets, which its regex also subscribes to and
+# which holds the other tests' commits, counts as one; orders-v2, led by
+# another node, had not been fetched yet.
 set -uo pipefail # no -e: a failed run is counted and the loop goes on
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -133,7 +142,7 @@ start_one() {
 	while [ -z "$SEEDS" ]; do
 		kill -0 "${PIDS[0]}" 2>/dev/null || { tail -n 20 "$dir/node.log"; return 1; }
 		[ "$SECONDS" -lt "$deadline" ] || { tail -n 20 "$dir/node.log"; return 1; }
-		started=$(grep '"message":"node started"' "$dir/node.log")
+		started=$(grep '"message":"node started"' "$dir/node.log" 2>/dev/null)
 		SEEDS=$(echo "$started" | grep -o '"listen":"[^"]*"' | cut -d'"' -f4)
 		admin=$(echo "$started" | grep -o '"admin.listen":"[^"]*"' | cut -d'"' -f4)
 		[ -n "$SEEDS" ] || sleep 0.1
@@ -176,6 +185,7 @@ echo "franz-go $(go list -m -f '{{.Version}}' github.com/twmb/franz-go); work di
 
 args=(-test.count=1 -test.timeout=30m)
 [ -z "${FRANZ_RUN:-}" ] || args+=("-test.run=$FRANZ_RUN")
+[ -z "${FRANZ_SKIP:-}" ] || args+=("-test.skip=$FRANZ_SKIP")
 for n in $NODES; do
 	case $n in
 	1) rf=1 ;;
