@@ -224,7 +224,7 @@ func prepare(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 		ln.Close()
 		return nil, err
 	}
-	n.trash = partition.NewTrash(n.files, cfg.DataDir, log)
+	n.trash = partition.NewTrash(n.files, fsys, cfg.DataDir, log)
 	n.image.Store(image.Empty())
 	n.sys = actors.NewSystem(log)
 	n.tree = actors.NewTree(n.sys, n.faults, n.links)

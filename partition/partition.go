@@ -368,6 +368,13 @@ func (p *partition) shutdown(clean bool) {
 	if p.log == nil {
 		return
 	}
+	if p.handle.deleted.Load() {
+		// Its directory is deleted next: nothing of it need be durable,
+		// and a deletion of 100,000 partitions would otherwise sync each.
+		p.log.Abandon()
+		p.log = nil
+		return
+	}
 	if clean && p.failure == nil {
 		if err := p.snapshotProducers(); err != nil {
 			p.cfg.Logger.Error().Err(err).Msg("producer-state snapshot failed")

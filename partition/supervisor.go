@@ -312,6 +312,7 @@ func (s *supervisor) unhost(ctx actor.Context, m *Unhost) {
 	// The actor closes its log while it stops; its files are touched only
 	// once its Terminated has come (unhosted).
 	s.stopping[c.handle.PID.Id] = &unhosting{cfg: c.cfg, delete: m.Delete}
+	c.handle.deleted.Store(m.Delete)
 	ctx.Stop(c.handle.PID)
 }
 

@@ -3,6 +3,7 @@ package partition
 import (
 	"fmt"
 	"path"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -50,7 +51,7 @@ func TestHostingNeverServesAnotherTopicsDirectory(t *testing.T) {
 
 	sys := actors.NewSystem(zerolog.Nop())
 	defer sys.Shutdown()
-	reg, trash := NewRegistry(), NewTrash(fs, "/data", zerolog.Nop())
+	reg, trash := NewRegistry(), NewTrash(fs, fs, "/data", zerolog.Nop())
 	defer trash.Close()
 	sup, err := sys.Root.SpawnNamed(SupervisorProps(SupervisorConfig{Registry: reg, FS: fs, Logger: zerolog.Nop(), Trash: trash},
 		actor.NewOneForOneStrategy(10, time.Minute, actor.DefaultDecider)), "partitions")
@@ -91,7 +92,7 @@ func TestTrashResumesAfterClose(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	first := NewTrash(fs, "/data", zerolog.Nop())
+	first := NewTrash(fs, fs, "/data", zerolog.Nop())
 	for i := range dirs {
 		if err := first.Delete(Dir("/data", "t", int32(i)), image.TopicID{7}); err != nil {
 			t.Fatal(err)
@@ -104,10 +105,56 @@ func TestTrashResumesAfterClose(t *testing.T) {
 			t.Fatalf("%s was not renamed out of the way", n)
 		}
 	}
-	second := NewTrash(fs, "/data", zerolog.Nop())
+	second := NewTrash(fs, fs, "/data", zerolog.Nop())
 	defer second.Close()
 	eventually(t, "every deleted directory removed", func() bool {
 		names, _ := fs.List("/data")
 		return len(names) == 0
 	})
+}
+
+// TestDeletedPartitionClosesWithoutSyncing: a partition unhosted because
+// its topic was deleted closes its log without a sync or a write (no
+// checkpoint, no producer snapshot, no clean-shutdown marker): its
+// directory goes next, and a deletion of 100,000 partitions synced each
+// one.
+func TestDeletedPartitionClosesWithoutSyncing(t *testing.T) {
+	mem := vfs.NewCrashableMem()
+	var counting atomic.Bool
+	var touched atomic.Int64
+	fs := vfs.NewErrorFS(mem, vfs.InjectorFunc(func(op vfs.Op, path string) error {
+		if counting.Load() && (op == vfs.OpSync || op == vfs.OpWrite || op == vfs.OpCreate) {
+			touched.Add(1)
+		}
+		return nil
+	}))
+	sys := actors.NewSystem(zerolog.Nop())
+	defer sys.Shutdown()
+	reg, trash := NewRegistry(), NewTrash(fs, fs, "/data", zerolog.Nop())
+	defer trash.Close()
+	sup, err := sys.Root.SpawnNamed(SupervisorProps(SupervisorConfig{Registry: reg, FS: fs, Logger: zerolog.Nop(), Trash: trash},
+		actor.NewOneForOneStrategy(10, time.Minute, actor.DefaultDecider)), "partitions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(fs, clock.Real)
+	cfg.Dir, cfg.TopicID = Dir("/data", "t", 0), image.TopicID{1}
+	sys.Root.Send(sup, &Host{Config: cfg})
+	done := make(chan struct{})
+	defer close(done)
+	h := reg.WaitReady("t", 0, done)
+	res := make(chan AppendResult, 1)
+	sys.Root.Send(h.PID, &Append{Records: batch(t, 1, 0, 0, 3), Acks: -1, Reply: func(r AppendResult) { res <- r }})
+	if r := <-res; r.Err != nil {
+		t.Fatalf("append: %v", r.Err)
+	}
+	counting.Store(true)
+	sys.Root.Send(sup, &Unhost{Topic: "t", TopicID: cfg.TopicID, Delete: true})
+	eventually(t, "the deleted partition's directory removed", func() bool {
+		names, _ := mem.List("/data")
+		return len(names) == 0
+	})
+	if n := touched.Load(); n > 0 {
+		t.Fatalf("closing a deleted partition wrote or synced %d times", n)
+	}
 }
