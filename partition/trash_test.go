@@ -28,6 +28,21 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// startSupervisor starts a partitions supervisor on fs with a Trash of
+// /data, stopped at the end of the test.
+func startSupervisor(t *testing.T, fs vfs.FS) (*actor.ActorSystem, *Registry, *actor.PID) {
+	sys := actors.NewSystem(zerolog.Nop())
+	t.Cleanup(sys.Shutdown)
+	reg, trash := NewRegistry(), NewTrash(fs, fs, "/data", zerolog.Nop())
+	t.Cleanup(trash.Close)
+	sup, err := sys.Root.SpawnNamed(SupervisorProps(SupervisorConfig{Registry: reg, FS: fs, Logger: zerolog.Nop(), Trash: trash},
+		actor.NewOneForOneStrategy(10, time.Minute, actor.DefaultDecider)), "partitions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sys, reg, sup
+}
+
 // TestHostingNeverServesAnotherTopicsDirectory: a partition directory left
 // by a deleted topic (its node stopped before deleting it) is found when a
 // topic of the same name is hosted: the new partition starts empty, and
@@ -49,15 +64,7 @@ func TestHostingNeverServesAnotherTopicsDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	sys := actors.NewSystem(zerolog.Nop())
-	defer sys.Shutdown()
-	reg, trash := NewRegistry(), NewTrash(fs, fs, "/data", zerolog.Nop())
-	defer trash.Close()
-	sup, err := sys.Root.SpawnNamed(SupervisorProps(SupervisorConfig{Registry: reg, FS: fs, Logger: zerolog.Nop(), Trash: trash},
-		actor.NewOneForOneStrategy(10, time.Minute, actor.DefaultDecider)), "partitions")
-	if err != nil {
-		t.Fatal(err)
-	}
+	sys, reg, sup := startSupervisor(t, fs)
 	cfg := testConfig(fs, clock.Real)
 	cfg.Dir, cfg.TopicID = dir, recreated
 	sys.Root.Send(sup, &Host{Config: cfg})
@@ -128,15 +135,7 @@ func TestDeletedPartitionClosesWithoutSyncing(t *testing.T) {
 		}
 		return nil
 	}))
-	sys := actors.NewSystem(zerolog.Nop())
-	defer sys.Shutdown()
-	reg, trash := NewRegistry(), NewTrash(fs, fs, "/data", zerolog.Nop())
-	defer trash.Close()
-	sup, err := sys.Root.SpawnNamed(SupervisorProps(SupervisorConfig{Registry: reg, FS: fs, Logger: zerolog.Nop(), Trash: trash},
-		actor.NewOneForOneStrategy(10, time.Minute, actor.DefaultDecider)), "partitions")
-	if err != nil {
-		t.Fatal(err)
-	}
+	sys, reg, sup := startSupervisor(t, fs)
 	cfg := testConfig(fs, clock.Real)
 	cfg.Dir, cfg.TopicID = Dir("/data", "t", 0), image.TopicID{1}
 	sys.Root.Send(sup, &Host{Config: cfg})

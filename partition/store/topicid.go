@@ -89,17 +89,5 @@ func (l *Log) claimDir(names []string, id [16]byte) error {
 	// directory's entries are synced by load before the log takes a
 	// record, and a torn file in a directory without segments is written
 	// again.
-	f, err := l.fs.Create(filepath.Join(l.dir, PartitionMetadataFile))
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return writeSynced(l.fs, filepath.Join(l.dir, PartitionMetadataFile), data)
 }
