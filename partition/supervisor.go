@@ -171,7 +171,8 @@ type SupervisorConfig struct {
 func SupervisorProps(cfg SupervisorConfig, strategy actor.SupervisorStrategy) *actor.Props {
 	var incarnations atomic.Int32
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &supervisor{cfg: cfg, children: map[Key]*child{}, stopping: map[string]*unhosting{}, restarted: incarnations.Add(1) > 1}
+		return &supervisor{cfg: cfg, children: map[Key]*child{}, stopping: map[string]*unhosting{}, restarted: incarnations.Add(1) > 1,
+			gate: &openGate{turns: make(chan struct{}, openTurns), leaving: make(chan struct{})}}
 	}, actor.WithSupervisor(strategy))
 }
 
@@ -180,6 +181,7 @@ type supervisor struct {
 	children  map[Key]*child
 	restarted bool // set on the instance that replaces a failed one
 	leaving   bool // stopping or restarting: children stop for good
+	gate      *openGate
 	// stopping holds, by actor name, the partitions Unhost stopped whose
 	// Terminated has not come yet. A Host for one of them waits here until
 	// it has: the new actor takes the same name, so the same PID, and the
@@ -214,7 +216,11 @@ func (s *supervisor) Receive(ctx actor.Context) {
 		s.respawn(ctx, m.Who)
 	case *actor.Restarting, *actor.Stopping:
 		// protoactor stops the children next, and their Terminated comes
-		// here: they must not be respawned.
+		// here: they must not be respawned; those still waiting to open
+		// their logs do not.
+		if !s.leaving {
+			close(s.gate.leaving)
+		}
 		s.leaving = true
 		for k := range s.children {
 			s.cfg.Registry.remove(k)
@@ -270,6 +276,7 @@ func (s *supervisor) host(ctx actor.Context, cfg Config) {
 	if cfg.Trash == nil {
 		cfg.Trash = s.cfg.Trash
 	}
+	cfg.gate = s.gate
 	if cfg.FS == nil {
 		cfg.FS = s.cfg.FS
 	}
