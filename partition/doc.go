@@ -111,6 +111,12 @@
 // /readyz and /metrics. A failure is logged when it starts and when it
 // ends, through a node-wide rate limit.
 //
+// At most 64 partitions of the supervisor open their logs at once (a new
+// log costs a few fsyncs, and more at once make no more a second); the
+// others wait for a turn in Started, and give up, opening nothing, when
+// the supervisor stops, so that a node stopped just after creating
+// thousands of partitions does not wait for all of them to open.
+//
 // # Restart
 //
 // A panic restarts the actor (the supervisor's strategy decides): the old
