@@ -26,9 +26,9 @@ type Handle struct {
 	PID       *actor.PID
 
 	view atomic.Pointer[View]
-	// deleted is set by the supervisor before it stops the actor of a
-	// partition whose data goes: the log is closed without a sync or a
-	// checkpoint (store.Log.Abandon).
+	// deleted is set (Registry.Deleting, and the supervisor's Unhost)
+	// before the actor of a partition whose data goes is stopped: the log
+	// is closed without a sync or a checkpoint (store.Log.Abandon).
 	deleted atomic.Bool
 
 	mu        sync.Mutex

@@ -113,6 +113,15 @@ func (r *Registry) Led(im *image.Image, node int32, topic string, p int32) (*Han
 	return h, v, nil
 }
 
+// Deleting marks the hosted partition topic-p of topic id as deleted
+// ahead of its Unhost: its actor, stopped by the Unhost or by the node's
+// stop if that comes first, closes its log without a sync (see Handle).
+func (r *Registry) Deleting(topic string, p int32, id image.TopicID) {
+	if h := r.Get(topic, p); h != nil && h.TopicID == id {
+		h.deleted.Store(true)
+	}
+}
+
 // All returns every hosted partition's handle.
 func (r *Registry) All() []*Handle {
 	r.mu.RLock()

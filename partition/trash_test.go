@@ -187,3 +187,44 @@ func TestStopDoesNotWaitForPartitionsStillToOpen(t *testing.T) {
 	}
 	t.Logf("%d of %d partitions opened before the stop", len(names), partitions)
 }
+
+// TestStopAfterDeletingClosesWithoutSyncing: a partition marked deleted
+// (Registry.Deleting, as the metadata actor does before its Unhost) whose
+// supervisor stops before the Unhost came closes its log without a sync
+// or a write: a SIGTERM during a 2,000-partition deletion synced every
+// partition the supervisor had not unhosted yet (6.8 s of a 10 s stop).
+func TestStopAfterDeletingClosesWithoutSyncing(t *testing.T) {
+	mem := vfs.NewCrashableMem()
+	var counting atomic.Bool
+	var touched atomic.Int64
+	fs := vfs.NewErrorFS(mem, vfs.InjectorFunc(func(op vfs.Op, path string) error {
+		if counting.Load() && (op == vfs.OpSync || op == vfs.OpWrite || op == vfs.OpCreate) {
+			touched.Add(1)
+		}
+		return nil
+	}))
+	sys, reg, sup := startSupervisor(t, fs)
+	cfg := testConfig(fs, clock.Real)
+	cfg.Dir, cfg.TopicID = Dir("/data", "t", 0), image.TopicID{1}
+	sys.Root.Send(sup, &Host{Config: cfg})
+	done := make(chan struct{})
+	defer close(done)
+	h := reg.WaitReady("t", 0, done)
+	res := make(chan AppendResult, 1)
+	sys.Root.Send(h.PID, &Append{Records: batch(t, 1, 0, 0, 3), Acks: -1, Reply: func(r AppendResult) { res <- r }})
+	if r := <-res; r.Err != nil {
+		t.Fatalf("append: %v", r.Err)
+	}
+	reg.Deleting("t", 0, image.TopicID{2}) // another topic's: no effect
+	if h.deleted.Load() {
+		t.Fatal("Deleting marked the partition of another topic id")
+	}
+	counting.Store(true)
+	reg.Deleting("t", 0, cfg.TopicID)
+	if err := sys.Root.StopFuture(sup).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if n := touched.Load(); n > 0 {
+		t.Fatalf("closing a partition marked deleted wrote or synced %d times", n)
+	}
+}
