@@ -120,33 +120,52 @@ func TestTrashResumesAfterClose(t *testing.T) {
 	})
 }
 
+// written is a supervisor hosting t/0, whose log holds a batch, on a
+// filesystem that counts the syncs, writes and creates made once counting
+// is set.
+type written struct {
+	mem      *vfs.MemFS
+	counting atomic.Bool
+	touched  atomic.Int64
+	sys      *actor.ActorSystem
+	reg      *Registry
+	sup      *actor.PID
+	cfg      Config
+	h        *Handle
+}
+
+func startWritten(t *testing.T) *written {
+	w := &written{mem: vfs.NewCrashableMem()}
+	fs := vfs.NewErrorFS(w.mem, vfs.InjectorFunc(func(op vfs.Op, path string) error {
+		if w.counting.Load() && (op == vfs.OpSync || op == vfs.OpWrite || op == vfs.OpCreate) {
+			w.touched.Add(1)
+		}
+		return nil
+	}))
+	w.sys, w.reg, w.sup = startSupervisor(t, fs)
+	w.cfg = testConfig(fs, clock.Real)
+	w.cfg.Dir, w.cfg.TopicID = Dir("/data", "t", 0), image.TopicID{1}
+	w.sys.Root.Send(w.sup, &Host{Config: w.cfg})
+	done := make(chan struct{})
+	defer close(done)
+	w.h = w.reg.WaitReady("t", 0, done)
+	res := make(chan AppendResult, 1)
+	w.sys.Root.Send(w.h.PID, &Append{Records: batch(t, 1, 0, 0, 3), Acks: -1, Reply: func(r AppendResult) { res <- r }})
+	if r := <-res; r.Err != nil {
+		t.Fatalf("append: %v", r.Err)
+	}
+	return w
+}
+
 // TestDeletedPartitionClosesWithoutSyncing: a partition unhosted because
 // its topic was deleted closes its log without a sync or a write (no
 // checkpoint, no producer snapshot, no clean-shutdown marker): its
 // directory goes next, and a deletion of 100,000 partitions synced each
 // one.
 func TestDeletedPartitionClosesWithoutSyncing(t *testing.T) {
-	mem := vfs.NewCrashableMem()
-	var counting atomic.Bool
-	var touched atomic.Int64
-	fs := vfs.NewErrorFS(mem, vfs.InjectorFunc(func(op vfs.Op, path string) error {
-		if counting.Load() && (op == vfs.OpSync || op == vfs.OpWrite || op == vfs.OpCreate) {
-			touched.Add(1)
-		}
-		return nil
-	}))
-	sys, reg, sup := startSupervisor(t, fs)
-	cfg := testConfig(fs, clock.Real)
-	cfg.Dir, cfg.TopicID = Dir("/data", "t", 0), image.TopicID{1}
-	sys.Root.Send(sup, &Host{Config: cfg})
-	done := make(chan struct{})
-	defer close(done)
-	h := reg.WaitReady("t", 0, done)
-	res := make(chan AppendResult, 1)
-	sys.Root.Send(h.PID, &Append{Records: batch(t, 1, 0, 0, 3), Acks: -1, Reply: func(r AppendResult) { res <- r }})
-	if r := <-res; r.Err != nil {
-		t.Fatalf("append: %v", r.Err)
-	}
+	w := startWritten(t)
+	sys, sup, cfg := w.sys, w.sup, w.cfg
+	counting, touched, mem := &w.counting, &w.touched, w.mem
 	counting.Store(true)
 	sys.Root.Send(sup, &Unhost{Topic: "t", TopicID: cfg.TopicID, Delete: true})
 	eventually(t, "the deleted partition's directory removed", func() bool {
@@ -194,27 +213,9 @@ func TestStopDoesNotWaitForPartitionsStillToOpen(t *testing.T) {
 // or a write: a SIGTERM during a 2,000-partition deletion synced every
 // partition the supervisor had not unhosted yet (6.8 s of a 10 s stop).
 func TestStopAfterDeletingClosesWithoutSyncing(t *testing.T) {
-	mem := vfs.NewCrashableMem()
-	var counting atomic.Bool
-	var touched atomic.Int64
-	fs := vfs.NewErrorFS(mem, vfs.InjectorFunc(func(op vfs.Op, path string) error {
-		if counting.Load() && (op == vfs.OpSync || op == vfs.OpWrite || op == vfs.OpCreate) {
-			touched.Add(1)
-		}
-		return nil
-	}))
-	sys, reg, sup := startSupervisor(t, fs)
-	cfg := testConfig(fs, clock.Real)
-	cfg.Dir, cfg.TopicID = Dir("/data", "t", 0), image.TopicID{1}
-	sys.Root.Send(sup, &Host{Config: cfg})
-	done := make(chan struct{})
-	defer close(done)
-	h := reg.WaitReady("t", 0, done)
-	res := make(chan AppendResult, 1)
-	sys.Root.Send(h.PID, &Append{Records: batch(t, 1, 0, 0, 3), Acks: -1, Reply: func(r AppendResult) { res <- r }})
-	if r := <-res; r.Err != nil {
-		t.Fatalf("append: %v", r.Err)
-	}
+	w := startWritten(t)
+	sys, reg, sup, cfg, h := w.sys, w.reg, w.sup, w.cfg, w.h
+	counting, touched := &w.counting, &w.touched
 	reg.Deleting("t", 0, image.TopicID{2}) // another topic's: no effect
 	if h.deleted.Load() {
 		t.Fatal("Deleting marked the partition of another topic id")
