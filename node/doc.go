@@ -40,6 +40,16 @@
 // partitions' appends are made durable together, one syncfs(2) of
 // data.dir's filesystem a round (partition.Syncer).
 //
+// Deleted partitions: the metadata actor hosts and unhosts partitions only
+// from the first image that registers this run of the node onwards (the
+// images replayed from the node's own metadata log may be older than the
+// partition directories on disk). On that first image, before hosting
+// anything, the node renames for deletion every partition directory in
+// data.dir that the image does not place on it (sweep.go): those of topics
+// deleted, or replicas moved away, while the node was down or before it had
+// removed them. The directories are removed in the background by a
+// partition.Trash that survives restarts and that Stop does not wait for.
+//
 // Besides the Kafka listener, a node serves the admin HTTP API on
 // admin.listen (admin.go): Prometheus metrics, health and readiness, the
 // live actor tree, its events and the cluster as this node sees it; fault

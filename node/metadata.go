@@ -129,6 +129,7 @@ func (m *metadataActor) apply(c actor.Context, im *image.Image) {
 			if old, ok := m.hosted[k]; ok && old != t.ID {
 				// The topic was deleted and created again under the same
 				// name: the old partition goes first.
+				m.registry.Deleting(t.Name, p.Index, old)
 				c.Send(m.partitions, &partition.Unhost{Topic: t.Name, Partition: p.Index, TopicID: old, Delete: true})
 			}
 			want[k] = t.ID
@@ -154,7 +155,10 @@ func (m *metadataActor) apply(c actor.Context, im *image.Image) {
 	for k, id := range m.hosted {
 		if want[k] != id {
 			// The topic was deleted, or a reassignment took the replica
-			// away from this node: its data goes too.
+			// away from this node: its data goes too. Marked at once, so
+			// that a node stopping before the supervisor gets to the
+			// Unhost does not sync a log it deletes.
+			m.registry.Deleting(k.Topic, k.Partition, id)
 			c.Send(m.partitions, &partition.Unhost{Topic: k.Topic, Partition: k.Partition, TopicID: id, Delete: true})
 		}
 	}

@@ -231,7 +231,7 @@ func prepare(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 		lock.release()
 		return nil, err
 	}
-	n.trash = partition.NewTrash(n.files, cfg.DataDir, log)
+	n.trash = partition.NewTrash(n.files, fsys, cfg.DataDir, log)
 	n.image.Store(image.Empty())
 	n.sys = actors.NewSystem(log)
 	n.tree = actors.NewTree(n.sys, n.faults)

@@ -118,6 +118,12 @@
 // /readyz and /metrics. A failure is logged when it starts and when it
 // ends, through a node-wide rate limit.
 //
+// At most 64 partitions of the supervisor open their logs at once (a new
+// log costs a few fsyncs, and more at once make no more a second); the
+// others wait for a turn in Started, and give up, opening nothing, when
+// the supervisor stops, so that a node stopped just after creating
+// thousands of partitions does not wait for all of them to open.
+//
 // # Restart
 //
 // A panic restarts the actor (the supervisor's strategy decides): the old
@@ -127,4 +133,24 @@
 // producer state from the last snapshot and the log. Nothing acknowledged
 // is lost, because nothing is acknowledged before it is durable
 // (durability fsync) or in the log (durability replicated).
+//
+// # Deleted partitions
+//
+// A partition's directory records its topic's id (store's
+// partition.metadata), and the log is opened only from a directory that
+// records the id of the topic the partition is hosted for: one that
+// records another is a deleted topic's of the same name, left by a node
+// that stopped before it had removed it, and is never served; it goes to
+// the Trash before a new log is opened. The metadata actor marks a deleted
+// partition's Handle (Registry.Deleting) as it sends its Unhost, so that
+// the actor, stopped by the Unhost or by the node's stop, closes its log
+// without a sync (store.Log.Abandon); once the actor has stopped, the
+// supervisor hands the directory to the node's Trash (trash.go), which
+// renames it to <dir>.<topic id in hex>-delete at once (the name is free
+// for a new topic) and removes it on goroutines of its own, four
+// directories at a time; a stop never waits for them, and the next start
+// removes what is left. What a node left without renaming (it stopped or
+// crashed before the Unhost, or before the deletion reached it) is found
+// by the node at start (package node's sweep) or at hosting (the id check
+// above).
 package partition

@@ -26,6 +26,10 @@ type Handle struct {
 	PID       *actor.PID
 
 	view atomic.Pointer[View]
+	// deleted is set (Registry.Deleting, and the supervisor's Unhost)
+	// before the actor of a partition whose data goes is stopped: the log
+	// is closed without a sync or a checkpoint (store.Log.Abandon).
+	deleted atomic.Bool
 
 	mu        sync.Mutex
 	waiters   map[chan<- struct{}]struct{}

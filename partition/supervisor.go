@@ -113,6 +113,15 @@ func (r *Registry) Led(im *image.Image, node int32, topic string, p int32) (*Han
 	return h, v, nil
 }
 
+// Deleting marks the hosted partition topic-p of topic id as deleted
+// ahead of its Unhost: its actor, stopped by the Unhost or by the node's
+// stop if that comes first, closes its log without a sync (see Handle).
+func (r *Registry) Deleting(topic string, p int32, id image.TopicID) {
+	if h := r.Get(topic, p); h != nil && h.TopicID == id {
+		h.deleted.Store(true)
+	}
+}
+
 // All returns every hosted partition's handle.
 func (r *Registry) All() []*Handle {
 	r.mu.RLock()
@@ -171,7 +180,8 @@ type SupervisorConfig struct {
 func SupervisorProps(cfg SupervisorConfig, strategy actor.SupervisorStrategy) *actor.Props {
 	var incarnations atomic.Int32
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &supervisor{cfg: cfg, children: map[Key]*child{}, stopping: map[string]*unhosting{}, restarted: incarnations.Add(1) > 1}
+		return &supervisor{cfg: cfg, children: map[Key]*child{}, stopping: map[string]*unhosting{}, restarted: incarnations.Add(1) > 1,
+			gate: &openGate{turns: make(chan struct{}, openTurns), leaving: make(chan struct{})}}
 	}, actor.WithSupervisor(strategy))
 }
 
@@ -180,6 +190,7 @@ type supervisor struct {
 	children  map[Key]*child
 	restarted bool // set on the instance that replaces a failed one
 	leaving   bool // stopping or restarting: children stop for good
+	gate      *openGate
 	// stopping holds, by actor name, the partitions Unhost stopped whose
 	// Terminated has not come yet. A Host for one of them waits here until
 	// it has: the new actor takes the same name, so the same PID, and the
@@ -214,7 +225,11 @@ func (s *supervisor) Receive(ctx actor.Context) {
 		s.respawn(ctx, m.Who)
 	case *actor.Restarting, *actor.Stopping:
 		// protoactor stops the children next, and their Terminated comes
-		// here: they must not be respawned.
+		// here: they must not be respawned; those still waiting to open
+		// their logs do not.
+		if !s.leaving {
+			close(s.gate.leaving)
+		}
 		s.leaving = true
 		for k := range s.children {
 			s.cfg.Registry.remove(k)
@@ -270,6 +285,7 @@ func (s *supervisor) host(ctx actor.Context, cfg Config) {
 	if cfg.Trash == nil {
 		cfg.Trash = s.cfg.Trash
 	}
+	cfg.gate = s.gate
 	if cfg.FS == nil {
 		cfg.FS = s.cfg.FS
 	}
@@ -312,6 +328,7 @@ func (s *supervisor) unhost(ctx actor.Context, m *Unhost) {
 	// The actor closes its log while it stops; its files are touched only
 	// once its Terminated has come (unhosted).
 	s.stopping[c.handle.PID.Id] = &unhosting{cfg: c.cfg, delete: m.Delete}
+	c.handle.deleted.Store(m.Delete)
 	ctx.Stop(c.handle.PID)
 }
 

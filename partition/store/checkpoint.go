@@ -38,7 +38,18 @@ func WriteFileAtomic(fsys vfs.FS, dir, name string, data []byte) error {
 // writeFileAtomic replaces name in dir with data.
 func writeFileAtomic(fsys vfs.FS, dir, name string, data []byte) error {
 	tmp := filepath.Join(dir, name+tmpSuffix)
-	f, err := fsys.Create(tmp)
+	if err := writeSynced(fsys, tmp, data); err != nil {
+		return err
+	}
+	if err := fsys.Rename(tmp, filepath.Join(dir, name)); err != nil {
+		return err
+	}
+	return syncDir(fsys, dir)
+}
+
+// writeSynced creates (or truncates) path with data, synced.
+func writeSynced(fsys vfs.FS, path string, data []byte) error {
+	f, err := fsys.Create(path)
 	if err != nil {
 		return err
 	}
@@ -50,13 +61,7 @@ func writeFileAtomic(fsys vfs.FS, dir, name string, data []byte) error {
 		f.Close()
 		return err
 	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := fsys.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		return err
-	}
-	return syncDir(fsys, dir)
+	return f.Close()
 }
 
 // readFile returns the whole of a small file, or nil and no error if it does

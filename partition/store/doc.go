@@ -12,6 +12,7 @@
 //	00000000000000000000.txnindex   aborted transactions whose abort markers are in that segment (only if any)
 //	00000000000000052817.log        next segment, named by its base offset
 //	...
+//	partition.metadata              the topic's id, Kafka's format (KIP-516), written before the first segment
 //	checkpoint                      recovery point, log start offset, high watermark
 //	leader-epoch-checkpoint         leader epoch → start offset (KIP-101)
 //	00000000000000052817.snapshot   producer state after the offsets below 52817 (snapshot.go)
@@ -72,6 +73,16 @@
 //	| version i16| producerId i64 | firstOffset i64  | lastOffset i64  | lastStableOffset i64  |
 //	|     0      |                | txn's first      | its abort marker| LSO after the marker  |
 //	+------------+----------------+------------------+-----------------+-----------------------+
+//
+// # Topic id
+//
+// partition.metadata holds "version: 0\ntopic_id: <id>\n", the id in
+// unpadded URL-safe base64, as Kafka writes it. Open with Config.TopicID
+// writes it (atomically, synced with the directory) into a directory that
+// has none, before anything else, and refuses a directory that records
+// another id (TopicIDMismatchError) without touching it: the caller
+// deletes it. A directory with segments and no partition.metadata was
+// made by an older Skein and is adopted (Config.TopicID says why).
 //
 // # Checkpoints
 //

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"encoding/base64"
 	"fmt"
 	"path/filepath"
@@ -64,15 +63,31 @@ func ReadTopicID(fsys vfs.FS, dir string) (id [16]byte, ok bool, err error) {
 // and records id in it if it records none: a new directory, or one an
 // older Skein made (see Config.TopicID).
 func (l *Log) claimDir(names []string, id [16]byte) error {
-	if !slices.Contains(names, PartitionMetadataFile) {
-		return writeFileAtomic(l.fs, l.dir, PartitionMetadataFile, encodePartitionMetadata(id))
+	records := slices.ContainsFunc(names, func(n string) bool { _, ok := parseSegmentName(n); return ok })
+	if slices.Contains(names, PartitionMetadataFile) {
+		found, _, err := ReadTopicID(l.fs, l.dir)
+		switch {
+		case err == nil && found != id:
+			return &TopicIDMismatchError{Dir: l.dir, Found: found, Want: id}
+		case err == nil:
+			return nil
+		case records:
+			return err
+		}
+		// A new directory's, torn by a crash: written again.
 	}
-	found, _, err := ReadTopicID(l.fs, l.dir)
-	if err != nil {
-		return err
+	data := encodePartitionMetadata(id)
+	if records {
+		// An older Skein's directory, adopted: atomically, as it holds
+		// records.
+		return writeFileAtomic(l.fs, l.dir, PartitionMetadataFile, data)
 	}
-	if !bytes.Equal(found[:], id[:]) {
-		return &TopicIDMismatchError{Dir: l.dir, Found: found, Want: id}
-	}
-	return nil
+	// A new directory: written in place and synced, without the rename
+	// of an atomic write (a rename excludes every other file operation
+	// of the node's descriptor cache for its duration, and 100,000
+	// partitions created at once queued behind one another's); the
+	// directory's entries are synced by load before the log takes a
+	// record, and a torn file in a directory without segments is written
+	// again.
+	return writeSynced(l.fs, filepath.Join(l.dir, PartitionMetadataFile), data)
 }

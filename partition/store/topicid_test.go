@@ -63,3 +63,37 @@ func TestOpenRecordsTopicID(t *testing.T) {
 		t.Fatalf("adopted directory records %x (%v, %v), want %x", id, ok, err, b)
 	}
 }
+
+// TestOpenRewritesATornTopicID: a partition.metadata torn by a crash in a
+// directory without segments (a new partition's) is written again; one
+// that is not version 0 partition metadata beside segments fails Open
+// rather than guess whose records they are.
+func TestOpenRewritesATornTopicID(t *testing.T) {
+	mem := vfs.NewCrashableMem()
+	id := [16]byte{4}
+	cfg := Config{FS: mem, Dir: "/data/t-0", TopicID: id, Options: testOptions()}
+	if err := mem.MkdirAll(cfg.Dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	torn := func() {
+		f, err := mem.Create(filepath.Join(cfg.Dir, PartitionMetadataFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Write([]byte("versi"))
+		f.Close()
+	}
+	torn()
+	l, err := Open(cfg)
+	if err != nil {
+		t.Fatalf("opening a new directory with a torn partition.metadata: %v", err)
+	}
+	l.Close()
+	if got, ok, err := ReadTopicID(mem, cfg.Dir); err != nil || !ok || got != id {
+		t.Fatalf("after Open: %x, %v, %v; want %x", got, ok, err, id)
+	}
+	torn()
+	if _, err := Open(cfg); err == nil {
+		t.Fatal("Open took a directory with segments and an unreadable partition.metadata")
+	}
+}
