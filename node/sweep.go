@@ -22,6 +22,9 @@ const metadataDir = "__cluster_metadata-0"
 // left to the hosting, which deletes it before it opens the log
 // (store.TopicIDMismatchError).
 //
+// A directory that holds no file of a log is not the node's, whatever its
+// name, and is left alone (store.IsLogDir).
+//
 // It runs once per start, on the first image that registers this run of
 // the node, before anything is hosted: that image holds every topic
 // created before the node started (the registration comes after them in
@@ -34,7 +37,7 @@ func (n *Node) sweep(im *image.Image) {
 		n.log.Error().Err(err).Str("dir", n.cfg.DataDir).Msg("listing the data directory for deleted partitions")
 		return
 	}
-	swept := 0
+	swept, foreign := 0, []string(nil)
 	for _, name := range names {
 		topic, p, ok := partitionDirName(name)
 		if !ok {
@@ -47,6 +50,11 @@ func (n *Node) sweep(im *image.Image) {
 		if fi, err := n.files.Stat(dir); err != nil || !fi.IsDir() {
 			continue
 		}
+		if isLog, err := store.IsLogDir(n.files, dir); err != nil || !isLog {
+			// Not a log (a user's backup-1, say): not the node's to delete.
+			foreign = append(foreign, name)
+			continue
+		}
 		// The id names the deleted directory; one unreadable is zero.
 		id, _, _ := store.ReadTopicID(n.files, dir)
 		if err := n.trash.Delete(dir, id); err != nil {
@@ -54,6 +62,9 @@ func (n *Node) sweep(im *image.Image) {
 			continue
 		}
 		swept++
+	}
+	if len(foreign) > 0 {
+		n.log.Warn().Strs("dirs", foreign).Str("data.dir", n.cfg.DataDir).Msg("left alone: directories named like partitions that hold no log")
 	}
 	if swept > 0 {
 		n.log.Info().Int("directories", swept).Msg("deleting the directories of partitions no longer placed on this node")

@@ -1,9 +1,11 @@
 package tests
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,6 +13,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/skeinlog/skein/configs"
 )
 
 // deleteSeeds is how many seeds TestDeletedTopicStaysDeletedAcrossSIGKILL
@@ -170,4 +174,36 @@ func TestSIGTERMDuringBigCreate(t *testing.T) {
 	}
 	took := node.terminate(10 * time.Second)
 	t.Logf("exited %v after SIGTERM", took)
+}
+
+// TestStartLeavesForeignDirectories: at start a node deletes the partition
+// directories its metadata does not place on it, but a directory that
+// merely has a partition's name and holds no log is not its own to delete.
+func TestStartLeavesForeignDirectories(t *testing.T) {
+	dataDir := filepath.Join(t.TempDir(), "data")
+	foreign := filepath.Join(dataDir, "backup-1", "notes.txt")
+	stray := filepath.Join(dataDir, "gone-0")
+	for path, content := range map[string]string{foreign: "mine", filepath.Join(stray, "checkpoint"): ""} {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := startBroker(t, func(c *configs.Node) { c.DataDir = dataDir })
+	// The node sweeps before it hosts anything: once a new topic takes a
+	// record, the sweep is over.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl := newClientFor(t, b.node.Addr().String(), kgo.DefaultProduceTopic("after"), kgo.AllowAutoTopicCreation())
+	if err := cl.ProduceSync(ctx, kgo.StringRecord("v")).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(foreign); err != nil || string(b) != "mine" {
+		t.Errorf("a directory holding no log was touched: %q, %v", b, err)
+	}
+	if _, err := os.Stat(stray); !os.IsNotExist(err) {
+		t.Errorf("the log directory of a topic the cluster does not have is still there: %v", err)
+	}
 }

@@ -59,6 +59,21 @@ func ReadTopicID(fsys vfs.FS, dir string) (id [16]byte, ok bool, err error) {
 	return id, err == nil, err
 }
 
+// IsLogDir reports whether dir holds a file that only a log writes (its
+// partition.metadata, a checkpoint or a segment), so that a directory the
+// node did not make, which merely has a partition's name, is never taken
+// for one.
+func IsLogDir(fsys vfs.FS, dir string) (bool, error) {
+	names, err := fsys.List(dir)
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(names, func(n string) bool {
+		_, segment := parseSegmentName(n)
+		return segment || n == PartitionMetadataFile || n == checkpointFile || n == epochFile
+	}), nil
+}
+
 // claimDir checks that the log's directory is the partition of topic id,
 // and records id in it if it records none: a new directory, or one an
 // older Skein made (see Config.TopicID).
