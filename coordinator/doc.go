@@ -1,6 +1,7 @@
 // Package coordinator holds the group coordinator (the classic protocol and
-// a first slice of KIP-848's consumer protocol; the transaction coordinator
-// is package txn). Its state lives in the internal topic __consumer_offsets
+// KIP-848's consumer protocol, with regex subscriptions, static members and
+// classic members in consumer groups; the transaction coordinator is
+// package txn). Its state lives in the internal topic __consumer_offsets
 // and is rebuilt, when an actor starts, from the group's records in an
 // in-memory index of its partition (index.go). Offsets committed in a
 // transaction (TxnOffsetCommit) stay pending until the transaction's marker
