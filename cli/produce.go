@@ -17,9 +17,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func newProduceCommand(environ []string, stdin io.Reader, stdout io.Writer) *cobra.Command {
@@ -235,12 +235,12 @@ func (p *producer) explain(ctx context.Context, rec *kgo.Record, err error) erro
 			cause = j.Unwrap()[1]
 			break
 		}
-		last, ok := p.errs.last(rec.Partition)
+		last, from, ok := p.errs.last(rec.Partition)
 		if !ok {
 			return fmt.Errorf("gave up after %v (--delivery-timeout): no answer from the partition's leader", p.delivery)
 		}
 		if rec.Partition >= 0 && (strings.HasPrefix(last, "NOT_ENOUGH_REPLICAS") || strings.HasPrefix(last, "REQUEST_TIMED_OUT")) {
-			last += " (" + p.partitionState(ctx, rec.Topic, rec.Partition) + ")"
+			last += " (" + p.partitionState(ctx, rec.Topic, rec.Partition, from) + ")"
 		}
 		return fmt.Errorf("gave up after %v (--delivery-timeout): %s", p.delivery, last)
 	case errors.Is(err, kgo.ErrClientClosed):
@@ -249,7 +249,7 @@ func (p *producer) explain(ctx context.Context, rec *kgo.Record, err error) erro
 	var ke *kerr.Error
 	if rec != nil && rec.Partition >= 0 && errors.As(cause, &ke) &&
 		(ke == kerr.NotEnoughReplicas || ke == kerr.NotEnoughReplicasAfterAppend || ke == kerr.RequestTimedOut) {
-		cause = fmt.Errorf("%w (%s)", cause, p.partitionState(ctx, rec.Topic, rec.Partition))
+		cause = fmt.Errorf("%w (%s)", cause, p.partitionState(ctx, rec.Topic, rec.Partition, -1))
 	}
 	if errors.Is(cause, os.ErrDeadlineExceeded) {
 		cause = fmt.Errorf("%w (no answer within --timeout %v)", cause, p.flags.timeout)
@@ -268,25 +268,46 @@ func (p *producer) explain(ctx context.Context, rec *kgo.Record, err error) erro
 // partitionState describes a partition's replicas as the cluster's
 // metadata has them now: "the leader of t-0 is 1, in-sync replicas [1] of
 // [1,2,3], min.insync.replicas 2", or less when the metadata cannot be had
-// within --timeout.
-func (p *producer) partitionState(ctx context.Context, topic string, partition int32) string {
+// within --timeout. It asks broker from, the one that answered the last
+// produce, when known (-1 otherwise: any broker): in a degraded cluster
+// the metadata still lists dead brokers, and a request that may go to any
+// broker can spend --timeout dialling them.
+func (p *producer) partitionState(ctx context.Context, topic string, partition int32, from int32) string {
 	ctx, cancel := p.flags.requestContext(ctx)
 	defer cancel()
-	adm := kadm.NewClient(p.cl)
-	topics, err := adm.ListTopics(ctx, topic)
+	var req kmsg.Requestor = p.cl
+	if from >= 0 {
+		req = p.cl.Broker(int(from))
+	}
+	mreq := kmsg.NewPtrMetadataRequest()
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr(topic)
+	mreq.Topics = append(mreq.Topics, mt)
+	mresp, err := mreq.RequestWith(ctx, req)
 	if err != nil {
 		return "the partition's state is unknown: " + err.Error()
 	}
-	pd, ok := topics[topic].Partitions[partition]
-	if !ok {
+	var pd *kmsg.MetadataResponseTopicPartition
+	for i := range mresp.Topics {
+		for j := range mresp.Topics[i].Partitions {
+			if t := &mresp.Topics[i]; t.Topic != nil && *t.Topic == topic && t.Partitions[j].Partition == partition {
+				pd = &t.Partitions[j]
+			}
+		}
+	}
+	if pd == nil {
 		return "the partition is not in the metadata"
 	}
 	state := fmt.Sprintf("the leader of %s-%d is %d, in-sync replicas %s of %s", topic, partition, pd.Leader, int32List(pd.ISR), int32List(pd.Replicas))
-	if rc, err := adm.DescribeTopicConfigs(ctx, topic); err == nil {
-		if c, err := rc.On(topic, nil); err == nil {
-			for _, kv := range c.Configs {
-				if kv.Key == "min.insync.replicas" {
-					state += ", min.insync.replicas " + kv.MaybeValue()
+	creq := kmsg.NewPtrDescribeConfigsRequest()
+	cr := kmsg.NewDescribeConfigsRequestResource()
+	cr.ResourceType, cr.ResourceName, cr.ConfigNames = kmsg.ConfigResourceTypeTopic, topic, []string{"min.insync.replicas"}
+	creq.Resources = append(creq.Resources, cr)
+	if cresp, err := creq.RequestWith(ctx, req); err == nil {
+		for _, r := range cresp.Resources {
+			for _, kv := range r.Configs {
+				if r.ErrorCode == 0 && kv.Name == "min.insync.replicas" && kv.Value != nil {
+					state += ", min.insync.replicas " + *kv.Value
 				}
 			}
 		}
@@ -307,7 +328,8 @@ func (p *producer) partitionState(ctx context.Context, topic string, partition i
 type batchErrors struct {
 	mu      sync.Mutex // kgo logs from its goroutines
 	errs    map[int32]string
-	request string // the last failed request: "to broker 3 failed: unable to dial: ..."
+	from    map[int32]int32 // the broker that answered errs[p]
+	request string          // the last failed request: "to broker 3 failed: unable to dial: ..."
 }
 
 // answered matches one partition's failed answer in "to".
@@ -349,22 +371,31 @@ func (b *batchErrors) Log(_ kgo.LogLevel, msg string, keyvals ...any) {
 			b.errs = map[int32]string{}
 		}
 		b.errs[int32(p)] = m[2] + " from broker " + broker
+		if b.from == nil {
+			b.from = map[int32]int32{}
+		}
+		id, err := strconv.ParseInt(broker, 10, 32)
+		if err != nil {
+			id = -1
+		}
+		b.from[int32(p)] = int32(id)
 	}
 }
 
 // last returns what is known of why the record of partition p was not
-// acknowledged: the last error its partition was answered with, or else
-// the last request that failed.
-func (b *batchErrors) last(p int32) (string, bool) {
+// acknowledged: the last error its partition was answered with and the
+// broker that answered it, or else the last request that failed (broker
+// -1).
+func (b *batchErrors) last(p int32) (string, int32, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if e, ok := b.errs[p]; ok {
-		return e, true
+		return e, b.from[p], true
 	}
 	if b.request != "" {
-		return "no answer; the last request " + b.request, true
+		return "no answer; the last request " + b.request, -1, true
 	}
-	return "", false
+	return "", -1, false
 }
 
 func (p *producer) promise(rec *kgo.Record, err error) {

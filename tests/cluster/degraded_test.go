@@ -12,8 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skeinlog/skein/controller"
 )
 
 // skeinRun is what a `skein` client command printed and its exit code.
@@ -62,8 +65,9 @@ func skein(t *testing.T, stdin string, args ...string) skeinRun {
 //   - two of three killed, no quorum: /readyz answers 503 saying so, an
 //     acks=all produce gives up with the leader's REQUEST_TIMED_OUT (the
 //     dead follower is still in the ISR: no controller shrinks it), cluster
-//     info says there is no quorum and how old its view is, and a command
-//     that needs the controller says what to check.
+//     info says there is no quorum and how old its view is, a command
+//     that needs the controller says what to check, and InitProducerId
+//     past the node's block of ids is answered COORDINATOR_LOAD_IN_PROGRESS.
 func TestDegradedCluster(t *testing.T) {
 	c := newClusterIn(t, layout{host: func(i int) string { return fmt.Sprintf("127.0.3.1%d", i) },
 		// NB: long enough for the describe below to run before the
@@ -114,8 +118,9 @@ func TestDegradedCluster(t *testing.T) {
 	}
 	// Node 1 gets its block of producer ids now, while the controller can
 	// give it one: the producers below ask it for an id without a quorum.
+	// NB: to node 1 itself: kgo sends an InitProducerId to any broker.
 	init := kmsg.NewPtrInitProducerIDRequest()
-	if _, err := init.RequestWith(ctx, c.seeds[1]); err != nil {
+	if _, err := init.RequestWith(ctx, c.seeds[1].Broker(1)); err != nil {
 		t.Fatal(err)
 	}
 	brokers := fmt.Sprintf("--brokers=%s,%s", c.addr(1), c.addr(2))
@@ -165,9 +170,37 @@ func TestDegradedCluster(t *testing.T) {
 		}
 		return ""
 	})
+	// NB: the producer's InitProducerId goes to any broker kgo knows, and
+	// the metadata still lists the dead ones: it may give up on its id
+	// (kgo fails the records when it cannot dial the broker it chose)
+	// before it reaches node 1; either way the command says why.
 	r = skein(t, "x\n", "produce", "u", "-p", "0", "--brokers="+c.addr(1), "--timeout=2s", "--delivery-timeout=3s")
-	if r.code != 1 || !strings.Contains(r.stderr, "produce to u-0: gave up after 3s (--delivery-timeout): REQUEST_TIMED_OUT from broker 1 (the leader of u-0 is 1, in-sync replicas [") {
+	if r.code != 1 || !strings.Contains(r.stderr, "produce to u-0: gave up after 3s (--delivery-timeout): REQUEST_TIMED_OUT from broker 1 (the leader of u-0 is 1, in-sync replicas [") &&
+		!strings.Contains(r.stderr, "produce to u-0: gave up waiting for a producer id (InitProducerId: ") {
 		t.Errorf("acks=all produce with an in-sync follower down and no quorum: %v", r)
+	}
+	// Node 1's block of producer ids used up, the next InitProducerId is
+	// answered at once, retriable, instead of waiting for a controller
+	// that is not there (it held every InitProducerId of the node for 30 s).
+	refused := false
+	for i := 1; i <= controller.ProducerIDBlockSize+1 && !refused; i++ {
+		ictx, icancel := context.WithTimeout(ctx, 10*time.Second)
+		// NB: to node 1 itself: kgo sends an InitProducerId to any broker
+		// it knows, dead ones too.
+		resp, err := kmsg.NewPtrInitProducerIDRequest().RequestWith(ictx, c.seeds[1].Broker(1))
+		icancel()
+		if err != nil {
+			t.Fatalf("InitProducerId %d without quorum: %v", i, err)
+		}
+		if resp.ErrorCode != 0 {
+			if err := kerr.ErrorForCode(resp.ErrorCode); err != kerr.CoordinatorLoadInProgress {
+				t.Fatalf("InitProducerId %d without quorum: %v, want COORDINATOR_LOAD_IN_PROGRESS once the block is used up", i, err)
+			}
+			refused = true
+		}
+	}
+	if !refused {
+		t.Errorf("without quorum node 1 gave more producer ids than a block holds (%d)", controller.ProducerIDBlockSize)
 	}
 	r = skein(t, "", "cluster", "info", "--brokers="+c.addr(1), "--timeout=5s")
 	if r.code != 1 || !strings.Contains(r.stdout, "CONTROLLER  none: no quorum") || !strings.Contains(r.stdout, "LAST-KNOWN-STATE") ||
@@ -178,7 +211,9 @@ func TestDegradedCluster(t *testing.T) {
 	if row := rowOf(r.stdout, "2"); len(row) < 2 || row[1] != "broker,controller" {
 		t.Errorf("cluster info without quorum: node 2's row %v, want its roles as a voter: %v", row, r)
 	}
-	r = skein(t, "", "topic", "elect-leaders", "d", "-p", "2", "--brokers="+c.addr(1), "--timeout=2s")
+	// NB: a --timeout long enough for kgo to find the live broker among
+	// the dead ones the metadata still lists.
+	r = skein(t, "", "topic", "elect-leaders", "d", "-p", "2", "--brokers="+c.addr(1), "--timeout=10s")
 	if r.code != 1 || !strings.Contains(r.stderr, "controller broker is not available: the cluster has no active controller (no quorum): is a majority of controller.quorum.voters running and reachable?") {
 		t.Errorf("elect-leaders without quorum: %v\nwant the hint", r)
 	}
