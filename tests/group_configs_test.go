@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -43,7 +44,14 @@ func TestGroupConfigs(t *testing.T) {
 		hb.Group, hb.MemberID, hb.MemberEpoch = group, "member-of-"+group, 0
 		hb.RebalanceTimeoutMillis, hb.SubscribedTopicNames = 10000, []string{topic}
 		hb.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		// A coordinator whose offsets partition is still opening (after a
+		// restart) answers COORDINATOR_LOAD_IN_PROGRESS, which clients
+		// retry: so does this.
 		resp := rawReq[*kmsg.ConsumerGroupHeartbeatResponse](t, raw, hb)
+		for deadline := time.Now().Add(time.Minute); resp.ErrorCode == kerr.CoordinatorLoadInProgress.Code && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+			resp = rawReq[*kmsg.ConsumerGroupHeartbeatResponse](t, raw, hb)
+		}
 		wantErr(t, "heartbeat to "+group, resp.ErrorCode, nil)
 		return resp.HeartbeatIntervalMillis
 	}
