@@ -186,7 +186,9 @@ func groupsRun(c groupsConfig, bin, dir string) (groupsResult, error) {
 			defer wg.Done()
 			for k := range c.count * c.commits {
 				i := k % c.count
-				if k%8 != w {
+				// A group's commits all come from one worker, in order:
+				// from two, the round before could land last.
+				if i%8 != w {
 					continue
 				}
 				var o kadm.Offsets
