@@ -10,8 +10,10 @@ package transport
 //   - The answer is the largest epoch at most LeaderEpoch in the log's
 //     leader epoch history and the offset after its last record: the start
 //     offset of the next epoch, or the log end offset for the latest
-//     (KIP-101, KIP-279; store.View.EndOffsetForEpoch). Both are -1 when
-//     the log knows no epoch that old. As in Kafka's LeaderEpochFileCache,
+//     (KIP-101, KIP-279; store.View.EndOffsetForEpoch). Asked for an epoch
+//     older than any the log knows, it is that epoch, ending where the
+//     log's first epoch starts; both are -1 when the log knows no epoch.
+//     As in Kafka's LeaderEpochFileCache,
 //     the partition's current leader epoch is in the history from the
 //     moment this node leads it, records or not: asked for it, the answer
 //     is it and the log end offset (an empty partition's 0); asked for a

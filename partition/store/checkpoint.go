@@ -290,12 +290,20 @@ func (l *Log) EndOffsetForEpoch(epoch int32) (int32, int64) {
 // EndOffsetForEpoch answers OffsetForLeaderEpoch (KIP-101, KIP-279): for the
 // largest epoch at most epoch, that epoch and the offset after its last
 // record (the start offset of the next epoch, or the log end offset for the
-// latest). Both are -1 when the log knows no epoch that old.
+// latest). For an epoch older than every epoch the log knows, it is epoch
+// itself, ending where the log's first epoch starts, as Kafka answers: a
+// follower whose records are all of an epoch this leader never had must
+// truncate them (a leader that lost its leadership before its records were
+// replicated, and a new leader that wrote others at those offsets). Both
+// are -1 when the log knows no epoch at all.
 func (v *View) EndOffsetForEpoch(epoch int32) (int32, int64) {
 	es := v.epochs
 	i := sort.Search(len(es), func(i int) bool { return es[i].Epoch > epoch })
-	if i == 0 {
+	if len(es) == 0 || epoch < 0 {
 		return -1, -1
+	}
+	if i == 0 {
+		return epoch, es[0].StartOffset
 	}
 	if i == len(es) {
 		return es[i-1].Epoch, v.LogEndOffset

@@ -527,6 +527,30 @@ func TestLeaderEpochs(t *testing.T) {
 	}
 }
 
+// TestLeaderEpochOlderThanTheLog: asked for an epoch older than its first,
+// a log answers that epoch ending where its first epoch starts, as Kafka
+// does, so that a follower holding records of an epoch this leader never
+// had truncates them; a log without epochs knows nothing.
+func TestLeaderEpochOlderThanTheLog(t *testing.T) {
+	tl := openTestLog(t, vfs.NewCrashableMem(), testOptions())
+	if e, off := tl.EndOffsetForEpoch(0); e != -1 || off != -1 {
+		t.Fatalf("empty log, epoch 0: got (%d, %d), want (-1, -1)", e, off)
+	}
+	for range 3 {
+		if _, err := tl.Append(logBatch(2, 10, 0), 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tt := range []struct {
+		ask, epoch int32
+		endOffset  int64
+	}{{-1, -1, -1}, {0, 0, 0}, {1, 1, 0}, {2, 2, 6}, {5, 2, 6}} {
+		if e, off := tl.EndOffsetForEpoch(tt.ask); e != tt.epoch || off != tt.endOffset {
+			t.Errorf("epoch %d: got (%d, %d), want (%d, %d)", tt.ask, e, off, tt.epoch, tt.endOffset)
+		}
+	}
+}
+
 func TestGroupCommitConcurrentWriters(t *testing.T) {
 	tl := openTestLog(t, vfs.NewCrashableMem(), testOptions())
 	var wg sync.WaitGroup
