@@ -68,10 +68,10 @@ func TestDispatcherLetsIdleGoroutinesGo(t *testing.T) {
 			release.Wait()
 		})
 	}
+	// All n started and none returned: n goroutines run them. (A count
+	// of goroutines here would also count an earlier test's that are
+	// still ending.)
 	started.Wait()
-	if g := runtime.NumGoroutine(); g < base+n {
-		t.Fatalf("%d goroutines run %d blocked mailboxes", g-base, n)
-	}
 	release.Done()
 	eventually(t, "at most maxIdle goroutines are left", func() bool { return runtime.NumGoroutine() <= base+8 })
 	eventually(t, "the idle goroutines are gone", func() bool { return d.idle() == 0 && runtime.NumGoroutine() <= base })
