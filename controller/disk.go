@@ -129,7 +129,7 @@ func (d *logDisk) writeState(name string, m proto.Message) error {
 		return err
 	}
 	b := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(body)), crc32.Checksum(body, castagnoli))
-	return store.WriteFileAtomic(d.fs, d.log.Dir(), name, append(b, body...))
+	return d.log.WriteFile(name, append(b, body...))
 }
 
 func (d *logDisk) Save(hs *pb.HardState, entries []*pb.Entry) error {

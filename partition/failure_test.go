@@ -67,6 +67,11 @@ func TestFailedStateAndRecovery(t *testing.T) {
 			cfg.Logger = zerolog.New(&logs)
 			cfg.Failures = logging.NewLimiter(100, time.Second)
 			if tc.atStart {
+				// A directory the log was made in (a new log has
+				// none, and opens without a file).
+				if err := fs.MkdirAll(cfg.Dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
 				toggle.On()
 			}
 			tp := startTestPartition(t, cfg)

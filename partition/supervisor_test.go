@@ -53,6 +53,14 @@ func TestSupervisorHostAfterUnhostKeepsTheNewPartition(t *testing.T) {
 		if h == nil || h.TopicID != (image.TopicID{round + 2}) {
 			t.Fatalf("round %d: the recreated t/0 is not hosted: %+v", round, h)
 		}
+		if round == 19 {
+			// A record, so that the last t/0 has files to close.
+			ch := make(chan AppendResult, 1)
+			sys.Root.Send(h.PID, &Append{Records: batch(t, -1, -1, -1, 1), Acks: -1, Reply: func(r AppendResult) { ch <- r }})
+			if r := <-ch; r.Err != nil {
+				t.Fatalf("append to the last t/0: %v (%s)", r.Err, r.Message)
+			}
+		}
 	}
 	if err := sys.Root.StopFuture(sup).Wait(); err != nil {
 		t.Fatal(err)

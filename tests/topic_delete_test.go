@@ -47,7 +47,7 @@ func TestDeletedTopicStaysDeletedAcrossSIGKILL(t *testing.T) {
 		r := rand.New(rand.NewPCG(seed, seed))
 		ok := t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			topic := fmt.Sprintf("gone%d", i)
-			createAndFill(t, node.addr, topic, partitions)
+			createAndFill(t, node.addr, topic, partitions, partitions)
 			adm := kadm.NewClient(newClientFor(t, node.addr))
 			ctx := ctxFor(t)
 			if _, err := adm.DeleteTopic(ctx, topic); err != nil {
@@ -67,16 +67,16 @@ func TestDeletedTopicStaysDeletedAcrossSIGKILL(t *testing.T) {
 }
 
 // TestSIGTERMDuringBigDelete: SIGTERM while a node deletes a topic of
-// thousands of partitions stops it within the CLI's 10 s, with status 0;
-// started again, the topic stays deleted, a topic of the same name has none
-// of its records, and every directory of the old topic goes (issue 27: a
-// stop overran its deadline, and 4,717 of 5,000 directories stayed and
-// were served again).
+// 100,000 partitions, 2,000 of them with records, stops it within the
+// CLI's 10 s, with status 0; started again, the topic stays deleted, a
+// topic of the same name has none of its records, and every directory of
+// the old topic goes (issue 27: a stop overran its deadline, and 4,717 of
+// 5,000 directories stayed and were served again).
 func TestSIGTERMDuringBigDelete(t *testing.T) {
 	node := newChildNode(t)
 	node.start()
-	const partitions = 2000
-	createAndFill(t, node.addr, "big", partitions)
+	const partitions, filled = 100_000, 2000
+	createAndFill(t, node.addr, "big", partitions, filled)
 	adm := kadm.NewClient(newClientFor(t, node.addr))
 	if _, err := adm.DeleteTopic(ctxFor(t), "big"); err != nil {
 		t.Fatal(err)
@@ -101,8 +101,9 @@ func TestSIGTERMDuringBigDelete(t *testing.T) {
 	})
 }
 
-// createAndFill creates topic and produces a record to each partition.
-func createAndFill(t *testing.T, addr, topic string, partitions int32) {
+// createAndFill creates topic and produces a record to each of its first
+// filled partitions.
+func createAndFill(t *testing.T, addr, topic string, partitions, filled int32) {
 	t.Helper()
 	ctx := ctxFor(t)
 	adm := kadm.NewClient(newClientFor(t, addr))
@@ -111,8 +112,8 @@ func createAndFill(t *testing.T, addr, topic string, partitions int32) {
 		t.Fatalf("create %s: %v", topic, err)
 	}
 	cl := newClientFor(t, addr, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.DefaultProduceTopic(topic))
-	recs := make([]*kgo.Record, partitions)
-	for p := range partitions {
+	recs := make([]*kgo.Record, filled)
+	for p := range filled {
 		recs[p] = &kgo.Record{Partition: p, Value: []byte("old")}
 	}
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
@@ -158,18 +159,18 @@ func checkRecreatedEmpty(t *testing.T, node *childNode, topic string, partitions
 	})
 }
 
-// TestSIGTERMDuringBigCreate: SIGTERM just after a topic of 10,000
+// TestSIGTERMDuringBigCreate: SIGTERM just after a topic of 100,000
 // partitions was created, while most still open their logs, stops the node
 // within the CLI's 10 s with status 0. (The node waited for every partition
-// to open, 13 s on a loaded machine; on an idle one that fits in 10 s, and
-// package partition's TestStopDoesNotWaitForPartitionsStillToOpen is the
-// test that fails without the fix.)
+// to open, 13 s for 10,000 on a loaded machine; package partition's
+// TestStopDoesNotWaitForPartitionsStillToOpen is the test that fails
+// without the fix.)
 func TestSIGTERMDuringBigCreate(t *testing.T) {
 	node := newChildNode(t)
 	node.start()
 	adm := kadm.NewClient(newClientFor(t, node.addr))
 	adm.SetTimeoutMillis(1000) // answered while the partitions still open
-	if _, err := adm.CreateTopic(ctxFor(t), 10000, 1, nil, "big"); err != nil {
+	if _, err := adm.CreateTopic(ctxFor(t), 100_000, 1, nil, "big"); err != nil {
 		t.Fatal(err)
 	}
 	took := node.terminate(10 * time.Second)

@@ -27,12 +27,22 @@ const (
 	checkpointV0    = 0
 )
 
-// WriteFileAtomic replaces name in dir with data durably: written to a
-// temporary name, synced, renamed over the old one, and the directory
-// synced, so a crash leaves the old file or the new one. For state files
-// beside a log (the controller's raft hard state and snapshot).
-func WriteFileAtomic(fsys vfs.FS, dir, name string, data []byte) error {
-	return writeFileAtomic(fsys, dir, name, data)
+// WriteFile replaces name in the log's directory with data durably (making
+// a new log's directory first): written to a temporary name, synced,
+// renamed over the old one, and the directory synced, so a crash leaves the
+// old file or the new one. For state files beside a log (the controller's
+// raft hard state and snapshot). A failed write of the file does not fail
+// the log.
+func (l *Log) WriteFile(name string, data []byte) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.writable(); err != nil {
+		return err
+	}
+	if err := l.make(); err != nil {
+		return err
+	}
+	return writeFileAtomic(l.fs, l.dir, name, data)
 }
 
 // writeFileAtomic replaces name in dir with data.
@@ -140,6 +150,9 @@ func (l *Log) recoveryPoint() int64 {
 }
 
 func (l *Log) writeCheckpointAt(recoveryPoint int64) error {
+	if err := l.make(); err != nil {
+		return err
+	}
 	c := checkpoint{RecoveryPoint: recoveryPoint, LogStartOffset: l.lso, HighWatermark: l.hw}
 	if err := writeFileAtomic(l.fs, l.dir, checkpointFile, c.encode()); err != nil {
 		return l.fail("write checkpoint", err)
@@ -261,6 +274,9 @@ func (l *Log) assignEpoch(epoch int32, offset int64) error {
 }
 
 func (l *Log) writeEpochs() error {
+	if err := l.make(); err != nil {
+		return err
+	}
 	if err := writeFileAtomic(l.fs, l.dir, epochFile, l.epochs.encode()); err != nil {
 		return l.fail("write leader epochs", err)
 	}

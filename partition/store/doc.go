@@ -4,7 +4,8 @@
 //
 // # Directory
 //
-// One directory per partition:
+// One directory per partition, made at the log's first write (make): a new
+// log, opened where there is no directory, has no file until then.
 //
 //	00000000000000000000.log        segment: record batches, as produced
 //	00000000000000000000.index      sparse offset index of that segment
@@ -77,9 +78,10 @@
 // # Topic id
 //
 // partition.metadata holds "version: 0\ntopic_id: <id>\n", the id in
-// unpadded URL-safe base64, as Kafka writes it. Open with Config.TopicID
-// writes it (atomically, synced with the directory) into a directory that
-// has none, before anything else, and refuses a directory that records
+// unpadded URL-safe base64, as Kafka writes it. With Config.TopicID it is
+// written, synced, into a new directory before anything else (make), and
+// atomically into an older Skein's directory that has none; Open refuses a
+// directory that records
 // another id (TopicIDMismatchError) without touching it: the caller
 // deletes it. A directory with segments and no partition.metadata was
 // made by an older Skein and is adopted (Config.TopicID says why).

@@ -93,7 +93,12 @@ type Log struct {
 	// clean is set from an Open after a clean shutdown until the first
 	// change to the segments (prepareWrite): the marker is still on disk
 	// and the active segment sealed.
-	clean   bool
+	clean bool
+	// unmade says the log's directory is not made yet (make): a new log
+	// has no files until it first changes. topicID goes into its
+	// partition.metadata then.
+	unmade  bool
+	topicID [16]byte
 	deleted []deletedSegment // waiting for FileDeleteDelayMs
 
 	checkpointed     checkpoint // what the checkpoint file says (zero before the first write)

@@ -18,7 +18,7 @@ import (
 // Config says where a log lives and how it behaves.
 type Config struct {
 	FS  vfs.FS // nil means vfs.Default
-	Dir string // the partition's directory, created if missing
+	Dir string // the partition's directory, made at the first write if missing
 	// TopicID, when not zero, is the id of the partition's topic: Open
 	// refuses a directory that records another (TopicIDMismatchError),
 	// and records it in one that records none (PartitionMetadataFile).
@@ -37,11 +37,12 @@ type Config struct {
 	Options Options
 }
 
-// Open opens the log in cfg.Dir, creating it if it does not exist, and
-// recovers it: after a clean shutdown it trusts the indexes and checkpoints;
-// otherwise it rescans every segment from the recovery point, validating each
-// batch, truncates at the first torn or corrupt one, and rebuilds the indexes
-// of what it scanned. What remains is synced before Open returns, so the
+// Open opens the log in cfg.Dir, and recovers it. Where cfg.Dir does not
+// exist the log is new, and empty: nothing of it is on disk until its first
+// write makes the directory (make). Otherwise, after a clean shutdown Open
+// trusts the indexes and checkpoints; after a crash it rescans every
+// segment from the recovery point, validating each batch, truncates at the
+// first torn or corrupt one, and rebuilds the indexes of what it scanned. What remains is synced before Open returns, so the
 // durable offset of a recovered log is its log end offset.
 func Open(cfg Config) (*Log, error) {
 	if cfg.FS == nil {
@@ -53,21 +54,21 @@ func Open(cfg Config) (*Log, error) {
 	if err := cfg.Options.validate(); err != nil {
 		return nil, err
 	}
-	l := &Log{fs: cfg.FS, dir: cfg.Dir, clock: cfg.Clock, opts: cfg.Options, lastStable: math.MaxInt64}
-	// A new partition directory must itself survive a crash: sync its entry
-	// in its parent, and so on up for every directory MkdirAll makes. One
-	// with a segment file was made durable by the Open that created it (a
-	// directory without one may be an Open's that crashed before that).
-	made := filepath.Clean(l.dir)
-	for ; filepath.Dir(made) != made; made = filepath.Dir(made) {
-		if _, err := l.fs.Stat(filepath.Dir(made)); err == nil {
-			break
-		}
-	}
-	if err := l.fs.MkdirAll(l.dir, 0o755); err != nil {
-		return nil, err
-	}
+	l := &Log{fs: cfg.FS, dir: cfg.Dir, clock: cfg.Clock, opts: cfg.Options, lastStable: math.MaxInt64, topicID: cfg.TopicID}
 	names, err := l.fs.List(l.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		// A new log: nothing of it goes to disk until it first changes
+		// (make), so a partition that never takes a record costs no file
+		// and no fsync to create, open, stop or delete. It is as a log
+		// shut down cleanly is, with one empty segment, sealed.
+		l.unmade, l.clean = true, true
+		s := newSegment(l.dir, 0)
+		s.sealed = true
+		l.segs = []*segment{s}
+		l.rebuildClosed()
+		l.publish()
+		return l, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -77,13 +78,11 @@ func Open(cfg Config) (*Log, error) {
 		}
 	}
 	if !slices.ContainsFunc(names, func(n string) bool { _, ok := parseSegmentName(n); return ok }) {
-		for d := filepath.Clean(l.dir); ; d = filepath.Dir(d) {
-			if err := syncDir(l.fs, filepath.Dir(d)); err != nil {
-				return nil, err
-			}
-			if d == made {
-				break
-			}
+		// A make that crashed before it synced the directory's entry in
+		// its parent leaves a directory without segments: sync it now,
+		// before load makes the log in it.
+		if err := syncDir(l.fs, filepath.Dir(filepath.Clean(l.dir))); err != nil {
+			return nil, err
 		}
 	}
 	if err := l.load(names); err != nil {
@@ -268,13 +267,57 @@ func (l *Log) load(names []string) error {
 	return l.checkpointIfChanged()
 }
 
+// make creates the directory of a log opened before it had one, with its
+// partition.metadata and the files of its empty segment, before the first
+// write to it. The directory's entry is synced in its parent, and so on up
+// for every directory it makes; its own entries are synced by whatever
+// writes first (prepareWrite, writeFileAtomic) before the log takes a
+// record. A crash before that leaves a directory without segments, which
+// Open takes for a new log again. The caller holds l.mu.
+func (l *Log) make() error {
+	if !l.unmade {
+		return nil
+	}
+	made := filepath.Clean(l.dir)
+	for ; filepath.Dir(made) != made; made = filepath.Dir(made) {
+		if _, err := l.fs.Stat(filepath.Dir(made)); err == nil {
+			break
+		}
+	}
+	if err := l.fs.MkdirAll(l.dir, 0o755); err != nil {
+		return l.fail("create the log directory", err)
+	}
+	if l.topicID != ([16]byte{}) {
+		if err := l.claimDir(nil, l.topicID); err != nil {
+			return l.fail("create the log directory", err)
+		}
+	}
+	if err := l.active().createFiles(l.fs); err != nil {
+		return l.fail("create the log directory", err)
+	}
+	for d := filepath.Clean(l.dir); ; d = filepath.Dir(d) {
+		if err := syncDir(l.fs, filepath.Dir(d)); err != nil {
+			return l.fail("create the log directory", err)
+		}
+		if d == made {
+			break
+		}
+	}
+	l.unmade = false
+	return nil
+}
+
 // prepareWrite ends the clean state of a log opened after a clean
 // shutdown, before its segments change: the clean-shutdown marker goes,
 // durably, so that a crash from now on rescans the active segment whatever
 // its files hold; then the active segment's indexes come back into memory
 // (unseal), and the checkpoint's recovery point moves back to the active
-// segment's base. A log opened after a crash has nothing to do here.
+// segment's base. A log opened after a crash has nothing to do here; a new
+// one is made first.
 func (l *Log) prepareWrite() error {
+	if err := l.make(); err != nil {
+		return err
+	}
 	if !l.clean {
 		return nil
 	}

@@ -161,9 +161,12 @@ func TestFailedLogGivesNothingBack(t *testing.T) {
 	defer func() { l.Close() }()
 	set := logBatch(100, 1000, 0)
 	path := filepath.Join(dir, segmentName(0, logSuffix))
-	for heldAhead(t, dir)[segmentName(0, logSuffix)] < preallocateFrom {
+	for {
 		if _, err := l.Append(bytes.Clone(set), 0); err != nil {
 			t.Fatal(err)
+		}
+		if heldAhead(t, dir)[segmentName(0, logSuffix)] >= preallocateFrom {
+			break
 		}
 	}
 	if err := l.Sync(); err != nil {

@@ -123,28 +123,40 @@ func (s *segment) suffixes() []string {
 	return withoutTxnIndex[:]
 }
 
+// newSegment returns an empty segment at base, without files.
+func newSegment(dir string, base int64) *segment {
+	return &segment{base: base, dir: dir, next: base, maxTimestamp: -1, offsetOfMaxTimestamp: -1, lastIndexedTimestamp: -1}
+}
+
 // createSegment creates the files of an empty active segment. The index
 // files stay empty while it is active (its entries are in memory) and get
 // them when it seals: unlike Kafka's, which are mmapped, they are not
 // preallocated, so a segment that never takes a record costs no write.
 // The caller syncs the directory.
-func createSegment(fs vfs.FS, dir string, base int64, opts *Options) (s *segment, err error) {
-	s = &segment{base: base, dir: dir, next: base, maxTimestamp: -1, offsetOfMaxTimestamp: -1, lastIndexedTimestamp: -1}
-	defer func() {
-		if err != nil {
-			s.close()
-		}
-	}()
-	if s.log, err = fs.Create(s.path(logSuffix)); err != nil {
-		return nil, err
-	}
-	if s.idx, err = fs.Create(s.path(indexSuffix)); err != nil {
-		return nil, err
-	}
-	if s.tidx, err = fs.Create(s.path(timeIndexSuffix)); err != nil {
+func createSegment(fs vfs.FS, dir string, base int64, opts *Options) (*segment, error) {
+	s := newSegment(dir, base)
+	if err := s.createFiles(fs); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// createFiles creates the segment's three files, empty.
+func (s *segment) createFiles(fs vfs.FS) (err error) {
+	defer func() {
+		if err != nil {
+			s.close()
+			s.log, s.idx, s.tidx = nil, nil, nil
+		}
+	}()
+	if s.log, err = fs.Create(s.path(logSuffix)); err != nil {
+		return err
+	}
+	if s.idx, err = fs.Create(s.path(indexSuffix)); err != nil {
+		return err
+	}
+	s.tidx, err = fs.Create(s.path(timeIndexSuffix))
+	return err
 }
 
 // maxIndexEntries is how many entries the offset index may hold before the

@@ -69,6 +69,9 @@ func (l *Log) WriteSnapshot(offset int64, payload []byte) error {
 	if len(payload) > maxSnapshotBytes-snapshotHeaderSize {
 		return fmt.Errorf("store: producer-state snapshot of %d bytes is too large", len(payload))
 	}
+	if err := l.make(); err != nil {
+		return err
+	}
 	b := make([]byte, snapshotHeaderSize, snapshotHeaderSize+len(payload))
 	binary.BigEndian.PutUint16(b, snapshotV0)
 	binary.BigEndian.PutUint32(b[6:], uint32(len(payload)))
@@ -131,6 +134,9 @@ func (l *Log) ReadLatestSnapshot() (offset int64, payload []byte, ok bool, err e
 
 // snapshotOffsets lists the snapshots in the directory, oldest first.
 func (l *Log) snapshotOffsets() ([]int64, error) {
+	if l.unmade {
+		return nil, nil
+	}
 	names, err := l.fs.List(l.dir)
 	if err != nil {
 		return nil, err

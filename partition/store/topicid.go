@@ -12,9 +12,9 @@ import (
 
 // PartitionMetadataFile records which topic a partition directory belongs
 // to, in Kafka's format (KIP-516): "version: 0\ntopic_id: <id>\n", the id
-// being the topic's UUID in unpadded URL-safe base64. Open writes it
-// durably before the log's first segment, so a directory with a segment
-// always has it (unless an older Skein made the directory).
+// being the topic's UUID in unpadded URL-safe base64. It is written
+// durably before the log's first segment (make), so a directory with a
+// segment always has it (unless an older Skein made the directory).
 const PartitionMetadataFile = "partition.metadata"
 
 // TopicIDMismatchError is Open's refusal of a directory that records
