@@ -303,7 +303,13 @@ func (l *Log) make() error {
 			break
 		}
 	}
-	l.unmade = false
+	// Without a clean-shutdown marker the log is as one opened after a
+	// crash is, ready to write: a crash from now on rescans its one
+	// segment. (So prepareWrite has no marker to remove, and no
+	// directory sync to make for it.)
+	s := l.active()
+	s.sealed, s.indexesDirty = false, true
+	l.unmade, l.clean = false, false
 	return nil
 }
 

@@ -2,15 +2,17 @@ package store
 
 import (
 	"errors"
+	"io/fs"
+	"math/rand/v2"
 	"path/filepath"
 	"testing"
 
 	"github.com/skeinlog/skein/internal/vfs"
 )
 
-// TestOpenRecordsTopicID: Open records the topic id in a new directory in
-// Kafka's partition.metadata format, durably (it survives a crash right
-// after Open), reopens a directory of the same id, refuses one of another
+// TestOpenRecordsTopicID: a new log records the topic id in its directory
+// in Kafka's partition.metadata format, durably (it survives a crash right
+// after the first write), reopens a directory of the same id, refuses one of another
 // id without touching it, and adopts a directory with segments but no
 // partition.metadata (an older Skein's).
 func TestOpenRecordsTopicID(t *testing.T) {
@@ -95,5 +97,57 @@ func TestOpenRewritesATornTopicID(t *testing.T) {
 	torn()
 	if _, err := Open(cfg); err == nil {
 		t.Fatal("Open took a directory with segments and an unreadable partition.metadata")
+	}
+}
+
+// TestNewLogMakesNothingUntilWritten: a new log has no directory until
+// its first write: opened, checkpointed, closed and opened again, it
+// leaves nothing on disk. Its first write makes the directory, with
+// partition.metadata; a crash just after it, with any part of what was
+// not synced surviving, leaves a directory that opens, holds the record
+// or nothing, and records the topic's id.
+func TestNewLogMakesNothingUntilWritten(t *testing.T) {
+	mem := vfs.NewCrashableMem()
+	id := [16]byte{7}
+	cfg := Config{FS: mem, Dir: "/data/t-0", TopicID: id, Options: testOptions()}
+	for range 2 {
+		l, err := Open(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Checkpoint(); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := mem.Stat(cfg.Dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a log never written: stat %s: %v, want it absent", cfg.Dir, err)
+	}
+	l, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	mustAppend(t, l, logBatch(3, 10, 0))
+	for seed := range uint64(20) {
+		crashed := mem.CrashClone(vfs.CrashOptions{Rand: rand.New(rand.NewPCG(seed, seed)), KeepUnsyncedProb: 0.5})
+		c := cfg
+		c.FS = crashed
+		r, err := Open(c)
+		if err != nil {
+			t.Fatalf("seed %d: opening after a crash just after the first write: %v", seed, err)
+		}
+		if end := r.LogEndOffset(); end != 0 && end != 3 {
+			t.Fatalf("seed %d: the log ends at %d after the crash, want 0 or 3", seed, end)
+		}
+		mustAppend(t, r, logBatch(1, 10, 0))
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if got, ok, err := ReadTopicID(crashed, cfg.Dir); err != nil || !ok || got != id {
+			t.Fatalf("seed %d: %s records %x (%v, %v), want %x", seed, cfg.Dir, got, ok, err, id)
+		}
 	}
 }
