@@ -85,9 +85,10 @@ type openGate struct {
 	leaving chan struct{} // closed when the supervisor stops or restarts
 }
 
-// openTurns is how many partitions open their logs at once: more do not
-// make more fsyncs a second (3,000 new directories, each a file and two
-// directory syncs: 6.4 s at 64 at once, 5.4 to 8.8 s at 256).
+// openTurns is how many partitions open their logs, or make a new log's
+// directory (store.Config.Turns), at once: more do not make more fsyncs a
+// second (3,000 new directories, each a file and two directory syncs: 6.4 s
+// at 64 at once, 5.4 to 8.8 s at 256).
 const openTurns = 64
 
 // StoreOptions maps a topic's configs to the log's options.
@@ -329,7 +330,6 @@ func (p *partition) start() {
 	if g := p.cfg.gate; g != nil {
 		select {
 		case g.turns <- struct{}{}:
-			defer func() { <-g.turns }()
 		case <-g.leaving:
 			return // stopping before it opened: nothing to open or close
 		}
@@ -338,6 +338,9 @@ func (p *partition) start() {
 	p.lastCheckpoint, p.lastAppend, p.lastTick = p.cfg.Clock.Now(), p.cfg.Clock.Now(), p.cfg.Clock.Now()
 	p.scheduleTick(p.cfg.TickInterval)
 	l, err := p.openLog()
+	if g := p.cfg.gate; g != nil {
+		<-g.turns // given back before anything may write: a write may take a turn to make the log's directory
+	}
 	if err != nil {
 		p.fail("open", err)
 		return
@@ -353,6 +356,9 @@ func (p *partition) start() {
 // raises it over its ISR (assumeRole), a follower from its leader.
 func (p *partition) openLog() (*store.Log, error) {
 	cfg := store.Config{FS: p.cfg.FS, Dir: p.cfg.Dir, Clock: p.cfg.Clock, TopicID: p.cfg.TopicID, Options: StoreOptions(p.cfg.TopicConfig)}
+	if p.cfg.gate != nil {
+		cfg.Turns = p.cfg.gate.turns // the turns of opening logs, not held while one opens
+	}
 	l, err := store.Open(cfg)
 	var stale *store.TopicIDMismatchError
 	if errors.As(err, &stale) && p.cfg.Trash != nil {
