@@ -99,7 +99,7 @@ type Log struct {
 	// partition.metadata then.
 	unmade  bool
 	topicID [16]byte
-	turns   chan struct{} // Config.Turns
+	turns   chan struct{}    // Config.Turns
 	deleted []deletedSegment // waiting for FileDeleteDelayMs
 
 	checkpointed     checkpoint // what the checkpoint file says (zero before the first write)
