@@ -48,8 +48,9 @@ type Config struct {
 // write makes the directory (make). Otherwise, after a clean shutdown Open
 // trusts the indexes and checkpoints; after a crash it rescans every
 // segment from the recovery point, validating each batch, truncates at the
-// first torn or corrupt one, and rebuilds the indexes of what it scanned. What remains is synced before Open returns, so the
-// durable offset of a recovered log is its log end offset.
+// first torn or corrupt one, and rebuilds the indexes of what it scanned.
+// What remains is synced before Open returns, so the durable offset of a
+// recovered log is its log end offset.
 func Open(cfg Config) (*Log, error) {
 	if cfg.FS == nil {
 		cfg.FS = vfs.Default
@@ -274,12 +275,13 @@ func (l *Log) load(names []string) error {
 }
 
 // make creates the directory of a log opened before it had one, with its
-// partition.metadata and the files of its empty segment, before the first
-// write to it. The directory's entry is synced in its parent, and so on up
-// for every directory it makes; its own entries are synced by whatever
-// writes first (prepareWrite, writeFileAtomic) before the log takes a
-// record. A crash before that leaves a directory without segments, which
-// Open takes for a new log again. The caller holds l.mu.
+// partition.metadata and its empty segment's log file, before the first
+// write to it. The directory's entries are synced, then its own entry in
+// its parent, and so on up for every directory it makes: a record written
+// next is durable once its segment file is synced, whatever syncs it. A
+// crash before that leaves a directory without a segment, which Open
+// makes the log in again, or one with an empty segment. The caller holds
+// l.mu.
 func (l *Log) make() error {
 	if !l.unmade {
 		return nil
@@ -303,6 +305,9 @@ func (l *Log) make() error {
 		}
 	}
 	if err := l.active().createFiles(l.fs); err != nil {
+		return l.fail("create the log directory", err)
+	}
+	if err := syncDir(l.fs, l.dir); err != nil {
 		return l.fail("create the log directory", err)
 	}
 	for d := filepath.Clean(l.dir); ; d = filepath.Dir(d) {

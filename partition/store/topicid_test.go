@@ -151,3 +151,33 @@ func TestNewLogMakesNothingUntilWritten(t *testing.T) {
 		}
 	}
 }
+
+// TestNewLogRecordDurableOnceSynced: a record written to a new log and
+// synced survives a crash, even when nothing else was written beside it
+// (no leader epoch to record: epoch -1): making the directory synced the
+// names of its files.
+func TestNewLogRecordDurableOnceSynced(t *testing.T) {
+	mem := vfs.NewCrashableMem()
+	cfg := Config{FS: mem, Dir: "/data/t-0", TopicID: [16]byte{7}, Options: testOptions()}
+	l, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if _, err := l.Append(logBatch(3, 10, 0), -1); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	c := cfg
+	c.FS = mem.CrashClone(vfs.CrashOptions{})
+	r, err := Open(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if end := r.LogEndOffset(); end != 3 {
+		t.Fatalf("after a crash, the synced log ends at %d, want 3", end)
+	}
+}
