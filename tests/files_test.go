@@ -73,10 +73,14 @@ func TestPartitionRestartsGiveBackTheirFiles(t *testing.T) {
 		v, _ := metricValue(b.metrics(), "skein_open_files", nil)
 		return v
 	}
+	// Every segment's files are open now, and the cache's cap is far
+	// above them: what a restart failed to close would add up.
+	baseFds, baseOpen := openFds(t), metricOpen()
+	t.Logf("baseline: %d descriptors, %v files open", baseFds, baseOpen)
+
 	// The panics hit the periodic tick, so that the segments stay the same
 	// set of files throughout.
-	restart := func(round int) {
-		t.Helper()
+	for round := range rounds {
 		for p := range partitions {
 			b.injectFault(fmt.Sprintf(`{"actor": "node/1/partitions/leaky-%d", "kind": "panic", "count": 1, "message": "tick"}`, p))
 		}
@@ -89,17 +93,6 @@ func TestPartitionRestartsGiveBackTheirFiles(t *testing.T) {
 			}
 			return true
 		})
-	}
-	// The first restart closes each active segment cleanly, which makes
-	// its index files; after it every file of every segment exists and
-	// is open, and the cache's cap is far above them: what a later restart
-	// failed to close would add up.
-	restart(0)
-	readAll(t, b, "leaky", partitions)
-	baseFds, baseOpen := openFds(t), metricOpen()
-	t.Logf("baseline: %d descriptors, %v files open", baseFds, baseOpen)
-	for round := 1; round < rounds; round++ {
-		restart(round)
 	}
 	readAll(t, b, "leaky", partitions)
 	eventually(t, fmt.Sprintf("the descriptor count back to its baseline of %d", baseFds), func() bool {

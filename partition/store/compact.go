@@ -702,7 +702,7 @@ func (c *cleaner) cleanGroup(from, to int) (bool, error) {
 			return false, err
 		}
 	}
-	if err := s.seal(l.fs); err != nil {
+	if err := s.seal(); err != nil {
 		return false, err
 	}
 	swapping = true

@@ -46,9 +46,7 @@
 // Entries of 8 bytes, one every index.interval.bytes of batches, increasing
 // in both fields. While the segment is active its entries are kept in
 // memory (the segment rolls when they would pass segment.index.bytes) and
-// the file, with the time index's, is made and written when it seals or
-// its log shuts down cleanly (a segment that has neither sealed nor been
-// shut down cleanly may have no index files):
+// the file is written when it seals:
 //
 //	+-----------------------------+----------------------+
 //	| offset - segment base  u32  | file position   u32  |   position of the batch whose base offset it is

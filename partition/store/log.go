@@ -220,7 +220,7 @@ func (l *Log) active() *segment { return l.segs[len(l.segs)-1] }
 // Everything before the new segment is synced, directory entry included.
 func (l *Log) roll() error {
 	old := l.active()
-	if err := old.seal(l.fs); err != nil {
+	if err := old.seal(); err != nil {
 		return l.fail("seal segment", err)
 	}
 	if err := old.syncTxnFile(l.fs); err != nil {

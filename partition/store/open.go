@@ -201,7 +201,7 @@ func (l *Log) load(names []string) error {
 		if err != nil {
 			return err
 		}
-		s.sealed = true // without entries, it has no index files yet
+		s.sealed = true // its index files, empty, hold its indexes
 		l.segs = append(l.segs, s)
 		if err := l.createMarker(); err != nil {
 			return err
@@ -209,7 +209,7 @@ func (l *Log) load(names []string) error {
 		clean, marker = true, true
 	}
 	for _, s := range l.segs[:len(l.segs)-1] {
-		if err := s.seal(l.fs); err != nil {
+		if err := s.seal(); err != nil {
 			return err
 		}
 	}
@@ -654,7 +654,7 @@ func (l *Log) shutdownCleanly() error {
 	}
 	act.maybeIndexTime()
 	if act.indexesDirty {
-		if err := act.writeIndexes(l.fs); err != nil {
+		if err := act.writeIndexes(); err != nil {
 			return err
 		}
 		for _, f := range []vfs.File{act.idx, act.tidx} {

@@ -128,12 +128,11 @@ func newSegment(dir string, base int64) *segment {
 	return &segment{base: base, dir: dir, next: base, maxTimestamp: -1, offsetOfMaxTimestamp: -1, lastIndexedTimestamp: -1}
 }
 
-// createSegment creates the log file of an empty active segment. Its index
-// files are made when it seals or its log shuts down cleanly
-// (writeIndexes): while it is active its entries are in memory, and a
-// crash rescans it. Unlike Kafka's, which are mmapped, they are not
-// preallocated either, so a segment that never takes a record costs one
-// file and no write. The caller syncs the directory.
+// createSegment creates the files of an empty active segment. The index
+// files stay empty while it is active (its entries are in memory) and get
+// them when it seals: unlike Kafka's, which are mmapped, they are not
+// preallocated, so a segment that never takes a record costs no write.
+// The caller syncs the directory.
 func createSegment(fs vfs.FS, dir string, base int64, opts *Options) (*segment, error) {
 	s := newSegment(dir, base)
 	if err := s.createFiles(fs); err != nil {
@@ -142,9 +141,21 @@ func createSegment(fs vfs.FS, dir string, base int64, opts *Options) (*segment, 
 	return s, nil
 }
 
-// createFiles creates the segment's log file, empty.
+// createFiles creates the segment's three files, empty.
 func (s *segment) createFiles(fs vfs.FS) (err error) {
-	s.log, err = fs.Create(s.path(logSuffix))
+	defer func() {
+		if err != nil {
+			s.close()
+			s.log, s.idx, s.tidx = nil, nil, nil
+		}
+	}()
+	if s.log, err = fs.Create(s.path(logSuffix)); err != nil {
+		return err
+	}
+	if s.idx, err = fs.Create(s.path(indexSuffix)); err != nil {
+		return err
+	}
+	s.tidx, err = fs.Create(s.path(timeIndexSuffix))
 	return err
 }
 
@@ -201,22 +212,11 @@ func (s *segment) maybeIndexTime() {
 	}
 }
 
-// writeIndexes writes the in-memory entries to the index files, creating
-// them if the segment has none yet, and trims the files to them (they may
-// hold older, longer entries: after unseal). The caller syncs the
-// directory for a new file's name.
-func (s *segment) writeIndexes(fsys vfs.FS) error {
+// writeIndexes writes the in-memory entries to the index files and trims
+// the files to them (they may hold older, longer entries: after unseal).
+func (s *segment) writeIndexes() error {
 	if s.sealed {
 		return nil
-	}
-	if s.idx == nil {
-		var err error
-		if s.idx, err = fsys.Create(s.path(indexSuffix)); err != nil {
-			return err
-		}
-		if s.tidx, err = fsys.Create(s.path(timeIndexSuffix)); err != nil {
-			return err
-		}
 	}
 	if _, err := s.idx.WriteAt(s.idxMem[:s.idxN*offsetEntrySize], 0); err != nil {
 		return err
@@ -234,12 +234,12 @@ func (s *segment) writeIndexes(fsys vfs.FS) error {
 // timestamp (so that retention and time lookups can read it from the file),
 // indexes written and trimmed, the space reserved ahead given back,
 // everything synced.
-func (s *segment) seal(fsys vfs.FS) error {
+func (s *segment) seal() error {
 	if s.sealed {
 		return nil
 	}
 	s.maybeIndexTime()
-	if err := s.writeIndexes(fsys); err != nil {
+	if err := s.writeIndexes(); err != nil {
 		return err
 	}
 	if _, err := s.giveBack(); err != nil {
@@ -332,11 +332,6 @@ func (s *segment) unseal() error {
 	}
 	s.idxMem = make([]byte, s.idxN*offsetEntrySize)
 	s.tidxMem = make([]byte, s.tidxN*timeEntrySize)
-	if s.idx == nil {
-		// No index files yet (createSegment): no entries either.
-		s.sealed, s.indexesDirty = false, true
-		return nil
-	}
 	if _, err := s.idx.ReadAt(s.idxMem, 0); err != nil && !errors.Is(err, io.EOF) {
 		return err
 	}

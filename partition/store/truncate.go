@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"path/filepath"
 	"time"
 )
@@ -163,14 +162,9 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 	}
 	for _, old := range l.segs {
 		if old.base == offset {
-			// createSegment just replaced its log file in place; its
-			// index files and aborted-transaction entries go too.
+			// createSegment just replaced its files in place, all but
+			// its aborted-transaction entries, which go too.
 			old.close()
-			for _, sfx := range []string{indexSuffix, timeIndexSuffix} {
-				if err := l.fs.Remove(old.path(sfx)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-					return l.fail("truncate fully", err)
-				}
-			}
 			if err := old.rewriteTxns(l.fs, nil); err != nil {
 				return l.fail("truncate fully", err)
 			}
