@@ -275,7 +275,7 @@ func (l *Log) load(names []string) error {
 }
 
 // make creates the directory of a log opened before it had one, with its
-// partition.metadata and its empty segment's log file, before the first
+// partition.metadata and the files of its empty segment, before the first
 // write to it. The directory's entries are synced, then its own entry in
 // its parent, and so on up for every directory it makes: a record written
 // next is durable once its segment file is synced, whatever syncs it. A
