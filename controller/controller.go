@@ -144,6 +144,10 @@ type Controller struct {
 	caughtUp bool
 	termFrom uint64 // the index of this leader's first entry
 	proposed map[RequestID]bool
+	// refusals are the commands decided without records while some of
+	// ours were proposed, waiting for the next ready to learn the index
+	// their answer waits for (see pending.held).
+	refusals []refusal
 
 	status Status // as last reported
 	// flushing is set while a flush is on its way.
@@ -240,6 +244,21 @@ type pending struct {
 	reply    *actor.PID // nil for the controller's own commands
 	deadline time.Time
 	sent     time.Time // last forwarded
+	// A command decided without records (refused, or nothing to do) was
+	// decided against what the active controller had proposed, maybe not
+	// yet committed: its result is held here until this node has applied
+	// the entries up to after, as Kafka's controller defers such answers
+	// to its highest pending offset. Otherwise a client told
+	// TOPIC_ALREADY_EXISTS could find no such topic in this node's image.
+	held  []byte
+	after uint64
+}
+
+// refusal is a command decided without records, not yet replied to.
+type refusal struct {
+	id     RequestID
+	reply  *actor.PID
+	result []byte
 }
 
 // answer is a command's result as committed.
@@ -348,7 +367,7 @@ func (c *Controller) Receive(ctx actor.Context) {
 	case *flush:
 		c.flushing = false
 	case *ForwardAnswer:
-		c.answer(m.Request, m.Result)
+		c.answer(m.Request, m.Result, m.After)
 	case *BrokerHeartbeat:
 		c.heartbeat(m.Origin)
 	case *ShutDown:
@@ -381,6 +400,7 @@ func (c *Controller) start() error {
 	c.committed, c.head, c.published = image.Empty(), image.Empty(), nil
 	c.answered, c.applied = nil, 0
 	c.outbox, c.proposed, c.heard = map[RequestID]*pending{}, map[RequestID]bool{}, map[int32]time.Time{}
+	c.refusals = nil
 	c.peerHeard, c.peerCaughtUp = map[int32]time.Time{}, map[int32]time.Time{}
 	c.foreign, c.assembling = map[int32]string{}, map[int32]*assembly{}
 	c.pulling, c.served.index, c.served.bytes = pulling{}, 0, nil
@@ -498,6 +518,7 @@ func (c *Controller) take(id RequestID, cmd command, reply *actor.PID) {
 // it to the active one otherwise, or leaves it for a later tick while
 // there is none.
 func (c *Controller) dispatch(id RequestID, p *pending) {
+	p.held = nil // decided again, by whoever leads now
 	switch {
 	case c.active():
 		c.decide(id, p.cmd, nil)
@@ -540,7 +561,7 @@ func (c *Controller) decideForwarded(id RequestID, cmd command, reply *actor.PID
 func (c *Controller) decide(id RequestID, cmd command, reply *actor.PID) {
 	for _, a := range c.answered {
 		if a.Request == id && a.Kind == cmd.kind() {
-			c.reply(id, reply, a.Result)
+			c.reply(id, reply, a.Result, 0)
 			return
 		}
 	}
@@ -554,7 +575,13 @@ func (c *Controller) decide(id RequestID, cmd command, reply *actor.PID) {
 		records = nil
 	}
 	if len(records) == 0 {
-		c.reply(id, reply, body)
+		if len(c.proposed) > 0 {
+			// Decided against entries of ours not yet in the log: its
+			// index is known once the next ready has written them.
+			c.refusals = append(c.refusals, refusal{id, reply, body})
+			return
+		}
+		c.reply(id, reply, body, c.applied)
 		return
 	}
 	head := c.head
@@ -562,7 +589,7 @@ func (c *Controller) decide(id RequestID, cmd command, reply *actor.PID) {
 		if head, err = head.Apply(head.Offset, r); err != nil {
 			// The planners checked every record against head: a bug.
 			b, _ := msgpack.Marshal(cmd.failed(kerr.UnknownServerError, err.Error()))
-			c.reply(id, reply, b)
+			c.reply(id, reply, b, 0)
 			return
 		}
 	}
@@ -584,20 +611,25 @@ func (c *Controller) decide(id RequestID, cmd command, reply *actor.PID) {
 	c.proposed[id] = true
 }
 
-// reply sends a result: to the forwarding controller, or to our own
-// caller.
-func (c *Controller) reply(id RequestID, to *actor.PID, result []byte) {
+// reply sends a result, to be answered once the entries up to after are
+// applied: to the forwarding controller, or to our own caller.
+func (c *Controller) reply(id RequestID, to *actor.PID, result []byte, after uint64) {
 	if to != nil {
-		c.self.Send(to, &ForwardAnswer{Request: id, Result: result})
+		c.self.Send(to, &ForwardAnswer{Request: id, Result: result, After: after})
 		return
 	}
-	c.answer(id, result)
+	c.answer(id, result, after)
 }
 
-// answer answers a command of this node's, if it still waits.
-func (c *Controller) answer(id RequestID, result []byte) {
+// answer answers a command of this node's, if it still waits, once the
+// entries up to after are applied here.
+func (c *Controller) answer(id RequestID, result []byte, after uint64) {
 	p := c.outbox[id]
 	if p == nil {
+		return
+	}
+	if after > c.applied {
+		p.held, p.after = result, after
 		return
 	}
 	res := p.cmd.newResult()
@@ -635,6 +667,7 @@ func (c *Controller) expire() {
 		switch {
 		case now.After(p.deadline):
 			c.answerLocal(id, p.cmd.failed(kerr.RequestTimedOut, "No active controller committed the request in time: "+NoLeaderHint))
+		case p.held != nil:
 		case c.active() && !c.proposed[id], !c.active() && now.Sub(p.sent) >= retryInterval:
 			c.dispatch(id, p)
 		}
@@ -653,6 +686,10 @@ func (c *Controller) process() {
 	if err != nil {
 		panic(fmt.Errorf("controller: raft storage: %w", err))
 	}
+	for _, r := range c.refusals {
+		c.reply(r.id, r.reply, r.result, c.m.lastIndex())
+	}
+	c.refusals = nil
 	for _, msg := range rd.Messages {
 		c.send(msg)
 	}
@@ -689,7 +726,12 @@ func (c *Controller) appliedEntries(answers []answer) {
 		c.register()
 	}
 	for _, a := range answers {
-		c.answer(a.Request, a.Result)
+		c.answer(a.Request, a.Result, 0)
+	}
+	for _, id := range c.waiting() {
+		if p := c.outbox[id]; p.held != nil && p.after <= c.applied {
+			c.answer(id, p.held, 0)
+		}
 	}
 }
 

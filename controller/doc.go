@@ -17,7 +17,11 @@
 // entry, and the commands queued together are persisted together. Every
 // member applies committed entries in order and publishes each new image;
 // the member that took a command answers it once it has applied the
-// entry itself. A command given to another member is forwarded to the
+// entry itself. A command decided without records (refused, say a topic
+// that exists) is answered once the member has applied every entry the
+// active controller had proposed when it decided, so that what the
+// answer says is in the member's image (as Kafka's controller defers such
+// answers to its highest pending offset). A command given to another member is forwarded to the
 // active controller with a request id, and sent again until answered or
 // timed out; the result kept in the log lets a retry be answered without
 // deciding it twice.

@@ -583,3 +583,39 @@ func TestAlterPartitionForwarded(t *testing.T) {
 		t.Fatalf("the same ISR through node %d: %+v", via, same)
 	}
 }
+
+// A command refused against what the active controller has proposed but
+// not yet committed (a second create of a topic whose creation is under
+// way) is answered only once this node's image holds what it was refused
+// for: a client told TOPIC_ALREADY_EXISTS finds the topic. Asked of the
+// leader and of a follower (whose command is forwarded).
+func TestRefusalAnsweredOnceItsCauseIsApplied(t *testing.T) {
+	q := newQuorum(t, 1, 2, 3)
+	q.waitRegistered()
+	q.create(1, "warm-up")
+	leader := q.leader(1)
+	follower := int32(1)
+	if leader == 1 {
+		follower = 2
+	}
+	for i, id := range []int32{leader, follower} {
+		topic := fmt.Sprintf("twice-%d", i)
+		cmd := &CreateTopics{Topics: []NewTopic{{Name: topic, NumPartitions: 1, ReplicationFactor: 1}}}
+		first := q.sys.Root.RequestFuture(q.pids[id], cmd, 30*time.Second)
+		second := q.sys.Root.RequestFuture(q.pids[id], cmd, 30*time.Second)
+		// The refusal first: it comes back before the creation, or with it.
+		for _, f := range []*actor.Future{second, first} {
+			res, err := f.Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := res.(*CreateTopicsResult).Topics[0]
+			if r.Err != nil && r.Err != kerr.TopicAlreadyExists {
+				t.Fatalf("node %d: create %s: %v %s", id, topic, r.Err, r.Message)
+			}
+			if q.latest[id].Load().Topic(topic) == nil {
+				t.Fatalf("node %d answered create %s with %v before its image had the topic", id, topic, r.Err)
+			}
+		}
+	}
+}

@@ -52,10 +52,13 @@ type Forward struct {
 
 func (m *Forward) Serialize() (actors.Serialized, error) { return actors.Encode(m) }
 
-// ForwardAnswer is the result of a forwarded command, msgpack-encoded.
+// ForwardAnswer is the result of a forwarded command, msgpack-encoded,
+// which the origin answers once it has applied the entries up to After
+// (what the command was decided against).
 type ForwardAnswer struct {
 	Request RequestID `msgpack:"req"`
 	Result  []byte    `msgpack:"res"`
+	After   uint64    `msgpack:"after"`
 }
 
 func (m *ForwardAnswer) Serialize() (actors.Serialized, error) { return actors.Encode(m) }

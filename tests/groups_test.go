@@ -753,3 +753,42 @@ func TestGroupOlderProtocolVersions(t *testing.T) {
 		})
 	}
 }
+
+// TestFindCoordinatorOnAFreshCluster: the first FindCoordinator requests
+// of a new cluster, many at once from their own clients, for groups and
+// for transactional ids, all name a coordinator: the one that creates
+// __consumer_offsets (or __transaction_state) and the ones that race it
+// and are told the topic already exists alike. (Those were answered
+// COORDINATOR_NOT_AVAILABLE, which franz-go's admin client does not retry,
+// when the controller answered TOPIC_ALREADY_EXISTS before this node's
+// image had the topic.)
+func TestFindCoordinatorOnAFreshCluster(t *testing.T) {
+	b := startBroker(t)
+	ctx := ctxFor(t)
+	const n = 8
+	var wg sync.WaitGroup
+	errs := make(chan string, 2*n)
+	for i := range 2 * n {
+		wg.Go(func() {
+			cl := b.client()
+			req := kmsg.NewPtrFindCoordinatorRequest()
+			req.CoordinatorType = int8(i % 2)
+			req.CoordinatorKeys = []string{fmt.Sprintf("fresh-%d", i)}
+			resp, err := req.RequestWith(ctx, cl)
+			switch {
+			case err != nil:
+				errs <- err.Error()
+			case len(resp.Coordinators) != 1:
+				errs <- fmt.Sprintf("%d coordinators for one key", len(resp.Coordinators))
+			case resp.Coordinators[0].ErrorCode != 0 || resp.Coordinators[0].NodeID < 0:
+				c := resp.Coordinators[0]
+				errs <- fmt.Sprintf("key %s (type %d): %v, node %d", c.Key, req.CoordinatorType, kerr.ErrorForCode(c.ErrorCode), c.NodeID)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+}

@@ -101,30 +101,40 @@ func (a *API) findCoordinator(keyType int8, key string) kmsg.FindCoordinatorResp
 // ensureOffsetsTopic creates __consumer_offsets if it does not exist and
 // waits for its partitions to load here.
 func (a *API) ensureOffsetsTopic() *kerr.Error {
+	return a.ensureInternalTopic(controller.NewTopic{
+		Name: coordinator.OffsetsTopic, NumPartitions: a.Node.OffsetsTopicNumPartitions,
+		ReplicationFactor: a.Node.OffsetsTopicReplicationFactor,
+		Configs:           map[string]string{"cleanup.policy": "compact", "compression.type": "producer"},
+	}, "offsets.topic.replication.factor")
+}
+
+// ensureInternalTopic creates an internal topic if it does not exist,
+// with one replica per live broker when fewer live than t asks (named by
+// rfKey in the log line), and waits for its partitions to load here.
+// COORDINATOR_NOT_AVAILABLE when it cannot.
+func (a *API) ensureInternalTopic(t controller.NewTopic, rfKey string) *kerr.Error {
 	im := a.Image()
-	if im.Topic(coordinator.OffsetsTopic) != nil {
+	if im.Topic(t.Name) != nil {
 		return nil
 	}
-	rf := a.Node.OffsetsTopicReplicationFactor
-	if live := int16(len(im.LiveBrokerIDs())); rf > live {
-		a.Logger.Info().Int16("offsets.topic.replication.factor", rf).Int16("live_brokers", live).
-			Msg("creating __consumer_offsets with one replica per live broker, fewer than offsets.topic.replication.factor asks")
-		rf = max(live, 1)
+	if live := int16(len(im.LiveBrokerIDs())); t.ReplicationFactor > live {
+		a.Logger.Info().Int16(rfKey, t.ReplicationFactor).Int16("live_brokers", live).
+			Msgf("creating %s with one replica per live broker, fewer than %s asks", t.Name, rfKey)
+		t.ReplicationFactor = max(live, 1)
 	}
-	res, err := a.askController(&controller.CreateTopics{Topics: []controller.NewTopic{{
-		Name: coordinator.OffsetsTopic, NumPartitions: a.Node.OffsetsTopicNumPartitions, ReplicationFactor: rf,
-		Configs:  map[string]string{"cleanup.policy": "compact", "compression.type": "producer"},
-		Internal: true,
-	}}})
+	t.Internal = true
+	res, err := a.askController(&controller.CreateTopics{Topics: []controller.NewTopic{t}})
 	if err != nil {
 		return kerr.CoordinatorNotAvailable
 	}
+	// TOPIC_ALREADY_EXISTS (another request created it) comes once this
+	// node's image has the topic, as a creation does.
 	if r := res.(*controller.CreateTopicsResult).Topics[0]; r.Err != nil && r.Err != kerr.TopicAlreadyExists {
-		a.Logger.Warn().Str("err", r.Message).Msg("creating __consumer_offsets")
+		a.Logger.Warn().Str("err", r.Message).Msg("creating " + t.Name)
 		return kerr.CoordinatorNotAvailable
 	}
-	a.awaitHosted([]string{coordinator.OffsetsTopic}, a.RequestTimeout)
-	if a.Image().Topic(coordinator.OffsetsTopic) == nil {
+	a.awaitHosted([]string{t.Name}, a.RequestTimeout)
+	if a.Image().Topic(t.Name) == nil {
 		return kerr.CoordinatorNotAvailable
 	}
 	return nil

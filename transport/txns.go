@@ -114,35 +114,16 @@ var txnCallSeq atomic.Uint64
 // ensureTxnTopic creates __transaction_state if it does not exist and
 // waits for its partitions to load here.
 func (a *API) ensureTxnTopic() *kerr.Error {
-	if a.Image().Topic(txn.StateTopic) != nil {
-		return nil
-	}
 	rf := a.Node.TransactionStateLogReplicationFactor
-	if live := int16(len(a.Image().LiveBrokerIDs())); rf > live {
-		a.Logger.Info().Int16("transaction.state.log.replication.factor", rf).Int16("live_brokers", live).
-			Msg("creating __transaction_state with one replica per live broker, fewer than transaction.state.log.replication.factor asks")
-		rf = max(live, 1)
-	}
-	minISR := min(a.Node.TransactionStateLogMinISR, rf)
-	res, err := a.askController(&controller.CreateTopics{Topics: []controller.NewTopic{{
+	// min.insync.replicas at most the replicas it will have, which are
+	// fewer than rf with fewer live brokers (see ensureInternalTopic).
+	minISR := min(a.Node.TransactionStateLogMinISR, max(min(rf, int16(len(a.Image().LiveBrokerIDs()))), 1))
+	return a.ensureInternalTopic(controller.NewTopic{
 		Name: txn.StateTopic, NumPartitions: a.Node.TransactionStateLogNumPartitions, ReplicationFactor: rf,
 		// Kafka's: compacted, 100 MiB segments, no broker compression.
 		Configs: map[string]string{"cleanup.policy": "compact", "compression.type": "producer",
 			"min.insync.replicas": fmt.Sprint(minISR), "segment.bytes": "104857600"},
-		Internal: true,
-	}}})
-	if err != nil {
-		return kerr.CoordinatorNotAvailable
-	}
-	if r := res.(*controller.CreateTopicsResult).Topics[0]; r.Err != nil && r.Err != kerr.TopicAlreadyExists {
-		a.Logger.Warn().Str("err", r.Message).Msg("creating __transaction_state")
-		return kerr.CoordinatorNotAvailable
-	}
-	a.awaitHosted([]string{txn.StateTopic}, a.RequestTimeout)
-	if a.Image().Topic(txn.StateTopic) == nil {
-		return kerr.CoordinatorNotAvailable
-	}
-	return nil
+	}, "transaction.state.log.replication.factor")
 }
 
 // verifyProduceError maps a transaction coordinator's answer to a
