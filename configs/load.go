@@ -3,6 +3,7 @@ package configs
 import (
 	"fmt"
 	"math"
+	"net"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -17,7 +18,7 @@ import (
 // The flags of `skein node` that RegisterFlags defines, beside one per key
 // in nodeFlags.
 const (
-	// FlagConfig names the YAML file to read.
+	// FlagConfig names the settings file to read (YAML or properties).
 	FlagConfig = "config"
 	// FlagSet sets any key: --set key=value, repeatable.
 	FlagSet = "set"
@@ -88,10 +89,14 @@ func group(key string) []string {
 	return nil
 }
 
+// dataDirNames are Kafka's names for data.dir, log.dirs over log.dir as
+// in Kafka; Skein takes one directory.
+var dataDirNames = []string{"log.dirs", "log.dir"}
+
 func known(key string) bool {
 	_, isField := nodeByKey[key]
 	_, isAlias := aliases[key]
-	return isField || isAlias
+	return isField || isAlias || slices.Contains(dataDirNames, key)
 }
 
 // unknownKey is the reason an unknown key is refused, with the known key
@@ -153,7 +158,7 @@ func editDistance(a, b string) int {
 // reported by Load like any other, naming the key.
 func RegisterFlags(fs *pflag.FlagSet) {
 	def := Default()
-	fs.String(FlagConfig, "", "YAML file of settings (keys as in --print-config)")
+	fs.String(FlagConfig, "", "file of settings: YAML (keys as in --print-config), or Kafka's server.properties (.properties)")
 	for _, nf := range nodeFlags {
 		f := nodeByKey[nf.key]
 		value := f.format(def)
@@ -257,6 +262,26 @@ func Load(fs *pflag.FlagSet, environ []string) (Node, error) {
 	if n.Advertise == "" {
 		n.Advertise = n.Listen
 	}
+	if listen, advertise, ok := n.ClusterListener(); ok {
+		if set, ok := explicit["cluster.listen"]; ok && set != listen {
+			return Node{}, &Error{Key: "cluster.listen", Value: set, Reason: "controller.listener.names names a listener at " + listen + ": set one of the two"}
+		}
+		n.ClusterListen = listen
+		if _, ok := explicit["cluster.advertise"]; !ok {
+			n.ClusterAdvertise = advertise
+		}
+	}
+	if host, _, _ := net.SplitHostPort(n.ClusterListen); unspecified(host) && explicit["cluster.advertise"] == "" {
+		// A voter listening on every address (Kafka's CONTROLLER://:9093)
+		// is reached at its address in controller.quorum.voters, as
+		// Kafka's controllers are.
+		voters, _ := n.Voters()
+		for _, v := range voters {
+			if v.ID == n.NodeID {
+				n.ClusterAdvertise = v.Addr
+			}
+		}
+	}
 	if n.ClusterAdvertise == "" {
 		n.ClusterAdvertise = n.ClusterListen
 	}
@@ -286,8 +311,16 @@ func recordExplicit(explicit, layer map[string]string) {
 func resolveAliases(layer map[string]string) (map[string]string, error) {
 	out := make(map[string]string, len(layer))
 	for key, val := range layer {
-		if _, ok := aliases[key]; !ok {
+		if _, ok := aliases[key]; !ok && !slices.Contains(dataDirNames, key) {
 			out[key] = val
+		}
+	}
+	if _, ok := layer["data.dir"]; !ok {
+		if key := firstSet(layer, dataDirNames); key != "" {
+			if dirs := splitList(layer[key]); len(dirs) != 1 {
+				return nil, &Error{Key: key, Value: layer[key], Reason: "Skein takes exactly one directory"}
+			}
+			out["data.dir"] = strings.TrimSpace(layer[key])
 		}
 	}
 	// Visit aliases in a fixed order; for each group, the first key present
@@ -327,8 +360,13 @@ func firstSet(layer map[string]string, keys []string) string {
 }
 
 // readFile reads a YAML file into flat keys, and its extensions. A .json
-// or .toml file is read as such, any other name as YAML.
+// or .toml file is read as such, a .properties file as Java properties
+// (Kafka's server.properties), any other name as YAML.
 func readFile(path string) (map[string]string, []Extension, error) {
+	if isProperties(path) {
+		m, err := readProperties(path)
+		return m, nil, err
+	}
 	v := viper.NewWithOptions(viper.KeyDelimiter("\x00"))
 	v.SetConfigFile(path)
 	if ext := strings.TrimPrefix(filepath.Ext(path), "."); !slices.Contains(viper.SupportedExts, ext) {

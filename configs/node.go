@@ -29,15 +29,50 @@ type Node struct {
 	// log.dirs, but Skein takes exactly one directory.
 	DataDir string `mapstructure:"data.dir" yaml:"data.dir"`
 
-	// Listen is the host:port the Kafka listener binds. Default
-	// "127.0.0.1:9092". Kafka: listeners, without the listener name: Skein
-	// has one plaintext listener.
+	// Listen is the host:port of the node's one PLAINTEXT Kafka listener
+	// when listeners is not set. Default "127.0.0.1:9092". Skein-only: the
+	// short form of listeners=PLAINTEXT://host:port.
 	Listen string `mapstructure:"listen" yaml:"listen"`
 
-	// Advertise is the host:port given to clients in Metadata responses.
-	// Default: the value of listen. Kafka: advertised.listeners. As in
-	// Kafka, an unspecified host (0.0.0.0, ::, empty) cannot be advertised.
+	// Advertise is the host:port given to clients in Metadata responses
+	// for listen. Default: the value of listen. As in Kafka, an
+	// unspecified host (0.0.0.0, ::, empty) cannot be advertised.
+	// Skein-only: the short form of advertised.listeners.
 	Advertise string `mapstructure:"advertise" yaml:"advertise"`
+
+	// Listeners are the node's Kafka listeners, NAME://host:port,...
+	// (PLAINTEXT://:9092,EXTERNAL://10.0.0.1:9094); each name's security
+	// protocol is in listener.security.protocol.map. Default empty: the
+	// one PLAINTEXT listener of listen. Set this or listen, not both.
+	// Kafka: listeners. A listener named in controller.listener.names is
+	// the node's remoting address (cluster.listen), not a Kafka listener.
+	Listeners string `mapstructure:"listeners" yaml:"listeners"`
+
+	// AdvertisedListeners are the addresses clients are given, by
+	// listener name; a listener not named here advertises its own
+	// address. A client is told the brokers' addresses on the listener it
+	// connected to. Kafka: advertised.listeners.
+	AdvertisedListeners string `mapstructure:"advertised.listeners" yaml:"advertised.listeners"`
+
+	// ListenerSecurityProtocolMap maps listener names to security
+	// protocols, NAME:PROTOCOL,... Default Kafka's, each protocol a name
+	// of its own (SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,...). Kafka:
+	// listener.security.protocol.map.
+	ListenerSecurityProtocolMap string `mapstructure:"listener.security.protocol.map" yaml:"listener.security.protocol.map"`
+
+	// InterBrokerListenerName is the listener followers fetch from.
+	// Default: the listener named PLAINTEXT, or the only one. Kafka:
+	// inter.broker.listener.name.
+	InterBrokerListenerName string `mapstructure:"inter.broker.listener.name" yaml:"inter.broker.listener.name"`
+
+	// ControllerListenerNames names the listeners that carry the
+	// controllers' traffic, comma-separated. In Skein all traffic between
+	// nodes (the quorum among it) goes over remoting: the first of these
+	// that listeners declares gives cluster.listen (and
+	// advertised.listeners cluster.advertise), so that a Kafka
+	// server.properties with a CONTROLLER listener runs as it is. Default
+	// empty. Kafka: controller.listener.names.
+	ControllerListenerNames string `mapstructure:"controller.listener.names" yaml:"controller.listener.names"`
 
 	// AdminListen is the host:port of the admin HTTP API (health, metrics,
 	// fault injection). Default "127.0.0.1:9644". Skein-only.
@@ -457,6 +492,7 @@ func Default() Node {
 		Listen:                               "127.0.0.1:9092",
 		Advertise:                            "127.0.0.1:9092",
 		AdminListen:                          "127.0.0.1:9644",
+		ListenerSecurityProtocolMap:          defaultProtocolMap,
 		LogLevel:                             "info",
 		LogFormat:                            logging.FormatAuto,
 		Durability:                           DurabilityFsync,
@@ -511,8 +547,11 @@ func (n Node) Validate() error {
 	if n.DataDir == "" {
 		v.fail("data.dir", n.DataDir, "must not be empty")
 	}
-	v.hostPort("listen", n.Listen, false)
-	v.hostPort("advertise", n.Advertise, true)
+	if n.Listeners == "" {
+		v.hostPort("listen", n.Listen, false)
+		v.hostPort("advertise", n.Advertise, true)
+	}
+	n.listeners(&v)
 	v.hostPort("admin.listen", n.AdminListen, false)
 	if _, err := logging.ParseLevel(n.LogLevel); err != nil {
 		v.fail("log.level", n.LogLevel, "must be one of "+strings.Join(logging.Levels, ", "))

@@ -46,7 +46,7 @@ func (*registerBroker) timeout() time.Duration { return 0 }
 func (m *registerBroker) decide(c *Controller) (any, []image.Record) {
 	b := m.Broker
 	old, ok := c.head.Brokers[b.ID]
-	if ok && old == b {
+	if ok && image.SameAddresses(old, b) && old.Incarnation == b.Incarnation && old.Fenced == b.Fenced {
 		return &commandDone{}, nil
 	}
 	if ok && !old.Fenced && old.Incarnation != b.Incarnation && c.heartbeating(b.ID) {
@@ -55,7 +55,7 @@ func (m *registerBroker) decide(c *Controller) (any, []image.Record) {
 	}
 	// Its session starts now: it just spoke.
 	c.heard[b.ID] = c.cfg.Clock.Now()
-	records := []image.Record{&image.RegisterBroker{ID: b.ID, Host: b.Host, Port: b.Port, Rack: b.Rack, ClusterAddr: b.ClusterAddr, Incarnation: b.Incarnation}}
+	records := []image.Record{b.Record()}
 	if ok && old.Incarnation != b.Incarnation {
 		return &commandDone{}, append(records, c.restarted(b.ID)...)
 	}
@@ -277,7 +277,7 @@ func (c *Controller) beat() {
 		return
 	}
 	me := c.cfg.Broker
-	if b, ok := c.committed.Brokers[me.ID]; !ok || b.Incarnation != me.Incarnation || !sameAddresses(b, me) {
+	if b, ok := c.committed.Brokers[me.ID]; !ok || b.Incarnation != me.Incarnation || !image.SameAddresses(b, me) {
 		c.register()
 		return
 	}
@@ -288,10 +288,6 @@ func (c *Controller) beat() {
 	} else if to := c.cfg.Peers[nodeID(c.leader)]; to != nil {
 		c.self.Send(to, hb)
 	}
-}
-
-func sameAddresses(a, b image.Broker) bool {
-	return a.Host == b.Host && a.Port == b.Port && a.Rack == b.Rack && a.ClusterAddr == b.ClusterAddr
 }
 
 // register asks for this broker's registration, unless a request is

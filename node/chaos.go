@@ -330,7 +330,7 @@ func (a *adminServer) nodeInfo(w http.ResponseWriter, _ *http.Request) {
 		dir = a.n.cfg.DataDir
 	}
 	writeJSON(w, http.StatusOK, chaos.NodeInfo{Node: a.n.cfg.NodeID, PID: os.Getpid(), Incarnation: a.n.incarnation,
-		Kafka: a.n.ln.Addr().String(), Cluster: a.n.cfg.ClusterAdvertise, DataDir: dir, Chaos: a.n.cfg.ChaosEnable})
+		Kafka: a.n.Addr().String(), Cluster: a.n.cfg.ClusterAdvertise, DataDir: dir, Chaos: a.n.cfg.ChaosEnable})
 }
 
 func toJSON(f actors.Fault) chaos.Fault {

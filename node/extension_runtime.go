@@ -37,9 +37,10 @@ type extensionClient struct {
 	err  error
 }
 
-// seed is the address of the node's own Kafka listener.
+// seed is the address of the node's own inter-broker Kafka listener.
 func (e *extensionClient) seed() string {
-	host, port := e.n.advertised()
+	ep := e.n.kafka.endpoints()[0]
+	host, port := ep.Host, ep.Port
 	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
 		host = "127.0.0.1"
 	}

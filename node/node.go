@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -87,7 +86,9 @@ type Node struct {
 	// id, for the audit extension.
 	producerClients *transport.ProducerClients
 	children        atomic.Pointer[children]
-	ln              net.Listener
+	// kafka are the node's Kafka listeners, bound at New, the
+	// inter-broker one first.
+	kafka kafkaListeners
 	// remote is the node's remoting, nil for a one-node cluster.
 	remote *actors.Remote
 	// server serves the Kafka listener once the metadata has loaded;
@@ -199,15 +200,15 @@ func prepare(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", cfg.Listen)
+	ln, err := bindKafka(cfg.KafkaListeners())
 	if err != nil {
 		lock.release()
-		return nil, fmt.Errorf("node: listen: %w", err)
+		return nil, err
 	}
 	n := &Node{cfg: cfg, log: log, done: make(chan struct{}), firstImage: make(chan struct{}), imageNews: make(chan struct{}, 1),
 		incarnation: newIncarnation(), dirLock: lock,
 		registry: partition.NewRegistry(), groups: &coordinator.Directory{}, txns: &txn.Directory{},
-		ln: ln, metrics: prometheus.NewRegistry(), faults: actors.NewFaults(), links: actors.NewLinks(),
+		kafka: ln, metrics: prometheus.NewRegistry(), faults: actors.NewFaults(), links: actors.NewLinks(),
 		clock: clock.NewSkewed(clock.Real, 0), disk: &diskFault{}, chaos: newChaosState()}
 	n.producerIDs.n = n
 	n.extClient.n = n
@@ -273,7 +274,7 @@ func prepare(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 // a one-node cluster's run waits for that, a clustered node's serves when
 // it comes.
 func (n *Node) run() error {
-	cfg, ln := n.cfg, n.ln
+	cfg, ln := n.cfg, n.kafka
 	props := actor.PropsFromProducer(
 		func() actor.Actor { return &rootActor{node: n} },
 		// NB: without a guardian, protoactor's default for a root-spawned
@@ -374,14 +375,16 @@ func (n *Node) serve() {
 		return
 	}
 	n.server = server
-	n.server.Serve(n.ln)
+	for _, l := range n.kafka {
+		n.server.Serve(l.Name, l.ln)
+	}
 	n.serving.Store(true)
 	go n.closeIdleFiles()
 }
 
 func (n *Node) logStarted() {
 	e := n.log.Info().Int32("node.id", n.cfg.NodeID).Str("data.dir", n.cfg.DataDir).Str("actor", n.root.Id).
-		Str("listen", n.ln.Addr().String()).Str("admin.listen", n.admin.ln.Addr().String()).
+		Str("listeners", n.kafka.String()).Str("admin.listen", n.admin.ln.Addr().String()).
 		Int("log.max.open.files", n.filesCap).Str("from", n.capReason)
 	if n.remote != nil {
 		e = e.Str("cluster.listen", n.cfg.ClusterListen).Str("controller.quorum.voters", n.cfg.ControllerQuorumVoters)
@@ -393,8 +396,20 @@ func (n *Node) logStarted() {
 // tree is named: node/<id>.
 func Name(id int32) string { return fmt.Sprintf("node/%d", id) }
 
-// Addr returns the address the Kafka listener is bound to.
-func (n *Node) Addr() net.Addr { return n.ln.Addr() }
+// Addr returns the address the inter-broker Kafka listener is bound to
+// (the only one, unless listeners names several).
+func (n *Node) Addr() net.Addr { return n.kafka[0].ln.Addr() }
+
+// ListenerAddr returns the address the Kafka listener of that name is
+// bound to, nil if the node has none.
+func (n *Node) ListenerAddr(name string) net.Addr {
+	for _, l := range n.kafka {
+		if l.Name == name {
+			return l.ln.Addr()
+		}
+	}
+	return nil
+}
 
 // AdminAddr returns the address the admin HTTP listener is bound to.
 func (n *Node) AdminAddr() net.Addr { return n.admin.ln.Addr() }
@@ -479,7 +494,7 @@ func (n *Node) Stop(ctx context.Context) error {
 				n.log.Warn().Err(err).Msg("closing the Kafka listener")
 			}
 		} else {
-			n.ln.Close()
+			n.kafka.Close()
 		}
 		// Poison, not Stop: queued messages are handled first. NB: no
 		// PoisonFuture, whose Future races under -race (protoactor #1145);
@@ -584,17 +599,6 @@ func (n *Node) quorumStatus() controller.Status {
 		return *s
 	}
 	return controller.Status{Leader: -1}
-}
-
-// advertised returns the host and port clients are told to use: the
-// advertise setting, with the bound port when it names port 0.
-func (n *Node) advertised() (string, int32) {
-	host, port, _ := net.SplitHostPort(n.cfg.Advertise)
-	p, _ := strconv.Atoi(port)
-	if p == 0 {
-		p = n.ln.Addr().(*net.TCPAddr).Port
-	}
-	return host, int32(p)
 }
 
 // rootActor is node/<id>, the root of the node's actor tree:
@@ -729,7 +733,7 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 	if err != nil {
 		return err
 	}
-	host, port := n.advertised()
+	endpoints := n.kafka.endpoints()
 	// The controller publishes its image at start, and Start serves once
 	// it has: its siblings, and its own PID (a name's PID is known before
 	// the spawn), must be known first.
@@ -744,7 +748,8 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 		// A broker-only node follows the voters' log.
 		Observer: !n.cfg.HasRole(configs.RoleController),
 		NodeID:   n.cfg.NodeID, Incarnation: n.incarnation,
-		Broker:            image.Broker{Host: host, Port: port, Rack: n.cfg.BrokerRack, ClusterAddr: clusterAddr},
+		Broker: image.Broker{Host: endpoints[0].Host, Port: endpoints[0].Port, Listeners: endpoints,
+			Rack: n.cfg.BrokerRack, ClusterAddr: clusterAddr},
 		HeartbeatInterval: time.Duration(n.cfg.BrokerHeartbeatIntervalMs) * time.Millisecond,
 		SessionTimeout:    time.Duration(n.cfg.BrokerSessionTimeoutMs) * time.Millisecond,
 		SnapshotBytes:     int(n.cfg.MetadataSnapshotBytes),

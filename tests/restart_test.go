@@ -96,6 +96,10 @@ type childNode struct {
 	env []string
 	// wrap, if set, is a command the node runs under (prlimit ... --).
 	wrap []string
+	// config, if set, is the node's settings file, given alone (with the
+	// log format): it names the data dir and the listeners, addr among
+	// them.
+	config string
 
 	cmd    *exec.Cmd
 	exited chan struct{} // closed when cmd has been waited for
@@ -138,6 +142,9 @@ func (n *childNode) start() {
 	defer logf.Close() // the child has its own descriptor
 	args := append(append([]string(nil), n.wrap...), skeinBinary(n.t), "node", "--data-dir", n.dataDir, "--listen", n.addr,
 		"--admin-listen", n.admin, "--log-format", "json")
+	if n.config != "" {
+		args = append(append([]string(nil), n.wrap...), skeinBinary(n.t), "node", "--config", n.config, "--log-format", "json")
+	}
 	cmd := exec.Command(args[0], args[1:]...)
 	// The developer's SKEIN_* settings must not reach the node under test.
 	for _, kv := range os.Environ() {

@@ -199,7 +199,7 @@ func (a *API) handleProduce(c *conn, kreq kmsg.Request) finish {
 			}
 		}
 		if req.Version >= 10 {
-			produceLeaderHints(a.Image(), resp)
+			produceLeaderHints(a.Image(), c.listener, resp)
 		}
 		return resp
 	}

@@ -102,7 +102,7 @@ func (a *API) handleFetch(c *conn, kreq kmsg.Request) finish {
 			res, f := a.fetchOnce(req, fc.wants)
 			if f.bytes >= int64(req.MinBytes) || f.errors || !time.Now().Before(deadline) || len(f.handles) == 0 ||
 				!f.wait(deadline, c.stop, c.gone) {
-				return a.fetchAnswer(req, fc, res)
+				return a.fetchAnswer(req, c.listener, fc, res)
 			}
 		}
 	}
@@ -242,8 +242,9 @@ func (a *API) fetchPartition(topic string, topicErr *kerr.Error, w *fetchWant, r
 
 // fetchAnswer builds the response from the last pass's results: every
 // partition for a full fetch (opening a session if asked), the ones the
-// client needs to hear about for an incremental one.
-func (a *API) fetchAnswer(req *kmsg.FetchRequest, fc *fetchContext, res []fetchResult) kmsg.Response {
+// client needs to hear about for an incremental one; leaders by their
+// address on the client's listener.
+func (a *API) fetchAnswer(req *kmsg.FetchRequest, listener string, fc *fetchContext, res []fetchResult) kmsg.Response {
 	var keep []int // nil: all
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	switch {
@@ -273,7 +274,7 @@ func (a *API) fetchAnswer(req *kmsg.FetchRequest, fc *fetchContext, res []fetchR
 		a.metrics.errorCode(1, req.Version, r.part.ErrorCode)
 	}
 	if req.Version >= 12 {
-		fetchLeaderHints(a.Image(), resp)
+		fetchLeaderHints(a.Image(), listener, resp)
 	}
 	return fr
 }

@@ -33,7 +33,7 @@ func init() {
 
 const authorizedOperationsUnset = -2147483648
 
-func (a *API) handleMetadata(_ *conn, kreq kmsg.Request) finish {
+func (a *API) handleMetadata(c *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.MetadataRequest)
 	im := a.Image()
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
@@ -47,7 +47,7 @@ func (a *API) handleMetadata(_ *conn, kreq kmsg.Request) finish {
 		}
 	}
 	if len(missing) == 0 {
-		return respond(a.metadataResponse(req, im, all, nil))
+		return respond(a.metadataResponse(req, c.listener, im, all, nil))
 	}
 	// Creating asks the controller: wait for it on the writer goroutine.
 	return func() kmsg.Response {
@@ -75,21 +75,26 @@ func (a *API) handleMetadata(_ *conn, kreq kmsg.Request) finish {
 			}
 		}
 		a.awaitHosted(ok, a.RequestTimeout)
-		return a.metadataResponse(req, a.Image(), all, created)
+		return a.metadataResponse(req, c.listener, a.Image(), all, created)
 	}
 }
 
-// metadataResponse describes the requested topics in im; failed holds the
+// metadataResponse describes the requested topics in im to a client on
+// the named listener, with the brokers' addresses on it; failed holds the
 // errors of topics that could not be auto-created.
-func (a *API) metadataResponse(req *kmsg.MetadataRequest, im *image.Image, all bool, failed map[string]*kerr.Error) *kmsg.MetadataResponse {
+func (a *API) metadataResponse(req *kmsg.MetadataRequest, listener string, im *image.Image, all bool, failed map[string]*kerr.Error) *kmsg.MetadataResponse {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	for _, id := range im.LiveBrokerIDs() {
 		b := im.Brokers[id]
 		rb := kmsg.NewMetadataResponseBroker()
-		rb.NodeID, rb.Host, rb.Port = b.ID, b.Host, b.Port
-		rb.Rack = rack(b)
+		var ok bool
+		if rb.Host, rb.Port, ok = b.Endpoint(listener); !ok {
+			continue // a broker without this listener is not told of
+		}
+		rb.NodeID, rb.Rack = b.ID, rack(b)
 		resp.Brokers = append(resp.Brokers, rb)
 	}
+	defer unreachableLeaders(resp, listener, im)
 	resp.ClusterID = kmsg.StringPtr(im.ClusterID)
 	resp.ControllerID = a.activeController()
 	resp.AuthorizedOperations = authorizedOperationsUnset
@@ -144,6 +149,27 @@ func describeTopic(im *image.Image, t *image.Topic) kmsg.MetadataResponseTopic {
 		mt.Partitions = append(mt.Partitions, mp)
 	}
 	return mt
+}
+
+// unreachableLeaders marks the partitions whose leader has no address on
+// the client's listener as Kafka does: LISTENER_NOT_FOUND (from v6,
+// LEADER_NOT_AVAILABLE before), no leader.
+func unreachableLeaders(resp *kmsg.MetadataResponse, listener string, im *image.Image) {
+	for i := range resp.Topics {
+		for j := range resp.Topics[i].Partitions {
+			p := &resp.Topics[i].Partitions[j]
+			if p.Leader < 0 {
+				continue
+			}
+			if _, _, ok := im.Brokers[p.Leader].Endpoint(listener); ok {
+				continue
+			}
+			p.Leader, p.ErrorCode = -1, kerr.ListenerNotFound.Code
+			if resp.Version < 6 {
+				p.ErrorCode = kerr.LeaderNotAvailable.Code
+			}
+		}
+	}
 }
 
 // offlineReplicas returns the replicas on brokers the image has fenced or

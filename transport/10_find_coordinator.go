@@ -45,7 +45,7 @@ func init() {
 	})
 }
 
-func (a *API) handleFindCoordinator(_ *conn, kreq kmsg.Request) finish {
+func (a *API) handleFindCoordinator(conn *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.FindCoordinatorRequest)
 	keys := req.CoordinatorKeys
 	if req.Version < 4 {
@@ -54,7 +54,7 @@ func (a *API) handleFindCoordinator(_ *conn, kreq kmsg.Request) finish {
 	return func() kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 		for _, key := range keys {
-			c := a.findCoordinator(req.CoordinatorType, key)
+			c := a.findCoordinator(conn.listener, req.CoordinatorType, key)
 			if req.Version < 4 {
 				resp.ErrorCode, resp.ErrorMessage = c.ErrorCode, c.ErrorMessage
 				resp.NodeID, resp.Host, resp.Port = c.NodeID, c.Host, c.Port
@@ -66,7 +66,9 @@ func (a *API) handleFindCoordinator(_ *conn, kreq kmsg.Request) finish {
 	}
 }
 
-func (a *API) findCoordinator(keyType int8, key string) kmsg.FindCoordinatorResponseCoordinator {
+// findCoordinator names the coordinator of a key, by its address on the
+// client's listener.
+func (a *API) findCoordinator(listener string, keyType int8, key string) kmsg.FindCoordinatorResponseCoordinator {
 	c := kmsg.NewFindCoordinatorResponseCoordinator()
 	c.Key, c.NodeID, c.Port = key, -1, -1
 	fail := func(err *kerr.Error) kmsg.FindCoordinatorResponseCoordinator {
@@ -94,7 +96,11 @@ func (a *API) findCoordinator(keyType int8, key string) kmsg.FindCoordinatorResp
 	if !ok {
 		return fail(kerr.CoordinatorNotAvailable)
 	}
-	c.NodeID, c.Host, c.Port = b.ID, b.Host, b.Port
+	if c.Host, c.Port, ok = b.Endpoint(listener); !ok {
+		c.Port = -1
+		return fail(kerr.CoordinatorNotAvailable)
+	}
+	c.NodeID = b.ID
 	return c
 }
 

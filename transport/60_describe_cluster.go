@@ -32,7 +32,7 @@ const (
 	endpointControllers = 2
 )
 
-func (a *API) handleDescribeCluster(_ *conn, kreq kmsg.Request) finish {
+func (a *API) handleDescribeCluster(c *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.DescribeClusterRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
 	resp.EndpointType = req.EndpointType
@@ -57,7 +57,11 @@ func (a *API) handleDescribeCluster(_ *conn, kreq kmsg.Request) finish {
 	for _, id := range ids {
 		b := im.Brokers[id]
 		rb := kmsg.NewDescribeClusterResponseBroker()
-		rb.NodeID, rb.Host, rb.Port, rb.IsFenced = b.ID, b.Host, b.Port, b.Fenced
+		var ok bool
+		if rb.Host, rb.Port, ok = b.Endpoint(c.listener); !ok {
+			continue // as Metadata: only the brokers on the client's listener
+		}
+		rb.NodeID, rb.IsFenced = b.ID, b.Fenced
 		rb.Rack = rack(b)
 		resp.Brokers = append(resp.Brokers, rb)
 	}

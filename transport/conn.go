@@ -41,6 +41,9 @@ type conn struct {
 	gone    chan struct{} // closed when the client went away or misbehaved
 	once    sync.Once
 	client  string // client id of the last request, for logs
+	// listener is the name of the Kafka listener the client connected
+	// to: it is told the brokers' addresses on that listener.
+	listener string
 	// producerID is the producer id of the last batch produced here that
 	// had one, told to API.ProducerClients when it changes.
 	producerID int64
@@ -60,8 +63,8 @@ type pending struct {
 	finish   finish
 }
 
-func newConn(s *Server, nc net.Conn) *conn {
-	return &conn{s: s, nc: nc, pending: make(chan *pending, max(s.cfg.MaxInflight, 1)), stop: make(chan struct{}), gone: make(chan struct{}), producerID: -1}
+func newConn(s *Server, nc net.Conn, listener string) *conn {
+	return &conn{s: s, nc: nc, listener: listener, pending: make(chan *pending, max(s.cfg.MaxInflight, 1)), stop: make(chan struct{}), gone: make(chan struct{}), producerID: -1}
 }
 
 // reset closes a connection that a stopping server never served with a

@@ -29,7 +29,7 @@ func currentLeader(im *image.Image, topic string, partition int32) (leader, epoc
 }
 
 // produceLeaderHints fills the KIP-951 fields of a Produce v10+ answer.
-func produceLeaderHints(im *image.Image, resp *kmsg.ProduceResponse) {
+func produceLeaderHints(im *image.Image, listener string, resp *kmsg.ProduceResponse) {
 	var h hints
 	for i := range resp.Topics {
 		rt := &resp.Topics[i]
@@ -41,14 +41,17 @@ func produceLeaderHints(im *image.Image, resp *kmsg.ProduceResponse) {
 	}
 	for _, b := range endpoints(im, h.leaders) {
 		rb := kmsg.NewProduceResponseBroker()
-		rb.NodeID, rb.Host, rb.Port, rb.Rack = b.ID, b.Host, b.Port, rack(b)
-		resp.Brokers = append(resp.Brokers, rb)
+		var ok bool
+		if rb.Host, rb.Port, ok = b.Endpoint(listener); ok {
+			rb.NodeID, rb.Rack = b.ID, rack(b)
+			resp.Brokers = append(resp.Brokers, rb)
+		}
 	}
 }
 
 // fetchLeaderHints fills the KIP-951 fields of a Fetch answer: the
 // current leader from v12, the endpoints from v16.
-func fetchLeaderHints(im *image.Image, resp *kmsg.FetchResponse) {
+func fetchLeaderHints(im *image.Image, listener string, resp *kmsg.FetchResponse) {
 	var h hints
 	for i := range resp.Topics {
 		rt := &resp.Topics[i]
@@ -63,8 +66,11 @@ func fetchLeaderHints(im *image.Image, resp *kmsg.FetchResponse) {
 	}
 	for _, b := range endpoints(im, h.leaders) {
 		rb := kmsg.NewFetchResponseBroker()
-		rb.NodeID, rb.Host, rb.Port, rb.Rack = b.ID, b.Host, b.Port, rack(b)
-		resp.Brokers = append(resp.Brokers, rb)
+		var ok bool
+		if rb.Host, rb.Port, ok = b.Endpoint(listener); ok {
+			rb.NodeID, rb.Rack = b.ID, rack(b)
+			resp.Brokers = append(resp.Brokers, rb)
+		}
 	}
 }
 

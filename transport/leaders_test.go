@@ -40,7 +40,7 @@ func TestLeaderHints(t *testing.T) {
 		pt.Partitions = append(pt.Partitions, p)
 	}
 	pr.Topics = append(pr.Topics, pt)
-	produceLeaderHints(im, pr)
+	produceLeaderHints(im, "PLAINTEXT", pr)
 	got := pr.Topics[0].Partitions
 	if l := got[0].CurrentLeader; l.LeaderID != 2 || l.LeaderEpoch != 4 {
 		t.Errorf("partition 0: current leader %+v, want 2 at epoch 4", l)
@@ -64,7 +64,7 @@ func TestLeaderHints(t *testing.T) {
 		fp.Partition, fp.ErrorCode = 0, notLeader
 		ft.Partitions = append(ft.Partitions, fp)
 		fr.Topics = append(fr.Topics, ft)
-		fetchLeaderHints(im, fr)
+		fetchLeaderHints(im, "PLAINTEXT", fr)
 		if l := fr.Topics[0].Partitions[0].CurrentLeader; l.LeaderID != 2 || l.LeaderEpoch != 4 {
 			t.Errorf("fetch v%d: current leader %+v", v, l)
 		}

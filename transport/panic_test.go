@@ -32,7 +32,7 @@ func TestHandlerPanicClosesOnlyTheConnection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.Serve(ln)
+	srv.Serve("PLAINTEXT", ln)
 	defer srv.Close(context.Background())
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

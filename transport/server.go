@@ -48,7 +48,7 @@ func DefaultConfig() Config {
 type Server struct {
 	cfg    Config
 	api    *API
-	ln     net.Listener
+	lns    []net.Listener
 	log    zerolog.Logger
 	wg     sync.WaitGroup
 	mu     sync.Mutex
@@ -61,33 +61,41 @@ func NewServer(cfg Config, api *API) *Server {
 	return &Server{cfg: cfg, api: api, log: cfg.Logger, conns: make(map[*conn]struct{})}
 }
 
-// Start listens on cfg.Listen and serves in the background.
+// Start listens on cfg.Listen, as the PLAINTEXT listener, and serves in
+// the background.
 func (s *Server) Start() error {
 	ln, err := net.Listen("tcp", s.cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("transport: listen on %s: %w", s.cfg.Listen, err)
 	}
-	s.Serve(ln)
+	s.Serve("PLAINTEXT", ln)
 	return nil
 }
 
-// Serve accepts connections on ln in the background: a node binds first,
-// to learn its port, and serves once its metadata is loaded.
-func (s *Server) Serve(ln net.Listener) {
-	s.ln = ln
+// Serve accepts connections on ln, the Kafka listener of that name, in
+// the background: a node binds first, to learn its ports, and serves once
+// its metadata is loaded. A server may serve several listeners.
+func (s *Server) Serve(listener string, ln net.Listener) {
+	s.mu.Lock()
+	s.lns = append(s.lns, ln)
+	s.mu.Unlock()
 	s.wg.Add(1)
-	go s.accept()
+	go s.accept(listener, ln)
 }
 
-// Addr returns the address the server listens on.
-func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+// Addr returns the address of the first listener served.
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lns[0].Addr()
+}
 
-func (s *Server) accept() {
+func (s *Server) accept(listener string, ln net.Listener) {
 	defer s.wg.Done()
 	var failing time.Time // since when Accept fails, zero while it works
 	delay := time.Duration(0)
 	for {
-		nc, err := s.ln.Accept()
+		nc, err := ln.Accept()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
@@ -108,7 +116,7 @@ func (s *Server) accept() {
 			s.log.Warn().Dur("after", time.Since(failing)).Msg("accept works again")
 			failing, delay = time.Time{}, 0
 		}
-		c := newConn(s, nc)
+		c := newConn(s, nc, listener)
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
@@ -139,9 +147,10 @@ func (s *Server) Close(ctx context.Context) error {
 	for c := range s.conns {
 		conns = append(conns, c)
 	}
+	lns := s.lns
 	s.mu.Unlock()
-	if s.ln != nil {
-		s.ln.Close()
+	for _, ln := range lns {
+		ln.Close()
 	}
 	for _, c := range conns {
 		c.stopReading()

@@ -51,10 +51,15 @@ type Image struct {
 
 // Broker is a registered broker.
 type Broker struct {
-	ID   int32
-	Host string // Host and Port are the Kafka listener advertised to clients
+	ID int32
+	// Host and Port are the inter-broker listener's advertised address,
+	// which followers fetch from.
+	Host string
 	Port int32
-	Rack string
+	// Listeners are the broker's Kafka listeners as advertised: a client
+	// is told the brokers' addresses on the listener it connected to.
+	Listeners []Endpoint
+	Rack      string
 	// ClusterAddr is the broker's remoting address (cluster.advertise).
 	ClusterAddr string
 	// Incarnation tells the broker's runs apart: a restarted broker
@@ -63,6 +68,41 @@ type Broker struct {
 	// Fenced is set when the broker missed its heartbeats for a session
 	// timeout: it leads nothing and clients are not told of it.
 	Fenced bool
+}
+
+// Endpoint is one Kafka listener of a broker.
+type Endpoint struct {
+	Name     string `msgpack:"name"` // upper case, as Kafka normalises it
+	Host     string `msgpack:"host"`
+	Port     int32  `msgpack:"port"`
+	Protocol string `msgpack:"proto"` // PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL
+}
+
+// Endpoint returns the address of the broker's listener of that name; ok
+// is false when it has none. A broker registered without listeners (by a
+// Skein before them) has its one address on every listener.
+func (b Broker) Endpoint(listener string) (host string, port int32, ok bool) {
+	if len(b.Listeners) == 0 {
+		return b.Host, b.Port, true
+	}
+	for _, e := range b.Listeners {
+		if e.Name == listener {
+			return e.Host, e.Port, true
+		}
+	}
+	return "", 0, false
+}
+
+// Record returns the record that registers b.
+func (b Broker) Record() *RegisterBroker {
+	return &RegisterBroker{ID: b.ID, Host: b.Host, Port: b.Port, Listeners: slices.Clone(b.Listeners), Rack: b.Rack,
+		ClusterAddr: b.ClusterAddr, Incarnation: b.Incarnation}
+}
+
+// SameAddresses reports whether a and b are reached alike: addresses,
+// listeners and rack.
+func SameAddresses(a, b Broker) bool {
+	return a.Host == b.Host && a.Port == b.Port && slices.Equal(a.Listeners, b.Listeners) && a.Rack == b.Rack && a.ClusterAddr == b.ClusterAddr
 }
 
 // LiveBrokerIDs returns the ids of the brokers not fenced, sorted.

@@ -98,17 +98,19 @@ func (r *Cluster) apply(im *Image) error {
 // RegisterBroker adds a broker, or replaces its registration (a new
 // incarnation, new addresses), unfenced.
 type RegisterBroker struct {
-	ID          int32  `msgpack:"id"`
-	Host        string `msgpack:"host"`
-	Port        int32  `msgpack:"port"`
-	Rack        string `msgpack:"rack"`
-	ClusterAddr string `msgpack:"cluster"`
-	Incarnation uint64 `msgpack:"inc"`
+	ID          int32      `msgpack:"id"`
+	Host        string     `msgpack:"host"`
+	Port        int32      `msgpack:"port"`
+	Listeners   []Endpoint `msgpack:"listeners,omitempty"`
+	Rack        string     `msgpack:"rack"`
+	ClusterAddr string     `msgpack:"cluster"`
+	Incarnation uint64     `msgpack:"inc"`
 }
 
 func (*RegisterBroker) Type() RecordType { return TypeRegisterBroker }
 func (r *RegisterBroker) apply(im *Image) error {
-	im.Brokers[r.ID] = Broker{ID: r.ID, Host: r.Host, Port: r.Port, Rack: r.Rack, ClusterAddr: r.ClusterAddr, Incarnation: r.Incarnation}
+	im.Brokers[r.ID] = Broker{ID: r.ID, Host: r.Host, Port: r.Port, Listeners: slices.Clone(r.Listeners), Rack: r.Rack,
+		ClusterAddr: r.ClusterAddr, Incarnation: r.Incarnation}
 	return nil
 }
 

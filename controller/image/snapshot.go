@@ -15,7 +15,7 @@ func (im *Image) Records() []Record {
 	}
 	for _, id := range im.BrokerIDs() {
 		b := im.Brokers[id]
-		out = append(out, &RegisterBroker{ID: b.ID, Host: b.Host, Port: b.Port, Rack: b.Rack, ClusterAddr: b.ClusterAddr, Incarnation: b.Incarnation})
+		out = append(out, b.Record())
 		if b.Fenced {
 			out = append(out, &FenceBroker{ID: b.ID, Incarnation: b.Incarnation, Fenced: true})
 		}

@@ -1,0 +1,89 @@
+package configs
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+// loadProperties loads a Java properties file given as text, as
+// `skein node --config server.properties` does.
+func loadProperties(t *testing.T, text string, args ...string) (Node, error) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "server.properties")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fs := pflag.NewFlagSet("node", pflag.ContinueOnError)
+	RegisterFlags(fs)
+	if err := fs.Parse(append([]string{"--config", path}, args...)); err != nil {
+		t.Fatal(err)
+	}
+	return Load(fs, nil)
+}
+
+// A Kafka server.properties (KRaft, combined roles) reads as it is: its
+// listeners, the controller listener as the node's remoting, log.dirs as
+// data.dir, continuation lines and comments.
+func TestKafkaServerProperties(t *testing.T) {
+	n, err := loadProperties(t, `# Kafka's config/server.properties, trimmed
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@localhost:9093
+listeners=PLAINTEXT://:9092,CONTROLLER://:9093,\
+    EXTERNAL://0.0.0.0:9094
+advertised.listeners=PLAINTEXT://localhost:9092,EXTERNAL://kafka.example.com:19094
+inter.broker.listener.name=PLAINTEXT
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,EXTERNAL:PLAINTEXT
+log.dirs=/var/lib/kafka
+num.partitions=3
+log.retention.hours=168
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Listener{
+		{Name: "PLAINTEXT", Protocol: Plaintext, Listen: ":9092", Advertise: "localhost:9092"},
+		{Name: "EXTERNAL", Protocol: Plaintext, Listen: "0.0.0.0:9094", Advertise: "kafka.example.com:19094"},
+	}
+	if got := n.KafkaListeners(); !slices.Equal(got, want) {
+		t.Errorf("listeners %+v, want %+v", got, want)
+	}
+	// The CONTROLLER listener is the node's remoting, reached at the
+	// node's address in controller.quorum.voters, as Kafka's controllers.
+	if n.ClusterListen != ":9093" || n.ClusterAdvertise != "localhost:9093" {
+		t.Errorf("cluster.listen %q, cluster.advertise %q; want :9093, localhost:9093", n.ClusterListen, n.ClusterAdvertise)
+	}
+	if n.DataDir != "/var/lib/kafka" || n.NumPartitions != 3 || n.LogRetentionMs != 168*3600*1000 {
+		t.Errorf("data.dir %q, num.partitions %d, retention %d", n.DataDir, n.NumPartitions, n.LogRetentionMs)
+	}
+}
+
+// Bad listener settings are refused at start, each with what is wrong.
+func TestListenersRefused(t *testing.T) {
+	for _, tc := range []struct{ name, text, want string }{
+		{"listen and listeners", "listeners=PLAINTEXT://127.0.0.1:9092\nlisten=127.0.0.1:9092\n", "listen = 127.0.0.1:9092: set either listeners (Kafka's) or listen, not both"},
+		{"no name", "listeners=127.0.0.1:9092\n", `"127.0.0.1:9092" must be NAME://host:port`},
+		{"twice", "listeners=A://127.0.0.1:1,A://127.0.0.1:2\nlistener.security.protocol.map=A:PLAINTEXT\n", "names listener A twice"},
+		{"unmapped", "listeners=EXTERNAL://127.0.0.1:9094\n", "names no security protocol for listener EXTERNAL"},
+		{"bad protocol", "listeners=A://127.0.0.1:1\nlistener.security.protocol.map=A:TLS\n", `"A:TLS" must be NAME:PROTOCOL`},
+		{"unspecified host", "listeners=PLAINTEXT://0.0.0.0:9092\n", "listener PLAINTEXT: \"0.0.0.0:9092\" must name a host clients can reach"},
+		{"advertises unknown", "listeners=PLAINTEXT://127.0.0.1:9092\nadvertised.listeners=OTHER://h:1\n", "advertises OTHER, which listeners does not declare"},
+		{"inter-broker unknown", "listeners=A://127.0.0.1:1,B://127.0.0.1:2\nlistener.security.protocol.map=A:PLAINTEXT,B:PLAINTEXT\n", "inter.broker.listener.name = \"\": must name one of the broker listeners"},
+		{"not yet", "listeners=SSL://127.0.0.1:9093\n", "security protocol SSL is not supported yet"},
+		{"two dirs", "log.dirs=/a,/b\n", "log.dirs = /a,/b: Skein takes exactly one directory"},
+		{"unknown Kafka key", "num.network.threads=3\n", "num.network.threads"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := loadProperties(t, tc.text)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one saying %s", err, tc.want)
+			}
+		})
+	}
+}
