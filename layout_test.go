@@ -23,8 +23,11 @@ var layers = map[string]int{
 	// history is the log checker (lost, duplicate, reordered, aborted
 	// reads) that fault tests and `skein chaos run` share: client-side, it
 	// imports nothing of Skein's.
-	"history":          0,
-	"configs":          1,
+	"history": 0,
+	"configs": 1,
+	// security is TLS and principals (plain Go): transport and node use
+	// it.
+	"security":         1,
 	"partition/store":  2,
 	"controller/image": 2,
 	"actors":           2,

@@ -3,6 +3,7 @@ package configs
 import (
 	"fmt"
 	"net"
+	"reflect"
 	"slices"
 	"strings"
 )
@@ -109,11 +110,6 @@ func (n Node) listeners(v *validator) []Listener {
 		}
 		return []Listener{{Name: string(Plaintext), Protocol: Plaintext, Listen: n.Listen, Advertise: n.Advertise}}
 	}
-	for _, key := range []string{"listen", "advertise"} {
-		if _, ok := n.Explicit[key]; ok {
-			fail(key, n.Explicit[key], "set either listeners (Kafka's) or "+key+", not both")
-		}
-	}
 	protocols := map[string]SecurityProtocol{}
 	protocolMap := n.ListenerSecurityProtocolMap
 	if protocolMap == "" {
@@ -166,8 +162,12 @@ func (n Node) listeners(v *validator) []Listener {
 				fmt.Sprintf("names no security protocol for listener %s", e.name))
 			continue
 		}
-		if p != Plaintext {
-			fail("listeners", n.Listeners, fmt.Sprintf("listener %s: security protocol %s is not supported yet; only PLAINTEXT is", e.name, p))
+		switch p {
+		case Plaintext:
+		case SSL:
+			v.validateTLS(e.name, n.ListenerTLS(e.name))
+		default:
+			fail("listeners", n.Listeners, fmt.Sprintf("listener %s: security protocol %s is not supported yet; PLAINTEXT and SSL are", e.name, p))
 			continue
 		}
 		adv, ok := advertised[e.name]
@@ -203,6 +203,23 @@ func (n Node) listeners(v *validator) []Listener {
 		}
 		out[0], out[i] = out[i], out[0]
 	}
+	// listen and advertise, when given beside listeners, are the
+	// inter-broker listener's (as --print-config writes them).
+	for _, c := range []struct{ key, want string }{{"listen", out[0].Listen}, {"advertise", out[0].Advertise}} {
+		if given, ok := n.Explicit[c.key]; ok && given != c.want {
+			fail(c.key, given, "listeners gives the inter-broker listener "+c.want+": set either listeners (Kafka's) or "+c.key)
+		}
+	}
+	if out[0].Protocol != Plaintext {
+		fail("inter.broker.listener.name", out[0].Name, "followers fetch over PLAINTEXT only, until they speak TLS: name a PLAINTEXT listener")
+	}
+	for name := range n.ListenerSettings {
+		if !seen[name] {
+			for key := range n.ListenerSettings[name] {
+				fail(listenerPrefix+strings.ToLower(name)+"."+key, n.ListenerSettings[name][key], "listeners declares no listener "+name)
+			}
+		}
+	}
 	return out
 }
 
@@ -219,4 +236,117 @@ func validHostPort(s string) bool {
 func unspecified(host string) bool {
 	ip := net.ParseIP(host)
 	return host == "" || ip != nil && ip.IsUnspecified()
+}
+
+// TLS is the TLS of a listener, under Kafka's ssl.* names. Skein reads
+// PEM files only (Kafka's ssl.keystore.type=PEM): a keystore file holding
+// the private key (unencrypted) and the certificate chain, a truststore
+// file of CA certificates.
+type TLS struct {
+	// KeystoreType must be PEM. Kafka: ssl.keystore.type (whose default
+	// is JKS; Skein's is PEM, the only type it reads).
+	KeystoreType string `mapstructure:"ssl.keystore.type" yaml:"ssl.keystore.type"`
+	// KeystoreLocation is the PEM file of the listener's private key and
+	// certificate chain. Kafka: ssl.keystore.location.
+	KeystoreLocation string `mapstructure:"ssl.keystore.location" yaml:"ssl.keystore.location"`
+	// TruststoreType must be PEM. Kafka: ssl.truststore.type.
+	TruststoreType string `mapstructure:"ssl.truststore.type" yaml:"ssl.truststore.type"`
+	// TruststoreLocation is the PEM file of the CA certificates client
+	// certificates must chain to. Kafka: ssl.truststore.location.
+	TruststoreLocation string `mapstructure:"ssl.truststore.location" yaml:"ssl.truststore.location"`
+	// ClientAuth asks clients for a certificate: none, requested (checked
+	// when given) or required. Default none. Kafka: ssl.client.auth.
+	ClientAuth string `mapstructure:"ssl.client.auth" yaml:"ssl.client.auth"`
+	// PrincipalMappingRules map a client certificate's subject
+	// (RFC 2253, CN=alice,OU=eng,O=Example) to the principal's name:
+	// RULE:pattern/replacement/[LU] and DEFAULT (the whole subject),
+	// comma-separated, the first that matches wins. Default DEFAULT.
+	// Kafka: ssl.principal.mapping.rules.
+	PrincipalMappingRules string `mapstructure:"ssl.principal.mapping.rules" yaml:"ssl.principal.mapping.rules"`
+	// EnabledProtocols are the TLS versions served: TLSv1.2, TLSv1.3.
+	// Default both. Kafka: ssl.enabled.protocols.
+	EnabledProtocols string `mapstructure:"ssl.enabled.protocols" yaml:"ssl.enabled.protocols"`
+	// CipherSuites are the TLS 1.2 cipher suites served, by their IANA
+	// names (TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256); TLS 1.3's are fixed.
+	// Default empty: Go's safe defaults. Kafka: ssl.cipher.suites.
+	CipherSuites string `mapstructure:"ssl.cipher.suites" yaml:"ssl.cipher.suites"`
+}
+
+// Protocols returns ssl.enabled.protocols as a list.
+func (t TLS) Protocols() []string { return splitList(t.EnabledProtocols) }
+
+// Ciphers returns ssl.cipher.suites as a list.
+func (t TLS) Ciphers() []string { return splitList(t.CipherSuites) }
+
+// listenerPrefix starts Kafka's per-listener keys:
+// listener.name.<name>.<key>.
+const listenerPrefix = "listener.name."
+
+// listenerKey splits a per-listener key into the listener's name (upper
+// case) and the key it sets; ok is false when key is not one, or sets a
+// key that cannot be given per listener.
+func listenerKey(key string) (listener, of string, ok bool) {
+	rest, found := strings.CutPrefix(key, listenerPrefix)
+	if !found {
+		return "", "", false
+	}
+	listener, of, found = strings.Cut(rest, ".")
+	if !found || listener == "" {
+		return "", "", false
+	}
+	f, isField := nodeByKey[of]
+	if !isField || len(f.index) != 2 || f.index[0] != tlsFieldIndex {
+		return "", "", false
+	}
+	return strings.ToUpper(listener), of, true
+}
+
+// tlsFieldIndex is the index of Node.TLS: its keys may be set per
+// listener.
+var tlsFieldIndex = func() int {
+	f, _ := reflect.TypeFor[Node]().FieldByName("TLS")
+	return f.Index[0]
+}()
+
+// ListenerTLS returns the TLS settings of the named listener: each key's
+// listener.name.<name>.<key> where given, else the key's own value.
+func (n Node) ListenerTLS(listener string) TLS {
+	t := n.TLS
+	dst := reflect.ValueOf(&t).Elem()
+	for key, val := range n.ListenerSettings[strings.ToUpper(listener)] {
+		f := nodeByKey[key]
+		dst.Field(f.index[1]).SetString(strings.TrimSpace(val))
+	}
+	return t
+}
+
+// validateTLS checks the TLS settings of a listener that serves TLS.
+func (v *validator) validateTLS(listener string, t TLS) {
+	key := func(k string) string { return k + " (listener " + listener + ")" }
+	if t.KeystoreType != "PEM" {
+		v.fail(key("ssl.keystore.type"), t.KeystoreType, "Skein reads PEM keystores only (convert a JKS or PKCS12 one with keytool and openssl)")
+	}
+	if t.TruststoreType != "PEM" {
+		v.fail(key("ssl.truststore.type"), t.TruststoreType, "Skein reads PEM truststores only")
+	}
+	if t.KeystoreLocation == "" {
+		v.fail(key("ssl.keystore.location"), "", "a TLS listener needs its key and certificate chain")
+	}
+	switch t.ClientAuth {
+	case "none":
+	case "requested", "required":
+		if t.TruststoreLocation == "" {
+			v.fail(key("ssl.truststore.location"), "", "ssl.client.auth="+t.ClientAuth+" needs the CAs client certificates chain to")
+		}
+	default:
+		v.fail(key("ssl.client.auth"), t.ClientAuth, "must be none, requested or required")
+	}
+	for _, p := range splitList(t.EnabledProtocols) {
+		if p != "TLSv1.2" && p != "TLSv1.3" {
+			v.fail(key("ssl.enabled.protocols"), t.EnabledProtocols, "may list TLSv1.2 and TLSv1.3 only")
+		}
+	}
+	if len(splitList(t.EnabledProtocols)) == 0 {
+		v.fail(key("ssl.enabled.protocols"), t.EnabledProtocols, "must list TLSv1.2, TLSv1.3 or both")
+	}
 }

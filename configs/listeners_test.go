@@ -67,7 +67,7 @@ log.retention.hours=168
 // Bad listener settings are refused at start, each with what is wrong.
 func TestListenersRefused(t *testing.T) {
 	for _, tc := range []struct{ name, text, want string }{
-		{"listen and listeners", "listeners=PLAINTEXT://127.0.0.1:9092\nlisten=127.0.0.1:9092\n", "listen = 127.0.0.1:9092: set either listeners (Kafka's) or listen, not both"},
+		{"listen and listeners", "listeners=PLAINTEXT://127.0.0.1:9092\nlisten=127.0.0.1:9093\n", "listen = 127.0.0.1:9093: listeners gives the inter-broker listener 127.0.0.1:9092: set either listeners (Kafka's) or listen"},
 		{"no name", "listeners=127.0.0.1:9092\n", `"127.0.0.1:9092" must be NAME://host:port`},
 		{"twice", "listeners=A://127.0.0.1:1,A://127.0.0.1:2\nlistener.security.protocol.map=A:PLAINTEXT\n", "names listener A twice"},
 		{"unmapped", "listeners=EXTERNAL://127.0.0.1:9094\n", "names no security protocol for listener EXTERNAL"},
@@ -75,7 +75,15 @@ func TestListenersRefused(t *testing.T) {
 		{"unspecified host", "listeners=PLAINTEXT://0.0.0.0:9092\n", "listener PLAINTEXT: \"0.0.0.0:9092\" must name a host clients can reach"},
 		{"advertises unknown", "listeners=PLAINTEXT://127.0.0.1:9092\nadvertised.listeners=OTHER://h:1\n", "advertises OTHER, which listeners does not declare"},
 		{"inter-broker unknown", "listeners=A://127.0.0.1:1,B://127.0.0.1:2\nlistener.security.protocol.map=A:PLAINTEXT,B:PLAINTEXT\n", "inter.broker.listener.name = \"\": must name one of the broker listeners"},
-		{"not yet", "listeners=SSL://127.0.0.1:9093\n", "security protocol SSL is not supported yet"},
+		{"not yet", "listeners=SASL_SSL://127.0.0.1:9093\n", "security protocol SASL_SSL is not supported yet"},
+		{"no keystore", "listeners=PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9093\n", "ssl.keystore.location (listener SSL) = \"\": a TLS listener needs its key and certificate chain"},
+		{"JKS", "listeners=PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9093\nssl.keystore.type=JKS\nssl.keystore.location=/k.jks\n", "Skein reads PEM keystores only"},
+		{"client auth without CAs", "listeners=PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9093\nlistener.name.ssl.ssl.keystore.location=/k.pem\nlistener.name.ssl.ssl.client.auth=required\n", "ssl.client.auth=required needs the CAs"},
+		{"bad client auth", "listeners=PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9093\nssl.keystore.location=/k.pem\nssl.client.auth=always\n", "must be none, requested or required"},
+		{"TLS 1.1", "listeners=PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9093\nssl.keystore.location=/k.pem\nssl.enabled.protocols=TLSv1.1\n", "may list TLSv1.2 and TLSv1.3 only"},
+		{"TLS between brokers", "listeners=SSL://127.0.0.1:9093\nssl.keystore.location=/k.pem\n", "followers fetch over PLAINTEXT only"},
+		{"setting of no listener", "listeners=PLAINTEXT://127.0.0.1:9092\nlistener.name.external.ssl.keystore.location=/k.pem\n", "listeners declares no listener EXTERNAL"},
+		{"not per listener", "listener.name.external.num.partitions=3\n", "listener.name.external.num.partitions"},
 		{"two dirs", "log.dirs=/a,/b\n", "log.dirs = /a,/b: Skein takes exactly one directory"},
 		{"unknown Kafka key", "num.network.threads=3\n", "num.network.threads"},
 	} {
@@ -85,5 +93,43 @@ func TestListenersRefused(t *testing.T) {
 				t.Errorf("error %v, want one saying %s", err, tc.want)
 			}
 		})
+	}
+}
+
+// listener.name.<name>.ssl.* wins over ssl.* for that listener only, from
+// any source; print-config writes it back.
+func TestListenerTLSSettings(t *testing.T) {
+	n, err := loadProperties(t, `listeners=PLAINTEXT://127.0.0.1:9092,EXTERNAL://127.0.0.1:9094,INTERNAL://127.0.0.1:9095
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,EXTERNAL:SSL,INTERNAL:SSL
+ssl.keystore.location=/etc/skein/node.pem
+listener.name.external.ssl.keystore.location=/etc/skein/public.pem
+listener.name.external.ssl.client.auth=required
+ssl.truststore.location=/etc/skein/ca.pem
+`, "--set", "listener.name.internal.ssl.principal.mapping.rules=RULE:^CN=(.*?),.*$/$1/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ext, in := n.ListenerTLS("EXTERNAL"), n.ListenerTLS("internal")
+	if ext.KeystoreLocation != "/etc/skein/public.pem" || ext.ClientAuth != "required" || ext.TruststoreLocation != "/etc/skein/ca.pem" {
+		t.Errorf("EXTERNAL: %+v", ext)
+	}
+	if in.KeystoreLocation != "/etc/skein/node.pem" || in.ClientAuth != "none" || in.PrincipalMappingRules != "RULE:^CN=(.*?),.*$/$1/" {
+		t.Errorf("INTERNAL: %+v", in)
+	}
+	path := filepath.Join(t.TempDir(), "printed.yaml")
+	if err := os.WriteFile(path, []byte(n.YAML()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fs := pflag.NewFlagSet("node", pflag.ContinueOnError)
+	RegisterFlags(fs)
+	if err := fs.Parse([]string{"--config", path}); err != nil {
+		t.Fatal(err)
+	}
+	again, err := Load(fs, nil)
+	if err != nil {
+		t.Fatalf("loading what --print-config printed: %v\n%s", err, n.YAML())
+	}
+	if got := again.ListenerTLS("EXTERNAL"); got != ext {
+		t.Errorf("printed and loaded again: EXTERNAL %+v, want %+v", got, ext)
 	}
 }

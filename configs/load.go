@@ -96,7 +96,8 @@ var dataDirNames = []string{"log.dirs", "log.dir"}
 func known(key string) bool {
 	_, isField := nodeByKey[key]
 	_, isAlias := aliases[key]
-	return isField || isAlias || slices.Contains(dataDirNames, key)
+	_, _, isListener := listenerKey(key)
+	return isField || isAlias || isListener || slices.Contains(dataDirNames, key)
 }
 
 // unknownKey is the reason an unknown key is refused, with the known key
@@ -233,7 +234,19 @@ func Load(fs *pflag.FlagSet, environ []string) (Node, error) {
 		v.SetDefault(key, "") // empty means: the other key's value
 	}
 	explicit := map[string]string{}
+	var perListener map[string]map[string]string
 	for _, layer := range []map[string]string{file, env, flags} {
+		for key, val := range layer {
+			if listener, of, ok := listenerKey(key); ok {
+				if perListener == nil {
+					perListener = map[string]map[string]string{}
+				}
+				if perListener[listener] == nil {
+					perListener[listener] = map[string]string{}
+				}
+				perListener[listener][of] = val
+			}
+		}
 		resolved, err := resolveAliases(layer)
 		if err != nil {
 			return Node{}, err
@@ -261,6 +274,12 @@ func Load(fs *pflag.FlagSet, environ []string) (Node, error) {
 	}
 	if n.Advertise == "" {
 		n.Advertise = n.Listen
+	}
+	n.ListenerSettings = perListener
+	if n.Listeners != "" {
+		if ls := n.KafkaListeners(); len(ls) > 0 {
+			n.Listen, n.Advertise = ls[0].Listen, ls[0].Advertise
+		}
 	}
 	if listen, advertise, ok := n.ClusterListener(); ok {
 		if set, ok := explicit["cluster.listen"]; ok && set != listen {
@@ -311,7 +330,8 @@ func recordExplicit(explicit, layer map[string]string) {
 func resolveAliases(layer map[string]string) (map[string]string, error) {
 	out := make(map[string]string, len(layer))
 	for key, val := range layer {
-		if _, ok := aliases[key]; !ok && !slices.Contains(dataDirNames, key) {
+		_, _, perListener := listenerKey(key)
+		if _, ok := aliases[key]; !ok && !perListener && !slices.Contains(dataDirNames, key) {
 			out[key] = val
 		}
 	}

@@ -30,8 +30,9 @@ type Node struct {
 	DataDir string `mapstructure:"data.dir" yaml:"data.dir"`
 
 	// Listen is the host:port of the node's one PLAINTEXT Kafka listener
-	// when listeners is not set. Default "127.0.0.1:9092". Skein-only: the
-	// short form of listeners=PLAINTEXT://host:port.
+	// when listeners is not set, and the inter-broker listener's when it
+	// is. Default "127.0.0.1:9092". Skein-only: the short form of
+	// listeners=PLAINTEXT://host:port.
 	Listen string `mapstructure:"listen" yaml:"listen"`
 
 	// Advertise is the host:port given to clients in Metadata responses
@@ -73,6 +74,13 @@ type Node struct {
 	// server.properties with a CONTROLLER listener runs as it is. Default
 	// empty. Kafka: controller.listener.names.
 	ControllerListenerNames string `mapstructure:"controller.listener.names" yaml:"controller.listener.names"`
+
+	// The TLS of SSL and SASL_SSL listeners, under Kafka's ssl.* names.
+	// Each may be set for one listener as listener.name.<name>.<key>
+	// (listener.name.external.ssl.keystore.location), which wins over the
+	// key itself, as in Kafka. Files are read at start and again when
+	// they change, without a restart.
+	TLS `mapstructure:",squash" yaml:",inline"`
 
 	// AdminListen is the host:port of the admin HTTP API (health, metrics,
 	// fault injection). Default "127.0.0.1:9644". Skein-only.
@@ -361,6 +369,11 @@ type Node struct {
 	// TopicDefaults are the broker-level defaults of the topic configs.
 	TopicDefaults `mapstructure:",squash" yaml:",inline"`
 
+	// ListenerSettings are the per-listener keys given
+	// (listener.name.<name>.<key>), by listener name in upper case, then
+	// by the key they set; see ListenerTLS.
+	ListenerSettings map[string]map[string]string `mapstructure:"-" yaml:"listener.name,omitempty"`
+
 	// Explicit holds the keys that were given explicitly (by the file, the
 	// environment or a flag) with their values as given, including Kafka's
 	// alternative names such as log.retention.hours. DescribeTopic reports
@@ -487,28 +500,30 @@ const DefaultProducerIDExpirationMs = 24 * 3600 * 1000
 // and Kafka's defaults for everything Kafka has.
 func Default() Node {
 	return Node{
-		NodeID:                               1,
-		DataDir:                              "./data",
-		Listen:                               "127.0.0.1:9092",
-		Advertise:                            "127.0.0.1:9092",
-		AdminListen:                          "127.0.0.1:9644",
-		ListenerSecurityProtocolMap:          defaultProtocolMap,
-		LogLevel:                             "info",
-		LogFormat:                            logging.FormatAuto,
-		Durability:                           DurabilityFsync,
-		AutoCreateTopicsEnable:               true,
-		NumPartitions:                        1,
-		DefaultReplicationFactor:             1,
-		ProducerIDExpirationMs:               DefaultProducerIDExpirationMs,
-		SocketRequestMaxBytes:                100 << 20,
-		ConnectionsMaxIdleMs:                 600000,
-		OffsetsTopicNumPartitions:            50,
-		OffsetsTopicReplicationFactor:        3,
-		TransactionStateLogNumPartitions:     50,
-		TransactionStateLogReplicationFactor: 3,
-		TransactionStateLogMinISR:            2,
-		TransactionMaxTimeoutMs:              900000,
-		TransactionalIDExpirationMs:          604800000,
+		NodeID:                      1,
+		DataDir:                     "./data",
+		Listen:                      "127.0.0.1:9092",
+		Advertise:                   "127.0.0.1:9092",
+		AdminListen:                 "127.0.0.1:9644",
+		ListenerSecurityProtocolMap: defaultProtocolMap,
+		TLS: TLS{KeystoreType: "PEM", TruststoreType: "PEM", ClientAuth: "none", PrincipalMappingRules: "DEFAULT",
+			EnabledProtocols: "TLSv1.2,TLSv1.3"},
+		LogLevel:                                  "info",
+		LogFormat:                                 logging.FormatAuto,
+		Durability:                                DurabilityFsync,
+		AutoCreateTopicsEnable:                    true,
+		NumPartitions:                             1,
+		DefaultReplicationFactor:                  1,
+		ProducerIDExpirationMs:                    DefaultProducerIDExpirationMs,
+		SocketRequestMaxBytes:                     100 << 20,
+		ConnectionsMaxIdleMs:                      600000,
+		OffsetsTopicNumPartitions:                 50,
+		OffsetsTopicReplicationFactor:             3,
+		TransactionStateLogNumPartitions:          50,
+		TransactionStateLogReplicationFactor:      3,
+		TransactionStateLogMinISR:                 2,
+		TransactionMaxTimeoutMs:                   900000,
+		TransactionalIDExpirationMs:               604800000,
 		TransactionAbortTimedOutCleanupIntervalMs: 10000,
 		ExtensionCommitIntervalMs:                 1000,
 		GroupMinSessionTimeoutMs:                  6000,
@@ -639,6 +654,11 @@ func (n Node) Map() map[string]string {
 	m := make(map[string]string, len(nodeFields)+1)
 	for _, f := range nodeFields {
 		m[f.key] = f.format(n)
+	}
+	for name, keys := range n.ListenerSettings {
+		for key, val := range keys {
+			m[listenerPrefix+strings.ToLower(name)+"."+key] = val
+		}
 	}
 	if len(n.Extensions) > 0 {
 		names := make([]string, len(n.Extensions))

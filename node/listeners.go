@@ -6,32 +6,66 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rs/zerolog"
+
 	"github.com/skeinlog/skein/configs"
 	"github.com/skeinlog/skein/controller/image"
+	"github.com/skeinlog/skein/security"
+	"github.com/skeinlog/skein/transport"
 )
 
 // kafkaListener is one of the node's Kafka listeners, bound.
 type kafkaListener struct {
 	configs.Listener
 	ln net.Listener
+	// serve is what the transport serves it with: its TLS, for SSL.
+	serve transport.Listener
 }
 
 // kafkaListeners are the node's Kafka listeners, the inter-broker one
 // first.
 type kafkaListeners []kafkaListener
 
-// bindKafka binds every listener, or none.
-func bindKafka(ls []configs.Listener) (kafkaListeners, error) {
+// bindKafka reads the TLS files of every SSL listener and binds every
+// listener, or none.
+func bindKafka(cfg configs.Node, log zerolog.Logger) (kafkaListeners, error) {
 	var out kafkaListeners
-	for _, l := range ls {
+	for _, l := range cfg.KafkaListeners() {
+		serve, err := serving(cfg, l, log)
+		if err != nil {
+			out.Close()
+			return nil, fmt.Errorf("node: listener %s: %w", l.Name, err)
+		}
 		ln, err := net.Listen("tcp", l.Listen)
 		if err != nil {
 			out.Close()
 			return nil, fmt.Errorf("node: listener %s: %w", l.Name, err)
 		}
-		out = append(out, kafkaListener{Listener: l, ln: ln})
+		out = append(out, kafkaListener{Listener: l, ln: ln, serve: serve})
 	}
 	return out, nil
+}
+
+// serving returns what the transport serves a listener with.
+func serving(cfg configs.Node, l configs.Listener, log zerolog.Logger) (transport.Listener, error) {
+	serve := transport.Listener{Name: l.Name}
+	if l.Protocol != configs.SSL {
+		return serve, nil
+	}
+	t := cfg.ListenerTLS(l.Name)
+	rules, err := security.ParseMappingRules(t.PrincipalMappingRules)
+	if err != nil {
+		return serve, err
+	}
+	tc, err := security.NewServerTLS(security.TLSFiles{
+		Listener: l.Name, Keystore: t.KeystoreLocation, Truststore: t.TruststoreLocation, ClientAuth: t.ClientAuth,
+		Protocols: t.Protocols(), CipherSuites: t.Ciphers(),
+	}, log)
+	if err != nil {
+		return serve, err
+	}
+	serve.TLS, serve.Principals = tc.Config(), rules
+	return serve, nil
 }
 
 // Close closes every listener.

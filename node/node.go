@@ -200,7 +200,7 @@ func prepare(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	ln, err := bindKafka(cfg.KafkaListeners())
+	ln, err := bindKafka(cfg, log)
 	if err != nil {
 		lock.release()
 		return nil, err
@@ -376,7 +376,7 @@ func (n *Node) serve() {
 	}
 	n.server = server
 	for _, l := range n.kafka {
-		n.server.Serve(l.Name, l.ln)
+		n.server.Serve(l.serve, l.ln)
 	}
 	n.serving.Store(true)
 	go n.closeIdleFiles()

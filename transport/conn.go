@@ -2,6 +2,8 @@ package transport
 
 import (
 	"bufio"
+	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -22,6 +24,7 @@ import (
 
 	"github.com/skeinlog/skein/internal/vfs"
 	"github.com/skeinlog/skein/partition/store"
+	"github.com/skeinlog/skein/security"
 )
 
 // conn is one client connection.
@@ -41,9 +44,15 @@ type conn struct {
 	gone    chan struct{} // closed when the client went away or misbehaved
 	once    sync.Once
 	client  string // client id of the last request, for logs
-	// listener is the name of the Kafka listener the client connected
-	// to: it is told the brokers' addresses on that listener.
+	// listener is the Kafka listener the client connected to: it is told
+	// the brokers' addresses on that listener.
 	listener string
+	// principal is who the client proved to be (its certificate on an
+	// SSL listener), ANONYMOUS otherwise; set before the first request.
+	principal security.Principal
+	// handshake, for an SSL listener, runs TLS's handshake and maps the
+	// client's certificate; nil for PLAINTEXT.
+	handshake func() error
 	// producerID is the producer id of the last batch produced here that
 	// had one, told to API.ProducerClients when it changes.
 	producerID int64
@@ -63,8 +72,40 @@ type pending struct {
 	finish   finish
 }
 
-func newConn(s *Server, nc net.Conn, listener string) *conn {
-	return &conn{s: s, nc: nc, listener: listener, pending: make(chan *pending, max(s.cfg.MaxInflight, 1)), stop: make(chan struct{}), gone: make(chan struct{}), producerID: -1}
+func newConn(s *Server, nc net.Conn, l Listener) *conn {
+	c := &conn{s: s, listener: l.Name, principal: security.Anonymous}
+	if l.TLS != nil {
+		tc := tls.Server(nc, l.TLS)
+		nc = tc
+		c.handshake = func() error { return c.handshakeTLS(tc, l.Principals) }
+	}
+	c.nc = nc
+	c.pending, c.stop, c.gone, c.producerID = make(chan *pending, max(s.cfg.MaxInflight, 1)), make(chan struct{}), make(chan struct{}), -1
+	return c
+}
+
+// handshakeTimeout bounds a TLS handshake, as a client that connects and
+// says nothing must not hold a goroutine for the idle timeout.
+const handshakeTimeout = 10 * time.Second
+
+// handshakeTLS runs the handshake and names the principal: the client
+// certificate's subject through the listener's mapping rules, ANONYMOUS
+// without one. A subject no rule maps is refused, as Kafka refuses it.
+func (c *conn) handshakeTLS(tc *tls.Conn, rules security.MappingRules) error {
+	ctx, cancel := context.WithTimeout(context.Background(), handshakeTimeout)
+	defer cancel()
+	if err := tc.HandshakeContext(ctx); err != nil {
+		return err
+	}
+	if peers := tc.ConnectionState().PeerCertificates; len(peers) > 0 {
+		subject := security.Subject(peers[0])
+		name, ok := rules.Map(subject)
+		if !ok {
+			return fmt.Errorf("no ssl.principal.mapping.rules rule maps the client certificate's subject %q", subject)
+		}
+		c.principal = security.Principal{Type: "User", Name: name}
+	}
+	return nil
 }
 
 // reset closes a connection that a stopping server never served with a
@@ -75,6 +116,9 @@ func newConn(s *Server, nc net.Conn, listener string) *conn {
 // An ApiVersions answer does not count as served: franz-go takes an
 // end-of-file on the request after it for a SASL mismatch, as fatal.
 func reset(nc net.Conn) {
+	if tc, ok := nc.(*tls.Conn); ok {
+		nc = tc.NetConn() // a reset sends no close_notify
+	}
 	if tc, ok := nc.(*net.TCPConn); ok {
 		tc.SetLinger(0)
 	}
@@ -108,6 +152,17 @@ func (c *conn) read() {
 			close(c.gone)
 		}
 	}()
+	if c.handshake != nil {
+		err := c.handshake()
+		c.s.api.metrics.authenticated(c.listener, "SSL", err == nil)
+		if err != nil {
+			if !c.stopping() {
+				c.s.failures.Event(c.s.log.Warn()).Err(err).Str("remote", c.nc.RemoteAddr().String()).Str("listener", c.listener).
+					Msg("closing connection: TLS handshake failed")
+			}
+			return
+		}
+	}
 	r := bufio.NewReaderSize(c.nc, 64<<10)
 	var size [4]byte
 	for {
@@ -379,7 +434,7 @@ func (c *conn) decode(body []byte) (*pending, error) {
 func (c *conn) write() {
 	defer c.s.wg.Done()
 	defer c.s.forget(c)
-	defer c.s.api.metrics.connectionClosed()
+	defer c.s.api.metrics.connectionClosed(c.listener)
 	served := false
 	defer func() {
 		if !served && c.stopping() {

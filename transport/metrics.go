@@ -14,7 +14,10 @@ type Metrics struct {
 	requests    *prometheus.CounterVec
 	errors      *prometheus.CounterVec
 	latency     *prometheus.HistogramVec
-	connections prometheus.Gauge
+	connections *prometheus.GaugeVec
+	// authentications count the handshakes (TLS) by listener, mechanism
+	// and result.
+	authentications *prometheus.CounterVec
 }
 
 // NewMetrics registers the listener's metrics on reg.
@@ -30,12 +33,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "skein_request_duration_seconds", Help: "Time from decoding a request to having its response, by API key.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10),
 		}, []string{"api"}),
-		connections: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "skein_open_connections", Help: "Open Kafka client connections.",
-		}),
+		connections: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "skein_open_connections", Help: "Open Kafka client connections, by listener.",
+		}, []string{"listener"}),
+		authentications: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "skein_authentications_total", Help: "Client authentications (SSL: TLS handshakes), by listener, mechanism and result (succeeded, failed).",
+		}, []string{"listener", "mechanism", "result"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.errors, m.latency, m.connections)
+		reg.MustRegister(m.requests, m.errors, m.latency, m.connections, m.authentications)
 	}
 	return m
 }
@@ -63,5 +69,13 @@ func (m *Metrics) errorCode(key, version int16, code int16) {
 	m.errors.WithLabelValues(apiName(key), strconv.Itoa(int(version)), errorName(code)).Inc()
 }
 
-func (m *Metrics) connectionOpened() { m.connections.Inc() }
-func (m *Metrics) connectionClosed() { m.connections.Dec() }
+func (m *Metrics) connectionOpened(listener string) { m.connections.WithLabelValues(listener).Inc() }
+func (m *Metrics) connectionClosed(listener string) { m.connections.WithLabelValues(listener).Dec() }
+
+func (m *Metrics) authenticated(listener, mechanism string, ok bool) {
+	result := "succeeded"
+	if !ok {
+		result = "failed"
+	}
+	m.authentications.WithLabelValues(listener, mechanism, result).Inc()
+}

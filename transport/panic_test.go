@@ -32,7 +32,7 @@ func TestHandlerPanicClosesOnlyTheConnection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.Serve("PLAINTEXT", ln)
+	srv.Serve(Listener{Name: "PLAINTEXT"}, ln)
 	defer srv.Close(context.Background())
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -10,6 +11,9 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skeinlog/skein/internal/logging"
+	"github.com/skeinlog/skein/security"
 )
 
 // Config is the Kafka listener's configuration.
@@ -54,11 +58,14 @@ type Server struct {
 	mu     sync.Mutex
 	conns  map[*conn]struct{}
 	closed bool
+	// failures rate-limits the lines logged about clients that fail to
+	// connect (TLS handshakes), which a misconfigured client repeats.
+	failures *logging.Limiter
 }
 
 // NewServer returns a listener serving api.
 func NewServer(cfg Config, api *API) *Server {
-	return &Server{cfg: cfg, api: api, log: cfg.Logger, conns: make(map[*conn]struct{})}
+	return &Server{cfg: cfg, api: api, log: cfg.Logger, conns: make(map[*conn]struct{}), failures: logging.NewLimiter(10, time.Minute)}
 }
 
 // Start listens on cfg.Listen, as the PLAINTEXT listener, and serves in
@@ -68,19 +75,30 @@ func (s *Server) Start() error {
 	if err != nil {
 		return fmt.Errorf("transport: listen on %s: %w", s.cfg.Listen, err)
 	}
-	s.Serve("PLAINTEXT", ln)
+	s.Serve(Listener{Name: "PLAINTEXT"}, ln)
 	return nil
 }
 
-// Serve accepts connections on ln, the Kafka listener of that name, in
-// the background: a node binds first, to learn its ports, and serves once
-// its metadata is loaded. A server may serve several listeners.
-func (s *Server) Serve(listener string, ln net.Listener) {
+// Listener is one of the Kafka listeners a Server serves.
+type Listener struct {
+	// Name is the listener's name, upper case: a client is told the
+	// brokers' addresses on it.
+	Name string
+	// TLS, when set, is the listener's TLS (SSL), and Principals map a
+	// client certificate's subject to the connection's principal.
+	TLS        *tls.Config
+	Principals security.MappingRules
+}
+
+// Serve accepts connections on ln, for listener l, in the background: a
+// node binds first, to learn its ports, and serves once its metadata is
+// loaded. A server may serve several listeners.
+func (s *Server) Serve(l Listener, ln net.Listener) {
 	s.mu.Lock()
 	s.lns = append(s.lns, ln)
 	s.mu.Unlock()
 	s.wg.Add(1)
-	go s.accept(listener, ln)
+	go s.accept(l, ln)
 }
 
 // Addr returns the address of the first listener served.
@@ -90,7 +108,7 @@ func (s *Server) Addr() net.Addr {
 	return s.lns[0].Addr()
 }
 
-func (s *Server) accept(listener string, ln net.Listener) {
+func (s *Server) accept(l Listener, ln net.Listener) {
 	defer s.wg.Done()
 	var failing time.Time // since when Accept fails, zero while it works
 	delay := time.Duration(0)
@@ -116,7 +134,7 @@ func (s *Server) accept(listener string, ln net.Listener) {
 			s.log.Warn().Dur("after", time.Since(failing)).Msg("accept works again")
 			failing, delay = time.Time{}, 0
 		}
-		c := newConn(s, nc, listener)
+		c := newConn(s, nc, l)
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
@@ -125,7 +143,7 @@ func (s *Server) accept(listener string, ln net.Listener) {
 		}
 		s.conns[c] = struct{}{}
 		s.mu.Unlock()
-		s.api.metrics.connectionOpened()
+		s.api.metrics.connectionOpened(l.Name)
 		s.wg.Add(2)
 		go c.read()
 		go c.write()
