@@ -162,13 +162,11 @@ func (n Node) listeners(v *validator) []Listener {
 				fmt.Sprintf("names no security protocol for listener %s", e.name))
 			continue
 		}
-		switch p {
-		case Plaintext:
-		case SSL:
+		if p == SSL || p == SASLSSL {
 			v.validateTLS(e.name, n.ListenerTLS(e.name))
-		default:
-			fail("listeners", n.Listeners, fmt.Sprintf("listener %s: security protocol %s is not supported yet; PLAINTEXT and SSL are", e.name, p))
-			continue
+		}
+		if p == SASLPlaintext || p == SASLSSL {
+			v.validateSASL(n, e.name)
 		}
 		adv, ok := advertised[e.name]
 		if !ok {
@@ -294,8 +292,11 @@ func listenerKey(key string) (listener, of string, ok bool) {
 	if !found || listener == "" {
 		return "", "", false
 	}
+	if mech, ok := strings.CutSuffix(of, "."+jaasKey); ok && slices.Contains(saslMechanisms, strings.ToUpper(mech)) {
+		return strings.ToUpper(listener), strings.ToLower(mech) + "." + jaasKey, true
+	}
 	f, isField := nodeByKey[of]
-	if !isField || len(f.index) != 2 || f.index[0] != tlsFieldIndex {
+	if !isField || len(f.index) != 2 || f.index[0] != tlsFieldIndex && of != "sasl.enabled.mechanisms" {
 		return "", "", false
 	}
 	return strings.ToUpper(listener), of, true
@@ -308,14 +309,91 @@ var tlsFieldIndex = func() int {
 	return f.Index[0]
 }()
 
+// SASL is the SASL of a node's listeners, under Kafka's names.
+type SASL struct {
+	// EnabledMechanisms are the SASL mechanisms a SASL listener offers,
+	// comma-separated. Default GSSAPI, as Kafka's, which Skein does not
+	// serve: a SASL listener must name its mechanisms (PLAIN). Kafka:
+	// sasl.enabled.mechanisms.
+	EnabledMechanisms string `mapstructure:"sasl.enabled.mechanisms" yaml:"sasl.enabled.mechanisms"`
+	// ServerMaxReceiveSize bounds a request before authentication, in
+	// bytes. Default 524288. Kafka: sasl.server.max.receive.size.
+	ServerMaxReceiveSize int32 `mapstructure:"sasl.server.max.receive.size" yaml:"sasl.server.max.receive.size"`
+	// FailedAuthenticationDelayMs delays the answer to a failed
+	// authentication, which closes the connection, to slow down guessing.
+	// Default 100. Kafka: connection.failed.authentication.delay.ms.
+	FailedAuthenticationDelayMs int32 `mapstructure:"connection.failed.authentication.delay.ms" yaml:"connection.failed.authentication.delay.ms"`
+}
+
+// saslMechanisms are the mechanisms Kafka knows; servedMechanisms those
+// Skein serves.
+var (
+	saslMechanisms   = []string{"GSSAPI", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"}
+	servedMechanisms = []string{"PLAIN"}
+)
+
+// Hidden is what the log and --print-config show for a secret: a JAAS
+// configuration, which holds passwords.
+const Hidden = "[hidden]"
+
+func redact(key, val string) string {
+	if strings.HasSuffix(key, jaasKey) {
+		return Hidden
+	}
+	return val
+}
+
+// jaasKey ends a mechanism's per-listener JAAS configuration:
+// listener.name.<name>.<mechanism>.sasl.jaas.config.
+const jaasKey = "sasl.jaas.config"
+
+// ListenerSASL returns the mechanisms a listener offers, upper case, and
+// each one's JAAS configuration (listener.name.<name>.<mechanism>.
+// sasl.jaas.config), by mechanism.
+func (n Node) ListenerSASL(listener string) (mechanisms []string, jaas map[string]string) {
+	settings := n.ListenerSettings[strings.ToUpper(listener)]
+	enabled := n.EnabledMechanisms
+	if v, ok := settings["sasl.enabled.mechanisms"]; ok {
+		enabled = v
+	}
+	jaas = map[string]string{}
+	for _, m := range splitList(enabled) {
+		m = strings.ToUpper(m)
+		mechanisms = append(mechanisms, m)
+		if v, ok := settings[strings.ToLower(m)+"."+jaasKey]; ok {
+			jaas[m] = v
+		}
+	}
+	return mechanisms, jaas
+}
+
+// validateSASL checks the SASL settings of a listener that serves SASL.
+func (v *validator) validateSASL(n Node, listener string) {
+	mechanisms, jaas := n.ListenerSASL(listener)
+	key := "sasl.enabled.mechanisms (listener " + listener + ")"
+	if len(mechanisms) == 0 {
+		v.fail(key, "", "a SASL listener needs at least one mechanism (PLAIN)")
+	}
+	for _, m := range mechanisms {
+		switch {
+		case !slices.Contains(servedMechanisms, m):
+			v.fail(key, strings.Join(mechanisms, ","), m+" is not served; Skein serves "+strings.Join(servedMechanisms, ", "))
+		case jaas[m] == "":
+			v.fail(listenerPrefix+strings.ToLower(listener)+"."+strings.ToLower(m)+"."+jaasKey, "",
+				"the "+m+" mechanism needs its users (PlainLoginModule required user_<name>=\"<password>\" ...;)")
+		}
+	}
+}
+
 // ListenerTLS returns the TLS settings of the named listener: each key's
 // listener.name.<name>.<key> where given, else the key's own value.
 func (n Node) ListenerTLS(listener string) TLS {
 	t := n.TLS
 	dst := reflect.ValueOf(&t).Elem()
 	for key, val := range n.ListenerSettings[strings.ToUpper(listener)] {
-		f := nodeByKey[key]
-		dst.Field(f.index[1]).SetString(strings.TrimSpace(val))
+		if f, ok := nodeByKey[key]; ok && f.index[0] == tlsFieldIndex {
+			dst.Field(f.index[1]).SetString(strings.TrimSpace(val))
+		}
 	}
 	return t
 }

@@ -1,6 +1,7 @@
 package configs
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -75,7 +76,8 @@ func TestListenersRefused(t *testing.T) {
 		{"unspecified host", "listeners=PLAINTEXT://0.0.0.0:9092\n", "listener PLAINTEXT: \"0.0.0.0:9092\" must name a host clients can reach"},
 		{"advertises unknown", "listeners=PLAINTEXT://127.0.0.1:9092\nadvertised.listeners=OTHER://h:1\n", "advertises OTHER, which listeners does not declare"},
 		{"inter-broker unknown", "listeners=A://127.0.0.1:1,B://127.0.0.1:2\nlistener.security.protocol.map=A:PLAINTEXT,B:PLAINTEXT\n", "inter.broker.listener.name = \"\": must name one of the broker listeners"},
-		{"not yet", "listeners=SASL_SSL://127.0.0.1:9093\n", "security protocol SASL_SSL is not supported yet"},
+		{"GSSAPI", "listeners=PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9093\n", "sasl.enabled.mechanisms (listener SASL_PLAINTEXT) = GSSAPI: GSSAPI is not served; Skein serves PLAIN"},
+		{"no users", "listeners=PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9093\nsasl.enabled.mechanisms=PLAIN\n", "listener.name.sasl_plaintext.plain.sasl.jaas.config = \"\": the PLAIN mechanism needs its users"},
 		{"no keystore", "listeners=PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9093\n", "ssl.keystore.location (listener SSL) = \"\": a TLS listener needs its key and certificate chain"},
 		{"JKS", "listeners=PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9093\nssl.keystore.type=JKS\nssl.keystore.location=/k.jks\n", "Skein reads PEM keystores only"},
 		{"client auth without CAs", "listeners=PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9093\nlistener.name.ssl.ssl.keystore.location=/k.pem\nlistener.name.ssl.ssl.client.auth=required\n", "ssl.client.auth=required needs the CAs"},
@@ -131,5 +133,30 @@ ssl.truststore.location=/etc/skein/ca.pem
 	}
 	if got := again.ListenerTLS("EXTERNAL"); got != ext {
 		t.Errorf("printed and loaded again: EXTERNAL %+v, want %+v", got, ext)
+	}
+}
+
+// A SASL listener's mechanisms and users, as a Kafka server.properties
+// writes them; the passwords never reach the log or --print-config.
+func TestListenerSASLSettings(t *testing.T) {
+	n, err := loadProperties(t, `listeners=PLAINTEXT://127.0.0.1:9092,SASL_SSL://127.0.0.1:9094
+ssl.keystore.location=/etc/skein/node.pem
+sasl.enabled.mechanisms=PLAIN
+listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required \
+    username="admin" password="admin-secret" \
+    user_admin="admin-secret" \
+    user_alice="alice-secret";
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mechs, jaas := n.ListenerSASL("SASL_SSL")
+	if !slices.Equal(mechs, []string{"PLAIN"}) || !strings.Contains(jaas["PLAIN"], `user_alice="alice-secret";`) {
+		t.Errorf("mechanisms %v, JAAS %q", mechs, jaas)
+	}
+	for what, text := range map[string]string{"Map": fmt.Sprint(n.Map()), "YAML": n.YAML()} {
+		if strings.Contains(text, "secret") {
+			t.Errorf("%s shows a password:\n%s", what, text)
+		}
 	}
 }

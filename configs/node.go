@@ -82,6 +82,12 @@ type Node struct {
 	// they change, without a restart.
 	TLS `mapstructure:",squash" yaml:",inline"`
 
+	// The SASL of SASL_PLAINTEXT and SASL_SSL listeners, under Kafka's
+	// names; sasl.enabled.mechanisms may be set per listener, and each
+	// mechanism's users are given per listener as
+	// listener.name.<name>.<mechanism>.sasl.jaas.config.
+	SASL `mapstructure:",squash" yaml:",inline"`
+
 	// AdminListen is the host:port of the admin HTTP API (health, metrics,
 	// fault injection). Default "127.0.0.1:9644". Skein-only.
 	AdminListen string `mapstructure:"admin.listen" yaml:"admin.listen"`
@@ -508,6 +514,7 @@ func Default() Node {
 		ListenerSecurityProtocolMap: defaultProtocolMap,
 		TLS: TLS{KeystoreType: "PEM", TruststoreType: "PEM", ClientAuth: "none", PrincipalMappingRules: "DEFAULT",
 			EnabledProtocols: "TLSv1.2,TLSv1.3"},
+		SASL:                                      SASL{EnabledMechanisms: "GSSAPI", ServerMaxReceiveSize: 524288, FailedAuthenticationDelayMs: 100},
 		LogLevel:                                  "info",
 		LogFormat:                                 logging.FormatAuto,
 		Durability:                                DurabilityFsync,
@@ -636,6 +643,16 @@ func (n Node) Validate() error {
 // under its Kafka name), so that `skein node --print-config > node.yaml`
 // followed by `skein node --config node.yaml` runs the same node.
 func (n Node) YAML() string {
+	if n.ListenerSettings != nil {
+		settings := make(map[string]map[string]string, len(n.ListenerSettings))
+		for name, keys := range n.ListenerSettings {
+			settings[name] = map[string]string{}
+			for key, val := range keys {
+				settings[name][key] = redact(key, val)
+			}
+		}
+		n.ListenerSettings = settings
+	}
 	out, err := yaml.Marshal(n)
 	if err != nil {
 		// Node holds scalars, CleanupPolicy (which marshals to a string)
@@ -657,7 +674,7 @@ func (n Node) Map() map[string]string {
 	}
 	for name, keys := range n.ListenerSettings {
 		for key, val := range keys {
-			m[listenerPrefix+strings.ToLower(name)+"."+key] = val
+			m[listenerPrefix+strings.ToLower(name)+"."+key] = redact(key, val)
 		}
 	}
 	if len(n.Extensions) > 0 {

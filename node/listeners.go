@@ -49,7 +49,15 @@ func bindKafka(cfg configs.Node, log zerolog.Logger) (kafkaListeners, error) {
 // serving returns what the transport serves a listener with.
 func serving(cfg configs.Node, l configs.Listener, log zerolog.Logger) (transport.Listener, error) {
 	serve := transport.Listener{Name: l.Name}
-	if l.Protocol != configs.SSL {
+	if l.Protocol == configs.SASLPlaintext || l.Protocol == configs.SASLSSL {
+		mechanisms, jaas := cfg.ListenerSASL(l.Name)
+		sasl, err := security.NewSASL(mechanisms, jaas)
+		if err != nil {
+			return serve, err
+		}
+		serve.SASL = sasl
+	}
+	if l.Protocol != configs.SSL && l.Protocol != configs.SASLSSL {
 		return serve, nil
 	}
 	t := cfg.ListenerTLS(l.Name)

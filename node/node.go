@@ -341,6 +341,8 @@ func (n *Node) serve() {
 	tcfg := transport.DefaultConfig()
 	tcfg.Logger = log
 	tcfg.MaxRequestBytes = cfg.SocketRequestMaxBytes
+	tcfg.MaxUnauthenticatedBytes = cfg.ServerMaxReceiveSize
+	tcfg.FailedAuthenticationDelay = time.Duration(cfg.FailedAuthenticationDelayMs) * time.Millisecond
 	tcfg.IdleTimeout = time.Duration(cfg.ConnectionsMaxIdleMs) * time.Millisecond
 	server := transport.NewServer(tcfg, transport.NewAPI(transport.Deps{
 		System:          n.sys,

@@ -1,6 +1,9 @@
 package security
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // Kafka's ssl.principal.mapping.rules, with cases from its
 // SslPrincipalMapperTest.
@@ -36,6 +39,50 @@ func TestMappingRules(t *testing.T) {
 	for _, bad := range []string{"", "DEFAUL", "DEFAULT/L", "RULE:/", "RULE:^CN=(.*?)$/$1", "RULE:^CN=(?P<x/$1/", "DEFAULT,, FOO"} {
 		if _, err := ParseMappingRules(bad); err == nil {
 			t.Errorf("%q: accepted", bad)
+		}
+	}
+}
+
+// Kafka's JAAS lines, as server.properties writes them, and PLAIN's
+// checks.
+func TestPlainUsersFromJAAS(t *testing.T) {
+	s, err := NewSASL([]string{"PLAIN"}, map[string]string{"PLAIN": `org.apache.kafka.common.security.plain.PlainLoginModule required
+		username="admin" password="admin-secret" user_admin="admin-secret" user_alice="al\"ice";`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		msg  string
+		ok   bool
+		user string
+	}{
+		{"\x00alice\x00al\"ice", true, "alice"},
+		{"alice\x00alice\x00al\"ice", true, "alice"},
+		{"bob\x00alice\x00al\"ice", false, ""},
+		{"\x00alice\x00wrong", false, ""},
+		{"\x00mallory\x00al\"ice", false, ""},
+		{"\x00username\x00admin-secret", false, ""}, // the module's own options are not users
+		{"\x00alice", false, ""},
+	} {
+		sess, _ := s.Start("PLAIN")
+		_, done, err := sess.Step([]byte(tc.msg))
+		if done != tc.ok || (err == nil) != tc.ok || tc.ok && sess.Principal().Name != tc.user {
+			t.Errorf("%q: done %v err %v principal %v", tc.msg, done, err, sess.Principal())
+		}
+	}
+	if _, ok := s.Start("SCRAM-SHA-256"); ok {
+		t.Error("a session of a mechanism not offered")
+	}
+	for _, bad := range []string{
+		``, `PlainLoginModule required user_a="x"`, `org.apache.kafka.common.security.plain.PlainLoginModule always user_a="x";`,
+		`org.apache.kafka.common.security.plain.PlainLoginModule required username="admin";`,
+		`org.apache.kafka.common.security.scram.ScramLoginModule required user_a="x";`,
+		`org.apache.kafka.common.security.plain.PlainLoginModule required user_a="x;`,
+	} {
+		if _, err := NewSASL([]string{"PLAIN"}, map[string]string{"PLAIN": bad}); err == nil {
+			t.Errorf("%q: accepted", bad)
+		} else if strings.Contains(err.Error(), `"x"`) {
+			t.Errorf("%q: the error shows a password: %v", bad, err)
 		}
 	}
 }

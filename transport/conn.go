@@ -53,6 +53,17 @@ type conn struct {
 	// handshake, for an SSL listener, runs TLS's handshake and maps the
 	// client's certificate; nil for PLAINTEXT.
 	handshake func() error
+	// On a SASL listener (sasl set), the connection serves only
+	// ApiVersions, SaslHandshake and SaslAuthenticate until authenticated;
+	// session is the exchange SaslHandshake started, under mechanism.
+	// Reader goroutine only.
+	sasl          *security.SASL
+	authenticated bool
+	session       security.Session
+	mechanism     string
+	// closeAfter stops reading once the request just decoded is queued:
+	// its answer is the connection's last (a failed authentication).
+	closeAfter bool
 	// producerID is the producer id of the last batch produced here that
 	// had one, told to API.ProducerClients when it changes.
 	producerID int64
@@ -73,7 +84,7 @@ type pending struct {
 }
 
 func newConn(s *Server, nc net.Conn, l Listener) *conn {
-	c := &conn{s: s, listener: l.Name, principal: security.Anonymous}
+	c := &conn{s: s, listener: l.Name, principal: security.Anonymous, sasl: l.SASL, authenticated: l.SASL == nil}
 	if l.TLS != nil {
 		tc := tls.Server(nc, l.TLS)
 		nc = tc
@@ -179,10 +190,14 @@ func (c *conn) read() {
 			return
 		}
 		n := int32(binary.BigEndian.Uint32(size[:]))
-		if n < 8 || n > c.s.cfg.MaxRequestBytes {
+		limit := c.s.cfg.MaxRequestBytes
+		if !c.authenticated {
+			limit = c.s.cfg.MaxUnauthenticatedBytes // sasl.server.max.receive.size
+		}
+		if n < 8 || n > limit {
 			// Refused before allocating: a hostile size costs nothing.
-			c.s.log.Warn().Str("remote", c.nc.RemoteAddr().String()).Int32("size", n).
-				Int32("max", c.s.cfg.MaxRequestBytes).Msg("closing connection: request size out of bounds")
+			c.s.failures.Event(c.s.log.Warn()).Str("remote", c.nc.RemoteAddr().String()).Int32("size", n).
+				Int32("max", limit).Bool("authenticated", c.authenticated).Msg("closing connection: request size out of bounds")
 			return
 		}
 		body, err := c.readBody(r, int(n))
@@ -200,14 +215,25 @@ func (c *conn) read() {
 		switch {
 		case errors.As(err, &bug):
 			return // logged where it was recovered
+		case errors.Is(err, errUnauthenticated):
+			c.s.failures.Event(c.s.log.Warn()).Err(err).Str("remote", c.nc.RemoteAddr().String()).Str("listener", c.listener).
+				Msg("closing connection: a request before SASL authentication")
+			return
 		case err != nil:
-			c.s.log.Warn().Err(err).Str("remote", c.nc.RemoteAddr().String()).Str("client", c.client).
+			c.s.failures.Event(c.s.log.Warn()).Err(err).Str("remote", c.nc.RemoteAddr().String()).Str("client", c.client).
 				Msg("closing connection: malformed request")
 			return
 		}
 		c.pending <- p
+		if c.closeAfter {
+			return // its answer is the last: the writer closes after it
+		}
 	}
 }
+
+// errUnauthenticated closes a connection that sent a request other than
+// ApiVersions and SASL's before it authenticated.
+var errUnauthenticated = errors.New("request before SASL authentication")
 
 // handlerPanic is a panic recovered from a request's handler: a bug. The
 // node stays up; the connection closes, which clients answer by
@@ -394,6 +420,11 @@ func (c *conn) decode(body []byte) (*pending, error) {
 	}
 	if clientID != nil {
 		c.client = *clientID
+	}
+	if !c.authenticated && key != int16(kmsg.ApiVersions) && key != int16(kmsg.SASLHandshake) && key != int16(kmsg.SASLAuthenticate) {
+		// As Kafka: nothing else before authentication; the connection
+		// closes.
+		return nil, fmt.Errorf("%w: api key %d", errUnauthenticated, key)
 	}
 	req := kmsg.RequestForKey(key)
 	if req == nil {

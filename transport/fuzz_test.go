@@ -154,3 +154,77 @@ func FuzzRequests(f *testing.F) {
 		}
 	})
 }
+
+// FuzzBeforeSASLAuthentication feeds arbitrary bytes to a SASL listener
+// before authentication: oversize, truncated and garbage SASL frames.
+// The node must answer or close in bounded time, never crash, and keep
+// serving.
+func FuzzBeforeSASLAuthentication(f *testing.F) {
+	handshake := kmsg.NewPtrSASLHandshakeRequest()
+	handshake.Mechanism = "PLAIN"
+	good, bad := kmsg.NewPtrSASLAuthenticateRequest(), kmsg.NewPtrSASLAuthenticateRequest()
+	good.SASLAuthBytes, bad.SASLAuthBytes = []byte("\x00alice\x00alice-secret"), []byte("\x00\x00\x00\x00")
+	seeds := [][]byte{
+		frame(kmsg.NewPtrApiVersionsRequest(), 3, 1),
+		frame(handshake, 1, 2),
+		frame(good, 2, 3),
+		frame(bad, 0, 4),
+		frame(kmsg.NewPtrMetadataRequest(), 12, 5),
+		binary.BigEndian.AppendUint32(nil, 1<<30),
+	}
+	for _, s := range seeds {
+		f.Add(s)
+	}
+	f.Add(append(append(append([]byte(nil), seeds[1]...), seeds[2]...), seeds[4]...)) // authenticated, then Metadata
+	f.Add(append(append([]byte(nil), seeds[1]...), seeds[3]...))
+
+	cfg := configs.Default()
+	cfg.DataDir = filepath.Join(f.TempDir(), "data")
+	cfg.Listeners = "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0"
+	cfg.AdminListen = "127.0.0.1:0"
+	cfg.EnabledMechanisms = "PLAIN"
+	cfg.ListenerSettings = map[string]map[string]string{"SASL_PLAINTEXT": {
+		"plain.sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";`}}
+	cfg.FailedAuthenticationDelayMs = 1
+	n, err := node.Start(cfg, zerolog.Nop())
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := n.Stop(ctx); err != nil {
+			f.Error(err)
+		}
+	})
+	addr := n.ListenerAddr("SASL_PLAINTEXT").String()
+
+	f.Fuzz(func(t *testing.T, data []byte) {
+		nc, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		nc.SetDeadline(time.Now().Add(20 * time.Second))
+		if _, err := nc.Write(data); err != nil {
+			return
+		}
+		nc.(*net.TCPConn).CloseWrite()
+		if _, err := io.Copy(io.Discard, nc); err != nil {
+			t.Fatalf("no answer or close within the deadline: %v", err)
+		}
+		ok, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ok.Close()
+		ok.SetDeadline(time.Now().Add(20 * time.Second))
+		if _, err := ok.Write(seeds[0]); err != nil {
+			t.Fatal(err)
+		}
+		var size [4]byte
+		if _, err := io.ReadFull(ok, size[:]); err != nil {
+			t.Fatalf("node stopped answering ApiVersions: %v", err)
+		}
+	})
+}

@@ -22,8 +22,13 @@ type Config struct {
 	Listen string
 	// MaxRequestBytes caps a request's size (socket.request.max.bytes,
 	// default 104857600); a bigger frame closes the connection before
-	// anything is allocated for it.
-	MaxRequestBytes int32
+	// anything is allocated for it. MaxUnauthenticatedBytes caps it on a
+	// SASL listener before authentication (sasl.server.max.receive.size,
+	// default 524288).
+	MaxRequestBytes, MaxUnauthenticatedBytes int32
+	// FailedAuthenticationDelay delays the answer to a failed
+	// authentication (connection.failed.authentication.delay.ms).
+	FailedAuthenticationDelay time.Duration
 	// IdleTimeout closes a connection that sent nothing for this long
 	// (connections.max.idle.ms, default 10 minutes).
 	IdleTimeout time.Duration
@@ -37,11 +42,13 @@ type Config struct {
 // DefaultConfig returns Kafka's defaults.
 func DefaultConfig() Config {
 	return Config{
-		Listen:          "127.0.0.1:9092",
-		MaxRequestBytes: 100 << 20,
-		IdleTimeout:     10 * time.Minute,
-		MaxInflight:     16,
-		Logger:          zerolog.Nop(),
+		Listen:                    "127.0.0.1:9092",
+		MaxRequestBytes:           100 << 20,
+		MaxUnauthenticatedBytes:   512 << 10,
+		FailedAuthenticationDelay: 100 * time.Millisecond,
+		IdleTimeout:               10 * time.Minute,
+		MaxInflight:               16,
+		Logger:                    zerolog.Nop(),
 	}
 }
 
@@ -88,6 +95,9 @@ type Listener struct {
 	// client certificate's subject to the connection's principal.
 	TLS        *tls.Config
 	Principals security.MappingRules
+	// SASL, when set, is the listener's SASL (SASL_PLAINTEXT, SASL_SSL):
+	// a client authenticates before anything but ApiVersions.
+	SASL *security.SASL
 }
 
 // Serve accepts connections on ln, for listener l, in the background: a

@@ -1,0 +1,180 @@
+package tests
+
+import (
+	"context"
+	"crypto/x509/pkix"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/skeinlog/skein/configs"
+)
+
+// saslBroker starts a broker with PLAINTEXT, SASL_PLAINTEXT and SASL_SSL
+// listeners, PLAIN users admin and alice, as Kafka's server.properties
+// declares them.
+func saslBroker(t *testing.T, ca *testCA) *broker {
+	t.Helper()
+	dir := t.TempDir()
+	keystore, truststore := filepath.Join(dir, "broker.pem"), filepath.Join(dir, "ca.pem")
+	_, serverPEM := ca.issue(t, pkix.Name{CommonName: "skein-1"}, true)
+	writeFile(t, keystore, serverPEM)
+	writeFile(t, truststore, ca.pem)
+	users := `org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";`
+	return startBroker(t, func(c *configs.Node) {
+		c.Listeners = "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0"
+		c.TLS.KeystoreLocation, c.TLS.TruststoreLocation = keystore, truststore
+		c.EnabledMechanisms = "PLAIN"
+		c.ListenerSettings = map[string]map[string]string{
+			"SASL_PLAINTEXT": {"plain.sasl.jaas.config": users},
+			"SASL_SSL":       {"plain.sasl.jaas.config": users},
+		}
+	})
+}
+
+// TestSASLPlain: franz-go clients with SASL/PLAIN, unmodified, over
+// SASL_PLAINTEXT and SASL_SSL: the right password produces and consumes;
+// a wrong password, an unknown user, a mechanism not offered and a client
+// without SASL are refused with Kafka's errors, and the node counts the
+// authentications.
+func TestSASLPlain(t *testing.T) {
+	ca := newTestCA(t)
+	b := saslBroker(t, ca)
+	ctx := ctxFor(t)
+	mustCreate(t, ctx, b.admin(), "sasl", 1, nil)
+	saslAddr, saslSSLAddr := b.node.ListenerAddr("SASL_PLAINTEXT").String(), b.node.ListenerAddr("SASL_SSL").String()
+	alice := kgo.SASL(plain.Auth{User: "alice", Pass: "alice-secret"}.AsMechanism())
+	for _, tc := range []struct {
+		name string
+		opts []kgo.Opt
+	}{
+		{"SASL_PLAINTEXT", []kgo.Opt{kgo.SeedBrokers(saslAddr), alice}},
+		{"SASL_SSL", []kgo.Opt{kgo.SeedBrokers(saslSSLAddr), alice, kgo.DialTLSConfig(clientTLS(ca, nil))}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cl := b.client(append(tc.opts, kgo.DefaultProduceTopic("sasl"), kgo.ConsumeTopics("sasl"), kgo.FetchMaxWait(100*time.Millisecond))...)
+			for i := range 10 {
+				if err := cl.ProduceSync(ctx, kgo.StringRecord(fmt.Sprint(tc.name, i))).FirstErr(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got := 0
+			for got < 10 {
+				fs := cl.PollFetches(ctx)
+				if err := fs.Err(); err != nil {
+					t.Fatal(err)
+				}
+				fs.EachRecord(func(r *kgo.Record) {
+					if strings.HasPrefix(string(r.Value), tc.name) {
+						got++
+					}
+				})
+			}
+		})
+	}
+
+	for _, tc := range []struct {
+		name string
+		opt  kgo.Opt
+		want *kerr.Error
+	}{
+		{"wrong password", kgo.SASL(plain.Auth{User: "alice", Pass: "nope"}.AsMechanism()), kerr.SaslAuthenticationFailed},
+		{"unknown user", kgo.SASL(plain.Auth{User: "mallory", Pass: "alice-secret"}.AsMechanism()), kerr.SaslAuthenticationFailed},
+		{"mechanism not offered", kgo.SASL(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha256Mechanism()), kerr.UnsupportedSaslMechanism},
+		{"no SASL", kgo.RequestRetries(0), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cl := b.client(kgo.SeedBrokers(saslAddr), tc.opt, kgo.RequestRetries(0))
+			rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			_, err := kmsg.NewPtrMetadataRequest().RequestWith(rctx, cl)
+			switch {
+			case err == nil:
+				t.Fatal("Metadata answered")
+			case tc.want != nil && !errors.Is(err, tc.want):
+				t.Fatalf("error %v, want %v", err, tc.want)
+			case tc.want == kerr.SaslAuthenticationFailed && !strings.Contains(err.Error(), "Invalid username or password"):
+				t.Errorf("error %v does not say Kafka's message", err)
+			}
+		})
+	}
+	mfs := b.metrics()
+	for result, least := range map[string]float64{"succeeded": 2, "failed": 2} {
+		if v, _ := metricValue(mfs, "skein_authentications_total", map[string]string{"mechanism": "PLAIN", "result": result}); v < least {
+			t.Errorf("skein_authentications_total{mechanism=PLAIN,result=%s} = %v, want at least %v", result, v, least)
+		}
+	}
+}
+
+// TestSASLBeforeAuthentication: on a SASL listener a client that has not
+// authenticated gets nothing but ApiVersions: any other request, a frame
+// larger than sasl.server.max.receive.size (refused from its size alone)
+// and a SaslAuthenticate without a handshake close the connection; the
+// node goes on serving.
+func TestSASLBeforeAuthentication(t *testing.T) {
+	b := saslBroker(t, newTestCA(t))
+	addr := b.node.ListenerAddr("SASL_PLAINTEXT").String()
+	// closed sends frames and checks that the node answers the first
+	// answers of them and then closes the connection.
+	closed := func(t *testing.T, answers int, frames ...[]byte) {
+		t.Helper()
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		for _, f := range frames {
+			if _, err := conn.Write(f); err != nil {
+				return // closed already
+			}
+		}
+		conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+		// Answers to what was allowed, then the end of the stream.
+		for got := 0; ; got++ {
+			var size [4]byte
+			if _, err := io.ReadFull(conn, size[:]); err != nil {
+				if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || strings.Contains(err.Error(), "reset") {
+					if got != answers {
+						t.Errorf("%d answers before the close, want %d", got, answers)
+					}
+					return
+				}
+				t.Fatalf("reading: %v, want the connection closed", err)
+			}
+			if _, err := io.CopyN(io.Discard, conn, int64(binary.BigEndian.Uint32(size[:]))); err != nil {
+				t.Fatalf("reading an answer: %v", err)
+			}
+		}
+	}
+	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("test"))
+	apiVersions := f.AppendRequest(nil, versioned(kmsg.NewPtrApiVersionsRequest(), 3), 1)
+	metadata := f.AppendRequest(nil, versioned(kmsg.NewPtrMetadataRequest(), 12), 2)
+	authenticate := f.AppendRequest(nil, versioned(kmsg.NewPtrSASLAuthenticateRequest(), 2), 2)
+	t.Run("metadata before authenticating", func(t *testing.T) { closed(t, 1, apiVersions, metadata) })
+	t.Run("SaslAuthenticate without a handshake", func(t *testing.T) { closed(t, 1, authenticate) }) // ILLEGAL_SASL_STATE, then closed
+	t.Run("a frame over sasl.server.max.receive.size", func(t *testing.T) {
+		closed(t, 0, binary.BigEndian.AppendUint32(nil, 600<<10))
+	})
+	// The node still serves an authenticated client.
+	cl := b.client(kgo.SeedBrokers(addr), kgo.SASL(plain.Auth{User: "admin", Pass: "admin-secret"}.AsMechanism()))
+	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctxFor(t), cl); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func versioned[R kmsg.Request](r R, v int16) R {
+	r.SetVersion(v)
+	return r
+}

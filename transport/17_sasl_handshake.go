@@ -1,0 +1,49 @@
+package transport
+
+// SaslHandshake: v1
+//
+// Behaviour:
+//   - On a SASL listener, before authentication: the client names its
+//     mechanism; one the listener offers starts a session, which
+//     SaslAuthenticate carries on. Any other is UNSUPPORTED_SASL_MECHANISM
+//     with the mechanisms offered, and the connection closes, as in Kafka.
+//   - Anywhere else (a listener without SASL, a second handshake):
+//     ILLEGAL_SASL_STATE, and the connection closes.
+//
+// Version notes:
+//   - v0 (the SASL tokens then sent raw, without SaslAuthenticate) is not
+//     served: every client that speaks SaslAuthenticate (Kafka 1.0+) sends
+//     v1.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	registrations = append(registrations, func(a *API) {
+		a.register(17, handler{min: 1, max: 1, handle: a.handleSaslHandshake})
+	})
+}
+
+func (a *API) handleSaslHandshake(c *conn, kreq kmsg.Request) finish {
+	req := kreq.(*kmsg.SASLHandshakeRequest)
+	resp := req.ResponseKind().(*kmsg.SASLHandshakeResponse)
+	if c.sasl != nil {
+		resp.SupportedMechanisms = c.sasl.Mechanisms()
+	}
+	if c.sasl == nil || c.authenticated || c.session != nil {
+		resp.ErrorCode = kerr.IllegalSaslState.Code
+		c.closeAfter = true
+		return respond(resp)
+	}
+	session, ok := c.sasl.Start(req.Mechanism)
+	if !ok {
+		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
+		c.closeAfter = true
+		a.metrics.authenticated(c.listener, req.Mechanism, false)
+		return respond(resp)
+	}
+	c.session, c.mechanism = session, req.Mechanism
+	return respond(resp)
+}
