@@ -386,7 +386,7 @@ func (n *Node) serve() {
 
 func (n *Node) logStarted() {
 	e := n.log.Info().Int32("node.id", n.cfg.NodeID).Str("data.dir", n.cfg.DataDir).Str("actor", n.root.Id).
-		Str("listeners", n.kafka.String()).Str("admin.listen", n.admin.ln.Addr().String()).
+		Str("listen", n.Addr().String()).Str("listeners", n.kafka.String()).Str("admin.listen", n.admin.ln.Addr().String()).
 		Int("log.max.open.files", n.filesCap).Str("from", n.capReason)
 	if n.remote != nil {
 		e = e.Str("cluster.listen", n.cfg.ClusterListen).Str("controller.quorum.voters", n.cfg.ControllerQuorumVoters)
