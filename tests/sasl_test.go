@@ -167,6 +167,49 @@ func TestSASLBeforeAuthentication(t *testing.T) {
 	t.Run("a frame over sasl.server.max.receive.size", func(t *testing.T) {
 		closed(t, 0, binary.BigEndian.AppendUint32(nil, 600<<10))
 	})
+	// SaslHandshake v0, then PLAIN's message raw (no request header), as
+	// clients before SaslAuthenticate do: an empty raw answer, then the
+	// connection serves Metadata.
+	t.Run("SaslHandshake v0 and a raw PLAIN message", func(t *testing.T) {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		conn.SetDeadline(time.Now().Add(30 * time.Second))
+		hs := kmsg.NewPtrSASLHandshakeRequest()
+		hs.Mechanism = "PLAIN"
+		token := []byte("\x00admin\x00admin-secret")
+		// NB: AppendRequest sizes its frame from the start of dst: each
+		// frame is made on its own.
+		out := f.AppendRequest(nil, versioned(hs, 0), 1)
+		out = append(binary.BigEndian.AppendUint32(out, uint32(len(token))), token...)
+		out = append(out, f.AppendRequest(nil, versioned(kmsg.NewPtrMetadataRequest(), 12), 2)...)
+		if _, err := conn.Write(out); err != nil {
+			t.Fatal(err)
+		}
+		var sizes []uint32
+		for range 3 {
+			var size [4]byte
+			if _, err := io.ReadFull(conn, size[:]); err != nil {
+				t.Fatalf("after %d answers: %v", len(sizes), err)
+			}
+			sizes = append(sizes, binary.BigEndian.Uint32(size[:]))
+			if _, err := io.CopyN(io.Discard, conn, int64(sizes[len(sizes)-1])); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if sizes[1] != 0 || sizes[2] < 20 {
+			t.Errorf("answer sizes %v: want the handshake's, an empty raw SASL answer, then Metadata's", sizes)
+		}
+	})
+	t.Run("SaslHandshake v0 and a wrong password", func(t *testing.T) {
+		hs := kmsg.NewPtrSASLHandshakeRequest()
+		hs.Mechanism = "PLAIN"
+		token := []byte("\x00admin\x00wrong")
+		out := f.AppendRequest(nil, versioned(hs, 0), 1)
+		closed(t, 1, append(binary.BigEndian.AppendUint32(out, uint32(len(token))), token...))
+	})
 	// The node still serves an authenticated client.
 	cl := b.client(kgo.SeedBrokers(addr), kgo.SASL(plain.Auth{User: "admin", Pass: "admin-secret"}.AsMechanism()))
 	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctxFor(t), cl); err != nil {

@@ -11,9 +11,11 @@ package transport
 //     ILLEGAL_SASL_STATE, and the connection closes.
 //
 // Version notes:
-//   - v0 (the SASL tokens then sent raw, without SaslAuthenticate) is not
-//     served: every client that speaks SaslAuthenticate (Kafka 1.0+) sends
-//     v1.
+//   - v0: the mechanism's messages then go raw, size-prefixed without a
+//     request header, and so do the answers, until the session is done; a
+//     failure closes the connection without an answer, as in Kafka.
+//     librdkafka requires v0 in the advertised range to use SASL at all.
+//   - v1: the messages go in SaslAuthenticate requests.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -22,7 +24,7 @@ import (
 
 func init() {
 	registrations = append(registrations, func(a *API) {
-		a.register(17, handler{min: 1, max: 1, handle: a.handleSaslHandshake})
+		a.register(17, handler{min: 0, max: 1, handle: a.handleSaslHandshake})
 	})
 }
 
@@ -45,5 +47,6 @@ func (a *API) handleSaslHandshake(c *conn, kreq kmsg.Request) finish {
 		return respond(resp)
 	}
 	c.session, c.mechanism = session, req.Mechanism
+	c.rawSASL = req.Version == 0
 	return respond(resp)
 }

@@ -64,6 +64,10 @@ type conn struct {
 	// closeAfter stops reading once the request just decoded is queued:
 	// its answer is the connection's last (a failed authentication).
 	closeAfter bool
+	// rawSASL is set by a SaslHandshake v0: the client's next frames are
+	// the mechanism's raw messages, without Kafka's request header, and
+	// so are the answers, until the session is done.
+	rawSASL bool
 	// producerID is the producer id of the last batch produced here that
 	// had one, told to API.ProducerClients when it changes.
 	producerID int64
@@ -81,6 +85,23 @@ type pending struct {
 	key      int16
 	flexible bool // response header carries tagged fields
 	finish   finish
+	// raw, when set, is written as it is, size-prefixed, instead of a
+	// response: a SASL message after SaslHandshake v0.
+	raw *[]byte
+}
+
+// saslToken takes one raw SASL message (after SaslHandshake v0) and
+// queues the mechanism's answer, raw too.
+func (c *conn) saslToken(msg []byte) (*pending, error) {
+	answer, done, err := c.session.Step(msg)
+	if err != nil {
+		return nil, err
+	}
+	if done {
+		c.rawSASL, c.authenticated, c.principal = false, true, c.session.Principal()
+		c.s.api.metrics.authenticated(c.listener, c.mechanism, true)
+	}
+	return &pending{key: -1, raw: &answer}, nil
 }
 
 func newConn(s *Server, nc net.Conn, l Listener) *conn {
@@ -194,7 +215,7 @@ func (c *conn) read() {
 		if !c.authenticated {
 			limit = c.s.cfg.MaxUnauthenticatedBytes // sasl.server.max.receive.size
 		}
-		if n < 8 || n > limit {
+		if n < 8 && !c.rawSASL || n < 0 || n > limit {
 			// Refused before allocating: a hostile size costs nothing.
 			c.s.failures.Event(c.s.log.Warn()).Str("remote", c.nc.RemoteAddr().String()).Int32("size", n).
 				Int32("max", limit).Bool("authenticated", c.authenticated).Msg("closing connection: request size out of bounds")
@@ -204,6 +225,17 @@ func (c *conn) read() {
 		if err != nil {
 			c.readFailed(err)
 			return
+		}
+		if c.rawSASL {
+			p, err := c.saslToken(body)
+			if err != nil {
+				c.s.api.metrics.authenticated(c.listener, c.mechanism, false)
+				c.s.failures.Event(c.s.log.Warn()).Str("remote", c.nc.RemoteAddr().String()).Str("listener", c.listener).
+					Str("mechanism", c.mechanism).Str("reason", err.Error()).Msg("closing connection: SASL authentication failed")
+				return // SaslHandshake v0 has no way to say why: the connection closes, as in Kafka
+			}
+			c.pending <- p
+			continue
 		}
 		p, err := c.safeDecode(body)
 		if c.body != nil {
@@ -479,6 +511,18 @@ func (c *conn) write() {
 	broken := false
 	for p := range c.pending {
 		served = served || p.key != int16(kmsg.ApiVersions)
+		if p.raw != nil {
+			if !broken {
+				o.take()
+				o.buf = append(binary.BigEndian.AppendUint32(o.buf, uint32(len(*p.raw))), *p.raw...)
+				if err := o.flush(); err != nil {
+					o.logFailure(c, err)
+					broken = true
+					c.nc.Close()
+				}
+			}
+			continue
+		}
 		resp, ok := c.safeFinish(p)
 		if !ok && !broken {
 			// The response it owed is lost: the client must not read the

@@ -113,8 +113,6 @@ var differences = slices.Concat([]Intended{
 		"message.timestamp.before.max.ms", "message.timestamp.after.max.ms"),
 	[]Intended{
 		// --- APIs and features Skein does not serve (ApiVersions) ---------
-		{Case: "TestApiVersions/*", Path: "ApiKeys[SASLHandshake].MinVersion", Kafka: "0", Skein: "1",
-			Reason: "SaslHandshake v0 (SASL tokens sent raw after it) is not served: every client that speaks SaslAuthenticate (Kafka 1.0+) sends v1"},
 		{Case: "TestApiVersions/*", Path: "ApiKeys[*ACLs]", Skein: absent,
 			Reason: "Skein has no authorization: no ACLs"},
 		{Case: "TestApiVersions/*", Path: "ApiKeys[*DelegationToken]", Skein: absent,

@@ -72,6 +72,16 @@
 #     transaction left open by a confluent-kafka producer that went away,
 #     holding read_committed readers back until it is aborted);
 #   - the node stops cleanly on SIGTERM;
+#   - a secured node, started from a Kafka-style server.properties with
+#     PLAINTEXT, SASL_SSL (PLAIN users in a JAAS line) and SSL (client
+#     certificates required) listeners, certificates made with openssl:
+#     kcat produces and reads back over SASL_SSL and over SSL with a client
+#     certificate, and is refused with a wrong password or no certificate;
+#     kafkajs-sasl.js creates a topic, produces and consumes with a group
+#     over SASL_SSL and is refused with a wrong password; Kafka's
+#     kafka-topics, kafka-producer-perf-test and kafka-consumer-perf-test
+#     run over SASL_SSL with a client.properties (PEM truststore); the log
+#     shows no password;
 #   - a three-node cluster (127.0.0.221-223): kafkajs-cluster.js creates a
 #     topic of replication factor 3, checks every partition has three
 #     replicas in sync, produces idempotently through every broker and
@@ -179,7 +189,7 @@ die() {
 cleanup() {
 	local rc=$?
 	local pid
-	for pid in $NODE_PID "${CLUSTER_PIDS[@]}"; do
+	for pid in $NODE_PID ${SEC_PID:-} "${CLUSTER_PIDS[@]}"; do
 		if kill -0 "$pid" 2>/dev/null; then
 			kill -KILL "$pid" 2>/dev/null
 			wait "$pid" 2>/dev/null
@@ -905,6 +915,132 @@ if grep -q '"level":"\(error\|fatal\|panic\)"' "$WORK/node.log"; then
 	grep '"level":"\(error\|fatal\|panic\)"' "$WORK/node.log" | head -n 10
 else
 	ok "the node logged no errors"
+fi
+
+# --- a secured node ---------------------------------------------------------
+
+# A node from a Kafka-style server.properties with PLAINTEXT, SASL_SSL
+# (PLAIN users in a JAAS line) and SSL (client certificates required)
+# listeners, certificates made with openssl; kcat, kafkajs and Kafka's Java
+# tools use them as they would a secured Kafka.
+SEC=$WORK/sec
+SHOST=127.0.0.240
+SEC_PID=
+mkdir -p "$SEC"
+if ! command -v openssl >/dev/null; then
+	export DEBIAN_FRONTEND=noninteractive
+	as_root apt-get update -qq && as_root apt-get install -y -qq openssl >/dev/null
+fi
+certs() {
+	local ec=(-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes)
+	openssl req -x509 "${ec[@]}" -keyout "$SEC/ca.key" -out "$SEC/ca.pem" -days 2 -subj "/CN=interop CA" &&
+		openssl req "${ec[@]}" -keyout "$SEC/broker.key" -out "$SEC/broker.csr" -subj "/CN=$SHOST" &&
+		printf 'subjectAltName=IP:%s\n' "$SHOST" >"$SEC/san.ext" &&
+		openssl x509 -req -in "$SEC/broker.csr" -CA "$SEC/ca.pem" -CAkey "$SEC/ca.key" -CAcreateserial \
+			-out "$SEC/broker.crt" -days 2 -extfile "$SEC/san.ext" &&
+		cat "$SEC/broker.key" "$SEC/broker.crt" >"$SEC/broker.pem" &&
+		openssl req "${ec[@]}" -keyout "$SEC/alice.key" -out "$SEC/alice.csr" -subj "/OU=eng/CN=Alice" &&
+		openssl x509 -req -in "$SEC/alice.csr" -CA "$SEC/ca.pem" -CAkey "$SEC/ca.key" -CAcreateserial \
+			-out "$SEC/alice.crt" -days 2
+}
+if ! certs >"$SEC/openssl.log" 2>&1; then
+	fail "openssl: the test certificates"
+	tail -n 5 "$SEC/openssl.log"
+else
+	cat >"$SEC/server.properties" <<PROPS
+process.roles=broker,controller
+node.id=1
+log.dirs=$SEC/data
+listeners=PLAINTEXT://$SHOST:9092,SASL_SSL://$SHOST:9093,SSL://$SHOST:9094
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL,SSL:SSL
+inter.broker.listener.name=PLAINTEXT
+ssl.keystore.type=PEM
+ssl.keystore.location=$SEC/broker.pem
+ssl.truststore.type=PEM
+ssl.truststore.location=$SEC/ca.pem
+listener.name.ssl.ssl.client.auth=required
+ssl.principal.mapping.rules=RULE:^CN=([^,]+),OU=eng\$/\$1/L,DEFAULT
+sasl.enabled.mechanisms=PLAIN
+listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required \\
+    username="admin" password="admin-secret" \\
+    user_admin="admin-secret" user_alice="alice-secret";
+admin.listen=$SHOST:9644
+num.partitions=2
+group.initial.rebalance.delay.ms=0
+offsets.topic.replication.factor=1
+PROPS
+	"$ROOT/bin/skein" node --config "$SEC/server.properties" --log-format json >"$SEC/node.log" 2>&1 &
+	SEC_PID=$!
+	deadline=$((SECONDS + 30))
+	until "$KCAT" -b "$SHOST:9092" -L -m 1 >/dev/null 2>&1; do
+		if ! kill -0 "$SEC_PID" 2>/dev/null || [ "$SECONDS" -ge "$deadline" ]; then
+			fail "secured node: started from server.properties"
+			tail -n 10 "$SEC/node.log"
+			SEC_PID=
+			break
+		fi
+		sleep 0.1
+	done
+fi
+if [ -n "$SEC_PID" ]; then
+	grep -q 'password' "$SEC/node.log" && grep -q 'secret' "$SEC/node.log" &&
+		fail "secured node: its log shows no password" || ok "secured node: its log shows no password"
+	KSASL=(-b "$SHOST:9093" -X security.protocol=SASL_SSL -X sasl.mechanisms=PLAIN -X sasl.username=alice
+		-X ssl.ca.location="$SEC/ca.pem")
+	KSSL=(-b "$SHOST:9094" -X security.protocol=SSL -X ssl.ca.location="$SEC/ca.pem")
+	seq 1 40 | sed 's/^/sasl-/' >"$SEC/sasl.want"
+	if timeout 30 "$KCAT" "${KSASL[@]}" -X sasl.password=alice-secret -P -t sec-kcat <"$SEC/sasl.want" 2>"$SEC/kcat.err" &&
+		timeout 30 "$KCAT" "${KSASL[@]}" -X sasl.password=alice-secret -C -t sec-kcat -e -o beginning -q 2>>"$SEC/kcat.err" |
+		sort >"$SEC/sasl.got" && [ "$(sort "$SEC/sasl.want")" = "$(cat "$SEC/sasl.got")" ]; then
+		ok "kcat SASL_SSL PLAIN: 40 records produced and read back"
+	else
+		fail "kcat SASL_SSL PLAIN: 40 records produced and read back"
+		tail -n 5 "$SEC/kcat.err"
+	fi
+	if timeout 30 "$KCAT" "${KSASL[@]}" -X sasl.password=wrong -L -m 5 >"$SEC/bad.out" 2>&1; then
+		fail "kcat SASL_SSL PLAIN with a wrong password: refused"
+	elif grep -qi 'authentication failed\|Invalid username or password' "$SEC/bad.out"; then
+		ok "kcat SASL_SSL PLAIN with a wrong password: refused (Authentication failed)"
+	else
+		fail "kcat SASL_SSL PLAIN with a wrong password: refused, saying why"
+		tail -n 3 "$SEC/bad.out"
+	fi
+	if seq 1 10 | timeout 30 "$KCAT" "${KSSL[@]}" -X ssl.certificate.location="$SEC/alice.crt" -X ssl.key.location="$SEC/alice.key" \
+		-P -t sec-mtls 2>"$SEC/mtls.err" &&
+		[ "$(timeout 30 "$KCAT" "${KSSL[@]}" -X ssl.certificate.location="$SEC/alice.crt" -X ssl.key.location="$SEC/alice.key" \
+			-C -t sec-mtls -e -o beginning -q 2>>"$SEC/mtls.err" | wc -l)" -eq 10 ]; then
+		ok "kcat SSL with a client certificate: 10 records produced and read back"
+	else
+		fail "kcat SSL with a client certificate: 10 records produced and read back"
+		tail -n 5 "$SEC/mtls.err"
+	fi
+	if timeout 30 "$KCAT" "${KSSL[@]}" -L -m 5 >"$SEC/nocert.out" 2>&1; then
+		fail "kcat SSL without a client certificate: refused"
+	else
+		ok "kcat SSL without a client certificate: refused"
+	fi
+	node "$HERE/kafkajs-sasl.js" "$SHOST:9093" "$SEC/ca.pem" sec-kafkajs >"$SEC/kafkajs.out" 2>"$SEC/kafkajs.err"
+	report kafkajs-sasl.js $? "$SEC/kafkajs"
+	if [ -n "$JAVA_OK" ]; then
+		cat >"$SEC/client.properties" <<PROPS
+security.protocol=SASL_SSL
+sasl.mechanism=PLAIN
+sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="alice" password="alice-secret";
+ssl.truststore.type=PEM
+ssl.truststore.location=$SEC/ca.pem
+PROPS
+		tool TopicCommand --bootstrap-server "$SHOST:9093" --command-config "$SEC/client.properties" \
+			--create --topic sec-java --partitions 3 --replication-factor 1 >"$T"
+		check_tool "kafka-topics over SASL_SSL (PLAIN, PEM truststore): Created topic sec-java." $? "$T" '^Created topic sec-java\.$'
+		tool ProducerPerformance --topic sec-java --num-records 2000 --record-size 100 --throughput -1 \
+			--command-config "$SEC/client.properties" --command-property bootstrap.servers="$SHOST:9093" acks=all >"$T"
+		check_tool "kafka-producer-perf-test over SASL_SSL: 2000 records sent" $? "$T" '^2000 records sent'
+		tool ConsumerPerformance --bootstrap-server "$SHOST:9093" --topic sec-java --num-records 2000 --timeout 60000 \
+			--command-config "$SEC/client.properties" >"$T"
+		check_tool "kafka-consumer-perf-test over SASL_SSL: 2000 records consumed" $? "$T" ', 2000, '
+	fi
+	stop_node "the secured node" "$SEC_PID" "$SEC/node.log"
+	SEC_PID=
 fi
 
 # --- a three-node cluster -------------------------------------------------
