@@ -312,9 +312,11 @@ var tlsFieldIndex = func() int {
 // SASL is the SASL of a node's listeners, under Kafka's names.
 type SASL struct {
 	// EnabledMechanisms are the SASL mechanisms a SASL listener offers,
-	// comma-separated. Default GSSAPI, as Kafka's, which Skein does not
-	// serve: a SASL listener must name its mechanisms (PLAIN). Kafka:
-	// sasl.enabled.mechanisms.
+	// comma-separated: PLAIN (users in the listener's JAAS line),
+	// SCRAM-SHA-256 and SCRAM-SHA-512 (credentials in the cluster's
+	// metadata, set with AlterUserScramCredentials). Default GSSAPI, as
+	// Kafka's, which Skein does not serve: a SASL listener must name its
+	// mechanisms. Kafka: sasl.enabled.mechanisms.
 	EnabledMechanisms string `mapstructure:"sasl.enabled.mechanisms" yaml:"sasl.enabled.mechanisms"`
 	// ServerMaxReceiveSize bounds a request before authentication, in
 	// bytes. Default 524288. Kafka: sasl.server.max.receive.size.
@@ -329,7 +331,7 @@ type SASL struct {
 // Skein serves.
 var (
 	saslMechanisms   = []string{"GSSAPI", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"}
-	servedMechanisms = []string{"PLAIN"}
+	servedMechanisms = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}
 )
 
 // Hidden is what the log and --print-config show for a secret: a JAAS
@@ -378,7 +380,7 @@ func (v *validator) validateSASL(n Node, listener string) {
 		switch {
 		case !slices.Contains(servedMechanisms, m):
 			v.fail(key, strings.Join(mechanisms, ","), m+" is not served; Skein serves "+strings.Join(servedMechanisms, ", "))
-		case jaas[m] == "":
+		case m == "PLAIN" && jaas[m] == "":
 			v.fail(listenerPrefix+strings.ToLower(listener)+"."+strings.ToLower(m)+"."+jaasKey, "",
 				"the "+m+" mechanism needs its users (PlainLoginModule required user_<name>=\"<password>\" ...;)")
 		}

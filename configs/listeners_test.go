@@ -76,7 +76,7 @@ func TestListenersRefused(t *testing.T) {
 		{"unspecified host", "listeners=PLAINTEXT://0.0.0.0:9092\n", "listener PLAINTEXT: \"0.0.0.0:9092\" must name a host clients can reach"},
 		{"advertises unknown", "listeners=PLAINTEXT://127.0.0.1:9092\nadvertised.listeners=OTHER://h:1\n", "advertises OTHER, which listeners does not declare"},
 		{"inter-broker unknown", "listeners=A://127.0.0.1:1,B://127.0.0.1:2\nlistener.security.protocol.map=A:PLAINTEXT,B:PLAINTEXT\n", "inter.broker.listener.name = \"\": must name one of the broker listeners"},
-		{"GSSAPI", "listeners=PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9093\n", "sasl.enabled.mechanisms (listener SASL_PLAINTEXT) = GSSAPI: GSSAPI is not served; Skein serves PLAIN"},
+		{"GSSAPI", "listeners=PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9093\n", "sasl.enabled.mechanisms (listener SASL_PLAINTEXT) = GSSAPI: GSSAPI is not served; Skein serves PLAIN, SCRAM-SHA-256, SCRAM-SHA-512"},
 		{"no users", "listeners=PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9093\nsasl.enabled.mechanisms=PLAIN\n", "listener.name.sasl_plaintext.plain.sasl.jaas.config = \"\": the PLAIN mechanism needs its users"},
 		{"no keystore", "listeners=PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9093\n", "ssl.keystore.location (listener SSL) = \"\": a TLS listener needs its key and certificate chain"},
 		{"JKS", "listeners=PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9093\nssl.keystore.type=JKS\nssl.keystore.location=/k.jks\n", "Skein reads PEM keystores only"},

@@ -44,6 +44,7 @@ const (
 	kindElectLeaders
 	kindAlterReassignments
 	kindAlterExtensions
+	kindAlterScramCredentials
 )
 
 func newCommand(k commandKind) command {
@@ -72,6 +73,8 @@ func newCommand(k commandKind) command {
 		return &AlterReassignments{}
 	case kindAlterExtensions:
 		return &AlterExtensions{}
+	case kindAlterScramCredentials:
+		return &AlterScramCredentials{}
 	}
 	return nil
 }

@@ -11,7 +11,8 @@
 // The raft leader is the active controller. It decides each command
 // (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
 // AllocateProducerIDs, AlterPartition, ElectLeaders, AlterReassignments,
-// AlterExtensions, and the brokers' registrations and fencing) against its
+// AlterExtensions, AlterScramCredentials, and the brokers' registrations
+// and fencing) against its
 // image (controller/image) and places new partitions
 // on live brokers; the command's records and its result are one raft
 // entry, and the commands queued together are persisted together. Every

@@ -27,11 +27,12 @@ type kafkaListener struct {
 type kafkaListeners []kafkaListener
 
 // bindKafka reads the TLS files of every SSL listener and binds every
-// listener, or none.
-func bindKafka(cfg configs.Node, log zerolog.Logger) (kafkaListeners, error) {
+// listener, or none. SCRAM credentials are looked up in the image that
+// current returns at each authentication.
+func bindKafka(cfg configs.Node, log zerolog.Logger, current func() *image.Image) (kafkaListeners, error) {
 	var out kafkaListeners
 	for _, l := range cfg.KafkaListeners() {
-		serve, err := serving(cfg, l, log)
+		serve, err := serving(cfg, l, log, current)
 		if err != nil {
 			out.Close()
 			return nil, fmt.Errorf("node: listener %s: %w", l.Name, err)
@@ -47,11 +48,14 @@ func bindKafka(cfg configs.Node, log zerolog.Logger) (kafkaListeners, error) {
 }
 
 // serving returns what the transport serves a listener with.
-func serving(cfg configs.Node, l configs.Listener, log zerolog.Logger) (transport.Listener, error) {
+func serving(cfg configs.Node, l configs.Listener, log zerolog.Logger, current func() *image.Image) (transport.Listener, error) {
 	serve := transport.Listener{Name: l.Name}
 	if l.Protocol == configs.SASLPlaintext || l.Protocol == configs.SASLSSL {
 		mechanisms, jaas := cfg.ListenerSASL(l.Name)
-		sasl, err := security.NewSASL(mechanisms, jaas)
+		sasl, err := security.NewSASL(mechanisms, jaas, func(mechanism, user string) (security.ScramCredential, bool) {
+			c, ok := current().Scram[user][mechanism]
+			return security.ScramCredential{Salt: c.Salt, StoredKey: c.StoredKey, ServerKey: c.ServerKey, Iterations: int(c.Iterations)}, ok
+		})
 		if err != nil {
 			return serve, err
 		}

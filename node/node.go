@@ -200,12 +200,13 @@ func prepare(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	ln, err := bindKafka(cfg, log)
+	var n *Node // the listeners look SCRAM credentials up in its image once it serves
+	ln, err := bindKafka(cfg, log, func() *image.Image { return n.image.Load() })
 	if err != nil {
 		lock.release()
 		return nil, err
 	}
-	n := &Node{cfg: cfg, log: log, done: make(chan struct{}), firstImage: make(chan struct{}), imageNews: make(chan struct{}, 1),
+	n = &Node{cfg: cfg, log: log, done: make(chan struct{}), firstImage: make(chan struct{}), imageNews: make(chan struct{}, 1),
 		incarnation: newIncarnation(), dirLock: lock,
 		registry: partition.NewRegistry(), groups: &coordinator.Directory{}, txns: &txn.Directory{},
 		kafka: ln, metrics: prometheus.NewRegistry(), faults: actors.NewFaults(), links: actors.NewLinks(),

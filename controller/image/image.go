@@ -47,6 +47,17 @@ type Image struct {
 	// Extensions are the extension instances, by name. The values are
 	// shared between images: a record that changes one replaces it.
 	Extensions map[string]*Extension
+	// Scram are the users' SCRAM credentials, by user and then mechanism
+	// (SCRAM-SHA-256, SCRAM-SHA-512). The inner maps are never changed in
+	// place.
+	Scram map[string]map[string]ScramCredential
+}
+
+// ScramCredential is what a SCRAM server keeps of a password (RFC 5802):
+// the salt, the iterations and the keys derived from the salted password.
+type ScramCredential struct {
+	Salt, StoredKey, ServerKey []byte
+	Iterations                 int32
 }
 
 // Broker is a registered broker.
@@ -171,6 +182,7 @@ func Empty() *Image {
 		PerBrokerConfigs: map[int32]map[string]string{},
 		GroupConfigs:     map[string]map[string]string{},
 		Extensions:       map[string]*Extension{},
+		Scram:            map[string]map[string]ScramCredential{},
 	}
 }
 
@@ -208,6 +220,7 @@ func (im *Image) clone() *Image {
 	c.PerBrokerConfigs = maps.Clone(im.PerBrokerConfigs)
 	c.GroupConfigs = maps.Clone(im.GroupConfigs)
 	c.Extensions = maps.Clone(im.Extensions)
+	c.Scram = maps.Clone(im.Scram)
 	return &c
 }
 

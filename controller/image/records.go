@@ -36,6 +36,8 @@ const (
 	TypeFenceBroker
 	TypeSetExtension
 	TypeDeleteExtension
+	TypeSetScram
+	TypeDeleteScram
 )
 
 // New returns an empty record of type t, for decoding, or nil for a type
@@ -64,6 +66,10 @@ func New(t RecordType) Record {
 		return &SetExtension{}
 	case TypeDeleteExtension:
 		return &DeleteExtension{}
+	case TypeSetScram:
+		return &SetScram{}
+	case TypeDeleteScram:
+		return &DeleteScram{}
 	}
 	return nil
 }
@@ -336,5 +342,49 @@ func (r *DeleteExtension) apply(im *Image) error {
 		return fmt.Errorf("no extension %q", r.Name)
 	}
 	delete(im.Extensions, r.Name)
+	return nil
+}
+
+// SetScram sets a user's SCRAM credential of one mechanism (Kafka's
+// UserScramCredentialRecord): the salt, the iterations and the keys
+// derived from the salted password, never the password.
+type SetScram struct {
+	User       string `msgpack:"user"`
+	Mechanism  string `msgpack:"mech"` // SCRAM-SHA-256 or SCRAM-SHA-512
+	Salt       []byte `msgpack:"salt"`
+	StoredKey  []byte `msgpack:"stored"`
+	ServerKey  []byte `msgpack:"server"`
+	Iterations int32  `msgpack:"iter"`
+}
+
+func (*SetScram) Type() RecordType { return TypeSetScram }
+func (r *SetScram) apply(im *Image) error {
+	creds := maps.Clone(im.Scram[r.User])
+	if creds == nil {
+		creds = map[string]ScramCredential{}
+	}
+	creds[r.Mechanism] = ScramCredential{Salt: r.Salt, StoredKey: r.StoredKey, ServerKey: r.ServerKey, Iterations: r.Iterations}
+	im.Scram[r.User] = creds
+	return nil
+}
+
+// DeleteScram removes a user's SCRAM credential of one mechanism.
+type DeleteScram struct {
+	User      string `msgpack:"user"`
+	Mechanism string `msgpack:"mech"`
+}
+
+func (*DeleteScram) Type() RecordType { return TypeDeleteScram }
+func (r *DeleteScram) apply(im *Image) error {
+	if _, ok := im.Scram[r.User][r.Mechanism]; !ok {
+		return fmt.Errorf("no %s credential for user %q", r.Mechanism, r.User)
+	}
+	creds := maps.Clone(im.Scram[r.User])
+	delete(creds, r.Mechanism)
+	if len(creds) == 0 {
+		delete(im.Scram, r.User)
+	} else {
+		im.Scram[r.User] = creds
+	}
 	return nil
 }

@@ -43,6 +43,12 @@ func (im *Image) Records() []Record {
 		e.Settings = maps.Clone(e.Settings)
 		out = append(out, &SetExtension{Extension: e})
 	}
+	for _, user := range slices.Sorted(maps.Keys(im.Scram)) {
+		for _, mech := range slices.Sorted(maps.Keys(im.Scram[user])) {
+			c := im.Scram[user][mech]
+			out = append(out, &SetScram{User: user, Mechanism: mech, Salt: c.Salt, StoredKey: c.StoredKey, ServerKey: c.ServerKey, Iterations: c.Iterations})
+		}
+	}
 	return out
 }
 
