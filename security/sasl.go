@@ -5,10 +5,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
-	"strings"
-
-	"github.com/xdg-go/scram"
-)
+	"strings")
 
 // PlainModule is the login module class of Kafka's PLAIN users.
 const PlainModule = "org.apache.kafka.common.security.plain.PlainLoginModule"
@@ -22,7 +19,7 @@ var ErrAuthentication = errors.New("Authentication failed: Invalid username or p
 type SASL struct {
 	mechanisms []string
 	plain      map[string][]byte // PLAIN: user -> password
-	scram      map[string]*scram.Server
+	scram      map[string]ScramLookup // by mechanism
 }
 
 // ScramCredential is what a SCRAM server keeps of a user's password.
@@ -35,32 +32,14 @@ type ScramCredential struct {
 // cluster's metadata as it is at the moment of the lookup.
 type ScramLookup func(mechanism, user string) (ScramCredential, bool)
 
-// errUnknownUser fails a SCRAM exchange for a user without a credential.
-var errUnknownUser = errors.New("unknown user")
-
 // NewSASL builds a listener's SASL from its mechanisms, each one's
 // sasl.jaas.config (PLAIN's users), and the SCRAM credentials.
 func NewSASL(mechanisms []string, jaas map[string]string, lookup ScramLookup) (*SASL, error) {
-	s := &SASL{mechanisms: mechanisms, scram: map[string]*scram.Server{}}
+	s := &SASL{mechanisms: mechanisms, scram: map[string]ScramLookup{}}
 	for _, m := range mechanisms {
 		switch m {
 		case "SCRAM-SHA-256", "SCRAM-SHA-512":
-			hash := scram.SHA256
-			if m == "SCRAM-SHA-512" {
-				hash = scram.SHA512
-			}
-			server, err := hash.NewServer(func(user string) (scram.StoredCredentials, error) {
-				c, ok := lookup(m, user)
-				if !ok {
-					return scram.StoredCredentials{}, errUnknownUser
-				}
-				return scram.StoredCredentials{KeyFactors: scram.KeyFactors{Salt: string(c.Salt), Iters: c.Iterations},
-					StoredKey: c.StoredKey, ServerKey: c.ServerKey}, nil
-			})
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", m, err)
-			}
-			s.scram[m] = server
+			s.scram[m] = lookup
 		case "PLAIN":
 			j, err := ParseJAAS(jaas[m])
 			if err != nil {
@@ -105,29 +84,11 @@ func (s *SASL) Start(mechanism string) (Session, bool) {
 	case mechanism == "PLAIN" && s.plain != nil:
 		return &plainSession{users: s.plain}, true
 	case s.scram[mechanism] != nil:
-		return &scramSession{mechanism: mechanism, conv: s.scram[mechanism].NewConversation()}, true
+		return newScramSession(mechanism, s.scram[mechanism]), true
 	}
 	return nil, false
 }
 
-// scramSession is RFC 5802's exchange: the client's first message and
-// its final one, each answered.
-type scramSession struct {
-	mechanism string
-	conv      *scram.ServerConversation
-}
-
-func (s *scramSession) Step(msg []byte) ([]byte, bool, error) {
-	answer, err := s.conv.Step(string(msg))
-	if err != nil || s.conv.Done() && !s.conv.Valid() {
-		// As Kafka: one message whatever failed (no such user, a wrong
-		// proof), so that it does not tell which users exist.
-		return nil, false, fmt.Errorf("Authentication failed during authentication due to invalid credentials with SASL mechanism %s", s.mechanism)
-	}
-	return []byte(answer), s.conv.Done(), nil
-}
-
-func (s *scramSession) Principal() Principal { return Principal{Type: "User", Name: s.conv.Username()} }
 
 // plainSession is RFC 4616: one message, authzid NUL authcid NUL passwd.
 type plainSession struct {

@@ -164,6 +164,11 @@ func FuzzBeforeSASLAuthentication(f *testing.F) {
 	handshake.Mechanism = "PLAIN"
 	good, bad := kmsg.NewPtrSASLAuthenticateRequest(), kmsg.NewPtrSASLAuthenticateRequest()
 	good.SASLAuthBytes, bad.SASLAuthBytes = []byte("\x00alice\x00alice-secret"), []byte("\x00\x00\x00\x00")
+	scramHandshake := kmsg.NewPtrSASLHandshakeRequest()
+	scramHandshake.Mechanism = "SCRAM-SHA-256"
+	scramFirst, scramFinal := kmsg.NewPtrSASLAuthenticateRequest(), kmsg.NewPtrSASLAuthenticateRequest()
+	scramFirst.SASLAuthBytes = []byte("n,,n=alice,r=abcdef")
+	scramFinal.SASLAuthBytes = []byte("c=biws,r=abcdefXYZ,p=AAAA")
 	seeds := [][]byte{
 		frame(kmsg.NewPtrApiVersionsRequest(), 3, 1),
 		frame(handshake, 1, 2),
@@ -177,12 +182,13 @@ func FuzzBeforeSASLAuthentication(f *testing.F) {
 	}
 	f.Add(append(append(append([]byte(nil), seeds[1]...), seeds[2]...), seeds[4]...)) // authenticated, then Metadata
 	f.Add(append(append([]byte(nil), seeds[1]...), seeds[3]...))
+	f.Add(append(append(frame(scramHandshake, 1, 2), frame(scramFirst, 2, 3)...), frame(scramFinal, 2, 4)...))
 
 	cfg := configs.Default()
 	cfg.DataDir = filepath.Join(f.TempDir(), "data")
 	cfg.Listeners = "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0"
 	cfg.AdminListen = "127.0.0.1:0"
-	cfg.EnabledMechanisms = "PLAIN"
+	cfg.EnabledMechanisms = "PLAIN,SCRAM-SHA-256"
 	cfg.ListenerSettings = map[string]map[string]string{"SASL_PLAINTEXT": {
 		"plain.sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";`}}
 	cfg.FailedAuthenticationDelayMs = 1

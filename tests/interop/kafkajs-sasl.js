@@ -2,25 +2,26 @@
 // kafkajs with SASL/PLAIN over TLS (SASL_SSL) against a secured Skein node:
 // an admin client creates a topic, a producer writes to it and a consumer
 // group reads every record back; a client with a wrong password is refused
-// with kafkajs's authentication error.
+// with kafkajs's authentication error. Given SCRAM_PASSWORD, alice also
+// logs in with SCRAM-SHA-512 and lists the topics.
 //
-// Usage: node kafkajs-sasl.js BROKER CA_PEM TOPIC
+// Usage: node kafkajs-sasl.js BROKER CA_PEM TOPIC [SCRAM_PASSWORD]
 
 const fs = require('fs')
 const { Kafka, logLevel, Partitioners } = require('kafkajs')
 const { check, assertEqual, run } = require('./checks')
 
-const [broker, caFile, topic] = process.argv.slice(2)
+const [broker, caFile, topic, scramPassword] = process.argv.slice(2)
 if (!broker || !caFile || !topic) {
   console.error('usage: node kafkajs-sasl.js BROKER CA_PEM TOPIC')
   process.exit(2)
 }
 const ssl = { ca: [fs.readFileSync(caFile, 'utf-8')] }
-const client = (password) => new Kafka({
+const client = (password, mechanism = 'plain') => new Kafka({
   clientId: 'interop-kafkajs-sasl',
   brokers: [broker],
   ssl,
-  sasl: { mechanism: 'plain', username: 'alice', password },
+  sasl: { mechanism, username: 'alice', password },
   logLevel: logLevel.NOTHING,
   retry: { retries: 2 }
 })
@@ -61,6 +62,19 @@ run('kafkajs-sasl.js', async () => {
     await consumer.disconnect()
     assertEqual('distinct records', seen.size, n)
   })
+
+  if (scramPassword) {
+    await check('kafkajs SASL_SSL SCRAM-SHA-512: alice lists the topics', async () => {
+      const scram = client(scramPassword, 'scram-sha-512').admin()
+      await scram.connect()
+      try {
+        const topics = await scram.listTopics()
+        if (!topics.includes(topic)) throw new Error(`${topic} not listed: ${topics}`)
+      } finally {
+        await scram.disconnect()
+      }
+    })
+  }
 
   await check('kafkajs SASL_SSL PLAIN: a wrong password is refused (KafkaJSSASLAuthenticationError)', async () => {
     const bad = client('wrong').admin()
