@@ -5,7 +5,8 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
-	"strings")
+	"strings"
+)
 
 // PlainModule is the login module class of Kafka's PLAIN users.
 const PlainModule = "org.apache.kafka.common.security.plain.PlainLoginModule"
@@ -18,7 +19,7 @@ var ErrAuthentication = errors.New("Authentication failed: Invalid username or p
 // order offered, and each one's credentials.
 type SASL struct {
 	mechanisms []string
-	plain      map[string][]byte // PLAIN: user -> password
+	plain      map[string][]byte      // PLAIN: user -> password
 	scram      map[string]ScramLookup // by mechanism
 }
 
@@ -88,7 +89,6 @@ func (s *SASL) Start(mechanism string) (Session, bool) {
 	}
 	return nil, false
 }
-
 
 // plainSession is RFC 4616: one message, authzid NUL authcid NUL passwd.
 type plainSession struct {
