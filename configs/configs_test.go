@@ -102,6 +102,7 @@ func TestDefaultNode(t *testing.T) {
 		"sasl.enabled.mechanisms":                   "GSSAPI",
 		"sasl.server.max.receive.size":              "524288",
 		"connection.failed.authentication.delay.ms": "100",
+		"connections.max.reauth.ms":                 "0",
 		"admin.listen":                              "127.0.0.1:9644",
 		"log.level":                                 "info",
 		"log.max.open.files":                        "0",

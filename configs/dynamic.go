@@ -458,6 +458,7 @@ var docs = map[string]string{
 	"sasl.enabled.mechanisms":                   "The SASL mechanisms a SASL listener offers (PLAIN).",
 	"sasl.server.max.receive.size":              "The largest request a client may send before it has authenticated, in bytes.",
 	"connection.failed.authentication.delay.ms": "How long the answer to a failed authentication waits before the connection closes, in milliseconds.",
+	"connections.max.reauth.ms":                 "How long a SASL authentication lasts before the client must authenticate again on its connection (KIP-368); 0 for as long as the connection.",
 	"admin.listen":                              "The host:port of the admin HTTP API (Skein-only).",
 	"log.level":                                 "The level of the node's own log (Skein-only).",
 	"log.format":                                "The format of the node's log: auto, console or json (Skein-only).",

@@ -321,6 +321,14 @@ type SASL struct {
 	// ServerMaxReceiveSize bounds a request before authentication, in
 	// bytes. Default 524288. Kafka: sasl.server.max.receive.size.
 	ServerMaxReceiveSize int32 `mapstructure:"sasl.server.max.receive.size" yaml:"sasl.server.max.receive.size"`
+	// ConnectionsMaxReauthMs, when positive, is how long an authentication
+	// lasts (KIP-368): SaslAuthenticate v1+ tells the client, which must
+	// authenticate again on the connection before it runs out; a
+	// connection past it that sends anything else is closed. So a changed
+	// password or a deleted credential stops working within it. Default 0:
+	// an authentication lasts as long as its connection. Kafka:
+	// connections.max.reauth.ms.
+	ConnectionsMaxReauthMs int64 `mapstructure:"connections.max.reauth.ms" yaml:"connections.max.reauth.ms"`
 	// FailedAuthenticationDelayMs delays the answer to a failed
 	// authentication, which closes the connection, to slow down guessing.
 	// Default 100. Kafka: connection.failed.authentication.delay.ms.

@@ -344,6 +344,7 @@ func (n *Node) serve() {
 	tcfg.MaxRequestBytes = cfg.SocketRequestMaxBytes
 	tcfg.MaxUnauthenticatedBytes = cfg.ServerMaxReceiveSize
 	tcfg.FailedAuthenticationDelay = time.Duration(cfg.FailedAuthenticationDelayMs) * time.Millisecond
+	tcfg.MaxReauth = time.Duration(cfg.ConnectionsMaxReauthMs) * time.Millisecond
 	tcfg.IdleTimeout = time.Duration(cfg.ConnectionsMaxIdleMs) * time.Millisecond
 	server := transport.NewServer(tcfg, transport.NewAPI(transport.Deps{
 		System:          n.sys,

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -220,4 +221,99 @@ func TestSASLBeforeAuthentication(t *testing.T) {
 func versioned[R kmsg.Request](r R, v int16) R {
 	r.SetVersion(v)
 	return r
+}
+
+// TestSASLReauthentication (KIP-368): with connections.max.reauth.ms, an
+// authentication tells its lifetime; franz-go authenticates again on its
+// connection and produces throughout; a client that does not is closed
+// at its first request after the lifetime; a SCRAM credential deleted
+// stops a connected client within it.
+func TestSASLReauthentication(t *testing.T) {
+	const lifetime = 1500
+	b := startBroker(t, func(c *configs.Node) {
+		c.Listeners = "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0"
+		c.EnabledMechanisms = "PLAIN,SCRAM-SHA-256"
+		c.ConnectionsMaxReauthMs = lifetime
+		c.ListenerSettings = map[string]map[string]string{"SASL_PLAINTEXT": {
+			"plain.sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required user_admin="admin-secret";`}}
+	})
+	ctx := ctxFor(t)
+	adm := b.admin()
+	mustCreate(t, ctx, adm, "reauth", 1, nil)
+	if r, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: "alice", Mechanism: kadm.ScramSha256, Iterations: 4096, Password: "alice-secret"}}); err != nil || r.Error() != nil {
+		t.Fatalf("AlterUserSCRAMs: %v %v", err, r.Error())
+	}
+	addr := b.node.ListenerAddr("SASL_PLAINTEXT").String()
+
+	// A client that never authenticates again: told the lifetime, served
+	// until it passes, then closed.
+	t.Run("no re-authentication", func(t *testing.T) {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("test"))
+		roundTrip := func(r kmsg.Request, corr int32) ([]byte, error) {
+			conn.SetDeadline(time.Now().Add(30 * time.Second))
+			if _, err := conn.Write(f.AppendRequest(nil, r, corr)); err != nil {
+				return nil, err
+			}
+			var size [4]byte
+			if _, err := io.ReadFull(conn, size[:]); err != nil {
+				return nil, err
+			}
+			body := make([]byte, binary.BigEndian.Uint32(size[:]))
+			_, err := io.ReadFull(conn, body)
+			return body, err
+		}
+		hs := kmsg.NewPtrSASLHandshakeRequest()
+		hs.Mechanism = "PLAIN"
+		if _, err := roundTrip(versioned(hs, 1), 1); err != nil {
+			t.Fatal(err)
+		}
+		auth := kmsg.NewPtrSASLAuthenticateRequest()
+		auth.SASLAuthBytes = []byte("\x00admin\x00admin-secret")
+		body, err := roundTrip(versioned(auth, 1), 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp := kmsg.NewPtrSASLAuthenticateResponse()
+		resp.SetVersion(1)
+		if err := resp.ReadFrom(body[4:]); err != nil || resp.ErrorCode != 0 || resp.SessionLifetimeMillis != lifetime {
+			t.Fatalf("SaslAuthenticate v1: %v, error %d, lifetime %d ms, want %d", err, resp.ErrorCode, resp.SessionLifetimeMillis, lifetime)
+		}
+		corr := int32(3)
+		eventually(t, "the connection closed once the authentication ran out", func() bool {
+			corr++
+			_, err := roundTrip(versioned(kmsg.NewPtrMetadataRequest(), 12), corr)
+			return err != nil
+		})
+	})
+
+	// franz-go authenticates again before the lifetime runs out, on the
+	// same connection, and produces throughout.
+	cl := b.client(kgo.SeedBrokers(addr), kgo.SASL(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha256Mechanism()),
+		kgo.DefaultProduceTopic("reauth"))
+	authentications := func() float64 {
+		v, _ := metricValue(b.metrics(), "skein_authentications_total", map[string]string{"mechanism": "SCRAM-SHA-256", "result": "succeeded"})
+		return v
+	}
+	produce := func() error { return cl.ProduceSync(ctx, kgo.StringRecord("r")).FirstErr() }
+	first := authentications()
+	eventually(t, "franz-go authenticated again three times while producing", func() bool {
+		if err := produce(); err != nil {
+			t.Fatalf("a produce failed: %v", err)
+		}
+		return authentications() >= first+3
+	})
+	// A deleted credential: the client's next re-authentication fails.
+	if r, err := adm.AlterUserSCRAMs(ctx, []kadm.DeleteSCRAM{{User: "alice", Mechanism: kadm.ScramSha256}}, nil); err != nil || r.Error() != nil {
+		t.Fatalf("deleting alice's credential: %v %v", err, r.Error())
+	}
+	eventually(t, "alice refused once her authentication ran out", func() bool {
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		return cl.ProduceSync(rctx, kgo.StringRecord("r")).FirstErr() != nil
+	})
 }

@@ -7,6 +7,9 @@ package transport
 //     mechanism; one the listener offers starts a session, which
 //     SaslAuthenticate carries on. Any other is UNSUPPORTED_SASL_MECHANISM
 //     with the mechanisms offered, and the connection closes, as in Kafka.
+//   - Once authenticated, with connections.max.reauth.ms set: the start of
+//     a re-authentication (KIP-368, v1 only); other requests go on being
+//     served meanwhile, until the authentication runs out.
 //   - Anywhere else (a listener without SASL, a second handshake):
 //     ILLEGAL_SASL_STATE, and the connection closes.
 //
@@ -34,7 +37,8 @@ func (a *API) handleSaslHandshake(c *conn, kreq kmsg.Request) finish {
 	if c.sasl != nil {
 		resp.SupportedMechanisms = c.sasl.Mechanisms()
 	}
-	if c.sasl == nil || c.authenticated || c.session != nil {
+	reauth := c.authenticated && !c.expires.IsZero() && req.Version >= 1
+	if c.sasl == nil || c.authenticated && !reauth || c.session != nil {
 		resp.ErrorCode = kerr.IllegalSaslState.Code
 		c.closeAfter = true
 		return respond(resp)

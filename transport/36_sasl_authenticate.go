@@ -11,8 +11,14 @@ package transport
 //     says nothing of which was wrong), answered after
 //     connection.failed.authentication.delay.ms, and the connection
 //     closes.
-//   - Without a handshake first, or once authenticated:
-//     ILLEGAL_SASL_STATE, and the connection closes.
+//   - With connections.max.reauth.ms set, the answer that completes an
+//     authentication carries its lifetime (v1+, KIP-368); the client
+//     authenticates again before it runs out, as the same principal (a
+//     re-authentication as another closes the connection, as in Kafka).
+//     A v0 client is not told, and its connection closes at its first
+//     request after the lifetime.
+//   - Without a handshake first: ILLEGAL_SASL_STATE, and the connection
+//     closes.
 //
 // Version notes:
 //   - v1: SessionLifetimeMillis (0: no re-authentication is asked for).
@@ -34,7 +40,7 @@ func init() {
 func (a *API) handleSaslAuthenticate(c *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.SASLAuthenticateRequest)
 	resp := req.ResponseKind().(*kmsg.SASLAuthenticateResponse)
-	if c.session == nil || c.authenticated {
+	if c.session == nil {
 		resp.ErrorCode = kerr.IllegalSaslState.Code
 		resp.ErrorMessage = kmsg.StringPtr("SaslAuthenticate request received without a SaslHandshake first, or after authentication")
 		c.closeAfter = true
@@ -56,7 +62,19 @@ func (a *API) handleSaslAuthenticate(c *conn, kreq kmsg.Request) finish {
 	}
 	resp.SASLAuthBytes = answer
 	if done {
-		c.authenticated, c.principal = true, c.session.Principal()
+		p := c.session.Principal()
+		if c.authenticated && p != c.principal {
+			c.closeAfter = true
+			a.metrics.authenticated(c.listener, c.mechanism, false)
+			resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
+			resp.ErrorMessage = kmsg.StringPtr("Cannot change principals during re-authentication from " + c.principal.String() + " to " + p.String())
+			return respond(resp)
+		}
+		c.authenticated, c.principal, c.session = true, p, nil
+		if lifetime := c.s.cfg.MaxReauth; lifetime > 0 {
+			c.expires = time.Now().Add(lifetime)
+			resp.SessionLifetimeMillis = lifetime.Milliseconds()
+		}
 		a.metrics.authenticated(c.listener, c.mechanism, true)
 	}
 	return respond(resp)

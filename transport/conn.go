@@ -64,6 +64,10 @@ type conn struct {
 	// closeAfter stops reading once the request just decoded is queued:
 	// its answer is the connection's last (a failed authentication).
 	closeAfter bool
+	// expires, when set, is when the connection's authentication runs
+	// out (connections.max.reauth.ms): after it, only a new SASL exchange
+	// is served.
+	expires time.Time
 	// rawSASL is set by a SaslHandshake v0: the client's next frames are
 	// the mechanism's raw messages, without Kafka's request header, and
 	// so are the answers, until the session is done.
@@ -99,6 +103,9 @@ func (c *conn) saslToken(msg []byte) (*pending, error) {
 	}
 	if done {
 		c.rawSASL, c.authenticated, c.principal = false, true, c.session.Principal()
+		if lifetime := c.s.cfg.MaxReauth; lifetime > 0 {
+			c.expires = time.Now().Add(lifetime) // a v0 client is not told: it is closed after
+		}
 		c.s.api.metrics.authenticated(c.listener, c.mechanism, true)
 	}
 	return &pending{key: -1, raw: &answer}, nil
@@ -247,9 +254,9 @@ func (c *conn) read() {
 		switch {
 		case errors.As(err, &bug):
 			return // logged where it was recovered
-		case errors.Is(err, errUnauthenticated):
+		case errors.Is(err, errUnauthenticated), errors.Is(err, errExpired):
 			c.s.failures.Event(c.s.log.Warn()).Err(err).Str("remote", c.nc.RemoteAddr().String()).Str("listener", c.listener).
-				Msg("closing connection: a request before SASL authentication")
+				Str("principal", c.principal.String()).Msg("closing connection: not authenticated")
 			return
 		case err != nil:
 			c.s.failures.Event(c.s.log.Warn()).Err(err).Str("remote", c.nc.RemoteAddr().String()).Str("client", c.client).
@@ -264,8 +271,12 @@ func (c *conn) read() {
 }
 
 // errUnauthenticated closes a connection that sent a request other than
-// ApiVersions and SASL's before it authenticated.
-var errUnauthenticated = errors.New("request before SASL authentication")
+// ApiVersions and SASL's before it authenticated; errExpired one that did
+// after its authentication ran out (connections.max.reauth.ms).
+var (
+	errUnauthenticated = errors.New("request before SASL authentication")
+	errExpired         = errors.New("request after the SASL authentication expired")
+)
 
 // handlerPanic is a panic recovered from a request's handler: a bug. The
 // node stays up; the connection closes, which clients answer by
@@ -453,10 +464,16 @@ func (c *conn) decode(body []byte) (*pending, error) {
 	if clientID != nil {
 		c.client = *clientID
 	}
-	if !c.authenticated && key != int16(kmsg.ApiVersions) && key != int16(kmsg.SASLHandshake) && key != int16(kmsg.SASLAuthenticate) {
+	sasl := key == int16(kmsg.SASLHandshake) || key == int16(kmsg.SASLAuthenticate)
+	switch {
+	case !c.authenticated && !sasl && key != int16(kmsg.ApiVersions):
 		// As Kafka: nothing else before authentication; the connection
 		// closes.
 		return nil, fmt.Errorf("%w: api key %d", errUnauthenticated, key)
+	case !c.expires.IsZero() && !sasl && time.Now().After(c.expires):
+		// KIP-368: the authentication ran out and the client did not
+		// renew it.
+		return nil, fmt.Errorf("%w: api key %d", errExpired, key)
 	}
 	req := kmsg.RequestForKey(key)
 	if req == nil {

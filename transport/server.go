@@ -29,6 +29,9 @@ type Config struct {
 	// FailedAuthenticationDelay delays the answer to a failed
 	// authentication (connection.failed.authentication.delay.ms).
 	FailedAuthenticationDelay time.Duration
+	// MaxReauth, when positive, is how long a SASL authentication lasts
+	// (connections.max.reauth.ms, KIP-368).
+	MaxReauth time.Duration
 	// IdleTimeout closes a connection that sent nothing for this long
 	// (connections.max.idle.ms, default 10 minutes).
 	IdleTimeout time.Duration
