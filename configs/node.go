@@ -3,6 +3,7 @@ package configs
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"strconv"
 	"strings"
@@ -139,6 +140,23 @@ type Node struct {
 	// for it. Default 104857600 (100 MiB), at least 1024. Kafka:
 	// socket.request.max.bytes.
 	SocketRequestMaxBytes int32 `mapstructure:"socket.request.max.bytes" yaml:"socket.request.max.bytes"`
+
+	// MaxConnections bounds the client connections of all the listeners
+	// but the inter-broker one: at the bound a listener stops accepting
+	// until one closes. Default 2147483647 (no bound). Kafka:
+	// max.connections.
+	MaxConnections int32 `mapstructure:"max.connections" yaml:"max.connections"`
+
+	// MaxConnectionsPerIP bounds the connections from one address; one
+	// more is closed as soon as it is accepted. Default 2147483647.
+	// Kafka: max.connections.per.ip.
+	MaxConnectionsPerIP int32 `mapstructure:"max.connections.per.ip" yaml:"max.connections.per.ip"`
+
+	// MaxConnectionsPerIPOverrides overrides max.connections.per.ip for
+	// some addresses or host names: "10.0.0.5:200,build.example.com:0"
+	// (0 shuts an address out). Default empty. Kafka:
+	// max.connections.per.ip.overrides.
+	MaxConnectionsPerIPOverrides string `mapstructure:"max.connections.per.ip.overrides" yaml:"max.connections.per.ip.overrides"`
 
 	// ConnectionsMaxIdleMs closes a client connection that sent nothing for
 	// this long. Default 600000 (10 minutes), at least 1. Kafka:
@@ -524,6 +542,8 @@ func Default() Node {
 		ProducerIDExpirationMs:                    DefaultProducerIDExpirationMs,
 		SocketRequestMaxBytes:                     100 << 20,
 		ConnectionsMaxIdleMs:                      600000,
+		MaxConnections:                            math.MaxInt32,
+		MaxConnectionsPerIP:                       math.MaxInt32,
 		OffsetsTopicNumPartitions:                 50,
 		OffsetsTopicReplicationFactor:             3,
 		TransactionStateLogNumPartitions:          50,
@@ -588,6 +608,11 @@ func (n Node) Validate() error {
 	v.atLeast("socket.request.max.bytes", int64(n.SocketRequestMaxBytes), 1024)
 	v.atLeast("connections.max.idle.ms", n.ConnectionsMaxIdleMs, 1)
 	v.atLeast("connections.max.reauth.ms", n.ConnectionsMaxReauthMs, 0)
+	v.atLeast("max.connections", int64(n.MaxConnections), 0)
+	v.atLeast("max.connections.per.ip", int64(n.MaxConnectionsPerIP), 0)
+	if _, err := n.PerIPOverrides(); err != nil {
+		v.fail("max.connections.per.ip.overrides", n.MaxConnectionsPerIPOverrides, err.Error())
+	}
 	v.atLeast("sasl.server.max.receive.size", int64(n.ServerMaxReceiveSize), 1)
 	v.atLeast("connection.failed.authentication.delay.ms", int64(n.FailedAuthenticationDelayMs), 0)
 	v.atLeast("offsets.topic.num.partitions", int64(n.OffsetsTopicNumPartitions), 1)
@@ -772,3 +797,21 @@ func (v *validator) hostPort(key, value string, advertised bool) {
 }
 
 func fmtInt(i int64) string { return strconv.FormatInt(i, 10) }
+
+// PerIPOverrides returns max.connections.per.ip.overrides by host (an
+// address or a name), as given.
+func (n Node) PerIPOverrides() (map[string]int, error) {
+	out := map[string]int{}
+	for _, item := range splitList(n.MaxConnectionsPerIPOverrides) {
+		i := strings.LastIndex(item, ":")
+		if i <= 0 {
+			return nil, fmt.Errorf("%q must be host:count", item)
+		}
+		count, err := strconv.ParseInt(item[i+1:], 10, 32)
+		if err != nil || count < 0 {
+			return nil, fmt.Errorf("%q must be host:count, the count a number from 0", item)
+		}
+		out[strings.Trim(item[:i], "[]")] = int(count)
+	}
+	return out, nil
+}

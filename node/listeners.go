@@ -31,12 +31,13 @@ type kafkaListeners []kafkaListener
 // current returns at each authentication.
 func bindKafka(cfg configs.Node, log zerolog.Logger, current func() *image.Image) (kafkaListeners, error) {
 	var out kafkaListeners
-	for _, l := range cfg.KafkaListeners() {
+	for i, l := range cfg.KafkaListeners() {
 		serve, err := serving(cfg, l, log, current)
 		if err != nil {
 			out.Close()
 			return nil, fmt.Errorf("node: listener %s: %w", l.Name, err)
 		}
+		serve.InterBroker = i == 0
 		ln, err := net.Listen("tcp", l.Listen)
 		if err != nil {
 			out.Close()
@@ -109,4 +110,29 @@ func (ls kafkaListeners) String() string {
 		parts[i] = l.Name + "://" + l.ln.Addr().String()
 	}
 	return strings.Join(parts, ",")
+}
+
+// connectionLimits returns the transport's Limits from the config, the
+// host names of max.connections.per.ip.overrides resolved to their
+// addresses.
+func connectionLimits(cfg configs.Node) (transport.Limits, error) {
+	l := transport.Limits{MaxConnections: int(cfg.MaxConnections), MaxPerIP: int(cfg.MaxConnectionsPerIP), PerIP: map[string]int{}}
+	overrides, err := cfg.PerIPOverrides()
+	if err != nil {
+		return l, err
+	}
+	for host, n := range overrides {
+		if ip := net.ParseIP(host); ip != nil {
+			l.PerIP[ip.String()] = n
+			continue
+		}
+		addrs, err := net.LookupHost(host)
+		if err != nil {
+			return l, fmt.Errorf("max.connections.per.ip.overrides: %w", err)
+		}
+		for _, a := range addrs {
+			l.PerIP[a] = n
+		}
+	}
+	return l, nil
 }

@@ -89,6 +89,8 @@ type Node struct {
 	// kafka are the node's Kafka listeners, bound at New, the
 	// inter-broker one first.
 	kafka kafkaListeners
+	// limits bound the Kafka listeners' connections.
+	limits transport.Limits
 	// remote is the node's remoting, nil for a one-node cluster.
 	remote *actors.Remote
 	// server serves the Kafka listener once the metadata has loaded;
@@ -200,6 +202,11 @@ func prepare(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	limits, err := connectionLimits(cfg)
+	if err != nil {
+		lock.release()
+		return nil, fmt.Errorf("node: %w", err)
+	}
 	var n *Node // the listeners look SCRAM credentials up in its image once it serves
 	ln, err := bindKafka(cfg, log, func() *image.Image { return n.image.Load() })
 	if err != nil {
@@ -209,7 +216,7 @@ func prepare(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 	n = &Node{cfg: cfg, log: log, done: make(chan struct{}), firstImage: make(chan struct{}), imageNews: make(chan struct{}, 1),
 		incarnation: newIncarnation(), dirLock: lock,
 		registry: partition.NewRegistry(), groups: &coordinator.Directory{}, txns: &txn.Directory{},
-		kafka: ln, metrics: prometheus.NewRegistry(), faults: actors.NewFaults(), links: actors.NewLinks(),
+		kafka: ln, limits: limits, metrics: prometheus.NewRegistry(), faults: actors.NewFaults(), links: actors.NewLinks(),
 		clock: clock.NewSkewed(clock.Real, 0), disk: &diskFault{}, chaos: newChaosState()}
 	n.producerIDs.n = n
 	n.extClient.n = n
@@ -345,6 +352,7 @@ func (n *Node) serve() {
 	tcfg.MaxUnauthenticatedBytes = cfg.ServerMaxReceiveSize
 	tcfg.FailedAuthenticationDelay = time.Duration(cfg.FailedAuthenticationDelayMs) * time.Millisecond
 	tcfg.MaxReauth = time.Duration(cfg.ConnectionsMaxReauthMs) * time.Millisecond
+	tcfg.Limits = n.limits
 	tcfg.IdleTimeout = time.Duration(cfg.ConnectionsMaxIdleMs) * time.Millisecond
 	server := transport.NewServer(tcfg, transport.NewAPI(transport.Deps{
 		System:          n.sys,

@@ -45,8 +45,12 @@ type conn struct {
 	once    sync.Once
 	client  string // client id of the last request, for logs
 	// listener is the Kafka listener the client connected to: it is told
-	// the brokers' addresses on that listener.
-	listener string
+	// the brokers' addresses on that listener. ip is the client's
+	// address, interBroker whether the listener is the inter-broker one
+	// (for Limits).
+	listener    string
+	ip          string
+	interBroker bool
 	// principal is who the client proved to be (its certificate on an
 	// SSL listener), ANONYMOUS otherwise; set before the first request.
 	principal security.Principal
@@ -112,7 +116,7 @@ func (c *conn) saslToken(msg []byte) (*pending, error) {
 }
 
 func newConn(s *Server, nc net.Conn, l Listener) *conn {
-	c := &conn{s: s, listener: l.Name, principal: security.Anonymous, sasl: l.SASL, authenticated: l.SASL == nil}
+	c := &conn{s: s, listener: l.Name, interBroker: l.InterBroker, principal: security.Anonymous, sasl: l.SASL, authenticated: l.SASL == nil}
 	if l.TLS != nil {
 		tc := tls.Server(nc, l.TLS)
 		nc = tc

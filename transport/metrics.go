@@ -18,6 +18,9 @@ type Metrics struct {
 	// authentications count the handshakes (TLS) by listener, mechanism
 	// and result.
 	authentications *prometheus.CounterVec
+	// refused counts the connections closed as soon as accepted, by
+	// listener and reason (per_ip).
+	refused *prometheus.CounterVec
 }
 
 // NewMetrics registers the listener's metrics on reg.
@@ -39,9 +42,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		authentications: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "skein_authentications_total", Help: "Client authentications (SSL: TLS handshakes), by listener, mechanism and result (succeeded, failed).",
 		}, []string{"listener", "mechanism", "result"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "skein_connections_refused_total", Help: "Connections closed as soon as accepted, by listener and reason (per_ip: max.connections.per.ip).",
+		}, []string{"listener", "reason"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.errors, m.latency, m.connections, m.authentications)
+		reg.MustRegister(m.requests, m.errors, m.latency, m.connections, m.authentications, m.refused)
 	}
 	return m
 }
@@ -71,6 +77,10 @@ func (m *Metrics) errorCode(key, version int16, code int16) {
 
 func (m *Metrics) connectionOpened(listener string) { m.connections.WithLabelValues(listener).Inc() }
 func (m *Metrics) connectionClosed(listener string) { m.connections.WithLabelValues(listener).Dec() }
+
+func (m *Metrics) connectionRefused(listener, reason string) {
+	m.refused.WithLabelValues(listener, reason).Inc()
+}
 
 func (m *Metrics) authenticated(listener, mechanism string, ok bool) {
 	result := "succeeded"

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"sync"
 	"time"
@@ -32,6 +33,8 @@ type Config struct {
 	// MaxReauth, when positive, is how long a SASL authentication lasts
 	// (connections.max.reauth.ms, KIP-368).
 	MaxReauth time.Duration
+	// Limits bound the connections.
+	Limits Limits
 	// IdleTimeout closes a connection that sent nothing for this long
 	// (connections.max.idle.ms, default 10 minutes).
 	IdleTimeout time.Duration
@@ -51,6 +54,7 @@ func DefaultConfig() Config {
 		FailedAuthenticationDelay: 100 * time.Millisecond,
 		IdleTimeout:               10 * time.Minute,
 		MaxInflight:               16,
+		Limits:                    Limits{MaxConnections: math.MaxInt32, MaxPerIP: math.MaxInt32},
 		Logger:                    zerolog.Nop(),
 	}
 }
@@ -71,11 +75,16 @@ type Server struct {
 	// failures rate-limits the lines logged about clients that fail to
 	// connect (TLS handshakes), which a misconfigured client repeats.
 	failures *logging.Limiter
+	// count holds the connections against cfg.Limits; stopping is closed
+	// by Close, to end a wait for room.
+	count    *connCount
+	stopping chan struct{}
 }
 
 // NewServer returns a listener serving api.
 func NewServer(cfg Config, api *API) *Server {
-	return &Server{cfg: cfg, api: api, log: cfg.Logger, conns: make(map[*conn]struct{}), failures: logging.NewLimiter(10, time.Minute)}
+	return &Server{cfg: cfg, api: api, log: cfg.Logger, conns: make(map[*conn]struct{}), failures: logging.NewLimiter(10, time.Minute),
+		count: newConnCount(cfg.Limits), stopping: make(chan struct{})}
 }
 
 // Start listens on cfg.Listen, as the PLAINTEXT listener, and serves in
@@ -101,6 +110,9 @@ type Listener struct {
 	// SASL, when set, is the listener's SASL (SASL_PLAINTEXT, SASL_SSL):
 	// a client authenticates before anything but ApiVersions.
 	SASL *security.SASL
+	// InterBroker marks the listener followers fetch from, which
+	// Limits.MaxConnections does not bound.
+	InterBroker bool
 }
 
 // Serve accepts connections on ln, for listener l, in the background: a
@@ -126,6 +138,9 @@ func (s *Server) accept(l Listener, ln net.Listener) {
 	var failing time.Time // since when Accept fails, zero while it works
 	delay := time.Duration(0)
 	for {
+		if !s.count.waitRoom(l.InterBroker, s.stopping) {
+			return
+		}
 		nc, err := ln.Accept()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
@@ -147,10 +162,20 @@ func (s *Server) accept(l Listener, ln net.Listener) {
 			s.log.Warn().Dur("after", time.Since(failing)).Msg("accept works again")
 			failing, delay = time.Time{}, 0
 		}
+		ip := remoteIP(nc)
+		if !s.count.add(ip, l.InterBroker) {
+			s.api.metrics.connectionRefused(l.Name, "per_ip")
+			s.failures.Event(s.log.Warn()).Str("remote", nc.RemoteAddr().String()).Str("listener", l.Name).
+				Int("limit", s.count.perIPLimit(ip)).Msg("closing connection: max.connections.per.ip reached for its address")
+			reset(nc)
+			continue
+		}
 		c := newConn(s, nc, l)
+		c.ip = ip
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
+			s.count.remove(ip, l.InterBroker)
 			reset(nc)
 			return
 		}
@@ -167,12 +192,16 @@ func (s *Server) forget(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()
+	s.count.remove(c.ip, c.interBroker)
 }
 
 // Close stops accepting, stops reading new requests, lets every request
 // already read be answered (until ctx ends), and closes the connections.
 func (s *Server) Close(ctx context.Context) error {
 	s.mu.Lock()
+	if !s.closed {
+		close(s.stopping)
+	}
 	s.closed = true
 	conns := make([]*conn, 0, len(s.conns))
 	for c := range s.conns {
