@@ -107,6 +107,7 @@ func TestDefaultNode(t *testing.T) {
 		"max.connections.per.ip":                    "2147483647",
 		"max.connections.per.ip.overrides":          "",
 		"admin.listen":                              "127.0.0.1:9644",
+		"admin.allowed.hosts":                       "",
 		"log.level":                                 "info",
 		"log.max.open.files":                        "0",
 		"chaos.enable":                              "false",

@@ -463,6 +463,7 @@ var docs = map[string]string{
 	"max.connections.per.ip.overrides":          "max.connections.per.ip for some addresses or host names, host:count comma-separated.",
 	"connections.max.reauth.ms":                 "How long a SASL authentication lasts before the client must authenticate again on its connection (KIP-368); 0 for as long as the connection.",
 	"admin.listen":                              "The host:port of the admin HTTP API (Skein-only).",
+	"admin.allowed.hosts":                       "Host names a request to the admin API may name in its Host header, besides IP addresses, localhost and this node's own names (Skein-only).",
 	"log.level":                                 "The level of the node's own log (Skein-only).",
 	"log.format":                                "The format of the node's log: auto, console or json (Skein-only).",
 	"durability":                                "fsync: an offset counts towards the high watermark once fsynced on every replica; replicated: once in memory on every in-sync replica, as Kafka (Skein-only).",

@@ -93,6 +93,14 @@ type Node struct {
 	// fault injection). Default "127.0.0.1:9644". Skein-only.
 	AdminListen string `mapstructure:"admin.listen" yaml:"admin.listen"`
 
+	// AdminAllowedHosts are the host names, besides IP addresses,
+	// localhost and the names this node's own addresses use, that a
+	// request to the admin API may name in its Host header
+	// (comma-separated; a load balancer's name, say). Any other name is
+	// refused, so that a web page whose name resolves to this node (DNS
+	// rebinding) cannot reach the API. Default empty. Skein-only.
+	AdminAllowedHosts string `mapstructure:"admin.allowed.hosts" yaml:"admin.allowed.hosts"`
+
 	// LogLevel is the level of the node's own log: trace, debug, info,
 	// warn or error. Default "info". Skein-only (Kafka configures log4j).
 	// protoactor's internal log is bridged in at warn, or at debug when

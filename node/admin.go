@@ -79,7 +79,7 @@ func (n *Node) startAdmin() (*adminServer, error) {
 	a.chaosRoutes(mux)
 	a.extensionRoutes(mux)
 	a.srv = &http.Server{
-		Handler:           mux,
+		Handler:           guardAdmin(n.cfg, mux),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,

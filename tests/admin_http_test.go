@@ -291,3 +291,54 @@ func TestAdminFaultsAPI(t *testing.T) {
 		t.Fatalf("DELETE /v1/faults: %d %s", code, body)
 	}
 }
+
+// TestAdminRefusesBrowsersOfOtherSites: the admin API refuses what a web
+// page of another site could make a browser on the node's machine send: a
+// state-changing request from another origin (CSRF), and any request
+// naming a host that is not the node's (DNS rebinding). The same
+// requests from a tool (curl, the CLI) go through.
+func TestAdminRefusesBrowsersOfOtherSites(t *testing.T) {
+	b := startBroker(t)
+	do := func(method, path, body string, headers map[string]string) int {
+		t.Helper()
+		req, err := http.NewRequest(method, b.adminURL(path), strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range headers {
+			if k == "Host" {
+				req.Host = v
+			} else {
+				req.Header.Set(k, v)
+			}
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	fault := `{"actor": "node/1/controller", "kind": "delay", "delay": "1ms", "message": "NoSuchMessage"}`
+	for _, tc := range []struct {
+		name         string
+		method, path string
+		headers      map[string]string
+		want         int
+	}{
+		{"a cross-site POST (Sec-Fetch-Site)", "POST", "/v1/faults", map[string]string{"Sec-Fetch-Site": "cross-site"}, http.StatusForbidden},
+		{"a POST from another origin", "POST", "/v1/faults", map[string]string{"Origin": "http://evil.example"}, http.StatusForbidden},
+		{"a GET naming another host", "GET", "/v1/cluster", map[string]string{"Host": "evil.example"}, http.StatusForbidden},
+		{"a POST naming another host", "POST", "/v1/faults", map[string]string{"Host": "evil.example:9644"}, http.StatusForbidden},
+		{"a GET naming localhost", "GET", "/v1/cluster", map[string]string{"Host": "localhost"}, http.StatusOK},
+		{"a GET by address", "GET", "/v1/cluster", nil, http.StatusOK},
+	} {
+		if got := do(tc.method, tc.path, fault, tc.headers); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
+	}
+	if code, body := b.adminDo("GET", "/v1/faults", ""); code != http.StatusOK || strings.Contains(string(body), "delay") {
+		t.Errorf("a refused request set a fault: %d %s", code, body)
+	}
+	b.injectFault(fault) // a tool's request goes through
+}
