@@ -4,8 +4,10 @@ go 1.26.0
 
 require (
 	github.com/IBM/sarama v1.61.1
+	github.com/MicahParks/keyfunc/v3 v3.9.2
 	github.com/asynkron/protoactor-go v0.0.0-20240822202345-3c0e61ca19c9
 	github.com/cockroachdb/datadriven v1.0.3
+	github.com/golang-jwt/jwt/v5 v5.3.1
 	github.com/klauspost/compress v1.20.4
 	github.com/magiconair/properties v1.8.10
 	github.com/mattn/go-isatty v0.0.20
@@ -31,6 +33,7 @@ require (
 )
 
 require (
+	github.com/MicahParks/jwkset v0.11.4 // indirect
 	github.com/Workiva/go-datastructures v1.1.3 // indirect
 	github.com/asynkron/gofun v0.0.0-20220329210725-34fed760f4c2 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
@@ -80,5 +83,6 @@ require (
 	golang.org/x/exp v0.0.0-20231110203233-9a3e6036ecaa // indirect
 	golang.org/x/net v0.59.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
+	golang.org/x/time v0.15.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20231002182017-d307bd883b97 // indirect
 )

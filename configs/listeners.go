@@ -292,8 +292,10 @@ func listenerKey(key string) (listener, of string, ok bool) {
 	if !found || listener == "" {
 		return "", "", false
 	}
-	if mech, ok := strings.CutSuffix(of, "."+jaasKey); ok && slices.Contains(saslMechanisms, strings.ToUpper(mech)) {
-		return strings.ToUpper(listener), strings.ToLower(mech) + "." + jaasKey, true
+	for _, suffix := range []string{jaasKey, callbackKey} {
+		if mech, ok := strings.CutSuffix(of, "."+suffix); ok && slices.Contains(saslMechanisms, strings.ToUpper(mech)) {
+			return strings.ToUpper(listener), strings.ToLower(mech) + "." + suffix, true
+		}
 	}
 	f, isField := nodeByKey[of]
 	if !isField || len(f.index) != 2 || f.index[0] != tlsFieldIndex && of != "sasl.enabled.mechanisms" {
@@ -329,6 +331,18 @@ type SASL struct {
 	// an authentication lasts as long as its connection. Kafka:
 	// connections.max.reauth.ms.
 	ConnectionsMaxReauthMs int64 `mapstructure:"connections.max.reauth.ms" yaml:"connections.max.reauth.ms"`
+	// OAUTHBEARER's token validation (KIP-768's names): the JWKS the
+	// tokens' signatures are checked with (an https://, http:// or file://
+	// URL, refreshed every JWKSRefreshMs), the issuer and audiences a token
+	// must name, the clock skew allowed on its times, and the claim that
+	// names the principal. Tokens are always validated: Kafka's unsecured
+	// default is not served.
+	OAuthJWKSURL          string `mapstructure:"sasl.oauthbearer.jwks.endpoint.url" yaml:"sasl.oauthbearer.jwks.endpoint.url"`
+	OAuthJWKSRefreshMs    int64  `mapstructure:"sasl.oauthbearer.jwks.endpoint.refresh.ms" yaml:"sasl.oauthbearer.jwks.endpoint.refresh.ms"`
+	OAuthExpectedIssuer   string `mapstructure:"sasl.oauthbearer.expected.issuer" yaml:"sasl.oauthbearer.expected.issuer"`
+	OAuthExpectedAudience string `mapstructure:"sasl.oauthbearer.expected.audience" yaml:"sasl.oauthbearer.expected.audience"`
+	OAuthClockSkewSeconds int32  `mapstructure:"sasl.oauthbearer.clock.skew.seconds" yaml:"sasl.oauthbearer.clock.skew.seconds"`
+	OAuthSubClaimName     string `mapstructure:"sasl.oauthbearer.sub.claim.name" yaml:"sasl.oauthbearer.sub.claim.name"`
 	// FailedAuthenticationDelayMs delays the answer to a failed
 	// authentication, which closes the connection, to slow down guessing.
 	// Default 100. Kafka: connection.failed.authentication.delay.ms.
@@ -339,7 +353,7 @@ type SASL struct {
 // Skein serves.
 var (
 	saslMechanisms   = []string{"GSSAPI", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"}
-	servedMechanisms = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}
+	servedMechanisms = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"}
 )
 
 // Hidden is what the log and --print-config show for a secret: a JAAS
@@ -352,6 +366,14 @@ func redact(key, val string) string {
 	}
 	return val
 }
+
+// callbackKey ends a mechanism's per-listener server callback handler:
+// for OAUTHBEARER, Kafka's validating handler is what Skein does, and
+// nothing else may be named.
+const (
+	callbackKey       = "sasl.server.callback.handler.class"
+	oauthValidatorKey = "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
+)
 
 // jaasKey ends a mechanism's per-listener JAAS configuration:
 // listener.name.<name>.<mechanism>.sasl.jaas.config.
@@ -384,10 +406,17 @@ func (v *validator) validateSASL(n Node, listener string) {
 	if len(mechanisms) == 0 {
 		v.fail(key, "", "a SASL listener needs at least one mechanism (PLAIN)")
 	}
+	for mech, class := range n.ListenerSettings[strings.ToUpper(listener)] {
+		if strings.HasSuffix(mech, "."+callbackKey) && class != oauthValidatorKey {
+			v.fail(listenerPrefix+strings.ToLower(listener)+"."+mech, class, "Skein validates OAUTHBEARER tokens itself (as "+oauthValidatorKey+"); no other handler can be named")
+		}
+	}
 	for _, m := range mechanisms {
 		switch {
 		case !slices.Contains(servedMechanisms, m):
 			v.fail(key, strings.Join(mechanisms, ","), m+" is not served; Skein serves "+strings.Join(servedMechanisms, ", "))
+		case m == "OAUTHBEARER" && n.OAuthJWKSURL == "":
+			v.fail("sasl.oauthbearer.jwks.endpoint.url", "", "OAUTHBEARER validates tokens against a JWKS: give its URL (https:// or file://)")
 		case m == "PLAIN" && jaas[m] == "":
 			v.fail(listenerPrefix+strings.ToLower(listener)+"."+strings.ToLower(m)+"."+jaasKey, "",
 				"the "+m+" mechanism needs its users (PlainLoginModule required user_<name>=\"<password>\" ...;)")

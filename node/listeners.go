@@ -1,10 +1,13 @@
 package node
 
 import (
+	"context"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -53,10 +56,20 @@ func serving(cfg configs.Node, l configs.Listener, log zerolog.Logger, current f
 	serve := transport.Listener{Name: l.Name}
 	if l.Protocol == configs.SASLPlaintext || l.Protocol == configs.SASLSSL {
 		mechanisms, jaas := cfg.ListenerSASL(l.Name)
+		var oauth *security.OAuthBearer
+		if slices.Contains(mechanisms, "OAUTHBEARER") {
+			oauth = &security.OAuthBearer{JWKSURL: cfg.OAuthJWKSURL, Refresh: time.Duration(cfg.OAuthJWKSRefreshMs) * time.Millisecond,
+				Issuer: cfg.OAuthExpectedIssuer, Audiences: splitList(cfg.OAuthExpectedAudience),
+				Skew: time.Duration(cfg.OAuthClockSkewSeconds) * time.Second, SubClaim: cfg.OAuthSubClaimName}
+			// NB: a JWKS from a URL is refreshed for the process's life.
+			if err := oauth.Start(context.Background()); err != nil {
+				return serve, err
+			}
+		}
 		sasl, err := security.NewSASL(mechanisms, jaas, func(mechanism, user string) (security.ScramCredential, bool) {
 			c, ok := current().Scram[user][mechanism]
 			return security.ScramCredential{Salt: c.Salt, StoredKey: c.StoredKey, ServerKey: c.ServerKey, Iterations: int(c.Iterations)}, ok
-		})
+		}, oauth)
 		if err != nil {
 			return serve, err
 		}
@@ -135,4 +148,14 @@ func connectionLimits(cfg configs.Node) (transport.Limits, error) {
 		}
 	}
 	return l, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for item := range strings.SplitSeq(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }

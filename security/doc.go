@@ -3,6 +3,7 @@
 // from disk when they change; the principal a client certificate maps to
 // (Kafka's ssl.principal.mapping.rules); SASL sessions (PLAIN, with the
 // users of a Kafka JAAS line; SCRAM-SHA-256/512, RFC 5802's server side
-// with Kafka's nonce rule, against credentials the caller looks up). Plain
-// Go, no actors: transport and node use it.
+// with Kafka's nonce rule, against credentials the caller looks up;
+// OAUTHBEARER, JWTs checked against a JWKS with golang-jwt and keyfunc).
+// Plain Go, no actors: transport and node use it.
 package security

@@ -47,7 +47,7 @@ func TestMappingRules(t *testing.T) {
 // checks.
 func TestPlainUsersFromJAAS(t *testing.T) {
 	s, err := NewSASL([]string{"PLAIN"}, map[string]string{"PLAIN": `org.apache.kafka.common.security.plain.PlainLoginModule required
-		username="admin" password="admin-secret" user_admin="admin-secret" user_alice="al\"ice";`}, nil)
+		username="admin" password="admin-secret" user_admin="admin-secret" user_alice="al\"ice";`}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestPlainUsersFromJAAS(t *testing.T) {
 		`org.apache.kafka.common.security.scram.ScramLoginModule required user_a="x";`,
 		`org.apache.kafka.common.security.plain.PlainLoginModule required user_a="x;`,
 	} {
-		if _, err := NewSASL([]string{"PLAIN"}, map[string]string{"PLAIN": bad}, nil); err == nil {
+		if _, err := NewSASL([]string{"PLAIN"}, map[string]string{"PLAIN": bad}, nil, nil); err == nil {
 			t.Errorf("%q: accepted", bad)
 		} else if strings.Contains(err.Error(), `"x"`) {
 			t.Errorf("%q: the error shows a password: %v", bad, err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // PlainModule is the login module class of Kafka's PLAIN users.
@@ -21,6 +22,7 @@ type SASL struct {
 	mechanisms []string
 	plain      map[string][]byte      // PLAIN: user -> password
 	scram      map[string]ScramLookup // by mechanism
+	oauth      *OAuthBearer
 }
 
 // ScramCredential is what a SCRAM server keeps of a user's password.
@@ -34,11 +36,17 @@ type ScramCredential struct {
 type ScramLookup func(mechanism, user string) (ScramCredential, bool)
 
 // NewSASL builds a listener's SASL from its mechanisms, each one's
-// sasl.jaas.config (PLAIN's users), and the SCRAM credentials.
-func NewSASL(mechanisms []string, jaas map[string]string, lookup ScramLookup) (*SASL, error) {
+// sasl.jaas.config (PLAIN's users), the SCRAM credentials and the
+// OAUTHBEARER validation (started).
+func NewSASL(mechanisms []string, jaas map[string]string, lookup ScramLookup, oauth *OAuthBearer) (*SASL, error) {
 	s := &SASL{mechanisms: mechanisms, scram: map[string]ScramLookup{}}
 	for _, m := range mechanisms {
 		switch m {
+		case "OAUTHBEARER":
+			if oauth == nil {
+				return nil, errors.New("OAUTHBEARER: no token validation configured")
+			}
+			s.oauth = oauth
 		case "SCRAM-SHA-256", "SCRAM-SHA-512":
 			s.scram[m] = lookup
 		case "PLAIN":
@@ -78,6 +86,12 @@ type Session interface {
 	Principal() Principal
 }
 
+// Expirer is a Session whose credential runs out (an OAUTHBEARER token):
+// the authentication lasts no longer than it.
+type Expirer interface {
+	Expires() time.Time
+}
+
 // Start begins a session of a mechanism the listener offers; ok is false
 // for any other.
 func (s *SASL) Start(mechanism string) (Session, bool) {
@@ -86,6 +100,8 @@ func (s *SASL) Start(mechanism string) (Session, bool) {
 		return &plainSession{users: s.plain}, true
 	case s.scram[mechanism] != nil:
 		return newScramSession(mechanism, s.scram[mechanism]), true
+	case mechanism == "OAUTHBEARER" && s.oauth != nil:
+		return &oauthSession{o: s.oauth}, true
 	}
 	return nil, false
 }

@@ -29,6 +29,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skeinlog/skein/security"
 )
 
 func init() {
@@ -70,11 +72,15 @@ func (a *API) handleSaslAuthenticate(c *conn, kreq kmsg.Request) finish {
 			resp.ErrorMessage = kmsg.StringPtr("Cannot change principals during re-authentication from " + c.principal.String() + " to " + p.String())
 			return respond(resp)
 		}
-		c.authenticated, c.principal, c.session = true, p, nil
 		if lifetime := c.s.cfg.MaxReauth; lifetime > 0 {
 			c.expires = time.Now().Add(lifetime)
-			resp.SessionLifetimeMillis = lifetime.Milliseconds()
+			// No longer than the credential (an OAUTHBEARER token).
+			if e, ok := c.session.(security.Expirer); ok && e.Expires().Before(c.expires) {
+				c.expires = e.Expires()
+			}
+			resp.SessionLifetimeMillis = max(time.Until(c.expires).Milliseconds(), 1)
 		}
+		c.authenticated, c.principal, c.session = true, p, nil
 		a.metrics.authenticated(c.listener, c.mechanism, true)
 	}
 	return respond(resp)
