@@ -343,6 +343,7 @@ var kafkaTypes = map[string]ConfigType{
 	"ssl.enabled.protocols":                    TypeList,
 	"ssl.cipher.suites":                        TypeList,
 	"sasl.enabled.mechanisms":                  TypeList,
+	"sasl.oauthbearer.expected.audience":       TypeList,
 }
 
 // ConfigType is a config's type as DescribeConfigs v3+ reports it, with
