@@ -356,6 +356,9 @@ var (
 	servedMechanisms = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"}
 )
 
+// OAuthAudiences returns sasl.oauthbearer.expected.audience as a list.
+func (s SASL) OAuthAudiences() []string { return splitList(s.OAuthExpectedAudience) }
+
 // Hidden is what the log and --print-config show for a secret: a JAAS
 // configuration, which holds passwords.
 const Hidden = "[hidden]"

@@ -59,7 +59,7 @@ func serving(cfg configs.Node, l configs.Listener, log zerolog.Logger, current f
 		var oauth *security.OAuthBearer
 		if slices.Contains(mechanisms, "OAUTHBEARER") {
 			oauth = &security.OAuthBearer{JWKSURL: cfg.OAuthJWKSURL, Refresh: time.Duration(cfg.OAuthJWKSRefreshMs) * time.Millisecond,
-				Issuer: cfg.OAuthExpectedIssuer, Audiences: splitList(cfg.OAuthExpectedAudience),
+				Issuer: cfg.OAuthExpectedIssuer, Audiences: cfg.OAuthAudiences(),
 				Skew: time.Duration(cfg.OAuthClockSkewSeconds) * time.Second, SubClaim: cfg.OAuthSubClaimName}
 			// NB: a JWKS from a URL is refreshed for the process's life.
 			if err := oauth.Start(context.Background()); err != nil {
@@ -148,14 +148,4 @@ func connectionLimits(cfg configs.Node) (transport.Limits, error) {
 		}
 	}
 	return l, nil
-}
-
-func splitList(s string) []string {
-	var out []string
-	for item := range strings.SplitSeq(s, ",") {
-		if item = strings.TrimSpace(item); item != "" {
-			out = append(out, item)
-		}
-	}
-	return out
 }

@@ -106,8 +106,16 @@ func FuzzRequests(f *testing.F) {
 	f.Add(append(seeds[4][:30:30], seeds[0]...))
 
 	cfg := configs.Default()
-	cfg.DataDir = filepath.Join(f.TempDir(), "data")
 	cfg.Listen, cfg.Advertise = "127.0.0.1:0", "127.0.0.1:0"
+	n := startFuzzNode(f, cfg)
+	f.Fuzz(func(t *testing.T, data []byte) { answersOrCloses(t, n.Addr().String(), data, seeds[0]) })
+}
+
+// startFuzzNode starts a node of cfg (its data and admin listener are the
+// fuzz run's), stopped when the run ends.
+func startFuzzNode(f *testing.F, cfg configs.Node) *node.Node {
+	f.Helper()
+	cfg.DataDir = filepath.Join(f.TempDir(), "data")
 	cfg.AdminListen = "127.0.0.1:0"
 	n, err := node.Start(cfg, zerolog.Nop())
 	if err != nil {
@@ -122,37 +130,39 @@ func FuzzRequests(f *testing.F) {
 			f.Error(err)
 		}
 	})
-	addr := n.Addr().String()
+	return n
+}
 
-	f.Fuzz(func(t *testing.T, data []byte) {
-		nc, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer nc.Close()
-		nc.SetDeadline(time.Now().Add(20 * time.Second))
-		if _, err := nc.Write(data); err != nil {
-			return // the node closed on a bad prefix: fine
-		}
-		nc.(*net.TCPConn).CloseWrite()
-		if _, err := io.Copy(io.Discard, nc); err != nil {
-			t.Fatalf("no answer or close within the deadline: %v", err)
-		}
-		// The node still serves.
-		ok, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ok.Close()
-		ok.SetDeadline(time.Now().Add(20 * time.Second))
-		if _, err := ok.Write(seeds[0]); err != nil {
-			t.Fatal(err)
-		}
-		var size [4]byte
-		if _, err := io.ReadFull(ok, size[:]); err != nil {
-			t.Fatalf("node stopped answering ApiVersions: %v", err)
-		}
-	})
+// answersOrCloses sends data to addr as one client connection: whatever
+// the bytes, the node must answer or close the connection in bounded time
+// (no hang), and then still answer apiVersions on a new one.
+func answersOrCloses(t *testing.T, addr string, data, apiVersions []byte) {
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(20 * time.Second))
+	if _, err := nc.Write(data); err != nil {
+		return // the node closed on a bad prefix: fine
+	}
+	nc.(*net.TCPConn).CloseWrite()
+	if _, err := io.Copy(io.Discard, nc); err != nil {
+		t.Fatalf("no answer or close within the deadline: %v", err)
+	}
+	ok, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ok.Close()
+	ok.SetDeadline(time.Now().Add(20 * time.Second))
+	if _, err := ok.Write(apiVersions); err != nil {
+		t.Fatal(err)
+	}
+	var size [4]byte
+	if _, err := io.ReadFull(ok, size[:]); err != nil {
+		t.Fatalf("node stopped answering ApiVersions: %v", err)
+	}
 }
 
 // FuzzBeforeSASLAuthentication feeds arbitrary bytes to a SASL listener
@@ -185,52 +195,13 @@ func FuzzBeforeSASLAuthentication(f *testing.F) {
 	f.Add(append(append(frame(scramHandshake, 1, 2), frame(scramFirst, 2, 3)...), frame(scramFinal, 2, 4)...))
 
 	cfg := configs.Default()
-	cfg.DataDir = filepath.Join(f.TempDir(), "data")
 	cfg.Listeners = "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0"
-	cfg.AdminListen = "127.0.0.1:0"
 	cfg.EnabledMechanisms = "PLAIN,SCRAM-SHA-256"
 	cfg.ListenerSettings = map[string]map[string]string{"SASL_PLAINTEXT": {
 		"plain.sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";`}}
 	cfg.FailedAuthenticationDelayMs = 1
-	n, err := node.Start(cfg, zerolog.Nop())
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := n.Stop(ctx); err != nil {
-			f.Error(err)
-		}
-	})
-	addr := n.ListenerAddr("SASL_PLAINTEXT").String()
-
+	n := startFuzzNode(f, cfg)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		nc, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer nc.Close()
-		nc.SetDeadline(time.Now().Add(20 * time.Second))
-		if _, err := nc.Write(data); err != nil {
-			return
-		}
-		nc.(*net.TCPConn).CloseWrite()
-		if _, err := io.Copy(io.Discard, nc); err != nil {
-			t.Fatalf("no answer or close within the deadline: %v", err)
-		}
-		ok, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ok.Close()
-		ok.SetDeadline(time.Now().Add(20 * time.Second))
-		if _, err := ok.Write(seeds[0]); err != nil {
-			t.Fatal(err)
-		}
-		var size [4]byte
-		if _, err := io.ReadFull(ok, size[:]); err != nil {
-			t.Fatalf("node stopped answering ApiVersions: %v", err)
-		}
+		answersOrCloses(t, n.ListenerAddr("SASL_PLAINTEXT").String(), data, seeds[0])
 	})
 }
