@@ -41,6 +41,8 @@ func clientCommand(use, short string, environ []string, stdout io.Writer, subs .
 type clientFlags struct {
 	brokers string
 	timeout time.Duration
+	// TLS and SASL, as a secured listener asks (security.go).
+	security securityFlags
 }
 
 // register adds the client flags to cmd and its subcommands. The default
@@ -55,6 +57,7 @@ func (f *clientFlags) register(cmd *cobra.Command, environ []string) {
 	fs := cmd.PersistentFlags()
 	fs.StringVar(&f.brokers, "brokers", brokers, "comma-separated seed brokers, host:port (env "+envBrokers+")")
 	fs.DurationVar(&f.timeout, "timeout", defaultTimeout, "bound on connecting to a broker and on each request")
+	f.security.register(fs, environ)
 }
 
 // seeds returns the --brokers list.
@@ -70,6 +73,9 @@ func (f *clientFlags) seeds() ([]string, error) {
 	}
 	if f.timeout <= 0 {
 		return nil, usageError("--timeout must be positive")
+	}
+	if err := f.security.build(); err != nil {
+		return nil, usageError(err.Error())
 	}
 	return seeds, nil
 }
@@ -105,9 +111,10 @@ func (f *clientFlags) connect(ctx context.Context, opts ...kgo.Opt) (*kgo.Client
 	return cl, nil
 }
 
-// baseOpts are the kgo options of every client the commands make.
+// baseOpts are the kgo options of every client the commands make; seeds
+// has checked the flags.
 func (f *clientFlags) baseOpts(seeds []string) []kgo.Opt {
-	return []kgo.Opt{
+	return append(f.security.opts, []kgo.Opt{
 		kgo.SeedBrokers(seeds...),
 		kgo.DialTimeout(f.timeout),
 		kgo.RetryTimeout(f.timeout),
@@ -123,7 +130,7 @@ func (f *clientFlags) baseOpts(seeds []string) []kgo.Opt {
 		// stall the command that long. librdkafka refreshes after 100 ms
 		// (topic.metadata.refresh.fast.interval.ms).
 		kgo.MetadataMinAge(100 * time.Millisecond),
-	}
+	}...)
 }
 
 // admin connects and returns a kadm client over it; closing it closes the

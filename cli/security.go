@@ -1,0 +1,132 @@
+package cli
+
+// The client commands' TLS and SASL flags: what a secured listener asks
+// of a client, as Kafka's client.properties says it.
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/pflag"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/oauth"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+)
+
+// The environment variables of the security flags; the password and the
+// token are read only from the environment (or a file), never from a
+// flag, which other users of the machine could see.
+const (
+	envTLSCA         = "SKEIN_TLS_CA"
+	envSASLMechanism = "SKEIN_SASL_MECHANISM"
+	envUser          = "SKEIN_USER"
+	envPassword      = "SKEIN_PASSWORD"
+	envOAuthToken    = "SKEIN_OAUTH_TOKEN"
+)
+
+type securityFlags struct {
+	tls             bool
+	ca, cert, key   string
+	mechanism, user string
+	passwordFile    string
+	password, token string // from the environment
+	opts            []kgo.Opt
+}
+
+func envValue(environ []string, name string) string {
+	var v string
+	for _, kv := range environ {
+		if val, ok := strings.CutPrefix(kv, name+"="); ok {
+			v = val // the last one wins, as with os/exec
+		}
+	}
+	return v
+}
+
+func (s *securityFlags) register(fs *pflag.FlagSet, environ []string) {
+	fs.BoolVar(&s.tls, "tls", false, "connect with TLS (implied by --tls-ca and --tls-cert)")
+	fs.StringVar(&s.ca, "tls-ca", envValue(environ, envTLSCA), "PEM file of the CAs the brokers' certificates chain to (env "+envTLSCA+"); the system's when empty")
+	fs.StringVar(&s.cert, "tls-cert", "", "PEM file of the client certificate, for ssl.client.auth")
+	fs.StringVar(&s.key, "tls-key", "", "PEM file of the client certificate's key")
+	fs.StringVar(&s.mechanism, "sasl-mechanism", envValue(environ, envSASLMechanism), "SASL mechanism: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER (env "+envSASLMechanism+")")
+	fs.StringVar(&s.user, "user", envValue(environ, envUser), "SASL user (env "+envUser+"); the password comes from "+envPassword+" or --password-file")
+	fs.StringVar(&s.passwordFile, "password-file", "", "file holding the SASL password")
+	s.password, s.token = envValue(environ, envPassword), envValue(environ, envOAuthToken)
+}
+
+// build turns the flags into kgo options, once.
+func (s *securityFlags) build() error {
+	s.opts = nil
+	if s.tls || s.ca != "" || s.cert != "" || s.key != "" {
+		c := &tls.Config{MinVersion: tls.VersionTLS12}
+		if s.ca != "" {
+			pem, err := os.ReadFile(s.ca)
+			if err != nil {
+				return fmt.Errorf("--tls-ca: %w", err)
+			}
+			c.RootCAs = x509.NewCertPool()
+			if !c.RootCAs.AppendCertsFromPEM(pem) {
+				return fmt.Errorf("--tls-ca %s: no PEM certificate in it", s.ca)
+			}
+		}
+		if (s.cert == "") != (s.key == "") {
+			return errors.New("--tls-cert and --tls-key go together")
+		}
+		if s.cert != "" {
+			pair, err := tls.LoadX509KeyPair(s.cert, s.key)
+			if err != nil {
+				return fmt.Errorf("--tls-cert, --tls-key: %w", err)
+			}
+			c.Certificates = []tls.Certificate{pair}
+		}
+		s.opts = append(s.opts, kgo.DialTLSConfig(c))
+	}
+	if s.mechanism == "" {
+		return nil
+	}
+	m, err := s.saslMechanism()
+	if err != nil {
+		return err
+	}
+	s.opts = append(s.opts, kgo.SASL(m))
+	return nil
+}
+
+func (s *securityFlags) saslMechanism() (sasl.Mechanism, error) {
+	mech := strings.ToUpper(s.mechanism)
+	switch mech {
+	case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER":
+	default:
+		return nil, fmt.Errorf("--sasl-mechanism %q: want PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER", s.mechanism)
+	}
+	if mech == "OAUTHBEARER" {
+		if s.token == "" {
+			return nil, errors.New("--sasl-mechanism OAUTHBEARER: give the token in " + envOAuthToken)
+		}
+		return oauth.Auth{Token: s.token}.AsMechanism(), nil
+	}
+	password := s.password
+	if s.passwordFile != "" {
+		b, err := os.ReadFile(s.passwordFile)
+		if err != nil {
+			return nil, fmt.Errorf("--password-file: %w", err)
+		}
+		password = strings.TrimRight(string(b), "\r\n")
+	}
+	if s.user == "" || password == "" {
+		return nil, fmt.Errorf("--sasl-mechanism %s: give --user (or %s) and the password in %s or --password-file", mech, envUser, envPassword)
+	}
+	switch mech {
+	case "PLAIN":
+		return plain.Auth{User: s.user, Pass: password}.AsMechanism(), nil
+	case "SCRAM-SHA-256":
+		return scram.Auth{User: s.user, Pass: password}.AsSha256Mechanism(), nil
+	}
+	return scram.Auth{User: s.user, Pass: password}.AsSha512Mechanism(), nil
+}

@@ -1,0 +1,56 @@
+package cli
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/skeinlog/skein/configs"
+)
+
+// TestClientCommandsOverSASL: the client commands reach a SASL listener
+// with --sasl-mechanism and --user, the password from SKEIN_PASSWORD or
+// --password-file; a wrong password and missing settings fail with a
+// message that says so.
+func TestClientCommandsOverSASL(t *testing.T) {
+	n := startNodeProcess(t, func(c *configs.Node) {
+		c.Listeners = "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0"
+		c.EnabledMechanisms = "PLAIN"
+		c.ListenerSettings = map[string]map[string]string{"SASL_PLAINTEXT": {
+			"plain.sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";`}}
+	})
+	addr := n.ListenerAddr("SASL_PLAINTEXT").String()
+	runWith := func(env []string, args ...string) result {
+		t.Helper()
+		var stdout, stderr strings.Builder
+		code := run(args, environ(env...), strings.NewReader(""), &stdout, &stderr)
+		return result{stdout.String(), stderr.String(), code}
+	}
+	if r := runWith([]string{"SKEIN_PASSWORD=alice-secret"}, "topic", "create", "sasl-t", "--brokers", addr,
+		"--sasl-mechanism", "PLAIN", "--user", "alice"); r.code != 0 {
+		t.Fatalf("topic create over SASL: %v", r)
+	}
+	pw := t.TempDir() + "/pw"
+	if err := os.WriteFile(pw, []byte("alice-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := runWith([]string{"SKEIN_SASL_MECHANISM=PLAIN", "SKEIN_USER=alice"}, "topic", "list", "--brokers", addr,
+		"--password-file", pw); r.code != 0 || !strings.Contains(r.stdout, "sasl-t") {
+		t.Fatalf("topic list over SASL, the password from a file: %v", r)
+	}
+	for _, tc := range []struct {
+		env  []string
+		args []string
+		want string
+	}{
+		{[]string{"SKEIN_PASSWORD=wrong"}, []string{"--sasl-mechanism", "PLAIN", "--user", "alice"}, "SASL_AUTHENTICATION_FAILED"},
+		{nil, []string{"--sasl-mechanism", "PLAIN", "--user", "alice"}, "the password in SKEIN_PASSWORD or --password-file"},
+		{nil, []string{"--sasl-mechanism", "KERBEROS"}, "want PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER"},
+		{nil, []string{"--tls-cert", pw}, "--tls-cert and --tls-key go together"},
+	} {
+		r := runWith(tc.env, append([]string{"topic", "list", "--brokers", addr, "--timeout", "5s"}, tc.args...)...)
+		if r.code == 0 || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("%v %v: %v, want a failure saying %q", tc.env, tc.args, r, tc.want)
+		}
+	}
+}
