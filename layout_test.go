@@ -20,6 +20,8 @@ var layers = map[string]int{
 	"internal/logging": 0,
 	// needroot is for tests only: a test that needs root says so.
 	"internal/needroot": 0,
+	// testcerts is for tests only: a CA and the certificates it issues.
+	"internal/testcerts": 0,
 	// history is the log checker (lost, duplicate, reordered, aborted
 	// reads) that fault tests and `skein chaos run` share: client-side, it
 	// imports nothing of Skein's.

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"maps"
@@ -16,6 +17,7 @@ import (
 	"github.com/asynkron/protoactor-go/remote"
 	"github.com/vmihailenco/msgpack/v5"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
 )
@@ -219,6 +221,10 @@ type RemoteConfig struct {
 	// Links are the faults injected on the links to other nodes; nil
 	// for none.
 	Links *Links
+	// ServerTLS and ClientTLS, when set, make remoting mutual TLS: a peer
+	// must present a certificate ServerTLS verifies before gRPC reads a
+	// byte of its messages, and this node dials with ClientTLS.
+	ServerTLS, ClientTLS *tls.Config
 }
 
 // Remote is a node's running remoting.
@@ -261,6 +267,16 @@ func StartRemote(sys *actor.ActorSystem, cfg RemoteConfig) (*Remote, string, err
 		advertise = net.JoinHostPort(bound.IP.String(), strconv.Itoa(bound.Port))
 	}
 	p := newPeers(cfg.Links, sys.Logger())
+	serverOpts := []grpc.ServerOption{
+		grpc.RecvBufferPool(grpc.NewSharedBufferPool()),
+		grpc.MaxRecvMsgSize(maxRecvMsgSize),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
+	}
+	creds := insecure.NewCredentials()
+	if cfg.ServerTLS != nil {
+		serverOpts = append(serverOpts, grpc.Creds(credentials.NewTLS(cfg.ServerTLS)))
+		creds = credentials.NewTLS(cfg.ClientTLS)
+	}
 	rcfg := remote.Configure(host, bound.Port,
 		remote.WithAdvertisedHost(advertise),
 		remote.WithEndpointWriterBatchSize(RemoteBatch),
@@ -272,15 +288,11 @@ func StartRemote(sys *actor.ActorSystem, cfg RemoteConfig) (*Remote, string, err
 		// Received messages are read into pooled buffers: protobuf copies
 		// what it keeps (the Frame's bytes) as it decodes, and a buffer per
 		// message made half of remoting's allocations.
-		remote.WithServerOptions(
-			grpc.RecvBufferPool(grpc.NewSharedBufferPool()),
-			grpc.MaxRecvMsgSize(maxRecvMsgSize),
-			grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
-		),
+		remote.WithServerOptions(serverOpts...),
 		// NB: WithDialOptions replaces the defaults, insecure credentials
 		// included.
 		remote.WithDialOptions(
-			grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithTransportCredentials(creds),
 			grpc.WithRecvBufferPool(grpc.NewSharedBufferPool()),
 			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRecvMsgSize)),
 			grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 10 * time.Second, Timeout: 5 * time.Second, PermitWithoutStream: true}),

@@ -67,6 +67,29 @@ func (n Node) ClusterListener() (listen, advertise string, ok bool) {
 	return "", "", false
 }
 
+// ClusterProtocol returns the security protocol of the node's remoting and
+// the name of its listener: that of the controller listener that gives
+// cluster.listen, PLAINTEXT when listener.security.protocol.map does not
+// name it (as Kafka assumes for controller listeners); PLAINTEXT and ""
+// without one.
+func (n Node) ClusterProtocol() (listener string, p SecurityProtocol) {
+	for _, name := range splitList(n.ControllerListenerNames) {
+		name = strings.ToUpper(name)
+		for _, e := range parseListenerList(n.Listeners) {
+			if e.name != name {
+				continue
+			}
+			for _, item := range splitList(n.ListenerSecurityProtocolMap) {
+				if l, proto, ok := strings.Cut(item, ":"); ok && strings.ToUpper(strings.TrimSpace(l)) == name {
+					return name, SecurityProtocol(strings.ToUpper(strings.TrimSpace(proto)))
+				}
+			}
+			return name, Plaintext
+		}
+	}
+	return "", Plaintext
+}
+
 // InterBrokerListener returns the listener followers fetch from:
 // inter.broker.listener.name, or else the one named PLAINTEXT, or else the
 // only one.
@@ -154,7 +177,20 @@ func (n Node) listeners(v *validator) []Listener {
 			continue
 		}
 		if controllers[e.name] {
-			continue // the node's remoting: ClusterListener
+			// The node's remoting (ClusterListener): mutual TLS or none.
+			switch p := protocols[e.name]; p {
+			case "", Plaintext:
+			case SSL:
+				t := n.ListenerTLS(e.name)
+				v.validateTLS(e.name, t)
+				if t.TruststoreLocation == "" {
+					fail("ssl.truststore.location (listener "+e.name+")", "", "remoting between nodes is mutual TLS: give the CAs the other nodes' certificates chain to")
+				}
+			default:
+				fail("listener.security.protocol.map", n.ListenerSecurityProtocolMap,
+					fmt.Sprintf("controller listener %s: the remoting between nodes takes PLAINTEXT or SSL (mutual TLS), not %s", e.name, p))
+			}
+			continue
 		}
 		p, ok := protocols[e.name]
 		if !ok {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/skeinlog/skein/actors"
 	"github.com/skeinlog/skein/configs"
 	"github.com/skeinlog/skein/controller/image"
 	"github.com/skeinlog/skein/security"
@@ -148,4 +149,24 @@ func connectionLimits(cfg configs.Node) (transport.Limits, error) {
 		}
 	}
 	return l, nil
+}
+
+// remotingTLS makes the node's remoting mutual TLS when its controller
+// listener is SSL: the listener's keystore is both the server's and the
+// dialing client's certificate, its truststore the CAs both sides check.
+func remotingTLS(cfg configs.Node, log zerolog.Logger, r *actors.RemoteConfig) error {
+	name, p := cfg.ClusterProtocol()
+	if p != configs.SSL {
+		return nil
+	}
+	t := cfg.ListenerTLS(name)
+	st, err := security.NewServerTLS(security.TLSFiles{
+		Listener: name, Keystore: t.KeystoreLocation, Truststore: t.TruststoreLocation, ClientAuth: "required",
+		Protocols: t.Protocols(), CipherSuites: t.Ciphers(),
+	}, log)
+	if err != nil {
+		return fmt.Errorf("listener %s: %w", name, err)
+	}
+	r.ServerTLS, r.ClientTLS = st.Config(), st.ClientConfig()
+	return nil
 }

@@ -256,7 +256,11 @@ func prepare(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 	if cfg.Clustered() {
 		// Remoting starts before any traffic (actors.StartRemote), and
 		// before the tree, whose PIDs carry its address.
-		if n.remote, _, err = actors.StartRemote(n.sys, actors.RemoteConfig{Listen: cfg.ClusterListen, Advertise: cfg.ClusterAdvertise, Links: n.links}); err != nil {
+		rcfg := actors.RemoteConfig{Listen: cfg.ClusterListen, Advertise: cfg.ClusterAdvertise, Links: n.links}
+		if err = remotingTLS(cfg, log, &rcfg); err == nil {
+			n.remote, _, err = actors.StartRemote(n.sys, rcfg)
+		}
+		if err != nil {
 			ln.Close()
 			n.tree.Close()
 			n.sys.Shutdown()

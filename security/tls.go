@@ -184,3 +184,16 @@ func (s *ServerTLS) load() (*tls.Config, error) {
 	}
 	return c, nil
 }
+
+// ClientConfig returns the configuration to dial a peer with, mutual TLS:
+// this listener's certificate (the current one at each handshake) as the
+// client's, and its truststore's CAs for the peer's.
+func (s *ServerTLS) ClientConfig() *tls.Config {
+	return &tls.Config{
+		MinVersion: s.base.MinVersion, MaxVersion: s.base.MaxVersion, CipherSuites: s.base.CipherSuites,
+		RootCAs: s.config().ClientCAs,
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			return &s.config().Certificates[0], nil
+		},
+	}
+}

@@ -21,18 +21,19 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/skeinlog/skein/configs"
+	"github.com/skeinlog/skein/internal/testcerts"
 )
 
 // saslBroker starts a broker with PLAINTEXT, SASL_PLAINTEXT and SASL_SSL
 // listeners, PLAIN users admin and alice, as Kafka's server.properties
 // declares them.
-func saslBroker(t *testing.T, ca *testCA) *broker {
+func saslBroker(t *testing.T, ca *testcerts.CA) *broker {
 	t.Helper()
 	dir := t.TempDir()
-	keystore, truststore := filepath.Join(dir, "broker.pem"), filepath.Join(dir, "ca.pem")
-	_, serverPEM := ca.issue(t, pkix.Name{CommonName: "skein-1"}, true)
-	writeFile(t, keystore, serverPEM)
-	writeFile(t, truststore, ca.pem)
+	keystore, truststore := filepath.Join(dir, "broker.pem"), filepath.Join(dir, "ca.PEM")
+	_, serverPEM := ca.Issue(t, pkix.Name{CommonName: "skein-1"}, true)
+	testcerts.WriteFile(t, keystore, serverPEM)
+	testcerts.WriteFile(t, truststore, ca.PEM)
 	users := `org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";`
 	return startBroker(t, func(c *configs.Node) {
 		c.Listeners = "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0"
@@ -51,7 +52,7 @@ func saslBroker(t *testing.T, ca *testCA) *broker {
 // without SASL are refused with Kafka's errors, and the node counts the
 // authentications.
 func TestSASLPlain(t *testing.T) {
-	ca := newTestCA(t)
+	ca := testcerts.New(t)
 	b := saslBroker(t, ca)
 	ctx := ctxFor(t)
 	mustCreate(t, ctx, b.admin(), "sasl", 1, nil)
@@ -125,7 +126,7 @@ func TestSASLPlain(t *testing.T) {
 // and a SaslAuthenticate without a handshake close the connection; the
 // node goes on serving.
 func TestSASLBeforeAuthentication(t *testing.T) {
-	b := saslBroker(t, newTestCA(t))
+	b := saslBroker(t, testcerts.New(t))
 	addr := b.node.ListenerAddr("SASL_PLAINTEXT").String()
 	// closed sends frames and checks that the node answers the first
 	// answers of them and then closes the connection.

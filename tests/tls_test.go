@@ -2,17 +2,11 @@ package tests
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
-	"os"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -22,95 +16,20 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/skeinlog/skein/configs"
+	"github.com/skeinlog/skein/internal/testcerts"
 )
-
-// testCA issues certificates for the TLS tests.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
-}
-
-var certSerial atomic.Int64
-
-func newTestCA(t *testing.T) *testCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(certSerial.Add(1)), Subject: pkix.Name{CommonName: "skein test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-}
-
-// issue returns a certificate for subject (a server's for 127.0.0.1 when
-// server is set, else a client's) and its key, as tls and as one PEM
-// file: the key then the chain, Kafka's PEM keystore.
-func (ca *testCA) issue(t *testing.T, subject pkix.Name, server bool) (tls.Certificate, []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(certSerial.Add(1)), Subject: subject,
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	if server {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-		tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder})
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	pair, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pair, append(keyPEM, certPEM...)
-}
-
-// writeFile writes data to path atomically (a rename), as an operator's
-// certificate rotation does.
-func writeFile(t *testing.T, path string, data []byte) {
-	t.Helper()
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // tlsBroker starts a broker with a PLAINTEXT listener and an SSL one
 // (ssl.client.auth=required, the certificate's CN as principal for the
 // eng unit only) and returns it with the SSL listener's address and the
 // files it reads.
-func tlsBroker(t *testing.T, ca *testCA) (b *broker, sslAddr, keystore string) {
+func tlsBroker(t *testing.T, ca *testcerts.CA) (b *broker, sslAddr, keystore string) {
 	t.Helper()
 	dir := t.TempDir()
-	keystore, truststore := filepath.Join(dir, "broker.pem"), filepath.Join(dir, "ca.pem")
-	_, serverPEM := ca.issue(t, pkix.Name{CommonName: "skein-1"}, true)
-	writeFile(t, keystore, serverPEM)
-	writeFile(t, truststore, ca.pem)
+	keystore, truststore := filepath.Join(dir, "broker.pem"), filepath.Join(dir, "ca.PEM")
+	_, serverPEM := ca.Issue(t, pkix.Name{CommonName: "skein-1"}, true)
+	testcerts.WriteFile(t, keystore, serverPEM)
+	testcerts.WriteFile(t, truststore, ca.PEM)
 	b = startBroker(t, func(c *configs.Node) {
 		c.Listeners = "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0"
 		c.TLS.KeystoreLocation, c.TLS.TruststoreLocation, c.TLS.ClientAuth = keystore, truststore, "required"
@@ -120,9 +39,9 @@ func tlsBroker(t *testing.T, ca *testCA) (b *broker, sslAddr, keystore string) {
 }
 
 // clientTLS is a client's TLS: it trusts ca and presents cert, if any.
-func clientTLS(ca *testCA, cert *tls.Certificate) *tls.Config {
+func clientTLS(ca *testcerts.CA, cert *tls.Certificate) *tls.Config {
 	pool := x509.NewCertPool()
-	pool.AddCert(ca.cert)
+	pool.AddCert(ca.Cert)
 	c := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	if cert != nil {
 		c.Certificates = []tls.Certificate{*cert}
@@ -137,10 +56,10 @@ func clientTLS(ca *testCA, cert *tls.Certificate) *tls.Config {
 // trust the node's certificate and a PLAINTEXT client on the SSL port are
 // all refused, and the node counts what it refused.
 func TestSSLListener(t *testing.T) {
-	ca := newTestCA(t)
+	ca := testcerts.New(t)
 	b, sslAddr, _ := tlsBroker(t, ca)
 	ctx := ctxFor(t)
-	alice, _ := ca.issue(t, pkix.Name{CommonName: "Alice", OrganizationalUnit: []string{"eng"}}, false)
+	alice, _ := ca.Issue(t, pkix.Name{CommonName: "Alice", OrganizationalUnit: []string{"eng"}}, false)
 	mustCreate(t, ctx, b.admin(), "over-tls", 1, nil)
 	cl := b.client(kgo.SeedBrokers(sslAddr), kgo.DialTLSConfig(clientTLS(ca, &alice)), kgo.DefaultProduceTopic("over-tls"),
 		kgo.ConsumeTopics("over-tls"), kgo.FetchMaxWait(100*time.Millisecond))
@@ -165,8 +84,8 @@ func TestSSLListener(t *testing.T) {
 		got += fs.NumRecords()
 	}
 
-	bob, _ := ca.issue(t, pkix.Name{CommonName: "bob", OrganizationalUnit: []string{"sales"}}, false)
-	otherCA := newTestCA(t)
+	bob, _ := ca.Issue(t, pkix.Name{CommonName: "bob", OrganizationalUnit: []string{"sales"}}, false)
+	otherCA := testcerts.New(t)
 	for _, tc := range []struct {
 		name string
 		opt  kgo.Opt
@@ -200,10 +119,10 @@ func TestSSLListener(t *testing.T) {
 // while a client produces over TLS without pause; new connections get the
 // new certificate without a restart, and no produce fails.
 func TestSSLCertificateRotation(t *testing.T) {
-	ca := newTestCA(t)
+	ca := testcerts.New(t)
 	b, sslAddr, keystore := tlsBroker(t, ca)
 	ctx := ctxFor(t)
-	alice, _ := ca.issue(t, pkix.Name{CommonName: "alice", OrganizationalUnit: []string{"eng"}}, false)
+	alice, _ := ca.Issue(t, pkix.Name{CommonName: "alice", OrganizationalUnit: []string{"eng"}}, false)
 	mustCreate(t, ctx, b.admin(), "rotation", 1, nil)
 	cl := b.client(kgo.SeedBrokers(sslAddr), kgo.DialTLSConfig(clientTLS(ca, &alice)), kgo.DefaultProduceTopic("rotation"))
 	if err := cl.ProduceSync(ctx, kgo.StringRecord("first")).FirstErr(); err != nil {
@@ -238,8 +157,8 @@ func TestSSLCertificateRotation(t *testing.T) {
 	if cn := served(); cn != "skein-1" {
 		t.Fatalf("serving %q before the rotation", cn)
 	}
-	_, rotated := ca.issue(t, pkix.Name{CommonName: "skein-1-rotated"}, true)
-	writeFile(t, keystore, rotated)
+	_, rotated := ca.Issue(t, pkix.Name{CommonName: "skein-1-rotated"}, true)
+	testcerts.WriteFile(t, keystore, rotated)
 	eventually(t, "the rotated certificate served", func() bool { return served() == "skein-1-rotated" })
 	before := produced.Load()
 	eventually(t, "produces after the rotation", func() bool { return produced.Load() > before+10 })

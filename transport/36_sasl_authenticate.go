@@ -73,12 +73,12 @@ func (a *API) handleSaslAuthenticate(c *conn, kreq kmsg.Request) finish {
 			return respond(resp)
 		}
 		if lifetime := c.s.cfg.MaxReauth; lifetime > 0 {
-			c.expires = time.Now().Add(lifetime)
 			// No longer than the credential (an OAUTHBEARER token).
-			if e, ok := c.session.(security.Expirer); ok && e.Expires().Before(c.expires) {
-				c.expires = e.Expires()
+			if e, ok := c.session.(security.Expirer); ok {
+				lifetime = max(min(lifetime, time.Until(e.Expires())), time.Millisecond)
 			}
-			resp.SessionLifetimeMillis = max(time.Until(c.expires).Milliseconds(), 1)
+			c.expires = time.Now().Add(lifetime)
+			resp.SessionLifetimeMillis = lifetime.Milliseconds()
 		}
 		c.authenticated, c.principal, c.session = true, p, nil
 		a.metrics.authenticated(c.listener, c.mechanism, true)

@@ -1,0 +1,110 @@
+//go:build !race
+
+package nodetest
+
+import (
+	"context"
+	"crypto/x509/pkix"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/skeinlog/skein/actors"
+	"github.com/skeinlog/skein/configs"
+	"github.com/skeinlog/skein/controller"
+	"github.com/skeinlog/skein/internal/testcerts"
+	"github.com/skeinlog/skein/node"
+)
+
+// strangerCreates sends every controller of c, from an actor system of
+// its own that the cluster does not know, a forwarded CreateTopics of
+// topic, as an attacker on the network could; with serverTLS/clientTLS
+// nil its remoting is plaintext.
+func strangerCreates(t *testing.T, c *Cluster, topic string) {
+	t.Helper()
+	sys := actors.NewSystem(zerolog.Nop())
+	if _, _, err := actors.StartRemote(sys, actors.RemoteConfig{Listen: "127.0.0.1:0"}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sys.Shutdown)
+	body, err := msgpack.Marshal(&controller.CreateTopics{Topics: []controller.NewTopic{{Name: topic, NumPartitions: 1, ReplicationFactor: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, addr := range c.cluster {
+		pid := actor.NewPID(addr, node.Name(int32(i+1))+"/controller")
+		sys.Root.Send(pid, &controller.Forward{Origin: actors.Origin{Node: 99, Incarnation: 1},
+			Request: controller.RequestID{Node: 99, Incarnation: 1, Seq: uint64(i + 1)}, Kind: 1 /* CreateTopics */, Command: body})
+	}
+}
+
+// TestRemotingMutualTLS: with the controller listener SSL (Kafka's
+// CONTROLLER:SSL), the nodes' remoting is mutual TLS: three nodes form a
+// cluster and replicate, and a stranger without the cluster's certificate
+// cannot make a controller create a topic, which on plaintext remoting it
+// can (the control).
+func TestRemotingMutualTLS(t *testing.T) {
+	for _, secured := range []bool{false, true} {
+		t.Run(fmt.Sprintf("secured=%v", secured), func(t *testing.T) {
+			dir := t.TempDir()
+			ca := testcerts.New(t)
+			_, nodePEM := ca.Issue(t, pkix.Name{CommonName: "skein-node"}, true)
+			keystore, truststore := filepath.Join(dir, "node.pem"), filepath.Join(dir, "ca.pem")
+			testcerts.WriteFile(t, keystore, nodePEM)
+			testcerts.WriteFile(t, truststore, ca.PEM)
+			c := Start(t, 3, func(cfg *configs.Node) {
+				cfg.Listeners = "PLAINTEXT://127.0.0.1:0,CONTROLLER://" + cfg.ClusterListen
+				cfg.ControllerListenerNames = "CONTROLLER"
+				if secured {
+					cfg.ListenerSecurityProtocolMap = "PLAINTEXT:PLAINTEXT,CONTROLLER:SSL"
+					cfg.TLS.KeystoreLocation, cfg.TLS.TruststoreLocation = keystore, truststore
+				}
+			})
+			ctx := context.Background()
+			strangerCreates(t, c, "strangers")
+			cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addr(0)), kgo.DefaultProduceTopic("ours"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			adm := kadm.NewClient(cl)
+			if _, err := adm.CreateTopic(ctx, 1, 3, nil, "ours"); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "topic ours on every node, replicated", func() string {
+				for i := range c.Nodes {
+					if _, topics := metadata(t, ctx, c, i); len(topics) == 0 {
+						return fmt.Sprintf("node %d has no topic", i+1)
+					}
+				}
+				if err := cl.ProduceSync(ctx, kgo.StringRecord("x")).FirstErr(); err != nil {
+					return err.Error()
+				}
+				return ""
+			})
+			// The stranger's command, sent before ours, is decided
+			// before it if it is decided at all.
+			var names []string
+			for i := range c.Nodes {
+				_, names = metadata(t, ctx, c, i)
+				if secured && len(names) != 1 {
+					t.Errorf("node %d: topics %v; the stranger's was created over mutual TLS", i+1, names)
+				}
+			}
+			if !secured {
+				waitFor(t, "the stranger's topic on plaintext remoting (the control)", func() string {
+					if _, names := metadata(t, ctx, c, 0); len(names) != 2 {
+						return fmt.Sprint(names)
+					}
+					return ""
+				})
+			}
+		})
+	}
+}
