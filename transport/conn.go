@@ -159,13 +159,21 @@ func (c *conn) handshakeTLS(tc *tls.Conn, rules security.MappingRules) error {
 // An ApiVersions answer does not count as served: franz-go takes an
 // end-of-file on the request after it for a SASL mismatch, as fatal.
 func reset(nc net.Conn) {
-	if tc, ok := nc.(*tls.Conn); ok {
-		nc = tc.NetConn() // a reset sends no close_notify
-	}
+	nc = rawConn(nc)
 	if tc, ok := nc.(*net.TCPConn); ok {
 		tc.SetLinger(0)
 	}
 	nc.Close()
+}
+
+// rawConn is the TCP connection under a TLS one. Closing a tls.Conn sends
+// close_notify and can block up to 5 s on a peer that reads nothing (a
+// paused or vanished client): the node closes TCP alone.
+func rawConn(nc net.Conn) net.Conn {
+	if tc, ok := nc.(*tls.Conn); ok {
+		return tc.NetConn()
+	}
+	return nc
 }
 
 func (c *conn) stopReading() {
@@ -525,7 +533,7 @@ func (c *conn) write() {
 			reset(c.nc) // the stop came before its first request
 			return
 		}
-		c.nc.Close()
+		rawConn(c.nc).Close()
 	}()
 	o := newOutput(c.nc, c.s.log)
 	defer o.release()
@@ -539,7 +547,7 @@ func (c *conn) write() {
 				if err := o.flush(); err != nil {
 					o.logFailure(c, err)
 					broken = true
-					c.nc.Close()
+					rawConn(c.nc).Close()
 				}
 			}
 			continue
@@ -549,7 +557,7 @@ func (c *conn) write() {
 			// The response it owed is lost: the client must not read the
 			// next one as its answer.
 			broken = true
-			c.nc.Close()
+			rawConn(c.nc).Close()
 		}
 		if resp == nil || broken {
 			continue // acks=0, or the socket is gone: finish the rest, write nothing
@@ -563,7 +571,7 @@ func (c *conn) write() {
 		if err != nil {
 			o.logFailure(c, err)
 			broken = true
-			c.nc.Close()
+			rawConn(c.nc).Close()
 			continue
 		}
 		if len(o.buf) == 0 {

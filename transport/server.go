@@ -226,7 +226,7 @@ func (s *Server) Close(ctx context.Context) error {
 			if k := c.finishing.Load(); k != 0 {
 				keys = append(keys, k-1)
 			}
-			c.nc.Close()
+			rawConn(c.nc).Close()
 		}
 		s.log.Warn().Ints32("api_keys", keys).Int("connections", len(conns)).
 			Msg("transport: stopped waiting for the requests being answered")
