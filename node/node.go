@@ -519,7 +519,14 @@ func (n *Node) Stop(ctx context.Context) error {
 		select {
 		case <-n.done:
 		case <-ctx.Done():
-			n.stopErr = fmt.Errorf("node: stopping %s: %w; actors still running: %s", n.root.Id, ctx.Err(), strings.Join(n.tree.Live(), " "))
+			var live []string
+			for _, id := range n.tree.Live() {
+				if a := n.tree.Find(id); a != nil {
+					id = fmt.Sprintf("%s (mailbox %d, restarts %d)", id, a.MailboxLength, a.Restarts)
+				}
+				live = append(live, id)
+			}
+			n.stopErr = fmt.Errorf("node: stopping %s: %w; actors still running: %s", n.root.Id, ctx.Err(), strings.Join(live, ", "))
 			return
 		}
 		if n.remote != nil {
