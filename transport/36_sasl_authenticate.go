@@ -29,8 +29,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/skeinlog/skein/security"
 )
 
 func init() {
@@ -72,16 +70,7 @@ func (a *API) handleSaslAuthenticate(c *conn, kreq kmsg.Request) finish {
 			resp.ErrorMessage = kmsg.StringPtr("Cannot change principals during re-authentication from " + c.principal.String() + " to " + p.String())
 			return respond(resp)
 		}
-		if lifetime := c.s.cfg.MaxReauth; lifetime > 0 {
-			// No longer than the credential (an OAUTHBEARER token).
-			if e, ok := c.session.(security.Expirer); ok {
-				lifetime = max(min(lifetime, time.Until(e.Expires())), time.Millisecond)
-			}
-			c.expires = time.Now().Add(lifetime)
-			resp.SessionLifetimeMillis = lifetime.Milliseconds()
-		}
-		c.authenticated, c.principal, c.session = true, p, nil
-		a.metrics.authenticated(c.listener, c.mechanism, true)
+		resp.SessionLifetimeMillis = c.authenticatedAs(p).Milliseconds()
 	}
 	return respond(resp)
 }

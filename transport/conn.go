@@ -106,13 +106,28 @@ func (c *conn) saslToken(msg []byte) (*pending, error) {
 		return nil, err
 	}
 	if done {
-		c.rawSASL, c.authenticated, c.principal = false, true, c.session.Principal()
-		if lifetime := c.s.cfg.MaxReauth; lifetime > 0 {
-			c.expires = time.Now().Add(lifetime) // a v0 client is not told: it is closed after
-		}
-		c.s.api.metrics.authenticated(c.listener, c.mechanism, true)
+		// A v0 client is not told the lifetime: it is closed after.
+		c.rawSASL = false
+		c.authenticatedAs(c.session.Principal())
 	}
 	return &pending{key: -1, raw: &answer}, nil
+}
+
+// authenticatedAs completes an authentication as p: with
+// connections.max.reauth.ms set it lasts that long, and no longer than
+// its credential (an OAUTHBEARER token). It returns the lifetime, 0 for
+// as long as the connection.
+func (c *conn) authenticatedAs(p security.Principal) time.Duration {
+	lifetime := c.s.cfg.MaxReauth
+	if lifetime > 0 {
+		if e, ok := c.session.(security.Expirer); ok {
+			lifetime = max(min(lifetime, time.Until(e.Expires())), time.Millisecond)
+		}
+		c.expires = time.Now().Add(lifetime)
+	}
+	c.authenticated, c.principal, c.session = true, p, nil
+	c.s.api.metrics.authenticated(c.listener, c.mechanism, true)
+	return lifetime
 }
 
 func newConn(s *Server, nc net.Conn, l Listener) *conn {
