@@ -1,7 +1,9 @@
 // Package configs holds Skein's typed configuration: the node configuration
 // and Kafka's topic-level configs under their Kafka names, with defaults,
-// validation and loading (YAML file, SKEIN_* environment, flags). viper and
-// pflag are used only here; every other package receives plain structs.
+// validation and loading (a YAML file or Kafka's server.properties,
+// SKEIN_* environment, flags), and the Kafka listeners with their TLS and
+// SASL settings (listeners.go). viper, pflag and magiconair/properties are
+// used only here; every other package receives plain structs.
 //
 // # Node configuration
 //
@@ -15,8 +17,9 @@
 // Load merges, lowest precedence first:
 //
 //  1. Default();
-//  2. the YAML file named by --config, keys flat (log.retention.ms: 1000)
-//     or nested; an unknown key is an error;
+//  2. the file named by --config: YAML, keys flat (log.retention.ms: 1000)
+//     or nested, or Java properties when it ends in .properties; an
+//     unknown key is an error;
 //  3. environment variables SKEIN_<KEY>, the key upper-cased with dots and
 //     dashes turned into underscores (SKEIN_DATA_DIR, SKEIN_LOG_SEGMENT_BYTES);
 //  4. the flags of `skein node`: --node-id, --data-dir, --listen,

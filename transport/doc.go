@@ -1,6 +1,12 @@
-// Package transport is the Kafka listener: framing and limits, ApiVersions,
+// Package transport is the Kafka listeners: framing and limits, ApiVersions,
 // kmsg decoding, dispatch to the actor that owns the data, in-order
-// responses per connection, and the Fetch write path. One file per API key,
+// responses per connection, and the Fetch write path. One Server serves
+// every listener of a node (Listener: its name, TLS and SASL); a
+// connection on an SSL listener runs its TLS handshake first, and one on a
+// SASL listener serves only ApiVersions, SaslHandshake and
+// SaslAuthenticate until authenticated (frames bounded by
+// sasl.server.max.receive.size meanwhile). Limits bound the connections
+// (max.connections, max.connections.per.ip). One file per API key,
 // named as Kafka numbers them (00_produce.go, 01_fetch.go, ...), each opening
 // with the versions served, the behaviour, what is delegated to which actor,
 // and version notes.
