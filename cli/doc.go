@@ -1,6 +1,7 @@
 // Package cli is the skein command line: `skein node` runs a node; the other
 // subcommands are the command-line client (topic, group, txn, producer,
-// produce, consume, cluster) and the admin API commands (chaos, extension).
+// produce, consume, cluster, acl, user) and the admin API commands (chaos,
+// extension).
 // Main runs it; cmd/skein is the binary whose main calls Main and nothing
 // else.
 //
@@ -18,10 +19,10 @@
 // # The client
 //
 // The client commands (topic, group, txn, producer, produce, consume,
-// cluster) speak the Kafka protocol through franz-go (kgo, and kadm for
-// administration), so they work against any Kafka broker; they import
-// nothing of Skein's but what starting a node needs. Their shape follows
-// kcat and rpk:
+// cluster, acl, user) speak the Kafka protocol through franz-go (kgo, and
+// kadm for administration), so they work against any Kafka broker; they
+// import nothing of Skein's but what starting a node needs. Their shape
+// follows kcat and rpk:
 //
 //   - every one takes --brokers (default 127.0.0.1:9092, or SKEIN_BROKERS)
 //     and --timeout, which bounds the dial and each request: a command first
@@ -41,6 +42,12 @@
 //     resolves --from to one offset per partition first (ListOffsets, by
 //     timestamp for a time), and with -e stops at the high watermarks it
 //     saw then, or gives up when no record comes for --timeout;
+//   - acl create, list and delete are kafka-acls' --add, --list and
+//     --remove; delete selects as list does, and refuses to run without
+//     --principal or a resource flag unless --all is given;
+//   - user create sets a SCRAM credential from a password it salts and
+//     hashes itself, read from SKEIN_NEW_PASSWORD or a file, never a flag
+//     (SKEIN_PASSWORD is the connecting user's);
 //   - group describe shows kadm's Lag (DescribeGroups, OffsetFetch and
 //     ListOffsets), as rpk does; group seek commits offsets only for a
 //     group with no members, resolving --to as consume resolves --from.

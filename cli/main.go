@@ -85,8 +85,8 @@ func newRootCommand(environ []string, stdin io.Reader, stdout, stderr io.Writer)
 		Long: "Skein is a Kafka-compatible log broker. `skein node` runs a node; with no\n" +
 			"arguments it is a single node with its data in ./data and Kafka on 127.0.0.1:9092.\n" +
 			"The other commands are a Kafka client for any broker: topic, group, produce,\n" +
-			"consume, cluster (--brokers, or SKEIN_BROKERS, names the brokers to ask);\n" +
-			"chaos injects faults into a running cluster and extension manages its\n" +
+			"consume, cluster, acl, user (--brokers, or SKEIN_BROKERS, names the brokers to\n" +
+			"ask); chaos injects faults into a running cluster and extension manages its\n" +
 			"extension instances (--admin, or SKEIN_ADMIN, names a node's admin API).",
 		SilenceErrors:     true, // run prints them
 		SilenceUsage:      true,
@@ -104,6 +104,8 @@ func newRootCommand(environ []string, stdin io.Reader, stdout, stderr io.Writer)
 	root.AddCommand(newProduceCommand(environ, stdin, stdout))
 	root.AddCommand(newConsumeCommand(environ, stdout, stderr))
 	root.AddCommand(newClusterCommand(environ, stdout))
+	root.AddCommand(newACLCommand(environ, stdout))
+	root.AddCommand(newUserCommand(environ, stdout))
 	root.AddCommand(newChaosCommand(environ, stdout))
 	root.AddCommand(newExtensionCommand(environ, stdout))
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {

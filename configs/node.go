@@ -89,6 +89,23 @@ type Node struct {
 	// listener.name.<name>.<mechanism>.sasl.jaas.config.
 	SASL `mapstructure:",squash" yaml:",inline"`
 
+	// AuthorizerClassName turns authorization on when it names Kafka's
+	// StandardAuthorizer (org.apache.kafka.metadata.authorizer.StandardAuthorizer),
+	// the one authorizer Skein has: ACLs kept in the cluster's metadata,
+	// decided by every node from its own image. Default empty: every
+	// request is allowed. Kafka: authorizer.class.name.
+	AuthorizerClassName string `mapstructure:"authorizer.class.name" yaml:"authorizer.class.name"`
+
+	// SuperUsers may do anything, whatever the ACLs say: principals
+	// separated by semicolons, "User:admin;User:ops". Default empty.
+	// Kafka: super.users.
+	SuperUsers string `mapstructure:"super.users" yaml:"super.users"`
+
+	// AllowEveryoneIfNoACLFound, with an authorizer, allows a request on a
+	// resource that no ACL names at all. Default false. Kafka:
+	// allow.everyone.if.no.acl.found.
+	AllowEveryoneIfNoACLFound bool `mapstructure:"allow.everyone.if.no.acl.found" yaml:"allow.everyone.if.no.acl.found"`
+
 	// AdminListen is the host:port of the admin HTTP API (health, metrics,
 	// fault injection). Default "127.0.0.1:9644". Skein-only.
 	AdminListen string `mapstructure:"admin.listen" yaml:"admin.listen"`
@@ -589,6 +606,13 @@ func Default() Node {
 	}
 }
 
+// StandardAuthorizer is Kafka's KRaft authorizer, the one
+// authorizer.class.name Skein serves.
+const StandardAuthorizer = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+
+// Authorizing reports whether an authorizer is on.
+func (n Node) Authorizing() bool { return n.AuthorizerClassName != "" }
+
 // Validate checks every key's value. The error joins one *Error per bad
 // key, each naming the key and the value, in the order of the keys in
 // Node.
@@ -621,6 +645,9 @@ func (n Node) Validate() error {
 	v.atLeast("max.connections.per.ip", int64(n.MaxConnectionsPerIP), 0)
 	if _, err := n.PerIPOverrides(); err != nil {
 		v.fail("max.connections.per.ip.overrides", n.MaxConnectionsPerIPOverrides, err.Error())
+	}
+	if n.Authorizing() && n.AuthorizerClassName != StandardAuthorizer {
+		v.fail("authorizer.class.name", n.AuthorizerClassName, "Skein's one authorizer is "+StandardAuthorizer+" (ACLs in the cluster's metadata); leave it empty for none")
 	}
 	v.atLeast("sasl.server.max.receive.size", int64(n.ServerMaxReceiveSize), 1)
 	v.atLeast("connection.failed.authentication.delay.ms", int64(n.FailedAuthenticationDelayMs), 0)

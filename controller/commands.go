@@ -45,6 +45,8 @@ const (
 	kindAlterReassignments
 	kindAlterExtensions
 	kindAlterScramCredentials
+	kindCreateACLs
+	kindDeleteACLs
 )
 
 func newCommand(k commandKind) command {
@@ -75,6 +77,10 @@ func newCommand(k commandKind) command {
 		return &AlterExtensions{}
 	case kindAlterScramCredentials:
 		return &AlterScramCredentials{}
+	case kindCreateACLs:
+		return &CreateACLs{}
+	case kindDeleteACLs:
+		return &DeleteACLs{}
 	}
 	return nil
 }

@@ -170,3 +170,12 @@ func remotingTLS(cfg configs.Node, log zerolog.Logger, r *actors.RemoteConfig) e
 	r.ServerTLS, r.ClientTLS = st.Config(), st.ClientConfig()
 	return nil
 }
+
+// authorizer returns the node's authorizer, nil when authorizer.class.name
+// turns none on.
+func authorizer(cfg configs.Node) *security.Authorizer {
+	if !cfg.Authorizing() {
+		return nil
+	}
+	return security.NewAuthorizer(cfg.SuperUsers, cfg.AllowEveryoneIfNoACLFound)
+}

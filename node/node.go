@@ -384,6 +384,7 @@ func (n *Node) serve() {
 		Syncer:      n.announceTo(),
 		Logger:      log,
 		Failures:    n.failures,
+		Authorizer:  authorizer(cfg),
 	}, transport.NewMetrics(n.metrics)))
 	n.serverMu.Lock()
 	defer n.serverMu.Unlock()

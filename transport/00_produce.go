@@ -29,6 +29,11 @@ package transport
 //   - A topic whose compression.type is a codec (not "producer") stores
 //     batches in that codec: others are recompressed here, before the
 //     append. zstd batches need v7+ (UNSUPPORTED_COMPRESSION_TYPE).
+//   - With an authorizer: WRITE on the transactional id when there is one
+//     (TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition), WRITE on
+//     each topic (TOPIC_AUTHORIZATION_FAILED, whether it exists or not; a
+//     v13 topic id no topic has stays UNKNOWN_TOPIC_ID), each with a
+//     message naming what would allow it.
 //   - acks=0 gets no response; the records are still validated and
 //     appended. acks other than -1, 0 and 1: INVALID_REQUIRED_ACKS on
 //     every partition, nothing appended.
@@ -129,8 +134,13 @@ func (a *API) handleProduce(c *conn, kreq kmsg.Request) finish {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	im := a.Image()
 	w := &produceWait{done: make(chan struct{}), answered: map[*kmsg.ProduceResponseTopicPartition]bool{}}
+	z := c.authz()
 	acksErr := req.Acks != -1 && req.Acks != 0 && req.Acks != 1
 	txnErr := req.TransactionID == nil && hasTransactionalBatch(req)
+	var txnDenied string
+	if req.TransactionID != nil && !z.may(write, txnResource, *req.TransactionID) {
+		txnDenied = z.denial(write, txnResource, *req.TransactionID)
+	}
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
 	var sends []appendSend
 	for i, rt := range req.Topics {
@@ -138,6 +148,10 @@ func (a *API) handleProduce(c *conn, kreq kmsg.Request) finish {
 		*respTopic = kmsg.NewProduceResponseTopic()
 		respTopic.Topic, respTopic.TopicID = rt.Topic, rt.TopicID
 		name, topicErr := topicRef(im, req.Version >= 13, rt.Topic, rt.TopicID)
+		var topicDenied string
+		if (topicErr == nil || req.Version < 13) && !z.may(write, topicResource, name) {
+			topicErr, topicDenied = kerr.TopicAuthorizationFailed, z.denial(write, topicResource, name)
+		}
 		respTopic.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
 		for j, rp := range rt.Partitions {
 			slot := &respTopic.Partitions[j]
@@ -150,6 +164,16 @@ func (a *API) handleProduce(c *conn, kreq kmsg.Request) finish {
 			}
 			if txnErr {
 				slot.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+				continue
+			}
+			if txnDenied != "" {
+				slot.ErrorCode, slot.ErrorMessage = kerr.TransactionalIDAuthorizationFailed.Code, kmsg.StringPtr(txnDenied)
+				a.metrics.errorCode(0, req.Version, slot.ErrorCode)
+				continue
+			}
+			if topicDenied != "" {
+				slot.ErrorCode, slot.ErrorMessage = topicErr.Code, kmsg.StringPtr(topicDenied)
+				a.metrics.errorCode(0, req.Version, slot.ErrorCode)
 				continue
 			}
 			if t := im.Topic(name); topicErr == nil && t != nil && t.Internal {

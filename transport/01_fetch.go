@@ -23,6 +23,9 @@ package transport
 //     records (or with an error) gets zero-length records, never null:
 //     librdkafka and sarama reject a null record set, and Kafka never
 //     sends one.
+//   - With an authorizer, READ on each topic: TOPIC_AUTHORIZATION_FAILED
+//     otherwise, whether it exists or not (a v13 topic id no topic has
+//     stays UNKNOWN_TOPIC_ID). A follower's fetch: replica_fetch.go.
 //   - Sessions (KIP-227): see fetch_session.go. Top-level errors
 //     FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH,
 //     FETCH_SESSION_TOPIC_ID_ERROR.
@@ -90,6 +93,7 @@ func (a *API) handleFetch(c *conn, kreq kmsg.Request) finish {
 	if req.ReplicaState.ID >= 0 || req.ReplicaID >= 0 {
 		return a.handleReplicaFetch(c, req) // replica_fetch.go
 	}
+	readable := c.authz().memo(read, topicResource)
 	return func() kmsg.Response {
 		// The session is looked up here, on the writer goroutine, so that
 		// fetches pipelined on one connection meet it in request order.
@@ -99,7 +103,7 @@ func (a *API) handleFetch(c *conn, kreq kmsg.Request) finish {
 		}
 		deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 		for {
-			res, f := a.fetchOnce(req, fc.wants)
+			res, f := a.fetchOnce(req, fc.wants, readable)
 			if f.bytes >= int64(req.MinBytes) || f.errors || !time.Now().Before(deadline) || len(f.handles) == 0 ||
 				!f.wait(deadline, c.stop, c.gone) {
 				return a.fetchAnswer(req, c.listener, fc, res)
@@ -163,8 +167,9 @@ func (f *fetched) wait(deadline time.Time, stop, gone <-chan struct{}) bool {
 }
 
 // fetchOnce reads every wanted partition, in order, within the response's
-// byte budget.
-func (a *API) fetchOnce(req *kmsg.FetchRequest, wants []fetchWant) ([]fetchResult, *fetched) {
+// byte budget; a topic the client may not read is
+// TOPIC_AUTHORIZATION_FAILED.
+func (a *API) fetchOnce(req *kmsg.FetchRequest, wants []fetchWant, readable func(string) bool) ([]fetchResult, *fetched) {
 	im := a.Image()
 	f := &fetched{}
 	budget := int64(req.MaxBytes)
@@ -181,6 +186,9 @@ func (a *API) fetchOnce(req *kmsg.FetchRequest, wants []fetchWant) ([]fetchResul
 		p.HighWatermark, p.LastStableOffset, p.LogStartOffset = -1, -1, -1
 		p.RecordBatches = []byte{}
 		name, topicErr := topicRef(im, req.Version >= 13, w.key.topic, w.key.topicID)
+		if (topicErr == nil || req.Version < 13) && !readable(name) {
+			topicErr = kerr.TopicAuthorizationFailed
+		}
 		r.topic = name
 		if err := a.fetchPartition(name, topicErr, w, req.IsolationLevel == 1, r, &budget, f); err != nil {
 			p.ErrorCode = err.Code

@@ -14,6 +14,8 @@ package transport
 //   - Nothing at or past the high watermark (read_committed: the last
 //     stable offset) is ever answered, as Kafka's fetchOffsetForTimestamp.
 //   - CurrentLeaderEpoch checks as Fetch (KIP-320); errors as Fetch.
+//   - With an authorizer, DESCRIBE on each topic: TOPIC_AUTHORIZATION_FAILED
+//     otherwise, whether it exists or not.
 //
 // Version notes: v2 isolation level; v4 leader epochs; v6 flexible; v7
 // max timestamp; v8 earliest local; v9 latest tiered; v10 timeout.
@@ -32,15 +34,19 @@ func init() {
 	})
 }
 
-func (a *API) handleListOffsets(_ *conn, kreq kmsg.Request) finish {
+func (a *API) handleListOffsets(c *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.ListOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
 	im := a.Image()
+	z := c.authz()
 	var dec store.Decompressor
 	for _, rt := range req.Topics {
 		respTopic := kmsg.NewListOffsetsResponseTopic()
 		respTopic.Topic = rt.Topic
 		_, topicErr := topicRef(im, false, rt.Topic, [16]byte{})
+		if !z.may(describe, topicResource, rt.Topic) {
+			topicErr = kerr.TopicAuthorizationFailed
+		}
 		for _, rp := range rt.Partitions {
 			p := kmsg.NewListOffsetsResponseTopicPartition()
 			p.Partition, p.Timestamp, p.Offset, p.LeaderEpoch = rp.Partition, -1, -1, -1

@@ -12,10 +12,16 @@ package transport
 //     controller; the response then carries the new topic.
 //   - Invalid names: INVALID_TOPIC_EXCEPTION; missing: UNKNOWN_TOPIC_OR_PARTITION
 //     (UNKNOWN_TOPIC_ID by id).
+//   - With an authorizer, as Kafka: of all topics, those the client may
+//     DESCRIBE; a named topic it may not DESCRIBE, or a missing one it
+//     may not CREATE (on the cluster or the topic) when auto-creation
+//     applies, is TOPIC_AUTHORIZATION_FAILED whether it exists or not; a
+//     topic id it may not DESCRIBE is UNKNOWN_TOPIC_ID.
 //
 // Version notes:
 //   - v7: leader epoch (KIP-320). v9: flexible. v10: topic ids.
-//   - v8-10: authorized operations are not computed (no ACLs): -2147483648.
+//   - v8+: topic authorized operations when asked (KIP-430); v8-10 the
+//     cluster's too; -2147483648 when not asked.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -36,18 +42,32 @@ const authorizedOperationsUnset = -2147483648
 func (a *API) handleMetadata(c *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.MetadataRequest)
 	im := a.Image()
+	z := c.authz()
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	autoCreate := a.Node.AutoCreateTopicsEnable && (req.Version < 4 || req.AllowAutoTopicCreation)
+	// denied are the named topics the client may not see, or may not
+	// create when they are missing: TOPIC_AUTHORIZATION_FAILED, whether
+	// they exist or not.
+	denied := map[string]bool{}
 	var missing []string
-	if !all && autoCreate {
+	if !all {
+		mayCreate := !autoCreate || z.may(create, clusterResource, clusterName)
 		for _, t := range req.Topics {
-			if t.Topic != nil && im.Topic(*t.Topic) == nil {
-				missing = append(missing, *t.Topic)
+			switch {
+			case t.Topic == nil:
+			case !z.may(describe, topicResource, *t.Topic):
+				denied[*t.Topic] = true
+			case autoCreate && im.Topic(*t.Topic) == nil:
+				if mayCreate || z.may(create, topicResource, *t.Topic) {
+					missing = append(missing, *t.Topic)
+				} else {
+					denied[*t.Topic] = true
+				}
 			}
 		}
 	}
 	if len(missing) == 0 {
-		return respond(a.metadataResponse(req, c.listener, im, all, nil))
+		return respond(a.metadataResponse(req, c.listener, im, z, all, denied, nil))
 	}
 	// Creating asks the controller: wait for it on the writer goroutine.
 	return func() kmsg.Response {
@@ -75,14 +95,16 @@ func (a *API) handleMetadata(c *conn, kreq kmsg.Request) finish {
 			}
 		}
 		a.awaitHosted(ok, a.RequestTimeout)
-		return a.metadataResponse(req, c.listener, a.Image(), all, created)
+		return a.metadataResponse(req, c.listener, a.Image(), z, all, denied, created)
 	}
 }
 
 // metadataResponse describes the requested topics in im to a client on
-// the named listener, with the brokers' addresses on it; failed holds the
-// errors of topics that could not be auto-created.
-func (a *API) metadataResponse(req *kmsg.MetadataRequest, listener string, im *image.Image, all bool, failed map[string]*kerr.Error) *kmsg.MetadataResponse {
+// the named listener, with the brokers' addresses on it: of all topics,
+// those it may describe; denied are named topics it may not see; failed
+// holds the errors of topics that could not be auto-created.
+func (a *API) metadataResponse(req *kmsg.MetadataRequest, listener string, im *image.Image, z authz, all bool,
+	denied map[string]bool, failed map[string]*kerr.Error) *kmsg.MetadataResponse {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	for _, id := range im.LiveBrokerIDs() {
 		b := im.Brokers[id]
@@ -98,9 +120,21 @@ func (a *API) metadataResponse(req *kmsg.MetadataRequest, listener string, im *i
 	resp.ClusterID = kmsg.StringPtr(im.ClusterID)
 	resp.ControllerID = a.activeController()
 	resp.AuthorizedOperations = authorizedOperationsUnset
+	if req.IncludeClusterAuthorizedOperations && req.Version <= 10 {
+		resp.AuthorizedOperations = z.operations(clusterResource, clusterName)
+	}
+	add := func(t *image.Topic) {
+		mt := describeTopic(im, t)
+		if req.IncludeTopicAuthorizedOperations {
+			mt.AuthorizedOperations = z.operations(topicResource, t.Name)
+		}
+		resp.Topics = append(resp.Topics, mt)
+	}
 	if all {
 		for _, name := range im.TopicNames() {
-			resp.Topics = append(resp.Topics, describeTopic(im, im.Topics[name]))
+			if z.sees(describe, topicResource, name) {
+				add(im.Topics[name])
+			}
 		}
 		return resp
 	}
@@ -108,11 +142,11 @@ func (a *API) metadataResponse(req *kmsg.MetadataRequest, listener string, im *i
 		var t *image.Topic
 		if rt.Topic != nil {
 			t = im.Topic(*rt.Topic)
-		} else {
-			t = im.TopicsByID[image.TopicID(rt.TopicID)]
+		} else if t = im.TopicsByID[image.TopicID(rt.TopicID)]; t != nil && !z.may(describe, topicResource, t.Name) {
+			t = nil // as an id no topic has: ids are not guessed
 		}
-		if t != nil {
-			resp.Topics = append(resp.Topics, describeTopic(im, t))
+		if t != nil && !denied[t.Name] {
+			add(t)
 			continue
 		}
 		mt := kmsg.NewMetadataResponseTopic()
@@ -121,6 +155,8 @@ func (a *API) metadataResponse(req *kmsg.MetadataRequest, listener string, im *i
 		switch {
 		case rt.Topic == nil:
 			mt.ErrorCode = kerr.UnknownTopicID.Code
+		case denied[*rt.Topic]:
+			mt.ErrorCode, mt.TopicID = kerr.TopicAuthorizationFailed.Code, [16]byte{}
 		case failed[*rt.Topic] != nil:
 			mt.ErrorCode = failed[*rt.Topic].Code
 		case controller.ValidateTopicName(*rt.Topic) == "":

@@ -13,6 +13,9 @@ package transport
 //   - The offsets are written to the group's __consumer_offsets partition
 //     as Kafka's OffsetCommitKey/OffsetCommitValue records, acks=-1: the
 //     answer comes once they are durable.
+//   - With an authorizer: READ on the group (GROUP_AUTHORIZATION_FAILED on
+//     every partition), READ on each topic (TOPIC_AUTHORIZATION_FAILED on
+//     its partitions, which are not committed; the others are).
 //   - The retention time of v2-4 is ignored (offsets.retention.minutes
 //     applies, as since Kafka 2.1).
 //
@@ -20,6 +23,8 @@ package transport
 // group.instance.id (KIP-345); v8 flexible; v10 topic ids (KIP-848).
 
 import (
+	"slices"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -44,9 +49,8 @@ func (a *API) handleOffsetCommit(c *conn, kreq kmsg.Request) finish {
 			}
 		}
 	}
-	errResp := func(err *kerr.Error) kmsg.Response {
-		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-		for _, t := range req.Topics {
+	answer := func(resp *kmsg.OffsetCommitResponse, topics []kmsg.OffsetCommitRequestTopic, err *kerr.Error) {
+		for _, t := range topics {
 			rt := kmsg.NewOffsetCommitResponseTopic()
 			rt.Topic, rt.TopicID = t.Topic, t.TopicID
 			for _, p := range t.Partitions {
@@ -56,10 +60,39 @@ func (a *API) handleOffsetCommit(c *conn, kreq kmsg.Request) finish {
 			}
 			resp.Topics = append(resp.Topics, rt)
 		}
+	}
+	z := c.authz()
+	if !z.may(read, groupResource, req.Group) {
+		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+		answer(resp, req.Topics, kerr.GroupAuthorizationFailed)
+		return respond(resp)
+	}
+	var denied []kmsg.OffsetCommitRequestTopic
+	req.Topics = slices.DeleteFunc(req.Topics, func(t kmsg.OffsetCommitRequestTopic) bool {
+		if t.Topic != "" && !z.may(read, topicResource, t.Topic) {
+			denied = append(denied, t)
+			return true
+		}
+		return false
+	})
+	errResp := func(err *kerr.Error) kmsg.Response {
+		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+		answer(resp, req.Topics, err)
 		return resp
 	}
 	if req.Group == "" {
 		return respond(errResp(kerr.InvalidGroupID))
 	}
-	return a.askGroup(c, req.Group, req, a.RequestTimeout, errResp)
+	if denied == nil {
+		return a.askGroup(c, req.Group, req, a.RequestTimeout, errResp)
+	}
+	withDenied := func(r kmsg.Response) kmsg.Response {
+		answer(r.(*kmsg.OffsetCommitResponse), denied, kerr.TopicAuthorizationFailed)
+		return r
+	}
+	if len(req.Topics) == 0 {
+		return respond(withDenied(req.ResponseKind()))
+	}
+	f := a.askGroup(c, req.Group, req, a.RequestTimeout, errResp)
+	return func() kmsg.Response { return withDenied(f()) }
 }

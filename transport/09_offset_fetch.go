@@ -21,6 +21,10 @@ package transport
 //     deleted yet, which have no topic id. A topic named by an id that no
 //     topic has is answered UNKNOWN_TOPIC_ID on each partition, as Kafka
 //     answers it.
+//   - With an authorizer: DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED
+//     as its error) and on each topic: a named topic the client may not
+//     describe is TOPIC_AUTHORIZATION_FAILED on its partitions; of all
+//     topics (null), those are left out.
 //
 // Version notes: v2 group error code, null topics; v5 leader epoch; v6
 // flexible; v7 RequireStable (KIP-447); v8 batched groups (KIP-709); v9
@@ -85,7 +89,13 @@ func (a *API) handleOffsetFetch(c *conn, kreq kmsg.Request) finish {
 		err  *kerr.Error
 	}
 	asks := make([]ask, len(groups))
+	z := c.authz()
+	describable := z.memo(describe, topicResource)
 	for i, g := range groups {
+		if !z.may(describe, groupResource, g.Group) {
+			asks[i].err = kerr.GroupAuthorizationFailed
+			continue
+		}
 		one := kmsg.NewPtrOffsetFetchRequest()
 		one.Version, one.Groups = 8, []kmsg.OffsetFetchRequestGroup{g}
 		one.RequireStable = req.RequireStable
@@ -106,6 +116,7 @@ func (a *API) handleOffsetFetch(c *conn, kreq kmsg.Request) finish {
 			if err != nil {
 				rg.ErrorCode = err.Code
 			}
+			hideTopics(&rg, g.Topics != nil, describable, z)
 			if req.Version >= 10 {
 				// v10 names topics by id only: commits on a topic that no
 				// longer exists have no id to be named by, and are left
@@ -168,4 +179,24 @@ func (a *API) handleOffsetFetch(c *conn, kreq kmsg.Request) finish {
 		}
 		return resp
 	}
+}
+
+// hideTopics applies DESCRIBE on topics to a group's offsets: a topic the
+// request named is answered TOPIC_AUTHORIZATION_FAILED on each partition,
+// one it did not name (all topics asked) is left out, as Kafka does.
+func hideTopics(rg *kmsg.OffsetFetchResponseGroup, named bool, describable func(string) bool, z authz) {
+	kept := rg.Topics[:0]
+	for _, gt := range rg.Topics {
+		switch {
+		case named && !describable(gt.Topic):
+			for j := range gt.Partitions {
+				gp := &gt.Partitions[j]
+				gp.Offset, gp.LeaderEpoch, gp.Metadata, gp.ErrorCode = -1, -1, kmsg.StringPtr(""), kerr.TopicAuthorizationFailed.Code
+			}
+		case !named && !z.sees(describe, topicResource, gt.Topic):
+			continue
+		}
+		kept = append(kept, gt)
+	}
+	rg.Topics = kept
 }

@@ -3,6 +3,9 @@ package transport
 // FindCoordinator: v0-6
 //
 // Behaviour:
+//   - With an authorizer: DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED)
+//     or on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+//     before anything is created.
 //   - A group's coordinator is the leader of its partition of the
 //     internal compacted topic __consumer_offsets, partition
 //     abs(javaStringHashCode(group)) % offsets.topic.num.partitions, as in
@@ -51,10 +54,11 @@ func (a *API) handleFindCoordinator(conn *conn, kreq kmsg.Request) finish {
 	if req.Version < 4 {
 		keys = []string{req.CoordinatorKey}
 	}
+	z := conn.authz()
 	return func() kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 		for _, key := range keys {
-			c := a.findCoordinator(conn.listener, req.CoordinatorType, key)
+			c := a.findCoordinator(conn.listener, z, req.CoordinatorType, key)
 			if req.Version < 4 {
 				resp.ErrorCode, resp.ErrorMessage = c.ErrorCode, c.ErrorMessage
 				resp.NodeID, resp.Host, resp.Port = c.NodeID, c.Host, c.Port
@@ -68,7 +72,7 @@ func (a *API) handleFindCoordinator(conn *conn, kreq kmsg.Request) finish {
 
 // findCoordinator names the coordinator of a key, by its address on the
 // client's listener.
-func (a *API) findCoordinator(listener string, keyType int8, key string) kmsg.FindCoordinatorResponseCoordinator {
+func (a *API) findCoordinator(listener string, z authz, keyType int8, key string) kmsg.FindCoordinatorResponseCoordinator {
 	c := kmsg.NewFindCoordinatorResponseCoordinator()
 	c.Key, c.NodeID, c.Port = key, -1, -1
 	fail := func(err *kerr.Error) kmsg.FindCoordinatorResponseCoordinator {
@@ -78,8 +82,14 @@ func (a *API) findCoordinator(listener string, keyType int8, key string) kmsg.Fi
 	topic, ensure := coordinator.OffsetsTopic, a.ensureOffsetsTopic
 	switch keyType {
 	case 0:
+		if !z.may(describe, groupResource, key) {
+			return fail(kerr.GroupAuthorizationFailed)
+		}
 	case 1:
 		topic, ensure = txn.StateTopic, a.ensureTxnTopic
+		if !z.may(describe, txnResource, key) {
+			return fail(kerr.TransactionalIDAuthorizationFailed)
+		}
 		if key == "" {
 			return fail(kerr.InvalidRequest)
 		}

@@ -3,6 +3,8 @@ package transport
 // JoinGroup: v0-9
 //
 // Behaviour:
+//   - With an authorizer: READ on the group, GROUP_AUTHORIZATION_FAILED
+//     otherwise.
 //   - Delegated to the group's coordinator actor (coordinator.Group.Join):
 //     protocol type and protocol checks across members, session timeout
 //     within group.min/max.session.timeout.ms, KIP-394 member ids,
@@ -39,6 +41,9 @@ func (a *API) handleJoinGroup(c *conn, kreq kmsg.Request) finish {
 		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
 		resp.ErrorCode, resp.Generation, resp.MemberID = err.Code, -1, req.MemberID
 		return resp
+	}
+	if z := c.authz(); !z.may(read, groupResource, req.Group) {
+		return respond(errResp(kerr.GroupAuthorizationFailed))
 	}
 	if req.Group == "" {
 		return respond(errResp(kerr.InvalidGroupID))

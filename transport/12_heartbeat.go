@@ -3,6 +3,8 @@ package transport
 // Heartbeat: v0-4
 //
 // Behaviour:
+//   - With an authorizer: READ on the group, GROUP_AUTHORIZATION_FAILED
+//     otherwise.
 //   - Delegated to the group's coordinator actor
 //     (coordinator.Group.Heartbeat): restarts the member's session timer;
 //     UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID and ILLEGAL_GENERATION as in
@@ -27,6 +29,9 @@ func (a *API) handleHeartbeat(c *conn, kreq kmsg.Request) finish {
 		resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
 		resp.ErrorCode = err.Code
 		return resp
+	}
+	if z := c.authz(); !z.may(read, groupResource, req.Group) {
+		return respond(errResp(kerr.GroupAuthorizationFailed))
 	}
 	if req.Group == "" {
 		return respond(errResp(kerr.InvalidGroupID))

@@ -3,6 +3,8 @@ package transport
 // LeaveGroup: v0-5
 //
 // Behaviour:
+//   - With an authorizer: READ on the group, GROUP_AUTHORIZATION_FAILED
+//     otherwise.
 //   - Delegated to the group's coordinator actor (coordinator.Group.Leave):
 //     the member leaves and the rest rebalance. v3+ batches members, each
 //     named by member id and/or group.instance.id, with an error each
@@ -28,6 +30,9 @@ func (a *API) handleLeaveGroup(c *conn, kreq kmsg.Request) finish {
 		resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
 		resp.ErrorCode = err.Code
 		return resp
+	}
+	if z := c.authz(); !z.may(read, groupResource, req.Group) {
+		return respond(errResp(kerr.GroupAuthorizationFailed))
 	}
 	if req.Group == "" {
 		return respond(errResp(kerr.InvalidGroupID))

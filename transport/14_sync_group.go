@@ -3,6 +3,8 @@ package transport
 // SyncGroup: v0-5
 //
 // Behaviour:
+//   - With an authorizer: READ on the group, GROUP_AUTHORIZATION_FAILED
+//     otherwise.
 //   - Delegated to the group's coordinator actor (coordinator.Group.Sync):
 //     member, instance id (FENCED_INSTANCE_ID) and generation
 //     (ILLEGAL_GENERATION) checks, REBALANCE_IN_PROGRESS while members
@@ -35,6 +37,9 @@ func (a *API) handleSyncGroup(c *conn, kreq kmsg.Request) finish {
 		resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
 		resp.ErrorCode = err.Code
 		return resp
+	}
+	if z := c.authz(); !z.may(read, groupResource, req.Group) {
+		return respond(errResp(kerr.GroupAuthorizationFailed))
 	}
 	if req.Group == "" {
 		return respond(errResp(kerr.InvalidGroupID))

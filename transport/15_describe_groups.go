@@ -3,14 +3,16 @@ package transport
 // DescribeGroups: v0-6
 //
 // Behaviour:
+//   - With an authorizer: DESCRIBE on each group
+//     (GROUP_AUTHORIZATION_FAILED); v3+ authorized operations when asked
+//     (KIP-430).
 //   - Each group is asked of its coordinator actor in parallel: state,
 //     protocol type, protocol (when Stable) and members with their
 //     metadata and assignment (when Stable). A group that does not exist
 //     is Dead, and v6+ says GROUP_ID_NOT_FOUND.
 //   - NOT_COORDINATOR for a group another node coordinates.
 //
-// Version notes: v1 throttle; v3 authorized operations (not computed:
-// Skein has no ACLs, and answers the unset value); v4 group.instance.id;
+// Version notes: v1 throttle; v3 authorized operations (KIP-430); v4 group.instance.id;
 // v5 flexible; v6 error message.
 
 import (
@@ -31,7 +33,12 @@ func (a *API) handleDescribeGroups(c *conn, kreq kmsg.Request) finish {
 		err  *kerr.Error
 	}
 	asks := make([]ask, len(req.Groups))
+	z := c.authz()
 	for i, g := range req.Groups {
+		if !z.may(describe, groupResource, g) {
+			asks[i].err = kerr.GroupAuthorizationFailed
+			continue
+		}
 		one := kmsg.NewPtrDescribeGroupsRequest()
 		one.Version, one.Groups = req.Version, []string{g}
 		asks[i].call, asks[i].err = a.startGroupRequest(c, g, one)
@@ -52,6 +59,9 @@ func (a *API) handleDescribeGroups(c *conn, kreq kmsg.Request) finish {
 				rg.ErrorCode = err.Code
 			}
 			rg.AuthorizedOperations = authorizedOperationsUnset
+			if req.IncludeAuthorizedOperations && rg.ErrorCode == 0 {
+				rg.AuthorizedOperations = z.operations(groupResource, g)
+			}
 			resp.Groups = append(resp.Groups, rg)
 		}
 		return resp

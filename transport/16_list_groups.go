@@ -3,6 +3,8 @@ package transport
 // ListGroups: v0-5
 //
 // Behaviour:
+//   - With an authorizer: every group for DESCRIBE on the cluster, otherwise
+//     those the client may DESCRIBE, as Kafka.
 //   - Lists the groups this node coordinates: each group's actor is asked
 //     in parallel and answers if its group exists and passes the filters;
 //     the groups without an actor (no client used them since this node
@@ -40,6 +42,11 @@ func (a *API) handleListGroups(c *conn, kreq kmsg.Request) finish {
 		asked[g] = true
 	}
 	idle := a.idleGroups(req, asked)
+	z := c.authz()
+	visible := func(g string) bool { return true }
+	if !z.sees(describe, clusterResource, clusterName) {
+		visible = func(g string) bool { return z.sees(describe, groupResource, g) }
+	}
 	var calls []*groupCall
 	for _, g := range groups {
 		if call, err := a.startGroupRequest(c, g, req); err == nil {
@@ -54,6 +61,7 @@ func (a *API) handleListGroups(c *conn, kreq kmsg.Request) finish {
 			}
 		}
 		resp.Groups = append(resp.Groups, idle...)
+		resp.Groups = slices.DeleteFunc(resp.Groups, func(g kmsg.ListGroupsResponseGroup) bool { return !visible(g.Group) })
 		slices.SortFunc(resp.Groups, func(a, b kmsg.ListGroupsResponseGroup) int { return strings.Compare(a.Group, b.Group) })
 		return resp
 	}

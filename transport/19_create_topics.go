@@ -10,6 +10,10 @@ package transport
 //   - A name given twice is answered once, INVALID_REQUEST, as Kafka
 //     answers it; __cluster_metadata (Kafka's KRaft log) is refused with
 //     INVALID_REQUEST, as Kafka refuses it.
+//   - With an authorizer: CREATE on the cluster, or else on each topic
+//     (TOPIC_AUTHORIZATION_FAILED, with what would allow it); the configs
+//     of v5+ need DESCRIBE_CONFIGS on the topic (their error code says
+//     TOPIC_AUTHORIZATION_FAILED otherwise).
 //   - v5+ answers with the partition count, replication factor and every
 //     config in force with its source.
 //   - The answer waits, within the request's timeout counted from its
@@ -38,11 +42,22 @@ func init() {
 	})
 }
 
-func (a *API) handleCreateTopics(_ *conn, kreq kmsg.Request) finish {
+func (a *API) handleCreateTopics(c *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.CreateTopicsRequest)
 	deadline := time.Now().Add(time.Duration(max(req.TimeoutMillis, 0)) * time.Millisecond)
 	cmd := &controller.CreateTopics{ValidateOnly: req.ValidateOnly, TimeoutMs: req.TimeoutMillis}
-	for _, rt := range req.Topics {
+	z := c.authz()
+	mayCreateAll := z.may(create, clusterResource, clusterName)
+	// slots are the request's topics' places in cmd, -1 for one the
+	// client may not create: denied holds why.
+	slots, denied := make([]int, len(req.Topics)), map[string]string{}
+	for i, rt := range req.Topics {
+		slots[i] = -1
+		if !mayCreateAll && !z.may(create, topicResource, rt.Topic) {
+			denied[rt.Topic] = z.denial(create, topicResource, rt.Topic)
+			continue
+		}
+		slots[i] = len(cmd.Topics)
 		nt := controller.NewTopic{Name: rt.Topic, NumPartitions: rt.NumPartitions, ReplicationFactor: rt.ReplicationFactor}
 		for _, ra := range rt.ReplicaAssignment {
 			for int(ra.Partition) >= len(nt.Assignments) {
@@ -62,7 +77,11 @@ func (a *API) handleCreateTopics(_ *conn, kreq kmsg.Request) finish {
 	}
 	return func() kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
-		res, err := a.askController(cmd)
+		var res any
+		var err error
+		if len(cmd.Topics) > 0 {
+			res, err = a.askController(cmd)
+		}
 		answered := map[string]bool{}
 		for i, rt := range req.Topics {
 			if answered[rt.Topic] {
@@ -72,17 +91,24 @@ func (a *API) handleCreateTopics(_ *conn, kreq kmsg.Request) finish {
 			t := kmsg.NewCreateTopicsResponseTopic()
 			t.Topic, t.NumPartitions, t.ReplicationFactor = rt.Topic, -1, -1
 			switch {
+			case slots[i] < 0:
+				t.ErrorCode, t.ErrorMessage = kerr.TopicAuthorizationFailed.Code, kmsg.StringPtr(denied[rt.Topic])
+				a.metrics.errorCode(19, req.Version, t.ErrorCode)
 			case err != nil:
 				t.ErrorCode, t.ErrorMessage = kerr.RequestTimedOut.Code, kmsg.StringPtr(err.Error())
 			default:
-				r := res.(*controller.CreateTopicsResult).Topics[i]
+				r := res.(*controller.CreateTopicsResult).Topics[slots[i]]
 				if r.Err != nil {
 					t.ErrorCode, t.ErrorMessage = r.Err.Code, kmsg.StringPtr(r.Message)
 					a.metrics.errorCode(19, req.Version, r.Err.Code)
 					break
 				}
 				t.TopicID, t.NumPartitions, t.ReplicationFactor = r.ID, r.NumPartitions, r.ReplicationFactor
-				t.Configs = a.createdConfigs(cmd.Topics[i].Configs)
+				if z.may(describeConfigs, topicResource, rt.Topic) {
+					t.Configs = a.createdConfigs(cmd.Topics[slots[i]].Configs)
+				} else {
+					t.ConfigErrorCode = kerr.TopicAuthorizationFailed.Code
+				}
 			}
 			resp.Topics = append(resp.Topics, t)
 		}

@@ -3,6 +3,10 @@ package transport
 // DeleteTopics: v1-6
 //
 // Behaviour:
+//   - With an authorizer: DELETE on each topic, TOPIC_AUTHORIZATION_FAILED
+//     otherwise (with what would allow it); a topic named by id needs
+//     DESCRIBE too, and one the client may not describe is refused without
+//     its name.
 //   - Delegated to the controller, which removes the topics from the cluster
 //     metadata in one synced batch of the metadata log. The metadata actor
 //     then unhosts their partitions and deletes their directories (renamed
@@ -46,7 +50,7 @@ type deleteEntry struct {
 	slot int // index into the controller's result, -1 if not sent
 }
 
-func (a *API) handleDeleteTopics(_ *conn, kreq kmsg.Request) finish {
+func (a *API) handleDeleteTopics(c *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.DeleteTopicsRequest)
 	var entries []deleteEntry
 	if req.Version < 6 {
@@ -68,6 +72,7 @@ func (a *API) handleDeleteTopics(_ *conn, kreq kmsg.Request) finish {
 		}
 	}
 	cmd := &controller.DeleteTopics{TimeoutMs: req.TimeoutMillis}
+	z, im := c.authz(), a.Image()
 	for i := range entries {
 		e := &entries[i]
 		e.slot = -1
@@ -80,6 +85,14 @@ func (a *API) handleDeleteTopics(_ *conn, kreq kmsg.Request) finish {
 			e.err, e.msg = kerr.InvalidRequest, "Duplicate topic name."
 		case e.name == nil && ids[e.id] > 1:
 			e.err, e.msg = kerr.InvalidRequest, "Duplicate topic id."
+		case e.name != nil && !z.may(del, topicResource, *e.name):
+			e.err, e.msg = kerr.TopicAuthorizationFailed, z.denial(del, topicResource, *e.name)
+		case e.name == nil && im.TopicsByID[e.id] != nil && !z.may(describe, topicResource, im.TopicsByID[e.id].Name):
+			// As Kafka: an id the client may not see the name of is
+			// refused without the name.
+			e.err, e.msg = kerr.TopicAuthorizationFailed, "Topic authorization failed."
+		case e.name == nil && im.TopicsByID[e.id] != nil && !z.may(del, topicResource, im.TopicsByID[e.id].Name):
+			e.err, e.msg = kerr.TopicAuthorizationFailed, z.denial(del, topicResource, im.TopicsByID[e.id].Name)
 		case e.name != nil:
 			e.slot = len(cmd.Names)
 			cmd.Names = append(cmd.Names, *e.name)

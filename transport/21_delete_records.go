@@ -3,6 +3,8 @@ package transport
 // DeleteRecords: v0-2
 //
 // Behaviour:
+//   - With an authorizer: DELETE on each topic, TOPIC_AUTHORIZATION_FAILED
+//     otherwise, whether it exists or not.
 //   - Per partition, the partition's actor moves the log start offset up to
 //     the requested offset (partition.DeleteRecords); offsets below it
 //     become unreadable at once, and retention deletes the segments wholly
@@ -41,10 +43,11 @@ type deleteRecordsResult struct {
 	err          *kerr.Error
 }
 
-func (a *API) handleDeleteRecords(_ *conn, kreq kmsg.Request) finish {
+func (a *API) handleDeleteRecords(c *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.DeleteRecordsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
 	im := a.Image()
+	z := c.authz()
 	type waiting struct {
 		slot *kmsg.DeleteRecordsResponseTopicPartition
 		ch   chan deleteRecordsResult
@@ -56,6 +59,9 @@ func (a *API) handleDeleteRecords(_ *conn, kreq kmsg.Request) finish {
 		*t = kmsg.NewDeleteRecordsResponseTopic()
 		t.Topic = rt.Topic
 		_, topicErr := topicRef(im, false, rt.Topic, [16]byte{})
+		if !z.may(del, topicResource, rt.Topic) {
+			topicErr = kerr.TopicAuthorizationFailed
+		}
 		t.Partitions = make([]kmsg.DeleteRecordsResponseTopicPartition, len(rt.Partitions))
 		for j, rp := range rt.Partitions {
 			slot := &t.Partitions[j]

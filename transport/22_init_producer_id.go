@@ -3,6 +3,10 @@ package transport
 // InitProducerId: v0-5
 //
 // Behaviour:
+//   - With an authorizer: WRITE on the transactional id
+//     (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); without one, IDEMPOTENT_WRITE
+//     on the cluster or WRITE on any topic (CLUSTER_AUTHORIZATION_FAILED),
+//     as Kafka since 3.0.
 //   - Idempotent producers (no transactional id) get a fresh producer id
 //     with epoch 0. Ids come from blocks the controller hands out and
 //     records durably, so no id is ever given twice, across restarts too.
@@ -35,9 +39,24 @@ func init() {
 
 func (a *API) handleInitProducerID(c *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.InitProducerIDRequest)
+	z := c.authz()
+	var denied *kerr.Error
+	switch {
+	case req.TransactionalID != nil:
+		if !z.may(write, txnResource, *req.TransactionalID) {
+			denied = kerr.TransactionalIDAuthorizationFailed
+		}
+	case !z.may(idempotentWrite, clusterResource, clusterName) && !z.mayAny(write, topicResource):
+		// As Kafka since 3.0 (KIP-679): WRITE on any topic will do.
+		denied = kerr.ClusterAuthorizationFailed
+	}
 	return func() kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 		resp.ProducerID, resp.ProducerEpoch = -1, -1
+		if denied != nil {
+			resp.ErrorCode = denied.Code
+			return resp
+		}
 		if req.TransactionalID != nil {
 			return askTxn(a, c, *req.TransactionalID,
 				func(reply func(*kmsg.InitProducerIDResponse)) any { return &txn.InitRequest{Req: req, Reply: reply} },

@@ -4,6 +4,9 @@ package transport
 //
 // Behaviour, per partition, from the published view without a message to
 // the partition's actor:
+//   - With an authorizer: a follower's request (v3+ replica id) needs
+//     CLUSTER_ACTION (CLUSTER_AUTHORIZATION_FAILED), a client's DESCRIBE
+//     on each topic (TOPIC_AUTHORIZATION_FAILED).
 //   - CurrentLeaderEpoch is checked as Fetch does (KIP-320): older than
 //     ours is FENCED_LEADER_EPOCH, newer is UNKNOWN_LEADER_EPOCH, -1 skips
 //     the check.
@@ -40,14 +43,27 @@ func init() {
 	})
 }
 
-func (a *API) handleOffsetForLeaderEpoch(_ *conn, kreq kmsg.Request) finish {
+func (a *API) handleOffsetForLeaderEpoch(c *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
 	im := a.Image()
+	z := c.authz()
+	// A follower's request (v3+ replica id) needs CLUSTER_ACTION, a
+	// client's DESCRIBE on each topic.
+	var denied *kerr.Error
+	if req.Version >= 3 && req.ReplicaID >= 0 && !z.may(clusterAction, clusterResource, clusterName) {
+		denied = kerr.ClusterAuthorizationFailed
+	}
 	for _, rt := range req.Topics {
 		t := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		t.Topic = rt.Topic
 		_, topicErr := topicRef(im, false, rt.Topic, [16]byte{})
+		switch {
+		case denied != nil:
+			topicErr = denied
+		case req.ReplicaID < 0 && !z.may(describe, topicResource, rt.Topic):
+			topicErr = kerr.TopicAuthorizationFailed
+		}
 		for _, rp := range rt.Partitions {
 			p := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			p.Partition = rp.Partition

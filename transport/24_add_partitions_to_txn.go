@@ -3,6 +3,11 @@ package transport
 // AddPartitionsToTxn: v0-5
 //
 // Behaviour:
+//   - With an authorizer: v0-3 need WRITE on the transactional id
+//     (TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition) and on each
+//     topic (TOPIC_AUTHORIZATION_FAILED, the others
+//     OPERATION_NOT_ATTEMPTED); v4+, a broker's, CLUSTER_ACTION
+//     (CLUSTER_AUTHORIZATION_FAILED).
 //   - v0-3, from producers: the partitions join the producer's
 //     transaction at its coordinator (package txn), which writes the new
 //     state before answering; a partition of a topic that does not exist
@@ -46,6 +51,7 @@ type addTxn struct {
 
 func (a *API) handleAddPartitionsToTxn(c *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.AddPartitionsToTxnRequest)
+	z := c.authz()
 	return func() kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
 		if req.Version < 4 {
@@ -53,7 +59,7 @@ func (a *API) handleAddPartitionsToTxn(c *conn, kreq kmsg.Request) finish {
 			for _, rt := range req.Topics {
 				t.topics = append(t.topics, kmsg.AddPartitionsToTxnRequestTransactionTopic{Topic: rt.Topic, Partitions: rt.Partitions})
 			}
-			for _, rt := range a.addToTxn(c, req.Version, t) {
+			for _, rt := range a.addToTxn(c, &z, req.Version, t) {
 				top := kmsg.NewAddPartitionsToTxnResponseTopic()
 				top.Topic = rt.Topic
 				for _, p := range rt.Partitions {
@@ -61,6 +67,11 @@ func (a *API) handleAddPartitionsToTxn(c *conn, kreq kmsg.Request) finish {
 				}
 				resp.Topics = append(resp.Topics, top)
 			}
+			return resp
+		}
+		// v4+ is a broker's (KIP-890): it needs CLUSTER_ACTION.
+		if !z.may(clusterAction, clusterResource, clusterName) {
+			resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 			return resp
 		}
 		resp.Transactions = make([]kmsg.AddPartitionsToTxnResponseTransaction, len(req.Transactions))
@@ -71,7 +82,7 @@ func (a *API) handleAddPartitionsToTxn(c *conn, kreq kmsg.Request) finish {
 				defer wg.Done()
 				r := kmsg.NewAddPartitionsToTxnResponseTransaction()
 				r.TransactionalID = rt.TransactionalID
-				r.Topics = a.addToTxn(c, req.Version, addTxn{id: rt.TransactionalID, producerID: rt.ProducerID, epoch: rt.ProducerEpoch,
+				r.Topics = a.addToTxn(c, nil, req.Version, addTxn{id: rt.TransactionalID, producerID: rt.ProducerID, epoch: rt.ProducerEpoch,
 					verifyOnly: rt.VerifyOnly, topics: rt.Topics})
 				resp.Transactions[i] = r
 			}()
@@ -81,8 +92,9 @@ func (a *API) handleAddPartitionsToTxn(c *conn, kreq kmsg.Request) finish {
 	}
 }
 
-// addToTxn asks one transaction's coordinator and answers per partition.
-func (a *API) addToTxn(c *conn, version int16, t addTxn) []kmsg.AddPartitionsToTxnResponseTransactionTopic {
+// addToTxn asks one transaction's coordinator and answers per partition;
+// z, for a client's own request, authorizes it first.
+func (a *API) addToTxn(c *conn, z *authz, version int16, t addTxn) []kmsg.AddPartitionsToTxnResponseTransactionTopic {
 	im := a.Image()
 	var parts []txn.TopicPartition
 	unknown := false
@@ -107,6 +119,25 @@ func (a *API) addToTxn(c *conn, version int16, t addTxn) []kmsg.AddPartitionsToT
 			out = append(out, top)
 		}
 		return out
+	}
+	if z != nil && !z.may(write, txnResource, t.id) {
+		return answer(func(txn.TopicPartition) *kerr.Error { return kerr.TransactionalIDAuthorizationFailed })
+	}
+	if z != nil {
+		denied := map[string]bool{}
+		for _, rt := range t.topics {
+			if !z.may(write, topicResource, rt.Topic) {
+				denied[rt.Topic] = true
+			}
+		}
+		if len(denied) > 0 {
+			return answer(func(tp txn.TopicPartition) *kerr.Error {
+				if denied[tp.Topic] {
+					return kerr.TopicAuthorizationFailed
+				}
+				return kerr.OperationNotAttempted
+			})
+		}
 	}
 	if unknown {
 		return answer(func(tp txn.TopicPartition) *kerr.Error {

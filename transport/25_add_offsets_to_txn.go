@@ -3,6 +3,9 @@ package transport
 // AddOffsetsToTxn: v0-4
 //
 // Behaviour:
+//   - With an authorizer: WRITE on the transactional id
+//     (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), READ on the group
+//     (GROUP_AUTHORIZATION_FAILED).
 //   - The group's __consumer_offsets partition joins the producer's
 //     transaction at its coordinator, so that its TxnOffsetCommit and the
 //     transaction's markers reach that partition; errors as
@@ -26,8 +29,20 @@ func init() {
 
 func (a *API) handleAddOffsetsToTxn(c *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.AddOffsetsToTxnRequest)
+	z := c.authz()
+	var denied *kerr.Error
+	switch {
+	case !z.may(write, txnResource, req.TransactionalID):
+		denied = kerr.TransactionalIDAuthorizationFailed
+	case !z.may(read, groupResource, req.Group):
+		denied = kerr.GroupAuthorizationFailed
+	}
 	return func() kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
+		if denied != nil {
+			resp.ErrorCode = denied.Code
+			return resp
+		}
 		err := kerr.InvalidGroupID
 		if req.Group != "" {
 			err = askTxn(a, c, req.TransactionalID,

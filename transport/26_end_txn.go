@@ -3,6 +3,8 @@ package transport
 // EndTxn: v0-5
 //
 // Behaviour:
+//   - With an authorizer: WRITE on the transactional id,
+//     TRANSACTIONAL_ID_AUTHORIZATION_FAILED otherwise.
 //   - The producer's coordinator (package txn) writes PrepareCommit or
 //     PrepareAbort and answers once it is durable: the outcome is decided.
 //     It then writes a marker to every partition of the transaction (and
@@ -34,8 +36,13 @@ func init() {
 
 func (a *API) handleEndTxn(c *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.EndTxnRequest)
+	mayWrite := c.authz().may(write, txnResource, req.TransactionalID)
 	return func() kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.EndTxnResponse)
+		if !mayWrite {
+			resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = kerr.TransactionalIDAuthorizationFailed.Code, -1, -1
+			return resp
+		}
 		r := askTxn(a, c, req.TransactionalID,
 			func(reply func(txn.EndResult)) any {
 				return &txn.EndRequest{ProducerID: req.ProducerID, Epoch: req.ProducerEpoch, Commit: req.Commit, TV2: req.Version >= 5, Reply: reply}

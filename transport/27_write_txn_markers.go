@@ -3,6 +3,8 @@ package transport
 // WriteTxnMarkers: v1-2
 //
 // Behaviour:
+//   - With an authorizer: CLUSTER_ACTION on the cluster,
+//     CLUSTER_AUTHORIZATION_FAILED on every partition otherwise.
 //   - Writes each marker to the partitions this node leads, as a
 //     transaction coordinator's markers are written (the node's appends
 //     actor, partition.RemoteMarker): answered once the marker is below the
@@ -35,8 +37,9 @@ func init() {
 	})
 }
 
-func (a *API) handleWriteTxnMarkers(_ *conn, kreq kmsg.Request) finish {
+func (a *API) handleWriteTxnMarkers(c *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.WriteTxnMarkersRequest)
+	mayWrite := c.authz().may(clusterAction, clusterResource, clusterName)
 	return func() kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
 		var wg sync.WaitGroup
@@ -54,6 +57,10 @@ func (a *API) handleWriteTxnMarkers(_ *conn, kreq kmsg.Request) finish {
 				top.Topic = rt.Topic
 				top.Partitions = make([]kmsg.WriteTxnMarkersResponseMarkerTopicPartition, len(rt.Partitions))
 				for k, p := range rt.Partitions {
+					if !mayWrite {
+						top.Partitions[k] = kmsg.WriteTxnMarkersResponseMarkerTopicPartition{Partition: p, ErrorCode: kerr.ClusterAuthorizationFailed.Code}
+						continue
+					}
 					wg.Add(1)
 					go func() {
 						defer wg.Done()

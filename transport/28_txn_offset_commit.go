@@ -16,12 +16,18 @@ package transport
 //     answers UNSTABLE_OFFSET_COMMIT meanwhile.
 //   - A producer whose epoch was bumped (a newer instance, a timed out
 //     transaction) gets PRODUCER_FENCED.
+//   - With an authorizer: WRITE on the transactional id
+//     (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), READ on the group
+//     (GROUP_AUTHORIZATION_FAILED), each on every partition; READ on each
+//     topic (TOPIC_AUTHORIZATION_FAILED on its partitions, not committed).
 //
 // Version notes: v2 leader epoch; v3 flexible, member id, generation and
 // instance id (KIP-447); v4 and v5 are KIP-890's (v5: the partition is
 // added to the transaction implicitly).
 
 import (
+	"slices"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -34,9 +40,8 @@ func init() {
 
 func (a *API) handleTxnOffsetCommit(c *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.TxnOffsetCommitRequest)
-	errResp := func(err *kerr.Error) kmsg.Response {
-		resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
-		for _, t := range req.Topics {
+	answer := func(resp *kmsg.TxnOffsetCommitResponse, topics []kmsg.TxnOffsetCommitRequestTopic, err *kerr.Error) {
+		for _, t := range topics {
 			rt := kmsg.NewTxnOffsetCommitResponseTopic()
 			rt.Topic = t.Topic
 			for _, p := range t.Partitions {
@@ -46,10 +51,40 @@ func (a *API) handleTxnOffsetCommit(c *conn, kreq kmsg.Request) finish {
 			}
 			resp.Topics = append(resp.Topics, rt)
 		}
+	}
+	errResp := func(err *kerr.Error) kmsg.Response {
+		resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+		answer(resp, req.Topics, err)
 		return resp
 	}
+	z := c.authz()
+	switch {
+	case !z.may(write, txnResource, req.TransactionalID):
+		return respond(errResp(kerr.TransactionalIDAuthorizationFailed))
+	case !z.may(read, groupResource, req.Group):
+		return respond(errResp(kerr.GroupAuthorizationFailed))
+	}
+	var denied []kmsg.TxnOffsetCommitRequestTopic
+	req.Topics = slices.DeleteFunc(req.Topics, func(t kmsg.TxnOffsetCommitRequestTopic) bool {
+		if !z.may(read, topicResource, t.Topic) {
+			denied = append(denied, t)
+			return true
+		}
+		return false
+	})
 	if req.Group == "" {
 		return respond(errResp(kerr.InvalidGroupID))
 	}
-	return a.askGroup(c, req.Group, req, a.RequestTimeout, errResp)
+	if denied == nil {
+		return a.askGroup(c, req.Group, req, a.RequestTimeout, errResp)
+	}
+	withDenied := func(r kmsg.Response) kmsg.Response {
+		answer(r.(*kmsg.TxnOffsetCommitResponse), denied, kerr.TopicAuthorizationFailed)
+		return r
+	}
+	if len(req.Topics) == 0 {
+		return respond(withDenied(req.ResponseKind()))
+	}
+	f := a.askGroup(c, req.Group, req, a.RequestTimeout, errResp)
+	return func() kmsg.Response { return withDenied(f()) }
 }

@@ -3,6 +3,10 @@ package transport
 // DescribeConfigs: v1-4
 //
 // Behaviour, from the newest image without messages:
+//   - With an authorizer: DESCRIBE_CONFIGS on the topic
+//     (TOPIC_AUTHORIZATION_FAILED), the group (GROUP_AUTHORIZATION_FAILED)
+//     or, for a broker, broker logger or client-metrics resource, the
+//     cluster (CLUSTER_AUTHORIZATION_FAILED), with what would allow it.
 //   - Topic resources: every topic config, or those ConfigNames lists, with
 //     its value in force and where it comes from: TOPIC_CONFIG (the topic's
 //     own), DYNAMIC_BROKER_CONFIG and DYNAMIC_DEFAULT_BROKER_CONFIG (set
@@ -58,15 +62,20 @@ func (a *API) nodeConfig(im *image.Image) configs.Node {
 	return n
 }
 
-func (a *API) handleDescribeConfigs(_ *conn, kreq kmsg.Request) finish {
+func (a *API) handleDescribeConfigs(c *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.DescribeConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	im := a.Image()
 	node := a.nodeConfig(im)
+	z := c.authz()
 	for _, rr := range req.Resources {
 		r := kmsg.NewDescribeConfigsResponseResource()
 		r.ResourceType, r.ResourceName = rr.ResourceType, rr.ResourceName
-		entries, err, msg := a.describeResource(im, node, rr)
+		err, msg := z.configDenied(describeConfigs, rr.ResourceType, rr.ResourceName)
+		var entries []configs.ConfigEntry
+		if err == nil {
+			entries, err, msg = a.describeResource(im, node, rr)
+		}
 		if err != nil {
 			r.ErrorCode, r.ErrorMessage = err.Code, kmsg.StringPtr(msg)
 			a.metrics.errorCode(32, req.Version, err.Code)

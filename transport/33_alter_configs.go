@@ -3,6 +3,9 @@ package transport
 // AlterConfigs: v0-2
 //
 // Behaviour:
+//   - With an authorizer: ALTER_CONFIGS on the topic, the group or, for a
+//     broker, broker logger or client-metrics resource, the cluster; the
+//     matching *_AUTHORIZATION_FAILED otherwise, with what would allow it.
 //   - Each resource's configs are replaced by the ones given: a config not
 //     named returns to its default (or, for a topic, to the broker's).
 //     Delegated to the controller, which validates and writes the change to
@@ -53,10 +56,15 @@ func init() {
 	})
 }
 
-func (a *API) handleAlterConfigs(_ *conn, kreq kmsg.Request) finish {
+func (a *API) handleAlterConfigs(c *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.AlterConfigsRequest)
 	resources := make([]alterResource, len(req.Resources))
+	z := c.authz()
 	for i, rr := range req.Resources {
+		if err, msg := z.configDenied(alterConfigs, rr.ResourceType, rr.ResourceName); err != nil {
+			resources[i] = alterResource{err: err, msg: msg}
+			continue
+		}
 		rsc := controller.ConfigResource{Name: rr.ResourceName}
 		for _, c := range rr.Configs {
 			rsc.Ops = append(rsc.Ops, controller.ConfigOp{Name: c.Name, Op: controller.OpSet, Value: c.Value})

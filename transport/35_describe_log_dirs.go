@@ -3,6 +3,8 @@ package transport
 // DescribeLogDirs: v1-4
 //
 // Behaviour:
+//   - With an authorizer: DESCRIBE on the cluster; otherwise v3+ answer
+//     CLUSTER_AUTHORIZATION_FAILED and older versions nothing, as Kafka.
 //   - One log dir: data.dir (made absolute), since Skein takes exactly one.
 //     It lists the partitions this node hosts among those the request names
 //     (all of them when Topics is null), each with the size of its segment
@@ -36,9 +38,13 @@ func init() {
 	})
 }
 
-func (a *API) handleDescribeLogDirs(_ *conn, kreq kmsg.Request) finish {
+func (a *API) handleDescribeLogDirs(c *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.DescribeLogDirsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
+	if z := c.authz(); !z.may(describe, clusterResource, clusterName) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return respond(resp)
+	}
 	dir := kmsg.NewDescribeLogDirsResponseDir()
 	dir.Dir = a.Node.DataDir
 	if abs, err := filepath.Abs(dir.Dir); err == nil {

@@ -3,6 +3,8 @@ package transport
 // CreatePartitions: v0-3
 //
 // Behaviour:
+//   - With an authorizer: ALTER on each topic, TOPIC_AUTHORIZATION_FAILED
+//     otherwise (with what would allow it).
 //   - Delegated to the controller, which validates each topic (it exists;
 //     the new count is above the current one, else INVALID_PARTITIONS;
 //     assignments, when given, cover exactly the new partitions, name
@@ -32,10 +34,19 @@ func init() {
 	})
 }
 
-func (a *API) handleCreatePartitions(_ *conn, kreq kmsg.Request) finish {
+func (a *API) handleCreatePartitions(c *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.CreatePartitionsRequest)
 	cmd := &controller.CreatePartitions{ValidateOnly: req.ValidateOnly, TimeoutMs: req.TimeoutMillis}
-	for _, rt := range req.Topics {
+	z := c.authz()
+	// slots are the request's topics' places in cmd, -1 for one the
+	// client may not alter.
+	slots := make([]int, len(req.Topics))
+	for i, rt := range req.Topics {
+		slots[i] = -1
+		if !z.may(alter, topicResource, rt.Topic) {
+			continue
+		}
+		slots[i] = len(cmd.Topics)
 		pc := controller.PartitionCount{Name: rt.Topic, Count: rt.Count}
 		for _, as := range rt.Assignment {
 			pc.Assignments = append(pc.Assignments, as.Replicas)
@@ -44,7 +55,11 @@ func (a *API) handleCreatePartitions(_ *conn, kreq kmsg.Request) finish {
 	}
 	return func() kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
-		res, err := a.askController(cmd)
+		var res any
+		var err error
+		if len(cmd.Topics) > 0 {
+			res, err = a.askController(cmd)
+		}
 		answered := map[string]bool{}
 		for i, rt := range req.Topics {
 			if answered[rt.Topic] {
@@ -54,10 +69,12 @@ func (a *API) handleCreatePartitions(_ *conn, kreq kmsg.Request) finish {
 			t := kmsg.NewCreatePartitionsResponseTopic()
 			t.Topic = rt.Topic
 			switch {
+			case slots[i] < 0:
+				t.ErrorCode, t.ErrorMessage = kerr.TopicAuthorizationFailed.Code, kmsg.StringPtr(z.denial(alter, topicResource, rt.Topic))
 			case err != nil:
 				t.ErrorCode, t.ErrorMessage = kerr.RequestTimedOut.Code, kmsg.StringPtr(err.Error())
 			default:
-				if r := res.(*controller.CreatePartitionsResult).Topics[i]; r.Err != nil {
+				if r := res.(*controller.CreatePartitionsResult).Topics[slots[i]]; r.Err != nil {
 					t.ErrorCode, t.ErrorMessage = r.Err.Code, kmsg.StringPtr(r.Message)
 				}
 			}

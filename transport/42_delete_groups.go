@@ -3,6 +3,8 @@ package transport
 // DeleteGroups: v0-2
 //
 // Behaviour:
+//   - With an authorizer: DELETE on each group, GROUP_AUTHORIZATION_FAILED
+//     otherwise.
 //   - Each group is asked of its coordinator actor in parallel: only an
 //     Empty group is deleted (NON_EMPTY_GROUP otherwise, GROUP_ID_NOT_FOUND
 //     for one that does not exist); tombstones for its offsets and its
@@ -28,7 +30,12 @@ func (a *API) handleDeleteGroups(c *conn, kreq kmsg.Request) finish {
 		err  *kerr.Error
 	}
 	asks := make([]ask, len(req.Groups))
+	z := c.authz()
 	for i, g := range req.Groups {
+		if !z.may(del, groupResource, g) {
+			asks[i].err = kerr.GroupAuthorizationFailed
+			continue
+		}
 		one := kmsg.NewPtrDeleteGroupsRequest()
 		one.Version, one.Groups = req.Version, []string{g}
 		asks[i].call, asks[i].err = a.startGroupRequest(c, g, one)

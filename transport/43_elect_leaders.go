@@ -3,6 +3,8 @@ package transport
 // ElectLeaders: v0-2
 //
 // Behaviour:
+//   - With an authorizer: ALTER on the cluster, CLUSTER_AUTHORIZATION_FAILED
+//     otherwise.
 //   - Delegated to the controller (controller/elections.go): a preferred
 //     election (ElectionType 0, and every v0 request) gives each partition
 //     to its preferred replica, the first of its replicas, if that one is
@@ -34,7 +36,7 @@ func init() {
 	})
 }
 
-func (a *API) handleElectLeaders(_ *conn, kreq kmsg.Request) finish {
+func (a *API) handleElectLeaders(c *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.ElectLeadersRequest)
 	cmd := &controller.ElectLeaders{Unclean: req.Version >= 1 && req.ElectionType == 1, TimeoutMs: req.TimeoutMillis}
 	if req.Topics != nil {
@@ -43,16 +45,24 @@ func (a *API) handleElectLeaders(_ *conn, kreq kmsg.Request) finish {
 			cmd.Partitions = append(cmd.Partitions, controller.TopicPartitions{Topic: rt.Topic, Partitions: rt.Partitions})
 		}
 	}
+	mayAlter := c.authz().may(alter, clusterResource, clusterName)
 	return func() kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.ElectLeadersResponse)
-		res, err := a.askController(cmd)
+		var res any
+		err := error(errDenied)
+		if mayAlter {
+			res, err = a.askController(cmd)
+		}
 		var r *controller.ElectLeadersResult
 		if err == nil {
 			r = res.(*controller.ElectLeadersResult)
 		}
 		if err != nil || r.Err != nil {
 			code := kerr.RequestTimedOut.Code
-			if err == nil {
+			switch {
+			case err == errDenied:
+				code = kerr.ClusterAuthorizationFailed.Code
+			case err == nil:
 				code = r.Err.Code
 			}
 			// Every partition asked shares the failure.

@@ -3,6 +3,8 @@ package transport
 // IncrementalAlterConfigs: v0-1
 //
 // Behaviour:
+//   - With an authorizer: ALTER_CONFIGS as AlterConfigs
+//     (33_alter_configs.go).
 //   - Each resource's configs are changed one operation at a time: SET,
 //     DELETE (back to the default, or for a topic to the broker's), and
 //     APPEND and SUBTRACT for list configs (cleanup.policy,
@@ -27,10 +29,15 @@ func init() {
 	})
 }
 
-func (a *API) handleIncrementalAlterConfigs(_ *conn, kreq kmsg.Request) finish {
+func (a *API) handleIncrementalAlterConfigs(c *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.IncrementalAlterConfigsRequest)
 	resources := make([]alterResource, len(req.Resources))
+	z := c.authz()
 	for i, rr := range req.Resources {
+		if err, msg := z.configDenied(alterConfigs, rr.ResourceType, rr.ResourceName); err != nil {
+			resources[i] = alterResource{err: err, msg: msg}
+			continue
+		}
 		rsc := controller.ConfigResource{Name: rr.ResourceName}
 		for _, c := range rr.Configs {
 			rsc.Ops = append(rsc.Ops, controller.ConfigOp{Name: c.Name, Op: controller.OpType(c.Op), Value: c.Value})

@@ -3,6 +3,8 @@ package transport
 // AlterPartitionReassignments: v0-1
 //
 // Behaviour:
+//   - With an authorizer: ALTER on the cluster, CLUSTER_AUTHORIZATION_FAILED
+//     otherwise.
 //   - Delegated to the controller (controller/reassign.go): each partition
 //     gets its target replicas added at once (adding), the others marked
 //     removing; the new replicas fetch from the leader, and once the last
@@ -33,13 +35,19 @@ func init() {
 	})
 }
 
-func (a *API) handleAlterPartitionReassignments(_ *conn, kreq kmsg.Request) finish {
+func (a *API) handleAlterPartitionReassignments(c *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.AlterPartitionAssignmentsRequest)
 	cmd := &controller.AlterReassignments{TimeoutMs: req.TimeoutMillis, AllowRFChange: req.Version < 1 || req.AllowReplicationFactorChange}
 	for _, rt := range req.Topics {
 		for _, rp := range rt.Partitions {
 			cmd.Partitions = append(cmd.Partitions, controller.Reassignment{Topic: rt.Topic, Partition: rp.Partition, Replicas: rp.Replicas})
 		}
+	}
+	z := c.authz()
+	if !z.may(alter, clusterResource, clusterName) {
+		resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
+		resp.ErrorCode, resp.ErrorMessage = kerr.ClusterAuthorizationFailed.Code, kmsg.StringPtr(z.denial(alter, clusterResource, clusterName))
+		return respond(resp)
 	}
 	return func() kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)

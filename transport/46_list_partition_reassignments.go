@@ -3,6 +3,8 @@ package transport
 // ListPartitionReassignments: v0
 //
 // Behaviour:
+//   - With an authorizer: DESCRIBE on the cluster,
+//     CLUSTER_AUTHORIZATION_FAILED otherwise.
 //   - Answered from this node's image: every partition (of the topics and
 //     partitions asked, or all when Topics is null) with a reassignment in
 //     progress, with its replicas and the ones being added and removed.
@@ -14,6 +16,7 @@ package transport
 import (
 	"slices"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/skeinlog/skein/controller/image"
@@ -25,9 +28,14 @@ func init() {
 	})
 }
 
-func (a *API) handleListPartitionReassignments(_ *conn, kreq kmsg.Request) finish {
+func (a *API) handleListPartitionReassignments(c *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.ListPartitionReassignmentsRequest)
 	resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
+	if z := c.authz(); !z.may(describe, clusterResource, clusterName) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		resp.ErrorMessage = kmsg.StringPtr(z.denial(describe, clusterResource, clusterName))
+		return respond(resp)
+	}
 	im := a.Image()
 	list := func(t *image.Topic, want func(int32) bool) {
 		rt := kmsg.NewListPartitionReassignmentsResponseTopic()

@@ -8,8 +8,13 @@ package transport
 //     with members, GROUP_SUBSCRIBED_TO_TOPIC per partition of a topic a
 //     member subscribes to; otherwise tombstones for the committed offsets
 //     are written (acks=-1) before the answer.
+//   - With an authorizer: DELETE on the group (GROUP_AUTHORIZATION_FAILED),
+//     READ on each topic (TOPIC_AUTHORIZATION_FAILED on its partitions,
+//     whose offsets stay).
 
 import (
+	"slices"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -27,8 +32,38 @@ func (a *API) handleOffsetDelete(c *conn, kreq kmsg.Request) finish {
 		resp.ErrorCode = err.Code
 		return resp
 	}
+	z := c.authz()
+	if !z.may(del, groupResource, req.Group) {
+		return respond(errResp(kerr.GroupAuthorizationFailed))
+	}
+	var denied []kmsg.OffsetDeleteRequestTopic
+	req.Topics = slices.DeleteFunc(req.Topics, func(t kmsg.OffsetDeleteRequestTopic) bool {
+		if !z.may(read, topicResource, t.Topic) {
+			denied = append(denied, t)
+			return true
+		}
+		return false
+	})
 	if req.Group == "" {
 		return respond(errResp(kerr.InvalidGroupID))
 	}
-	return a.askGroup(c, req.Group, req, a.RequestTimeout, errResp)
+	withDenied := func(r kmsg.Response) kmsg.Response {
+		resp := r.(*kmsg.OffsetDeleteResponse)
+		if resp.ErrorCode != 0 {
+			return resp
+		}
+		for _, t := range denied {
+			rt := kmsg.NewOffsetDeleteResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetDeleteResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, kerr.TopicAuthorizationFailed.Code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp
+	}
+	f := a.askGroup(c, req.Group, req, a.RequestTimeout, errResp)
+	return func() kmsg.Response { return withDenied(f()) }
 }

@@ -3,6 +3,8 @@ package transport
 // DescribeUserScramCredentials: v0
 //
 // Behaviour:
+//   - With an authorizer: DESCRIBE on the cluster,
+//     CLUSTER_AUTHORIZATION_FAILED otherwise.
 //   - The users asked for (all users with a credential when none are
 //     named), each with its mechanisms and iterations, from this node's
 //     image; never a salt or a key.
@@ -28,9 +30,14 @@ func init() {
 // scramMechanismIDs are Kafka's ids of the SCRAM mechanisms (ScramMechanism).
 var scramMechanismIDs = map[string]int8{"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}
 
-func (a *API) handleDescribeUserScramCredentials(_ *conn, kreq kmsg.Request) finish {
+func (a *API) handleDescribeUserScramCredentials(c *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.DescribeUserSCRAMCredentialsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
+	if z := c.authz(); !z.may(describe, clusterResource, clusterName) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		resp.ErrorMessage = kmsg.StringPtr(z.denial(describe, clusterResource, clusterName))
+		return respond(resp)
+	}
 	im := a.Image()
 	var users []string
 	count := map[string]int{}

@@ -3,6 +3,8 @@ package transport
 // AlterUserScramCredentials: v0
 //
 // Behaviour:
+//   - With an authorizer: ALTER on the cluster, CLUSTER_AUTHORIZATION_FAILED
+//     for every user otherwise.
 //   - Deletions and upsertions of users' SCRAM credentials, decided by the
 //     active controller with Kafka's rules (controller/scram.go); one
 //     result per user. For an upsertion this node derives the stored and
@@ -57,7 +59,7 @@ func scramKeys(mechanism string, salted []byte) (stored, server []byte) {
 	return d.Sum(nil), mac("Server Key")
 }
 
-func (a *API) handleAlterUserScramCredentials(_ *conn, kreq kmsg.Request) finish {
+func (a *API) handleAlterUserScramCredentials(c *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.AlterUserSCRAMCredentialsRequest)
 	cmd := &controller.AlterScramCredentials{}
 	for _, d := range req.Deletions {
@@ -70,13 +72,22 @@ func (a *API) handleAlterUserScramCredentials(_ *conn, kreq kmsg.Request) finish
 		}
 		cmd.Upsertions = append(cmd.Upsertions, up)
 	}
+	z := c.authz()
+	mayAlter := z.may(alter, clusterResource, clusterName)
 	return func() kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
-		res, err := a.askController(cmd)
+		var res any
+		err := error(errDenied)
+		if mayAlter {
+			res, err = a.askController(cmd)
+		}
 		var results []controller.ScramUserResult
-		if err != nil {
+		switch {
+		case err == errDenied:
+			results = cmd.Failed(kerr.ClusterAuthorizationFailed, z.denial(alter, clusterResource, clusterName))
+		case err != nil:
 			results = cmd.Failed(kerr.RequestTimedOut, err.Error())
-		} else {
+		default:
 			results = res.(*controller.AlterScramCredentialsResult).Users
 		}
 		for _, u := range results {

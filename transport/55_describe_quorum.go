@@ -3,6 +3,8 @@ package transport
 // DescribeQuorum: v0-2
 //
 // Behaviour:
+//   - With an authorizer: DESCRIBE on the cluster,
+//     CLUSTER_AUTHORIZATION_FAILED otherwise.
 //   - Answered by any node: it asks the active controller (over remoting
 //     when that is another node) for the quorum of __cluster_metadata-0,
 //     Skein's controller.quorum.voters. The leader epoch is the raft term,
@@ -46,9 +48,13 @@ func init() {
 // metadataTopic is the name Kafka gives the controller quorum's log.
 const metadataTopic = "__cluster_metadata"
 
-func (a *API) handleDescribeQuorum(_ *conn, kreq kmsg.Request) finish {
+func (a *API) handleDescribeQuorum(c *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.DescribeQuorumRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeQuorumResponse)
+	if z := c.authz(); !z.may(describe, clusterResource, clusterName) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return respond(resp)
+	}
 	var d *controller.QuorumDescription
 	for _, rt := range req.Topics {
 		t := kmsg.NewDescribeQuorumResponseTopic()

@@ -3,6 +3,8 @@ package transport
 // DescribeProducers: v0
 //
 // Behaviour:
+//   - With an authorizer: READ on each topic, TOPIC_AUTHORIZATION_FAILED
+//     otherwise.
 //   - Each partition's leader actor lists the producers it knows (KIP-664):
 //     producer id and epoch, last sequence, the broker's time of its last
 //     append, the coordinator epoch of its last marker, and the first
@@ -26,8 +28,13 @@ func init() {
 	})
 }
 
-func (a *API) handleDescribeProducers(_ *conn, kreq kmsg.Request) finish {
+func (a *API) handleDescribeProducers(c *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.DescribeProducersRequest)
+	readable := make([]bool, len(req.Topics))
+	z := c.authz()
+	for i, rt := range req.Topics {
+		readable[i] = z.may(read, topicResource, rt.Topic)
+	}
 	return func() kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)
 		var wg sync.WaitGroup
@@ -38,6 +45,11 @@ func (a *API) handleDescribeProducers(_ *conn, kreq kmsg.Request) finish {
 			t.Topic = rt.Topic
 			t.Partitions = make([]kmsg.DescribeProducersResponseTopicPartition, len(rt.Partitions))
 			for j, p := range rt.Partitions {
+				if !readable[i] {
+					t.Partitions[j] = kmsg.NewDescribeProducersResponseTopicPartition()
+					t.Partitions[j].Partition, t.Partitions[j].ErrorCode = p, kerr.TopicAuthorizationFailed.Code
+					continue
+				}
 				wg.Add(1)
 				go func() {
 					defer wg.Done()

@@ -3,6 +3,8 @@ package transport
 // ListTransactions: v0-2
 //
 // Behaviour:
+//   - With an authorizer: only the transactional ids the client may
+//     DESCRIBE.
 //   - Lists the transactional ids this node coordinates (KIP-664; admin
 //     clients ask every node), with their producer id and state, filtered
 //     by state (unknown state names come back in UnknownStateFilters), by
@@ -28,8 +30,9 @@ func init() {
 	})
 }
 
-func (a *API) handleListTransactions(_ *conn, kreq kmsg.Request) finish {
+func (a *API) handleListTransactions(c *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.ListTransactionsRequest)
+	z := c.authz()
 	return func() kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.ListTransactionsResponse)
 		f := txn.ListFilter{ProducerIDs: req.ProducerIDFilters, DurationMs: -1}
@@ -74,7 +77,8 @@ func (a *API) handleListTransactions(_ *conn, kreq kmsg.Request) finish {
 		}
 		wg.Wait()
 		for _, r := range found {
-			if r != nil && r.OK && (pattern == nil || pattern.MatchString(r.State.TransactionalID)) {
+			if r != nil && r.OK && (pattern == nil || pattern.MatchString(r.State.TransactionalID)) &&
+				z.sees(describe, txnResource, r.State.TransactionalID) {
 				resp.TransactionStates = append(resp.TransactionStates, r.State)
 			}
 		}

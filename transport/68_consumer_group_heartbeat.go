@@ -3,6 +3,9 @@ package transport
 // ConsumerGroupHeartbeat: v0-1
 //
 // Behaviour:
+//   - With an authorizer: READ on the group (GROUP_AUTHORIZATION_FAILED) and
+//     DESCRIBE on every subscribed topic (TOPIC_AUTHORIZATION_FAILED naming
+//     them), as Kafka 4.
 //   - Delegated to the group's coordinator actor
 //     (coordinator.Group.ConsumerHeartbeat): the KIP-848 consumer protocol
 //     with server-side assignment (uniform and range assignors), member
@@ -27,6 +30,8 @@ package transport
 // librdkafka pin v1.
 
 import (
+	"strings"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -43,6 +48,23 @@ func (a *API) handleConsumerGroupHeartbeat(c *conn, kreq kmsg.Request) finish {
 		resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
 		resp.ErrorCode = err.Code // member epoch 0, as Kafka answers an error
 		return resp
+	}
+	z := c.authz()
+	if !z.may(read, groupResource, req.Group) {
+		return respond(errResp(kerr.GroupAuthorizationFailed))
+	}
+	// As Kafka 4: every topic named in the subscription must be one the
+	// member may DESCRIBE.
+	var hidden []string
+	for _, t := range req.SubscribedTopicNames {
+		if !z.may(describe, topicResource, t) {
+			hidden = append(hidden, t)
+		}
+	}
+	if hidden != nil {
+		resp := errResp(kerr.TopicAuthorizationFailed).(*kmsg.ConsumerGroupHeartbeatResponse)
+		resp.ErrorMessage = kmsg.StringPtr("Unauthorized topics: " + strings.Join(hidden, ", ") + "; " + z.denial(describe, topicResource, hidden[0]))
+		return respond(resp)
 	}
 	if req.Group == "" {
 		return respond(errResp(kerr.InvalidGroupID))

@@ -3,6 +3,10 @@ package transport
 // ConsumerGroupDescribe: v0-1
 //
 // Behaviour:
+//   - With an authorizer: DESCRIBE on each group
+//     (GROUP_AUTHORIZATION_FAILED); a group with a member on a topic the
+//     client may not DESCRIBE is TOPIC_AUTHORIZATION_FAILED; authorized
+//     operations when asked.
 //   - Each group is asked of its coordinator actor in parallel
 //     (coordinator.Group.DescribeConsumer), as DescribeGroups does: the
 //     consumer group's state (Empty, Assigning, Reconciling, Stable),
@@ -15,10 +19,11 @@ package transport
 //   - NOT_COORDINATOR for a group another node coordinates.
 //
 // Version notes: v0 KIP-848; v1 adds the member type (classic or
-// consumer: always consumer here). Authorized operations are not computed
-// (Skein has no ACLs) and answer the unset value even when asked for.
+// consumer: always consumer here).
 
 import (
+	"slices"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -36,7 +41,13 @@ func (a *API) handleConsumerGroupDescribe(c *conn, kreq kmsg.Request) finish {
 		err  *kerr.Error
 	}
 	asks := make([]ask, len(req.Groups))
+	z := c.authz()
+	describable := z.memo(describe, topicResource)
 	for i, g := range req.Groups {
+		if !z.may(describe, groupResource, g) {
+			asks[i].err = kerr.GroupAuthorizationFailed
+			continue
+		}
 		if g == "" {
 			asks[i].err = kerr.InvalidGroupID
 			continue
@@ -61,8 +72,36 @@ func (a *API) handleConsumerGroupDescribe(c *conn, kreq kmsg.Request) finish {
 				rg.ErrorCode = err.Code
 			}
 			rg.AuthorizedOperations = authorizedOperationsUnset
+			if rg.ErrorCode == 0 {
+				hideMembers(&rg, describable)
+			}
+			if req.IncludeAuthorizedOperations && rg.ErrorCode == 0 {
+				rg.AuthorizedOperations = z.operations(groupResource, g)
+			}
 			resp.Groups = append(resp.Groups, rg)
 		}
 		return resp
+	}
+}
+
+// hideMembers answers a group one of whose members subscribes to or is
+// assigned a topic the client may not DESCRIBE as Kafka 4 does:
+// TOPIC_AUTHORIZATION_FAILED, without the members.
+func hideMembers(rg *kmsg.ConsumerGroupDescribeResponseGroup, describable func(string) bool) {
+	for _, m := range rg.Members {
+		topics := slices.Clone(m.SubscribedTopics)
+		for _, t := range m.Assignment.TopicPartitions {
+			topics = append(topics, t.Topic)
+		}
+		for _, t := range m.TargetAssignment.TopicPartitions {
+			topics = append(topics, t.Topic)
+		}
+		for _, t := range topics {
+			if !describable(t) {
+				rg.ErrorCode, rg.ErrorMessage = kerr.TopicAuthorizationFailed.Code, kmsg.StringPtr("The group has described topic(s) that the client is not authorized to describe.")
+				rg.Members = nil
+				return
+			}
+		}
 	}
 }

@@ -3,6 +3,8 @@ package transport
 // ListConfigResources: v0-1
 //
 // Behaviour, from the newest image:
+//   - With an authorizer: DESCRIBE_CONFIGS on the cluster,
+//     CLUSTER_AUTHORIZATION_FAILED otherwise.
 //   - v1 lists the resources that have configs, of the types asked for
 //     (none asked: every type Skein has), grouped by type as Kafka 4.2
 //     groups them, newest type id first, names sorted within a type:
@@ -48,9 +50,13 @@ var (
 // type, the highest id first.
 var resourceTypes = []int8{resourceGroup, resourceClientMetrics, resourceBrokerLogger, resourceBroker, resourceTopic}
 
-func (a *API) handleListConfigResources(_ *conn, kreq kmsg.Request) finish {
+func (a *API) handleListConfigResources(c *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.ListConfigResourcesRequest)
 	resp := req.ResponseKind().(*kmsg.ListConfigResourcesResponse)
+	if z := c.authz(); !z.may(describeConfigs, clusterResource, clusterName) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return respond(resp)
+	}
 	asked := req.ResourceTypes
 	switch {
 	case req.Version == 0:

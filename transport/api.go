@@ -15,6 +15,7 @@ import (
 	"github.com/skeinlog/skein/coordinator"
 	"github.com/skeinlog/skein/internal/logging"
 	"github.com/skeinlog/skein/partition"
+	"github.com/skeinlog/skein/security"
 	"github.com/skeinlog/skein/txn"
 )
 
@@ -31,6 +32,8 @@ type API struct {
 	// fetchSessions are the node's fetch sessions (KIP-227): a client may
 	// go on with its session over another connection.
 	fetchSessions *fetchSessionCache
+	// denials rate-limits the log lines of authorization denials.
+	denials *logging.Limiter
 	Deps
 }
 
@@ -82,6 +85,9 @@ type Deps struct {
 	// each Produce request's appends before they are sent (see
 	// partition.Syncer.Announce); nil otherwise.
 	Syncer *partition.Syncer
+	// Authorizer decides requests from the image's ACLs (authorizer.class.name);
+	// nil allows everything.
+	Authorizer *security.Authorizer
 	// Failures rate-limits the lines logged about storage failures
 	// (segment reads that fail), node-wide; nil means no limit.
 	Failures *logging.Limiter
@@ -140,7 +146,7 @@ func NewAPI(deps Deps, metrics *Metrics) *API {
 	if deps.RequestTimeout <= 0 {
 		deps.RequestTimeout = 30 * time.Second
 	}
-	a := &API{metrics: metrics, Deps: deps}
+	a := &API{metrics: metrics, Deps: deps, denials: logging.NewLimiter(10, time.Minute)}
 	for _, r := range registrations {
 		r(a)
 	}

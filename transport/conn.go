@@ -76,6 +76,9 @@ type conn struct {
 	// the mechanism's raw messages, without Kafka's request header, and
 	// so are the answers, until the session is done.
 	rawSASL bool
+	// handling is the API key of the request being handled, for authz;
+	// reader goroutine only.
+	handling int16
 	// producerID is the producer id of the last batch produced here that
 	// had one, told to API.ProducerClients when it changes.
 	producerID int64
@@ -534,6 +537,7 @@ func (c *conn) decode(body []byte) (*pending, error) {
 		return nil, fmt.Errorf("api key %d version %d: %w", key, version, err)
 	}
 	api.metrics.request(key, version)
+	c.handling = key
 	f := api.handlers[key].handle(c, req)
 	return &pending{corr: corr, key: key, flexible: req.IsFlexible(), finish: api.timed(key, version, f)}, nil
 }

@@ -6,6 +6,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skeinlog/skein/security"
 )
 
 // Metrics are the Kafka listener's Prometheus metrics. Each node has its own
@@ -21,6 +23,9 @@ type Metrics struct {
 	// refused counts the connections closed as soon as accepted, by
 	// listener and reason (per_ip).
 	refused *prometheus.CounterVec
+	// denials count authorization denials by resource type and
+	// operation.
+	denials *prometheus.CounterVec
 }
 
 // NewMetrics registers the listener's metrics on reg.
@@ -45,9 +50,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "skein_connections_refused_total", Help: "Connections closed as soon as accepted, by listener and reason (per_ip: max.connections.per.ip).",
 		}, []string{"listener", "reason"}),
+		denials: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "skein_authorization_denials_total", Help: "Requests (or parts of requests) the authorizer denied, by resource type and operation.",
+		}, []string{"resource_type", "operation"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.errors, m.latency, m.connections, m.authentications, m.refused)
+		reg.MustRegister(m.requests, m.errors, m.latency, m.connections, m.authentications, m.refused, m.denials)
 	}
 	return m
 }
@@ -88,4 +96,8 @@ func (m *Metrics) authenticated(listener, mechanism string, ok bool) {
 		result = "failed"
 	}
 	m.authentications.WithLabelValues(listener, mechanism, result).Inc()
+}
+
+func (m *Metrics) denied(rt security.ResourceType, op security.Operation) {
+	m.denials.WithLabelValues(rt.String(), op.String()).Inc()
 }

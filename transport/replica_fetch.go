@@ -5,6 +5,8 @@ package transport
 // one at a time, for every partition it follows on this node.
 //
 // Behaviour:
+//   - With an authorizer, the follower's principal needs CLUSTER_ACTION on
+//     the cluster: CLUSTER_AUTHORIZATION_FAILED otherwise.
 //   - ReplicaState.Epoch must be the follower's incarnation in this node's
 //     metadata image; otherwise the top-level error is STALE_BROKER_EPOCH
 //     (a restarted follower is known once its registration arrives).
@@ -37,8 +39,14 @@ import (
 
 func (a *API) handleReplicaFetch(c *conn, req *kmsg.FetchRequest) finish {
 	follower, epoch := req.ReplicaState.ID, req.ReplicaState.Epoch
+	z := c.authz()
 	return func() kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		if !z.may(clusterAction, clusterResource, clusterName) {
+			resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+			a.metrics.errorCode(1, req.Version, resp.ErrorCode)
+			return resp
+		}
 		b, ok := a.Image().Brokers[follower]
 		if !ok || req.Version < 15 || int64(b.Incarnation) != epoch {
 			resp.ErrorCode = kerr.StaleBrokerEpoch.Code

@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 	"sort"
+
+	"github.com/skeinlog/skein/security"
 )
 
 // TopicID is a topic's UUID, as Kafka sends it (Metadata v10+, Fetch v13+).
@@ -51,6 +53,16 @@ type Image struct {
 	// (SCRAM-SHA-256, SCRAM-SHA-512). The inner maps are never changed in
 	// place.
 	Scram map[string]map[string]ScramCredential
+	// ACLs are the cluster's access control entries; ACLVersion is the
+	// offset of the last record that changed them, which tells an
+	// authorizer when to index them again.
+	ACLs       map[security.ACL]struct{}
+	ACLVersion int64
+}
+
+// ACLSet returns the image's ACLs for an authorizer.
+func (im *Image) ACLSet() security.ACLSet {
+	return security.ACLSet{Version: im.ACLVersion, ACLs: im.ACLs}
 }
 
 // ScramCredential is what a SCRAM server keeps of a password (RFC 5802):
@@ -183,6 +195,8 @@ func Empty() *Image {
 		GroupConfigs:     map[string]map[string]string{},
 		Extensions:       map[string]*Extension{},
 		Scram:            map[string]map[string]ScramCredential{},
+		ACLs:             map[security.ACL]struct{}{},
+		ACLVersion:       -1,
 	}
 }
 
@@ -221,6 +235,7 @@ func (im *Image) clone() *Image {
 	c.GroupConfigs = maps.Clone(im.GroupConfigs)
 	c.Extensions = maps.Clone(im.Extensions)
 	c.Scram = maps.Clone(im.Scram)
+	c.ACLs = maps.Clone(im.ACLs)
 	return &c
 }
 

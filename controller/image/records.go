@@ -6,6 +6,8 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+
+	"github.com/skeinlog/skein/security"
 )
 
 // Record is one change to the metadata: the controller writes records to
@@ -38,6 +40,8 @@ const (
 	TypeDeleteExtension
 	TypeSetScram
 	TypeDeleteScram
+	TypeCreateACL
+	TypeDeleteACL
 )
 
 // New returns an empty record of type t, for decoding, or nil for a type
@@ -70,6 +74,10 @@ func New(t RecordType) Record {
 		return &SetScram{}
 	case TypeDeleteScram:
 		return &DeleteScram{}
+	case TypeCreateACL:
+		return &CreateACL{}
+	case TypeDeleteACL:
+		return &DeleteACL{}
 	}
 	return nil
 }
@@ -87,6 +95,10 @@ func (im *Image) Apply(offset int64, r Record) (*Image, error) {
 		return nil, fmt.Errorf("%w: %T at offset %d: %v", ErrConflict, r, offset, err)
 	}
 	c.Offset = offset
+	switch r.(type) {
+	case *CreateACL, *DeleteACL:
+		c.ACLVersion = offset
+	}
 	return c, nil
 }
 
@@ -386,5 +398,34 @@ func (r *DeleteScram) apply(im *Image) error {
 	} else {
 		im.Scram[r.User] = creds
 	}
+	return nil
+}
+
+// CreateACL adds an ACL (Kafka's AccessControlEntryRecord); one equal to
+// an ACL the image has is a conflict, since the controller adds each once.
+type CreateACL struct {
+	ACL security.ACL `msgpack:"acl"`
+}
+
+func (*CreateACL) Type() RecordType { return TypeCreateACL }
+func (r *CreateACL) apply(im *Image) error {
+	if _, ok := im.ACLs[r.ACL]; ok {
+		return fmt.Errorf("ACL exists: %s", r.ACL)
+	}
+	im.ACLs[r.ACL] = struct{}{}
+	return nil
+}
+
+// DeleteACL removes an ACL (Kafka's RemoveAccessControlEntryRecord).
+type DeleteACL struct {
+	ACL security.ACL `msgpack:"acl"`
+}
+
+func (*DeleteACL) Type() RecordType { return TypeDeleteACL }
+func (r *DeleteACL) apply(im *Image) error {
+	if _, ok := im.ACLs[r.ACL]; !ok {
+		return fmt.Errorf("no ACL %s", r.ACL)
+	}
+	delete(im.ACLs, r.ACL)
 	return nil
 }

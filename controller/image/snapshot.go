@@ -4,6 +4,8 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+
+	"github.com/skeinlog/skein/security"
 )
 
 // Records returns records that, applied in order to the empty image,
@@ -48,6 +50,11 @@ func (im *Image) Records() []Record {
 			c := im.Scram[user][mech]
 			out = append(out, &SetScram{User: user, Mechanism: mech, Salt: c.Salt, StoredKey: c.StoredKey, ServerKey: c.ServerKey, Iterations: c.Iterations})
 		}
+	}
+	acls := slices.Collect(maps.Keys(im.ACLs))
+	slices.SortFunc(acls, security.CompareACLs)
+	for _, acl := range acls {
+		out = append(out, &CreateACL{ACL: acl})
 	}
 	return out
 }

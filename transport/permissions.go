@@ -1,0 +1,93 @@
+package transport
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skeinlog/skein/security"
+)
+
+// access is one operation on one type of resource.
+type access struct {
+	op security.Operation
+	rt security.ResourceType
+}
+
+// Short names for the table below.
+const (
+	read            = kmsg.ACLOperationRead
+	write           = kmsg.ACLOperationWrite
+	create          = kmsg.ACLOperationCreate
+	del             = kmsg.ACLOperationDelete
+	alter           = kmsg.ACLOperationAlter
+	describe        = kmsg.ACLOperationDescribe
+	clusterAction   = kmsg.ACLOperationClusterAction
+	describeConfigs = kmsg.ACLOperationDescribeConfigs
+	alterConfigs    = kmsg.ACLOperationAlterConfigs
+	idempotentWrite = kmsg.ACLOperationIdempotentWrite
+
+	topicResource   = kmsg.ACLResourceTypeTopic
+	groupResource   = kmsg.ACLResourceTypeGroup
+	clusterResource = kmsg.ACLResourceTypeCluster
+	txnResource     = kmsg.ACLResourceTypeTransactionalId
+
+	// clusterName names the one cluster resource.
+	clusterName = security.ClusterName
+)
+
+// permissions is what each API key may need, as Kafka's "Operations and
+// Resources on Protocols" lists it: a handler asks (authz.may) only for
+// what its key's line names, and the permission tests grant from it. A
+// key with an empty line needs nothing (it works before authentication
+// too). Where a key names several, its handler says which apply to which
+// part of a request.
+var permissions = map[int16][]access{
+	0:  {{write, txnResource}, {write, topicResource}},                                                           // Produce
+	1:  {{clusterAction, clusterResource}, {read, topicResource}},                                                // Fetch: followers, consumers
+	2:  {{describe, topicResource}},                                                                              // ListOffsets
+	3:  {{describe, topicResource}, {create, clusterResource}, {create, topicResource}},                          // Metadata, auto-creation
+	8:  {{read, groupResource}, {read, topicResource}},                                                           // OffsetCommit
+	9:  {{describe, groupResource}, {describe, topicResource}},                                                   // OffsetFetch
+	10: {{describe, groupResource}, {describe, txnResource}},                                                     // FindCoordinator
+	11: {{read, groupResource}},                                                                                  // JoinGroup
+	12: {{read, groupResource}},                                                                                  // Heartbeat
+	13: {{read, groupResource}},                                                                                  // LeaveGroup
+	14: {{read, groupResource}},                                                                                  // SyncGroup
+	15: {{describe, groupResource}},                                                                              // DescribeGroups
+	16: {{describe, clusterResource}, {describe, groupResource}},                                                 // ListGroups
+	17: {},                                                                                                       // SaslHandshake
+	18: {},                                                                                                       // ApiVersions
+	19: {{create, clusterResource}, {create, topicResource}, {describeConfigs, topicResource}},                   // CreateTopics
+	20: {{describe, topicResource}, {del, topicResource}},                                                        // DeleteTopics
+	21: {{del, topicResource}},                                                                                   // DeleteRecords
+	22: {{write, txnResource}, {idempotentWrite, clusterResource}, {write, topicResource}},                       // InitProducerId
+	23: {{clusterAction, clusterResource}, {describe, topicResource}},                                            // OffsetForLeaderEpoch
+	24: {{clusterAction, clusterResource}, {write, txnResource}, {write, topicResource}},                         // AddPartitionsToTxn
+	25: {{write, txnResource}, {read, groupResource}},                                                            // AddOffsetsToTxn
+	26: {{write, txnResource}},                                                                                   // EndTxn
+	27: {{clusterAction, clusterResource}},                                                                       // WriteTxnMarkers
+	28: {{write, txnResource}, {read, groupResource}, {read, topicResource}},                                     // TxnOffsetCommit
+	29: {{describe, clusterResource}},                                                                            // DescribeAcls
+	30: {{alter, clusterResource}},                                                                               // CreateAcls
+	31: {{alter, clusterResource}},                                                                               // DeleteAcls
+	32: {{describeConfigs, clusterResource}, {describeConfigs, topicResource}, {describeConfigs, groupResource}}, // DescribeConfigs
+	33: {{alterConfigs, clusterResource}, {alterConfigs, topicResource}, {alterConfigs, groupResource}},          // AlterConfigs
+	35: {{describe, clusterResource}},                                                                            // DescribeLogDirs
+	36: {},                                                                                                       // SaslAuthenticate
+	37: {{alter, topicResource}},                                                                                 // CreatePartitions
+	42: {{del, groupResource}},                                                                                   // DeleteGroups
+	43: {{alter, clusterResource}},                                                                               // ElectLeaders
+	44: {{alterConfigs, clusterResource}, {alterConfigs, topicResource}, {alterConfigs, groupResource}},          // IncrementalAlterConfigs
+	45: {{alter, clusterResource}},                                                                               // AlterPartitionReassignments
+	46: {{describe, clusterResource}},                                                                            // ListPartitionReassignments
+	47: {{del, groupResource}, {read, topicResource}},                                                            // OffsetDelete
+	50: {{describe, clusterResource}},                                                                            // DescribeUserScramCredentials
+	51: {{alter, clusterResource}},                                                                               // AlterUserScramCredentials
+	55: {{describe, clusterResource}},                                                                            // DescribeQuorum
+	60: {{describe, clusterResource}},                                                                            // DescribeCluster
+	61: {{read, topicResource}},                                                                                  // DescribeProducers
+	65: {{describe, txnResource}, {describe, topicResource}},                                                     // DescribeTransactions
+	66: {{describe, txnResource}},                                                                                // ListTransactions
+	68: {{read, groupResource}, {describe, topicResource}},                                                       // ConsumerGroupHeartbeat
+	69: {{describe, groupResource}, {describe, topicResource}},                                                   // ConsumerGroupDescribe
+	74: {{describeConfigs, clusterResource}},                                                                     // ListConfigResources
+}
