@@ -30,9 +30,9 @@ type ACLResult struct {
 	Deleted []security.ACL `msgpack:"deleted,omitempty"`
 }
 
-func (*CreateACLs) kind() commandKind      { return kindCreateACLs }
-func (*CreateACLs) timeout() time.Duration { return 0 }
-func (*CreateACLs) newResult() any         { return &CreateACLsResult{} }
+func (*CreateACLs) kind() commandKind                        { return kindCreateACLs }
+func (*CreateACLs) timeout() time.Duration                   { return 0 }
+func (*CreateACLs) newResult() any                           { return &CreateACLsResult{} }
 func (m *CreateACLs) failed(err *kerr.Error, msg string) any { return m.Failed(err, msg) }
 
 // Failed returns every ACL's result as err: what the caller answers when
@@ -75,9 +75,9 @@ type DeleteACLsResult struct {
 	Results []ACLResult `msgpack:"results"`
 }
 
-func (*DeleteACLs) kind() commandKind      { return kindDeleteACLs }
-func (*DeleteACLs) timeout() time.Duration { return 0 }
-func (*DeleteACLs) newResult() any         { return &DeleteACLsResult{} }
+func (*DeleteACLs) kind() commandKind                        { return kindDeleteACLs }
+func (*DeleteACLs) timeout() time.Duration                   { return 0 }
+func (*DeleteACLs) newResult() any                           { return &DeleteACLsResult{} }
 func (m *DeleteACLs) failed(err *kerr.Error, msg string) any { return m.Failed(err, msg) }
 
 // Failed returns every filter's result as err.
