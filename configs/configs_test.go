@@ -115,6 +115,7 @@ func TestDefaultNode(t *testing.T) {
 		"authorizer.class.name":                     "",
 		"super.users":                               "",
 		"allow.everyone.if.no.acl.found":            "false",
+		"scram.bootstrap.users":                     "",
 		"admin.listen":                              "127.0.0.1:9644",
 		"admin.allowed.hosts":                       "",
 		"log.level":                                 "info",

@@ -400,7 +400,7 @@ func (s SASL) OAuthAudiences() []string { return splitList(s.OAuthExpectedAudien
 const Hidden = "[hidden]"
 
 func redact(key, val string) string {
-	if strings.HasSuffix(key, jaasKey) {
+	if strings.HasSuffix(key, jaasKey) || key == scramBootstrapKey && val != "" {
 		return Hidden
 	}
 	return val

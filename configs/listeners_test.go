@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -159,6 +160,34 @@ listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.p
 	for what, text := range map[string]string{"Map": fmt.Sprint(n.Map()), "YAML": n.YAML()} {
 		if strings.Contains(text, "secret") {
 			t.Errorf("%s shows a password:\n%s", what, text)
+		}
+	}
+}
+
+// scram.bootstrap.users in kafka-storage's --add-scram syntax; its
+// passwords never show in the log or --print-config.
+func TestBootstrapScramUsers(t *testing.T) {
+	n := Default()
+	n.ScramBootstrapUsers = `SCRAM-SHA-256=[name=admin,password="a,b"] ; SCRAM-SHA-512=[name=ops,password=x,iterations=8192]`
+	users, err := n.BootstrapScramUsers()
+	want := []ScramUser{{"SCRAM-SHA-256", "admin", "a,b", 4096}, {"SCRAM-SHA-512", "ops", "x", 8192}}
+	if err != nil || !reflect.DeepEqual(users, want) {
+		t.Fatalf("parsed %+v (%v), want %+v", users, err, want)
+	}
+	if strings.Contains(n.YAML(), "a,b") || n.Map()["scram.bootstrap.users"] != Hidden {
+		t.Errorf("the passwords show: %q", n.Map()["scram.bootstrap.users"])
+	}
+	for _, bad := range []string{
+		"SCRAM-SHA-1=[name=a,password=b]",
+		"SCRAM-SHA-256=[name=a]",
+		"SCRAM-SHA-256=[name=a,password=b",
+		"SCRAM-SHA-256=[name=a,password=b,iterations=10]",
+		"SCRAM-SHA-256=[name=a,password=b,salt=c]",
+		"admin:secret",
+	} {
+		n.ScramBootstrapUsers = bad
+		if err := n.Validate(); err == nil || strings.Contains(err.Error(), "password=b") {
+			t.Errorf("%q: %v, want refused without the password shown", bad, err)
 		}
 	}
 }

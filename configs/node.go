@@ -106,6 +106,16 @@ type Node struct {
 	// allow.everyone.if.no.acl.found.
 	AllowEveryoneIfNoACLFound bool `mapstructure:"allow.everyone.if.no.acl.found" yaml:"allow.everyone.if.no.acl.found"`
 
+	// ScramBootstrapUsers are the SCRAM credentials a new cluster starts
+	// with, so that someone can log in to create the others (Kafka gives
+	// them to kafka-storage format --add-scram): entries in that tool's
+	// syntax, SCRAM-SHA-256=[name=admin,password=admin-secret], separated
+	// by spaces or semicolons (BootstrapScramUsers). The first active
+	// controller of a new cluster writes them with the cluster's first
+	// record; once the cluster exists they are ignored. Shown as [hidden].
+	// Default empty. Skein-only.
+	ScramBootstrapUsers string `mapstructure:"scram.bootstrap.users" yaml:"scram.bootstrap.users"`
+
 	// AdminListen is the host:port of the admin HTTP API (health, metrics,
 	// fault injection). Default "127.0.0.1:9644". Skein-only.
 	AdminListen string `mapstructure:"admin.listen" yaml:"admin.listen"`
@@ -649,6 +659,9 @@ func (n Node) Validate() error {
 	if n.Authorizing() && n.AuthorizerClassName != StandardAuthorizer {
 		v.fail("authorizer.class.name", n.AuthorizerClassName, "Skein's one authorizer is "+StandardAuthorizer+" (ACLs in the cluster's metadata); leave it empty for none")
 	}
+	if _, err := n.BootstrapScramUsers(); err != nil {
+		v.fail(scramBootstrapKey, Hidden, err.Error())
+	}
 	v.atLeast("sasl.server.max.receive.size", int64(n.ServerMaxReceiveSize), 1)
 	v.atLeast("connection.failed.authentication.delay.ms", int64(n.FailedAuthenticationDelayMs), 0)
 	v.atLeast("offsets.topic.num.partitions", int64(n.OffsetsTopicNumPartitions), 1)
@@ -717,6 +730,7 @@ func (n Node) YAML() string {
 		}
 		n.ListenerSettings = settings
 	}
+	n.ScramBootstrapUsers = redact(scramBootstrapKey, n.ScramBootstrapUsers)
 	out, err := yaml.Marshal(n)
 	if err != nil {
 		// Node holds scalars, CleanupPolicy (which marshals to a string)
@@ -734,7 +748,7 @@ func (n Node) YAML() string {
 func (n Node) Map() map[string]string {
 	m := make(map[string]string, len(nodeFields)+1)
 	for _, f := range nodeFields {
-		m[f.key] = f.format(n)
+		m[f.key] = redact(f.key, f.format(n))
 	}
 	for name, keys := range n.ListenerSettings {
 		for key, val := range keys {

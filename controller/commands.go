@@ -177,6 +177,9 @@ func (*AllocateProducerIDs) newResult() any { return &AllocateProducerIDsResult{
 // quorum whose log holds no cluster id decides it.
 type bootCluster struct {
 	ClusterID string `msgpack:"id"`
+	// Scram are the credentials the cluster starts with
+	// (scram.bootstrap.users), derived by the controller that boots it.
+	Scram []image.SetScram `msgpack:"scram,omitempty"`
 }
 
 // commandDone answers the internal commands, which have nobody waiting
@@ -192,7 +195,11 @@ func (m *bootCluster) decide(c *Controller) (any, []image.Record) {
 	if c.head.ClusterID != "" {
 		return &commandDone{}, nil
 	}
-	return &commandDone{}, []image.Record{&image.Cluster{ClusterID: m.ClusterID}}
+	records := []image.Record{&image.Cluster{ClusterID: m.ClusterID}}
+	for i := range m.Scram {
+		records = append(records, &m.Scram[i])
+	}
+	return &commandDone{}, records
 }
 func (*bootCluster) failed(err *kerr.Error, msg string) any {
 	return &commandDone{Err: err, Message: msg}

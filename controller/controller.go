@@ -860,7 +860,7 @@ func (c *Controller) follow() {
 		c.caughtUp, c.head = true, c.committed
 		c.activeSince, c.heard = c.cfg.Clock.Now(), map[int32]time.Time{}
 		if c.committed.ClusterID == "" {
-			c.takeOwn(&bootCluster{ClusterID: newClusterID()})
+			c.takeOwn(&bootCluster{ClusterID: newClusterID(), Scram: c.bootstrapScram()})
 		}
 		c.redispatch()
 	}

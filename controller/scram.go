@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/skeinlog/skein/controller/image"
+	"github.com/skeinlog/skein/security"
 )
 
 // ScramMechanisms are the SCRAM mechanisms credentials are kept for, as
@@ -147,3 +148,25 @@ func (m *AlterScramCredentials) decide(c *Controller) (any, []image.Record) {
 }
 
 func validMechanism(m string) bool { return m == ScramMechanisms[0] || m == ScramMechanisms[1] }
+
+// bootstrapScram derives the credentials of scram.bootstrap.users, for a
+// new cluster: each salted afresh, so the password itself never reaches
+// the metadata log.
+func (c *Controller) bootstrapScram() []image.SetScram {
+	users, err := c.cfg.Node.BootstrapScramUsers()
+	if err != nil {
+		c.cfg.Logger.Error().Err(err).Msg("scram.bootstrap.users: the cluster starts without them")
+		return nil
+	}
+	var out []image.SetScram
+	for _, u := range users {
+		salt, stored, server, err := security.NewScramCredential(u.Mechanism, u.Password, u.Iterations)
+		if err != nil {
+			c.cfg.Logger.Error().Err(err).Str("user", u.Name).Msg("scram.bootstrap.users: cannot derive a credential")
+			continue
+		}
+		out = append(out, image.SetScram{User: u.Name, Mechanism: u.Mechanism, Salt: salt, StoredKey: stored, ServerKey: server,
+			Iterations: int32(u.Iterations)})
+	}
+	return out
+}

@@ -2,6 +2,7 @@ package security
 
 import (
 	"crypto/hmac"
+	"crypto/pbkdf2"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/sha512"
@@ -37,11 +38,7 @@ type scramSession struct {
 }
 
 func newScramSession(mechanism string, lookup ScramLookup) *scramSession {
-	h := sha256.New
-	if mechanism == "SCRAM-SHA-512" {
-		h = sha512.New
-	}
-	return &scramSession{mechanism: mechanism, hash: h, lookup: lookup}
+	return &scramSession{mechanism: mechanism, hash: scramHash(mechanism), lookup: lookup}
 }
 
 func (s *scramSession) failed() error {
@@ -173,4 +170,41 @@ func serverNonce() string {
 		b[i] = alphabet[int(b[i])%len(alphabet)]
 	}
 	return string(b)
+}
+
+// ScramKeys derives RFC 5802's stored key, H(HMAC(salted, "Client Key")),
+// and server key, HMAC(salted, "Server Key"), from a salted password.
+func ScramKeys(mechanism string, salted []byte) (stored, server []byte) {
+	h := scramHash(mechanism)
+	mac := func(msg string) []byte {
+		m := hmac.New(h, salted)
+		m.Write([]byte(msg))
+		return m.Sum(nil)
+	}
+	d := h()
+	d.Write(mac("Client Key"))
+	return d.Sum(nil), mac("Server Key")
+}
+
+// NewScramCredential salts a password (PBKDF2 with a random 32-byte salt,
+// as Kafka's ScramFormatter) and derives the keys a server keeps of it.
+func NewScramCredential(mechanism, password string, iterations int) (salt, stored, server []byte, err error) {
+	salt = make([]byte, 32)
+	if _, err := rand.Read(salt); err != nil {
+		return nil, nil, nil, err
+	}
+	h := scramHash(mechanism)
+	salted, err := pbkdf2.Key(h, password, salt, iterations, h().Size())
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	stored, server = ScramKeys(mechanism, salted)
+	return salt, stored, server, nil
+}
+
+func scramHash(mechanism string) func() hash.Hash {
+	if mechanism == "SCRAM-SHA-512" {
+		return sha512.New
+	}
+	return sha256.New
 }

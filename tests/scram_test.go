@@ -148,3 +148,40 @@ func TestSCRAM(t *testing.T) {
 		}
 	}
 }
+
+// TestSCRAMBootstrapUsers: a new cluster given scram.bootstrap.users
+// starts with those credentials, so that its first admin can log in (here
+// a super user of an authorizing node) and create the other users.
+func TestSCRAMBootstrapUsers(t *testing.T) {
+	b := startBroker(t, func(c *configs.Node) {
+		c.Listeners = "SASL_PLAINTEXT://127.0.0.1:0"
+		c.EnabledMechanisms = "SCRAM-SHA-256,SCRAM-SHA-512"
+		c.ScramBootstrapUsers = `SCRAM-SHA-256=[name=admin,password="admin,secret"]; SCRAM-SHA-512=[name=admin,password=p512,iterations=8192]`
+		c.AuthorizerClassName = configs.StandardAuthorizer
+		c.SuperUsers = "User:admin"
+	})
+	ctx := ctxFor(t)
+	addr := b.node.ListenerAddr("SASL_PLAINTEXT").String()
+	login := func(m sasl.Mechanism) *kadm.Client {
+		return kadm.NewClient(b.client(kgo.SeedBrokers(addr), kgo.SASL(m), kgo.RequestRetries(0)))
+	}
+	admin512 := login(scram.Auth{User: "admin", Pass: "p512"}.AsSha512Mechanism())
+	described, err := admin512.DescribeUserSCRAMs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := described["admin"]; len(described) != 1 || len(a.CredInfos) != 2 ||
+		a.CredInfos[0] != (kadm.CredInfo{Mechanism: kadm.ScramSha256, Iterations: 4096}) ||
+		a.CredInfos[1] != (kadm.CredInfo{Mechanism: kadm.ScramSha512, Iterations: 8192}) {
+		t.Errorf("DescribeUserSCRAMs: %+v", described)
+	}
+	admin := login(scram.Auth{User: "admin", Pass: "admin,secret"}.AsSha256Mechanism())
+	altered, err := admin.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: "alice", Mechanism: kadm.ScramSha256, Iterations: 4096, Password: "alice-secret"}})
+	if err != nil || altered.Error() != nil {
+		t.Fatalf("admin's AlterUserSCRAMs: %v %v", err, altered.Error())
+	}
+	alice := login(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha256Mechanism())
+	if _, err := alice.BrokerMetadata(ctx); err != nil {
+		t.Errorf("alice's first request: %v", err)
+	}
+}

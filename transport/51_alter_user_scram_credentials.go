@@ -16,15 +16,12 @@ package transport
 //     that does not exist: RESOURCE_NOT_FOUND.
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"crypto/sha512"
-
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/skeinlog/skein/controller"
 	"github.com/skeinlog/skein/controller/image"
+	"github.com/skeinlog/skein/security"
 )
 
 func init() {
@@ -42,23 +39,6 @@ func scramMechanism(id int8) string {
 	return "UNKNOWN"
 }
 
-// scramKeys derives RFC 5802's stored key, H(HMAC(salted, "Client Key")),
-// and server key, HMAC(salted, "Server Key"), from a salted password.
-func scramKeys(mechanism string, salted []byte) (stored, server []byte) {
-	h := sha256.New
-	if mechanism == "SCRAM-SHA-512" {
-		h = sha512.New
-	}
-	mac := func(msg string) []byte {
-		m := hmac.New(h, salted)
-		m.Write([]byte(msg))
-		return m.Sum(nil)
-	}
-	d := h()
-	d.Write(mac("Client Key"))
-	return d.Sum(nil), mac("Server Key")
-}
-
 func (a *API) handleAlterUserScramCredentials(c *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.AlterUserSCRAMCredentialsRequest)
 	cmd := &controller.AlterScramCredentials{}
@@ -68,7 +48,7 @@ func (a *API) handleAlterUserScramCredentials(c *conn, kreq kmsg.Request) finish
 	for _, u := range req.Upsertions {
 		up := image.SetScram{User: u.Name, Mechanism: scramMechanism(u.Mechanism), Salt: u.Salt, Iterations: u.Iterations}
 		if up.Mechanism != "UNKNOWN" && len(u.SaltedPassword) > 0 {
-			up.StoredKey, up.ServerKey = scramKeys(up.Mechanism, u.SaltedPassword)
+			up.StoredKey, up.ServerKey = security.ScramKeys(up.Mechanism, u.SaltedPassword)
 		}
 		cmd.Upsertions = append(cmd.Upsertions, up)
 	}

@@ -6,7 +6,10 @@
 // SASL listener serves only ApiVersions, SaslHandshake and
 // SaslAuthenticate until authenticated (frames bounded by
 // sasl.server.max.receive.size meanwhile). Limits bound the connections
-// (max.connections, max.connections.per.ip). One file per API key,
+// (max.connections, max.connections.per.ip). With an authorizer, each
+// handler asks whether the connection's principal may do what its request
+// asks (authorize.go), only ever what its key's line of the permission
+// table names (permissions.go). One file per API key,
 // named as Kafka numbers them (00_produce.go, 01_fetch.go, ...), each opening
 // with the versions served, the behaviour, what is delegated to which actor,
 // and version notes.
