@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -18,11 +19,12 @@ import (
 type Admin struct {
 	// Addr is the node's admin listener, host:port.
 	Addr string
-	// HTTP is the client to use; nil means one with a 10-second timeout.
+	// Access is the scheme and credentials to reach it with.
+	Access Access
+	// HTTP is the client to use; nil means Access's with a 10-second
+	// timeout.
 	HTTP *http.Client
 }
-
-var defaultHTTP = &http.Client{Timeout: 10 * time.Second}
 
 // APIError is an answer of the admin API other than the one expected.
 type APIError struct {
@@ -40,7 +42,7 @@ func (e *APIError) Error() string {
 var ErrRefused = errors.New("chaos is not enabled on the node")
 
 func (e *APIError) Unwrap() error {
-	if e.Status == http.StatusForbidden {
+	if e.Status == http.StatusForbidden && strings.Contains(e.Message, "chaos.enable") {
 		return ErrRefused
 	}
 	return nil
@@ -57,16 +59,17 @@ func (a *Admin) do(ctx context.Context, method, path string, body any, want int,
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+a.Addr+path, rd)
+	req, err := http.NewRequestWithContext(ctx, method, a.Access.URL(a.Addr, path), rd)
 	if err != nil {
 		return err
 	}
+	a.Access.Authorize(req)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	hc := a.HTTP
 	if hc == nil {
-		hc = defaultHTTP
+		hc = a.Access.Client(10 * time.Second)
 	}
 	resp, err := hc.Do(req)
 	if err != nil {

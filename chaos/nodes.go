@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // Nodes are the admin APIs of a cluster's nodes, by node id.
@@ -19,13 +20,14 @@ type Nodes struct {
 	info map[int32]NodeInfo
 }
 
-// Dial asks each admin address who it is. A node that does not answer
-// is an error: a fault command must not half-apply without saying so.
-func Dial(ctx context.Context, addrs []string) (*Nodes, error) {
+// Dial asks each admin address who it is, with access's scheme and
+// credentials. A node that does not answer is an error: a fault command
+// must not half-apply without saying so.
+func Dial(ctx context.Context, addrs []string, access Access) (*Nodes, error) {
 	ns := &Nodes{byID: map[int32]*Admin{}, info: map[int32]NodeInfo{}}
 	var errs []error
 	for _, addr := range addrs {
-		a := &Admin{Addr: addr}
+		a := &Admin{Addr: addr, Access: access, HTTP: access.Client(10 * time.Second)}
 		info, err := a.Node(ctx)
 		if err != nil {
 			errs = append(errs, err)

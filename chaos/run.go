@@ -44,6 +44,8 @@ type Config struct {
 	// addresses, one admin address per node); scenarios that kill, pause
 	// or restart nodes need a local cluster.
 	Brokers, Admin []string
+	// Access reaches Admin's APIs (HTTPS, credentials).
+	Access Access
 	// Partitions of each workload topic (default 6); Producers plain
 	// producers (default 2); Rate records a second, all producers together
 	// (default 1000).
@@ -148,7 +150,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			return res, errNotLocal
 		}
 		r.seeds = cfg.Brokers
-		ns, err := Dial(ctx, cfg.Admin)
+		ns, err := Dial(ctx, cfg.Admin, cfg.Access)
 		if err != nil {
 			return res, err
 		}

@@ -31,6 +31,8 @@ const (
 type chaosFlags struct {
 	admin   string
 	timeout time.Duration
+	// HTTPS and credentials for the admin APIs (security.go).
+	security securityFlags
 }
 
 func newChaosCommand(environ []string, stdout io.Writer) *cobra.Command {
@@ -54,6 +56,7 @@ func newChaosCommand(environ []string, stdout io.Writer) *cobra.Command {
 	fs := cmd.PersistentFlags()
 	fs.StringVar(&f.admin, "admin", admin, "comma-separated admin addresses of the nodes, host:port (env "+envAdmin+")")
 	fs.DurationVar(&f.timeout, "timeout", defaultTimeout, "bound on each admin request")
+	f.security.register(fs, environ)
 	cmd.AddCommand(newChaosListCommand(f, stdout))
 	for _, kind := range []string{"panic", "stop", "delay", "drop"} {
 		cmd.AddCommand(newChaosActorCommand(f, stdout, kind))
@@ -92,8 +95,12 @@ func (f *chaosFlags) dial(cmd *cobra.Command) (*chaos.Nodes, context.Context, co
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	access, err := f.security.access()
+	if err != nil {
+		return nil, nil, nil, usageError(err.Error())
+	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
-	ns, err := chaos.Dial(ctx, addrs)
+	ns, err := chaos.Dial(ctx, addrs, access)
 	if err != nil {
 		cancel()
 		return nil, nil, nil, err

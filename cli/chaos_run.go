@@ -54,6 +54,9 @@ func newChaosRunCommand(f *chaosFlags, stdout io.Writer) *cobra.Command {
 					return err
 				}
 				cfg.Admin = addrs
+				if cfg.Access, err = f.security.access(); err != nil {
+					return usageError(err.Error())
+				}
 			}
 			cfg.Out = stdout
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)

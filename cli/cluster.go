@@ -18,6 +18,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skeinlog/skein/chaos"
 )
 
 func newClusterCommand(environ []string, stdout io.Writer) *cobra.Command {
@@ -77,7 +79,11 @@ func newClusterInfoCommand(flags *clientFlags, stdout io.Writer) *cobra.Command 
 			// node's admin API has them.
 			extra := map[int32][]string{}
 			if admin != "" {
-				if extra, err = adminBrokers(ctx, admin); err != nil {
+				access, err := flags.security.access()
+				if err != nil {
+					return usageError(err.Error())
+				}
+				if extra, err = adminBrokers(ctx, admin, access); err != nil {
 					return err
 				}
 			}
@@ -163,12 +169,13 @@ func newClusterInfoCommand(flags *clientFlags, stdout io.Writer) *cobra.Command 
 
 // adminBrokers reads the brokers' remoting address and incarnation from a
 // node's /v1/cluster.
-func adminBrokers(ctx context.Context, admin string) (map[int32][]string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+admin+"/v1/cluster", nil)
+func adminBrokers(ctx context.Context, admin string, access chaos.Access) (map[int32][]string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, access.URL(admin, "/v1/cluster"), nil)
 	if err != nil {
 		return nil, usageError(fmt.Sprintf("--admin %s: %v", admin, err))
 	}
-	resp, err := http.DefaultClient.Do(req)
+	access.Authorize(req)
+	resp, err := access.Client(0).Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("--admin %s: %w", admin, err)
 	}

@@ -69,6 +69,8 @@ type extensionKind struct {
 type extensionFlags struct {
 	admin   string
 	timeout time.Duration
+	// HTTPS and credentials for the admin APIs (security.go).
+	security securityFlags
 }
 
 func newExtensionCommand(environ []string, stdout io.Writer) *cobra.Command {
@@ -91,6 +93,7 @@ func newExtensionCommand(environ []string, stdout io.Writer) *cobra.Command {
 	fs := cmd.PersistentFlags()
 	fs.StringVar(&f.admin, "admin", f.admin, "a node's admin listener, host:port; of a comma-separated list, the first that answers (env "+envAdmin+")")
 	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "bound on each admin request (a change waits for the cluster to commit it)")
+	f.security.register(fs, environ)
 	cmd.AddCommand(newExtensionCreateCommand(f, stdout), newExtensionListCommand(f, stdout),
 		newExtensionDescribeCommand(f, stdout), newExtensionDeleteCommand(f, stdout), newExtensionKindsCommand(f, stdout))
 	return cmd
@@ -112,6 +115,11 @@ func (f *extensionFlags) do(ctx context.Context, method, path string, body any, 
 	if f.timeout <= 0 {
 		return usageError("--timeout must be positive")
 	}
+	access, err := f.security.access()
+	if err != nil {
+		return usageError(err.Error())
+	}
+	hc := access.Client(0)
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
 	var data []byte
@@ -123,14 +131,15 @@ func (f *extensionFlags) do(ctx context.Context, method, path string, body any, 
 	}
 	var errs []error
 	for _, addr := range addrs {
-		req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+path, bytes.NewReader(data))
+		req, err := http.NewRequestWithContext(ctx, method, access.URL(addr, path), bytes.NewReader(data))
 		if err != nil {
 			return usageError(fmt.Sprintf("--admin %s: %v", addr, err))
 		}
+		access.Authorize(req)
 		if body != nil {
 			req.Header.Set("Content-Type", "application/json")
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := hc.Do(req)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("--admin %s: %w", addr, err))
 			continue // the next node may answer

@@ -17,6 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/oauth"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/skeinlog/skein/chaos"
 )
 
 // The environment variables of the security flags; the password and the
@@ -63,28 +65,11 @@ func (s *securityFlags) register(fs *pflag.FlagSet, environ []string) {
 // build turns the flags into kgo options, once.
 func (s *securityFlags) build() error {
 	s.opts = nil
-	if s.tls || s.ca != "" || s.cert != "" || s.key != "" {
-		c := &tls.Config{MinVersion: tls.VersionTLS12}
-		if s.ca != "" {
-			pem, err := os.ReadFile(s.ca)
-			if err != nil {
-				return fmt.Errorf("--tls-ca: %w", err)
-			}
-			c.RootCAs = x509.NewCertPool()
-			if !c.RootCAs.AppendCertsFromPEM(pem) {
-				return fmt.Errorf("--tls-ca %s: no PEM certificate in it", s.ca)
-			}
-		}
-		if (s.cert == "") != (s.key == "") {
-			return errors.New("--tls-cert and --tls-key go together")
-		}
-		if s.cert != "" {
-			pair, err := tls.LoadX509KeyPair(s.cert, s.key)
-			if err != nil {
-				return fmt.Errorf("--tls-cert, --tls-key: %w", err)
-			}
-			c.Certificates = []tls.Certificate{pair}
-		}
+	c, err := s.tlsConfig()
+	if err != nil {
+		return err
+	}
+	if c != nil {
 		s.opts = append(s.opts, kgo.DialTLSConfig(c))
 	}
 	if s.mechanism == "" {
@@ -111,13 +96,9 @@ func (s *securityFlags) saslMechanism() (sasl.Mechanism, error) {
 		}
 		return oauth.Auth{Token: s.token}.AsMechanism(), nil
 	}
-	password := s.password
-	if s.passwordFile != "" {
-		b, err := os.ReadFile(s.passwordFile)
-		if err != nil {
-			return nil, fmt.Errorf("--password-file: %w", err)
-		}
-		password = strings.TrimRight(string(b), "\r\n")
+	password, err := s.readPassword()
+	if err != nil {
+		return nil, err
 	}
 	if s.user == "" || password == "" {
 		return nil, fmt.Errorf("--sasl-mechanism %s: give --user (or %s) and the password in %s or --password-file", mech, envUser, envPassword)
@@ -129,4 +110,69 @@ func (s *securityFlags) saslMechanism() (sasl.Mechanism, error) {
 		return scram.Auth{User: s.user, Pass: password}.AsSha256Mechanism(), nil
 	}
 	return scram.Auth{User: s.user, Pass: password}.AsSha512Mechanism(), nil
+}
+
+// tlsConfig returns the TLS the flags ask for, nil for none.
+func (s *securityFlags) tlsConfig() (*tls.Config, error) {
+	if !s.tls && s.ca == "" && s.cert == "" && s.key == "" {
+		return nil, nil
+	}
+	c := &tls.Config{MinVersion: tls.VersionTLS12}
+	if s.ca != "" {
+		pem, err := os.ReadFile(s.ca)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-ca: %w", err)
+		}
+		c.RootCAs = x509.NewCertPool()
+		if !c.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--tls-ca %s: no PEM certificate in it", s.ca)
+		}
+	}
+	if (s.cert == "") != (s.key == "") {
+		return nil, errors.New("--tls-cert and --tls-key go together")
+	}
+	if s.cert != "" {
+		pair, err := tls.LoadX509KeyPair(s.cert, s.key)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-cert, --tls-key: %w", err)
+		}
+		c.Certificates = []tls.Certificate{pair}
+	}
+	return c, nil
+}
+
+// readPassword returns the password, from --password-file or the
+// environment.
+func (s *securityFlags) readPassword() (string, error) {
+	if s.passwordFile == "" {
+		return s.password, nil
+	}
+	b, err := os.ReadFile(s.passwordFile)
+	if err != nil {
+		return "", fmt.Errorf("--password-file: %w", err)
+	}
+	return strings.TrimRight(string(b), "\r\n"), nil
+}
+
+// access returns how to reach admin APIs with these flags: HTTPS with
+// --tls or --tls-ca, HTTP Basic with --user and its password, or the
+// OAUTHBEARER token of SKEIN_OAUTH_TOKEN as a Bearer token with
+// --sasl-mechanism OAUTHBEARER.
+func (s *securityFlags) access() (chaos.Access, error) {
+	c, err := s.tlsConfig()
+	if err != nil {
+		return chaos.Access{}, err
+	}
+	ac := chaos.Access{HTTPS: c != nil, TLS: c}
+	if strings.EqualFold(s.mechanism, "OAUTHBEARER") {
+		ac.Token = s.token
+		return ac, nil
+	}
+	if s.user != "" {
+		ac.User = s.user
+		if ac.Password, err = s.readPassword(); err != nil {
+			return chaos.Access{}, err
+		}
+	}
+	return ac, nil
 }

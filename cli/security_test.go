@@ -1,11 +1,14 @@
 package cli
 
 import (
+	"crypto/x509/pkix"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/skeinlog/skein/configs"
+	"github.com/skeinlog/skein/internal/testcerts"
 )
 
 // TestClientCommandsOverSASL: the client commands reach a SASL listener
@@ -51,6 +54,57 @@ func TestClientCommandsOverSASL(t *testing.T) {
 		r := runWith(tc.env, append([]string{"topic", "list", "--brokers", addr, "--timeout", "5s"}, tc.args...)...)
 		if r.code == 0 || !strings.Contains(r.stderr, tc.want) {
 			t.Errorf("%v %v: %v, want a failure saying %q", tc.env, tc.args, r, tc.want)
+		}
+	}
+}
+
+// TestAdminCommandsAuthenticate: with SASL listeners the admin API asks
+// for a user's password, over HTTPS with admin.ssl.keystore.location;
+// skein chaos and skein extension send it from the same flags as the
+// Kafka commands (--tls-ca, --user, SKEIN_PASSWORD), and with an
+// authorizer only a super user changes anything.
+func TestAdminCommandsAuthenticate(t *testing.T) {
+	ca := testcerts.New(t)
+	dir := t.TempDir()
+	keystore, caFile := filepath.Join(dir, "admin.pem"), filepath.Join(dir, "ca.pem")
+	_, serverPEM := ca.Issue(t, pkix.Name{CommonName: "127.0.0.1"}, true)
+	testcerts.WriteFile(t, keystore, serverPEM)
+	testcerts.WriteFile(t, caFile, ca.PEM)
+	n := startNodeProcess(t, func(c *configs.Node) {
+		c.ChaosEnable = true
+		c.Listeners = "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0"
+		c.EnabledMechanisms = "PLAIN"
+		c.ListenerSettings = map[string]map[string]string{"SASL_PLAINTEXT": {
+			"plain.sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required user_admin="admin-secret" user_alice="alice-secret";`}}
+		c.AdminKeystoreLocation = keystore
+		c.AuthorizerClassName = configs.StandardAuthorizer
+		c.SuperUsers = "User:admin;User:ANONYMOUS"
+	})
+	admin := "--admin=" + n.AdminAddr().String()
+	runWith := func(env []string, args ...string) result {
+		var stdout, stderr strings.Builder
+		code := run(args, environ(env...), strings.NewReader(""), &stdout, &stderr)
+		return result{stdout.String(), stderr.String(), code}
+	}
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+		code int
+		want string
+	}{
+		{"no TLS", nil, []string{"chaos", "list", admin}, 1, ""},
+		{"no credentials", nil, []string{"chaos", "list", admin, "--tls-ca", caFile}, 1, "401"},
+		{"a wrong password", []string{"SKEIN_PASSWORD=nope"}, []string{"chaos", "list", admin, "--tls-ca", caFile, "--user", "alice"}, 1, "401"},
+		{"alice looks", []string{"SKEIN_PASSWORD=alice-secret"}, []string{"chaos", "list", admin, "--tls-ca", caFile, "--user", "alice"}, 0, ""},
+		{"alice may not inject", []string{"SKEIN_PASSWORD=alice-secret"}, []string{"chaos", "heal", admin, "--tls-ca", caFile, "--user", "alice"}, 1, "only super.users"},
+		{"the admin may", []string{"SKEIN_PASSWORD=admin-secret"}, []string{"chaos", "heal", admin, "--tls-ca", caFile, "--user", "admin"}, 0, ""},
+		{"alice lists extension kinds", []string{"SKEIN_PASSWORD=alice-secret"}, []string{"extension", "kinds", admin, "--tls-ca", caFile, "--user", "alice"}, 0, ""},
+		{"alice may not delete an extension", []string{"SKEIN_PASSWORD=alice-secret"}, []string{"extension", "delete", "x", admin, "--tls-ca", caFile, "--user", "alice"}, 1, "only super.users"},
+	} {
+		r := runWith(tc.env, tc.args...)
+		if r.code != tc.code || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("%s: %v, want exit %d and stderr containing %q", tc.name, r, tc.code, tc.want)
 		}
 	}
 }

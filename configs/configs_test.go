@@ -118,6 +118,7 @@ func TestDefaultNode(t *testing.T) {
 		"scram.bootstrap.users":                     "",
 		"admin.listen":                              "127.0.0.1:9644",
 		"admin.allowed.hosts":                       "",
+		"admin.ssl.keystore.location":               "",
 		"log.level":                                 "info",
 		"log.max.open.files":                        "0",
 		"chaos.enable":                              "false",

@@ -474,6 +474,7 @@ var docs = map[string]string{
 	"allow.everyone.if.no.acl.found":            "With an authorizer, allow a request on a resource no ACL names.",
 	"scram.bootstrap.users":                     "SCRAM credentials a new cluster starts with, as kafka-storage format --add-scram takes them: SCRAM-SHA-256=[name=admin,password=...] (Skein-only).",
 	"admin.listen":                              "The host:port of the admin HTTP API (Skein-only).",
+	"admin.ssl.keystore.location":               "The PEM file of the admin API's key and certificate chain: HTTPS when set (Skein-only).",
 	"admin.allowed.hosts":                       "Host names a request to the admin API may name in its Host header, besides IP addresses, localhost and this node's own names (Skein-only).",
 	"log.level":                                 "The level of the node's own log (Skein-only).",
 	"log.format":                                "The format of the node's log: auto, console or json (Skein-only).",

@@ -120,6 +120,13 @@ type Node struct {
 	// fault injection). Default "127.0.0.1:9644". Skein-only.
 	AdminListen string `mapstructure:"admin.listen" yaml:"admin.listen"`
 
+	// AdminKeystoreLocation, when set, makes the admin API HTTPS: the PEM
+	// file of its private key and certificate chain, as
+	// ssl.keystore.location is for a Kafka listener, reread when it
+	// changes (TLS 1.2+, ssl.enabled.protocols and ssl.cipher.suites
+	// apply). Default empty: HTTP. Skein-only.
+	AdminKeystoreLocation string `mapstructure:"admin.ssl.keystore.location" yaml:"admin.ssl.keystore.location"`
+
 	// AdminAllowedHosts are the host names, besides IP addresses,
 	// localhost and the names this node's own addresses use, that a
 	// request to the admin API may name in its Host header

@@ -30,6 +30,7 @@ package node
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,6 +45,7 @@ import (
 
 	"github.com/skeinlog/skein/actors"
 	"github.com/skeinlog/skein/partition"
+	"github.com/skeinlog/skein/security"
 	"github.com/skeinlog/skein/txn"
 )
 
@@ -66,6 +68,15 @@ func (n *Node) startAdmin() (*adminServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: admin listen: %w", err)
 	}
+	if n.cfg.AdminKeystoreLocation != "" {
+		tc, err := security.NewServerTLS(security.TLSFiles{Listener: "ADMIN", Keystore: n.cfg.AdminKeystoreLocation, ClientAuth: "none",
+			Protocols: n.cfg.TLS.Protocols(), CipherSuites: n.cfg.TLS.Ciphers()}, n.log)
+		if err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("node: admin.ssl.keystore.location: %w", err)
+		}
+		ln = tls.NewListener(ln, tc.Config())
+	}
 	a := &adminServer{n: n, ln: ln}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(n.metrics, promhttp.HandlerOpts{
@@ -79,7 +90,7 @@ func (n *Node) startAdmin() (*adminServer, error) {
 	a.chaosRoutes(mux)
 	a.extensionRoutes(mux)
 	a.srv = &http.Server{
-		Handler:           guardAdmin(n.cfg, mux),
+		Handler:           guardAdmin(n.cfg, n.kafka.sasls(), n.authorizer, n.log, mux),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,

@@ -95,6 +95,18 @@ func serving(cfg configs.Node, l configs.Listener, log zerolog.Logger, current f
 	return serve, nil
 }
 
+// sasls returns the SASL listeners' authentication, which the admin API
+// checks its users against too.
+func (ls kafkaListeners) sasls() []*security.SASL {
+	var out []*security.SASL
+	for _, l := range ls {
+		if l.serve.SASL != nil {
+			out = append(out, l.serve.SASL)
+		}
+	}
+	return out
+}
+
 // Close closes every listener.
 func (ls kafkaListeners) Close() {
 	for _, l := range ls {

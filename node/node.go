@@ -28,6 +28,7 @@ import (
 	"github.com/skeinlog/skein/internal/logging"
 	"github.com/skeinlog/skein/internal/vfs"
 	"github.com/skeinlog/skein/partition"
+	"github.com/skeinlog/skein/security"
 	"github.com/skeinlog/skein/transport"
 	"github.com/skeinlog/skein/txn"
 )
@@ -41,6 +42,9 @@ const verifyTimeout = 10 * time.Second
 type Node struct {
 	cfg  configs.Node
 	log  zerolog.Logger
+	// authorizer decides Kafka requests and admin API changes; nil when
+	// authorizer.class.name turns none on.
+	authorizer *security.Authorizer
 	sys  *actor.ActorSystem
 	root *actor.PID
 	done chan struct{} // closed when the root actor has stopped
@@ -217,7 +221,7 @@ func prepare(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 		incarnation: newIncarnation(), dirLock: lock,
 		registry: partition.NewRegistry(), groups: &coordinator.Directory{}, txns: &txn.Directory{},
 		kafka: ln, limits: limits, metrics: prometheus.NewRegistry(), faults: actors.NewFaults(), links: actors.NewLinks(),
-		clock: clock.NewSkewed(clock.Real, 0), disk: &diskFault{}, chaos: newChaosState()}
+		clock: clock.NewSkewed(clock.Real, 0), disk: &diskFault{}, chaos: newChaosState(), authorizer: authorizer(cfg)}
 	n.producerIDs.n = n
 	n.extClient.n = n
 	n.extensions = extension.NewRuntime()
@@ -384,7 +388,7 @@ func (n *Node) serve() {
 		Syncer:      n.announceTo(),
 		Logger:      log,
 		Failures:    n.failures,
-		Authorizer:  authorizer(cfg),
+		Authorizer:  n.authorizer,
 	}, transport.NewMetrics(n.metrics)))
 	n.serverMu.Lock()
 	defer n.serverMu.Unlock()

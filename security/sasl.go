@@ -2,6 +2,7 @@ package security
 
 import (
 	"bytes"
+	"crypto/pbkdf2"
 	"crypto/subtle"
 	"errors"
 	"fmt"
@@ -138,3 +139,41 @@ func (p *plainSession) Step(msg []byte) ([]byte, bool, error) {
 }
 
 func (p *plainSession) Principal() Principal { return Principal{Type: "User", Name: p.user} }
+
+// CheckPassword checks a user's password against the listener's PLAIN
+// users and SCRAM credentials, for HTTP Basic authentication (the admin
+// API): a SCRAM credential is checked as a SCRAM server would, by salting
+// the password with its salt and iterations and comparing the stored key.
+func (s *SASL) CheckPassword(user, password string) (Principal, bool) {
+	if want, ok := s.plain[user]; ok && subtle.ConstantTimeCompare(want, []byte(password)) == 1 {
+		return Principal{Type: "User", Name: user}, true
+	}
+	for mechanism, lookup := range s.scram {
+		c, ok := lookup(mechanism, user)
+		if !ok {
+			continue
+		}
+		h := scramHash(mechanism)
+		salted, err := pbkdf2.Key(h, password, c.Salt, c.Iterations, h().Size())
+		if err != nil {
+			continue
+		}
+		if stored, _ := ScramKeys(mechanism, salted); subtle.ConstantTimeCompare(stored, c.StoredKey) == 1 {
+			return Principal{Type: "User", Name: user}, true
+		}
+	}
+	return Principal{}, false
+}
+
+// CheckToken validates an OAUTHBEARER token for bearer authentication
+// (the admin API), when the listener offers OAUTHBEARER.
+func (s *SASL) CheckToken(token string) (Principal, bool) {
+	if s.oauth == nil {
+		return Principal{}, false
+	}
+	name, _, err := s.oauth.validate(token)
+	if err != nil {
+		return Principal{}, false
+	}
+	return Principal{Type: "User", Name: name}, true
+}
