@@ -40,14 +40,14 @@ const verifyTimeout = 10 * time.Second
 // Node is one running Skein node: its actor system, the tree under its root
 // actor node/<id>, its Kafka listener and its admin HTTP listener.
 type Node struct {
-	cfg  configs.Node
-	log  zerolog.Logger
+	cfg configs.Node
+	log zerolog.Logger
 	// authorizer decides Kafka requests and admin API changes; nil when
 	// authorizer.class.name turns none on.
 	authorizer *security.Authorizer
-	sys  *actor.ActorSystem
-	root *actor.PID
-	done chan struct{} // closed when the root actor has stopped
+	sys        *actor.ActorSystem
+	root       *actor.PID
+	done       chan struct{} // closed when the root actor has stopped
 
 	image      atomic.Pointer[image.Image]
 	quorum     atomic.Pointer[controller.Status]
