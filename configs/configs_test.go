@@ -112,6 +112,7 @@ func TestDefaultNode(t *testing.T) {
 		"max.connections":                           "2147483647",
 		"max.connections.per.ip":                    "2147483647",
 		"max.connections.per.ip.overrides":          "",
+		"max.connection.creation.rate":              "2147483647",
 		"authorizer.class.name":                     "",
 		"super.users":                               "",
 		"allow.everyone.if.no.acl.found":            "false",

@@ -468,6 +468,7 @@ var docs = map[string]string{
 	"max.connections":                           "The most client connections of all listeners but the inter-broker one; at it a listener stops accepting until one closes.",
 	"max.connections.per.ip":                    "The most connections from one address; one more is closed at once.",
 	"max.connections.per.ip.overrides":          "max.connections.per.ip for some addresses or host names, host:count comma-separated.",
+	"max.connection.creation.rate":              "The most connections a second each listener but the inter-broker one accepts; past it the listener waits.",
 	"connections.max.reauth.ms":                 "How long a SASL authentication lasts before the client must authenticate again on its connection (KIP-368); 0 for as long as the connection.",
 	"authorizer.class.name":                     "org.apache.kafka.metadata.authorizer.StandardAuthorizer turns ACLs on; empty allows every request.",
 	"super.users":                               "Principals that may do anything, separated by semicolons (User:admin;User:ops).",

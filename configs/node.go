@@ -200,6 +200,13 @@ type Node struct {
 	// max.connections.per.ip.overrides.
 	MaxConnectionsPerIPOverrides string `mapstructure:"max.connections.per.ip.overrides" yaml:"max.connections.per.ip.overrides"`
 
+	// MaxConnectionCreationRate bounds the connections a second each
+	// listener but the inter-broker one accepts: past it, the listener
+	// waits before accepting the next (new clients wait in the kernel's
+	// backlog), so that a flood of connections cannot starve the node.
+	// Default 2147483647 (no bound). Kafka: max.connection.creation.rate.
+	MaxConnectionCreationRate int32 `mapstructure:"max.connection.creation.rate" yaml:"max.connection.creation.rate"`
+
 	// ConnectionsMaxIdleMs closes a client connection that sent nothing for
 	// this long. Default 600000 (10 minutes), at least 1. Kafka:
 	// connections.max.idle.ms.
@@ -587,6 +594,7 @@ func Default() Node {
 		ConnectionsMaxIdleMs:                      600000,
 		MaxConnections:                            math.MaxInt32,
 		MaxConnectionsPerIP:                       math.MaxInt32,
+		MaxConnectionCreationRate:                 math.MaxInt32,
 		OffsetsTopicNumPartitions:                 50,
 		OffsetsTopicReplicationFactor:             3,
 		TransactionStateLogNumPartitions:          50,
@@ -660,6 +668,7 @@ func (n Node) Validate() error {
 	v.atLeast("connections.max.reauth.ms", n.ConnectionsMaxReauthMs, 0)
 	v.atLeast("max.connections", int64(n.MaxConnections), 0)
 	v.atLeast("max.connections.per.ip", int64(n.MaxConnectionsPerIP), 0)
+	v.atLeast("max.connection.creation.rate", int64(n.MaxConnectionCreationRate), 1)
 	if _, err := n.PerIPOverrides(); err != nil {
 		v.fail("max.connections.per.ip.overrides", n.MaxConnectionsPerIPOverrides, err.Error())
 	}

@@ -142,7 +142,8 @@ func (ls kafkaListeners) String() string {
 // host names of max.connections.per.ip.overrides resolved to their
 // addresses.
 func connectionLimits(cfg configs.Node) (transport.Limits, error) {
-	l := transport.Limits{MaxConnections: int(cfg.MaxConnections), MaxPerIP: int(cfg.MaxConnectionsPerIP), PerIP: map[string]int{}}
+	l := transport.Limits{MaxConnections: int(cfg.MaxConnections), MaxPerIP: int(cfg.MaxConnectionsPerIP), PerIP: map[string]int{},
+		CreationRate: int(cfg.MaxConnectionCreationRate)}
 	overrides, err := cfg.PerIPOverrides()
 	if err != nil {
 		return l, err

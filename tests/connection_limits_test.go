@@ -144,3 +144,40 @@ func TestMaxConnections(t *testing.T) {
 		t.Fatal("the waiting client was not served once a connection closed")
 	}
 }
+
+// TestConnectionCreationRate: a client listener held to
+// max.connection.creation.rate accepts a flood of connections at that
+// pace, every one served in the end, and counts the time it waited; the
+// inter-broker listener is not held.
+func TestConnectionCreationRate(t *testing.T) {
+	b := startBroker(t, func(c *configs.Node) {
+		c.Listeners = "PLAINTEXT://127.0.0.1:0,EXTERNAL://127.0.0.1:0"
+		c.ListenerSecurityProtocolMap = "PLAINTEXT:PLAINTEXT,EXTERNAL:PLAINTEXT"
+		c.MaxConnectionCreationRate = 5
+	})
+	for _, listener := range []string{"PLAINTEXT", "EXTERNAL"} {
+		var clients []*limitsClient
+		for range 15 {
+			c := dialFrom(t, "127.0.7.10", b.node.ListenerAddr(listener).String())
+			c.send()
+			clients = append(clients, c)
+		}
+		for i, c := range clients {
+			if !c.answered() {
+				t.Errorf("%s: connection %d not served", listener, i+1)
+			}
+		}
+	}
+	throttled := func(listener string) float64 {
+		v, _ := metricValue(b.metrics(), "skein_connection_accept_throttle_seconds_total", map[string]string{"listener": listener})
+		return v
+	}
+	// Fifteen at five a second, with a burst of five: the last waited
+	// about two seconds.
+	if v := throttled("EXTERNAL"); v <= 0 {
+		t.Errorf("EXTERNAL waited %vs in all, want some", v)
+	}
+	if v := throttled("PLAINTEXT"); v != 0 {
+		t.Errorf("the inter-broker listener waited %vs, want none", v)
+	}
+}

@@ -1,8 +1,12 @@
 package transport
 
 import (
+	"math"
 	"net"
 	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // Limits bound a node's client connections, as Kafka's max.connections,
@@ -19,6 +23,44 @@ type Limits struct {
 	// it for some (by IP): one more is closed as soon as it is accepted.
 	MaxPerIP int
 	PerIP    map[string]int
+	// CreationRate bounds how many connections a second each listener
+	// but the inter-broker one accepts (max.connection.creation.rate):
+	// past it, the listener waits before it accepts the next, and the
+	// clients wait in the kernel's backlog. math.MaxInt32 for none.
+	CreationRate int
+}
+
+// acceptPace paces a listener's accepts to Limits.CreationRate; nil for
+// a listener without a bound.
+type acceptPace struct {
+	limiter *rate.Limiter
+}
+
+func newAcceptPace(l Limits, exempt bool) *acceptPace {
+	if exempt || l.CreationRate <= 0 || l.CreationRate >= math.MaxInt32 {
+		return nil
+	}
+	return &acceptPace{limiter: rate.NewLimiter(rate.Limit(l.CreationRate), l.CreationRate)}
+}
+
+// wait blocks until the listener may accept another connection, or stop
+// is closed (false then); it returns how long it waited.
+func (p *acceptPace) wait(stop <-chan struct{}) (time.Duration, bool) {
+	if p == nil {
+		return 0, true
+	}
+	d := p.limiter.Reserve().Delay()
+	if d <= 0 {
+		return 0, true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return d, true
+	case <-stop:
+		return d, false
+	}
 }
 
 // connCount counts a server's connections for its Limits.

@@ -26,6 +26,9 @@ type Metrics struct {
 	// denials count authorization denials by resource type and
 	// operation.
 	denials *prometheus.CounterVec
+	// acceptThrottle counts the time listeners waited to accept
+	// (max.connection.creation.rate).
+	acceptThrottle *prometheus.CounterVec
 }
 
 // NewMetrics registers the listener's metrics on reg.
@@ -53,9 +56,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		denials: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "skein_authorization_denials_total", Help: "Requests (or parts of requests) the authorizer denied, by resource type and operation.",
 		}, []string{"resource_type", "operation"}),
+		acceptThrottle: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "skein_connection_accept_throttle_seconds_total", Help: "Time each listener waited before accepting a connection, held to max.connection.creation.rate.",
+		}, []string{"listener"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.errors, m.latency, m.connections, m.authentications, m.refused, m.denials)
+		reg.MustRegister(m.requests, m.errors, m.latency, m.connections, m.authentications, m.refused, m.denials, m.acceptThrottle)
 	}
 	return m
 }
@@ -85,6 +91,10 @@ func (m *Metrics) errorCode(key, version int16, code int16) {
 
 func (m *Metrics) connectionOpened(listener string) { m.connections.WithLabelValues(listener).Inc() }
 func (m *Metrics) connectionClosed(listener string) { m.connections.WithLabelValues(listener).Dec() }
+
+func (m *Metrics) acceptThrottled(listener string, d time.Duration) {
+	m.acceptThrottle.WithLabelValues(listener).Add(d.Seconds())
+}
 
 func (m *Metrics) connectionRefused(listener, reason string) {
 	m.refused.WithLabelValues(listener, reason).Inc()

@@ -54,7 +54,7 @@ func DefaultConfig() Config {
 		FailedAuthenticationDelay: 100 * time.Millisecond,
 		IdleTimeout:               10 * time.Minute,
 		MaxInflight:               16,
-		Limits:                    Limits{MaxConnections: math.MaxInt32, MaxPerIP: math.MaxInt32},
+		Limits:                    Limits{MaxConnections: math.MaxInt32, MaxPerIP: math.MaxInt32, CreationRate: math.MaxInt32},
 		Logger:                    zerolog.Nop(),
 	}
 }
@@ -137,8 +137,16 @@ func (s *Server) accept(l Listener, ln net.Listener) {
 	defer s.wg.Done()
 	var failing time.Time // since when Accept fails, zero while it works
 	delay := time.Duration(0)
+	pace := newAcceptPace(s.cfg.Limits, l.InterBroker)
 	for {
 		if !s.count.waitRoom(l.InterBroker, s.stopping) {
+			return
+		}
+		waited, ok := pace.wait(s.stopping)
+		if waited > 0 {
+			s.api.metrics.acceptThrottled(l.Name, waited)
+		}
+		if !ok {
 			return
 		}
 		nc, err := ln.Accept()
