@@ -1,6 +1,6 @@
 // Package cli is the skein command line: `skein node` runs a node; the other
 // subcommands are the command-line client (topic, group, txn, producer,
-// produce, consume, cluster, acl, user) and the admin API commands (chaos,
+// produce, consume, cluster, acl, user, quota) and the admin API commands (chaos,
 // extension).
 // Main runs it; cmd/skein is the binary whose main calls Main and nothing
 // else.
@@ -19,7 +19,7 @@
 // # The client
 //
 // The client commands (topic, group, txn, producer, produce, consume,
-// cluster, acl, user) speak the Kafka protocol through franz-go (kgo, and
+// cluster, acl, user, quota) speak the Kafka protocol through franz-go (kgo, and
 // kadm for administration), so they work against any Kafka broker; they
 // import nothing of Skein's but what starting a node needs. Their shape
 // follows kcat and rpk:

@@ -85,9 +85,10 @@ func newRootCommand(environ []string, stdin io.Reader, stdout, stderr io.Writer)
 		Long: "Skein is a Kafka-compatible log broker. `skein node` runs a node; with no\n" +
 			"arguments it is a single node with its data in ./data and Kafka on 127.0.0.1:9092.\n" +
 			"The other commands are a Kafka client for any broker: topic, group, produce,\n" +
-			"consume, cluster, acl, user (--brokers, or SKEIN_BROKERS, names the brokers to\n" +
-			"ask); chaos injects faults into a running cluster and extension manages its\n" +
-			"extension instances (--admin, or SKEIN_ADMIN, names a node's admin API).",
+			"consume, cluster, acl, user, quota (--brokers, or SKEIN_BROKERS, names the\n" +
+			"brokers to ask); chaos injects faults into a running cluster and extension\n" +
+			"manages its extension instances (--admin, or SKEIN_ADMIN, names a node's\n" +
+			"admin API).",
 		SilenceErrors:     true, // run prints them
 		SilenceUsage:      true,
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
@@ -106,6 +107,7 @@ func newRootCommand(environ []string, stdin io.Reader, stdout, stderr io.Writer)
 	root.AddCommand(newClusterCommand(environ, stdout))
 	root.AddCommand(newACLCommand(environ, stdout))
 	root.AddCommand(newUserCommand(environ, stdout))
+	root.AddCommand(newQuotaCommand(environ, stdout))
 	root.AddCommand(newChaosCommand(environ, stdout))
 	root.AddCommand(newExtensionCommand(environ, stdout))
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {

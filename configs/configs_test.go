@@ -113,6 +113,8 @@ func TestDefaultNode(t *testing.T) {
 		"max.connections.per.ip":                    "2147483647",
 		"max.connections.per.ip.overrides":          "",
 		"max.connection.creation.rate":              "2147483647",
+		"quota.window.num":                          "11",
+		"quota.window.size.seconds":                 "1",
 		"authorizer.class.name":                     "",
 		"super.users":                               "",
 		"allow.everyone.if.no.acl.found":            "false",

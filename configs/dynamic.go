@@ -469,6 +469,8 @@ var docs = map[string]string{
 	"max.connections.per.ip":                    "The most connections from one address; one more is closed at once.",
 	"max.connections.per.ip.overrides":          "max.connections.per.ip for some addresses or host names, host:count comma-separated.",
 	"max.connection.creation.rate":              "The most connections a second each listener but the inter-broker one accepts; past it the listener waits.",
+	"quota.window.num":                          "How many windows a client quota measures a client's rate over.",
+	"quota.window.size.seconds":                 "How long each window of a client quota lasts, in seconds.",
 	"connections.max.reauth.ms":                 "How long a SASL authentication lasts before the client must authenticate again on its connection (KIP-368); 0 for as long as the connection.",
 	"authorizer.class.name":                     "org.apache.kafka.metadata.authorizer.StandardAuthorizer turns ACLs on; empty allows every request.",
 	"super.users":                               "Principals that may do anything, separated by semicolons (User:admin;User:ops).",

@@ -207,6 +207,13 @@ type Node struct {
 	// Default 2147483647 (no bound). Kafka: max.connection.creation.rate.
 	MaxConnectionCreationRate int32 `mapstructure:"max.connection.creation.rate" yaml:"max.connection.creation.rate"`
 
+	// QuotaWindowNum and QuotaWindowSizeSeconds are the windows client
+	// quotas measure rates over: a client's rate is what it did in the
+	// last QuotaWindowNum windows of QuotaWindowSizeSeconds. Defaults 11
+	// and 1. Kafka: quota.window.num, quota.window.size.seconds.
+	QuotaWindowNum         int32 `mapstructure:"quota.window.num" yaml:"quota.window.num"`
+	QuotaWindowSizeSeconds int32 `mapstructure:"quota.window.size.seconds" yaml:"quota.window.size.seconds"`
+
 	// ConnectionsMaxIdleMs closes a client connection that sent nothing for
 	// this long. Default 600000 (10 minutes), at least 1. Kafka:
 	// connections.max.idle.ms.
@@ -595,6 +602,8 @@ func Default() Node {
 		MaxConnections:                            math.MaxInt32,
 		MaxConnectionsPerIP:                       math.MaxInt32,
 		MaxConnectionCreationRate:                 math.MaxInt32,
+		QuotaWindowNum:                            11,
+		QuotaWindowSizeSeconds:                    1,
 		OffsetsTopicNumPartitions:                 50,
 		OffsetsTopicReplicationFactor:             3,
 		TransactionStateLogNumPartitions:          50,
@@ -669,6 +678,8 @@ func (n Node) Validate() error {
 	v.atLeast("max.connections", int64(n.MaxConnections), 0)
 	v.atLeast("max.connections.per.ip", int64(n.MaxConnectionsPerIP), 0)
 	v.atLeast("max.connection.creation.rate", int64(n.MaxConnectionCreationRate), 1)
+	v.atLeast("quota.window.num", int64(n.QuotaWindowNum), 2)
+	v.atLeast("quota.window.size.seconds", int64(n.QuotaWindowSizeSeconds), 1)
 	if _, err := n.PerIPOverrides(); err != nil {
 		v.fail("max.connections.per.ip.overrides", n.MaxConnectionsPerIPOverrides, err.Error())
 	}

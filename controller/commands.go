@@ -47,6 +47,7 @@ const (
 	kindAlterScramCredentials
 	kindCreateACLs
 	kindDeleteACLs
+	kindAlterClientQuotas
 )
 
 func newCommand(k commandKind) command {
@@ -81,6 +82,8 @@ func newCommand(k commandKind) command {
 		return &CreateACLs{}
 	case kindDeleteACLs:
 		return &DeleteACLs{}
+	case kindAlterClientQuotas:
+		return &AlterClientQuotas{}
 	}
 	return nil
 }

@@ -94,6 +94,7 @@ func (a *API) handleFetch(c *conn, kreq kmsg.Request) finish {
 		return a.handleReplicaFetch(c, req) // replica_fetch.go
 	}
 	readable := c.authz().memo(read, topicResource)
+	user, client := c.quotaUser(), c.client
 	return func() kmsg.Response {
 		// The session is looked up here, on the writer goroutine, so that
 		// fetches pipelined on one connection meet it in request order.
@@ -106,7 +107,9 @@ func (a *API) handleFetch(c *conn, kreq kmsg.Request) finish {
 			res, f := a.fetchOnce(req, fc.wants, readable)
 			if f.bytes >= int64(req.MinBytes) || f.errors || !time.Now().Before(deadline) || len(f.handles) == 0 ||
 				!f.wait(deadline, c.stop, c.gone) {
-				return a.fetchAnswer(req, c.listener, fc, res)
+				resp := a.fetchAnswer(req, c.listener, fc, res)
+				a.chargeFetch(c, user, client, res, resp)
+				return resp
 			}
 		}
 	}
@@ -439,4 +442,27 @@ func (r *fetchResponse) appendFraming(dst, scratch []byte) (out []byte, secs []s
 	}
 	dst = append(dst, scratch[prev:len(a)]...)
 	return dst, secs, scratch, true
+}
+
+// chargeFetch measures the records a fetch answers against its client's
+// consumer_byte_rate: past it, the answer says how long to wait and the
+// connection is muted for that long.
+func (a *API) chargeFetch(c *conn, user, client string, res []fetchResult, resp kmsg.Response) {
+	im := a.quotaImage()
+	if im == nil {
+		return
+	}
+	quota, sk, ok := resolve(im, quotaFetch, user, client)
+	if !ok {
+		return
+	}
+	var n int64
+	for _, r := range res {
+		n += int64(r.slice.Size)
+	}
+	if d := a.quotas.charge(sk, quota, float64(n), time.Now()); d > 0 {
+		a.metrics.throttled(quotaFetch, d)
+		setThrottle(resp, d)
+		c.mute(d)
+	}
 }

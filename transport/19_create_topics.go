@@ -48,6 +48,8 @@ func (a *API) handleCreateTopics(c *conn, kreq kmsg.Request) finish {
 	cmd := &controller.CreateTopics{ValidateOnly: req.ValidateOnly, TimeoutMs: req.TimeoutMillis}
 	z := c.authz()
 	mayCreateAll := z.may(create, clusterResource, clusterName)
+	quota := c.mutations()
+	wait := quota.over()
 	// slots are the request's topics' places in cmd, -1 for one the
 	// client may not create: denied holds why.
 	slots, denied := make([]int, len(req.Topics)), map[string]string{}
@@ -56,6 +58,9 @@ func (a *API) handleCreateTopics(c *conn, kreq kmsg.Request) finish {
 		if !mayCreateAll && !z.may(create, topicResource, rt.Topic) {
 			denied[rt.Topic] = z.denial(create, topicResource, rt.Topic)
 			continue
+		}
+		if wait > 0 && req.Version >= 6 {
+			continue // THROTTLING_QUOTA_EXCEEDED
 		}
 		slots[i] = len(cmd.Topics)
 		nt := controller.NewTopic{Name: rt.Topic, NumPartitions: rt.NumPartitions, ReplicationFactor: rt.ReplicationFactor}
@@ -91,6 +96,9 @@ func (a *API) handleCreateTopics(c *conn, kreq kmsg.Request) finish {
 			t := kmsg.NewCreateTopicsResponseTopic()
 			t.Topic, t.NumPartitions, t.ReplicationFactor = rt.Topic, -1, -1
 			switch {
+			case slots[i] < 0 && denied[rt.Topic] == "":
+				t.ErrorCode, t.ErrorMessage = kerr.ThrottlingQuotaExceeded.Code, kmsg.StringPtr(kerr.ThrottlingQuotaExceeded.Message)
+				a.metrics.errorCode(19, req.Version, t.ErrorCode)
 			case slots[i] < 0:
 				t.ErrorCode, t.ErrorMessage = kerr.TopicAuthorizationFailed.Code, kmsg.StringPtr(denied[rt.Topic])
 				a.metrics.errorCode(19, req.Version, t.ErrorCode)
@@ -112,7 +120,15 @@ func (a *API) handleCreateTopics(c *conn, kreq kmsg.Request) finish {
 			}
 			resp.Topics = append(resp.Topics, t)
 		}
+		resp.ThrottleMillis = int32(wait.Milliseconds())
 		if !req.ValidateOnly {
+			partitions := 0
+			for _, t := range resp.Topics {
+				if t.ErrorCode == 0 {
+					partitions += int(max(t.NumPartitions, 0))
+				}
+			}
+			resp.ThrottleMillis = int32(max(wait, quota.charge(partitions)).Milliseconds())
 			var created []string
 			for _, t := range resp.Topics {
 				if t.ErrorCode == 0 {

@@ -73,6 +73,8 @@ func (a *API) handleDeleteTopics(c *conn, kreq kmsg.Request) finish {
 	}
 	cmd := &controller.DeleteTopics{TimeoutMs: req.TimeoutMillis}
 	z, im := c.authz(), a.Image()
+	quota := c.mutations()
+	wait := quota.over()
 	for i := range entries {
 		e := &entries[i]
 		e.slot = -1
@@ -93,6 +95,8 @@ func (a *API) handleDeleteTopics(c *conn, kreq kmsg.Request) finish {
 			e.err, e.msg = kerr.TopicAuthorizationFailed, "Topic authorization failed."
 		case e.name == nil && im.TopicsByID[e.id] != nil && !z.may(del, topicResource, im.TopicsByID[e.id].Name):
 			e.err, e.msg = kerr.TopicAuthorizationFailed, z.denial(del, topicResource, im.TopicsByID[e.id].Name)
+		case wait > 0 && req.Version >= 5:
+			e.err, e.msg = kerr.ThrottlingQuotaExceeded, kerr.ThrottlingQuotaExceeded.Message
 		case e.name != nil:
 			e.slot = len(cmd.Names)
 			cmd.Names = append(cmd.Names, *e.name)
@@ -140,6 +144,18 @@ func (a *API) handleDeleteTopics(c *conn, kreq kmsg.Request) finish {
 			}
 			resp.Topics = append(resp.Topics, t)
 		}
+		// The partitions of the topics deleted count against the
+		// client's controller_mutation_rate.
+		partitions := 0
+		for _, t := range resp.Topics {
+			if t.ErrorCode != 0 {
+				continue
+			}
+			if t.Topic != nil && im.Topic(*t.Topic) != nil {
+				partitions += len(im.Topic(*t.Topic).Partitions)
+			}
+		}
+		resp.ThrottleMillis = int32(max(wait, quota.charge(partitions)).Milliseconds())
 		return resp
 	}
 }

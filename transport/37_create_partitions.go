@@ -38,13 +38,24 @@ func (a *API) handleCreatePartitions(c *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.CreatePartitionsRequest)
 	cmd := &controller.CreatePartitions{ValidateOnly: req.ValidateOnly, TimeoutMs: req.TimeoutMillis}
 	z := c.authz()
+	quota := c.mutations()
+	wait := quota.over()
 	// slots are the request's topics' places in cmd, -1 for one the
-	// client may not alter.
-	slots := make([]int, len(req.Topics))
+	// client may not alter (or, throttled, not now).
+	slots, throttled := make([]int, len(req.Topics)), map[string]bool{}
+	before := map[string]int{} // partition counts, for the quota
+	im := a.Image()
 	for i, rt := range req.Topics {
 		slots[i] = -1
 		if !z.may(alter, topicResource, rt.Topic) {
 			continue
+		}
+		if wait > 0 && req.Version >= 3 {
+			throttled[rt.Topic] = true
+			continue
+		}
+		if t := im.Topic(rt.Topic); t != nil {
+			before[rt.Topic] = len(t.Partitions)
 		}
 		slots[i] = len(cmd.Topics)
 		pc := controller.PartitionCount{Name: rt.Topic, Count: rt.Count}
@@ -69,6 +80,8 @@ func (a *API) handleCreatePartitions(c *conn, kreq kmsg.Request) finish {
 			t := kmsg.NewCreatePartitionsResponseTopic()
 			t.Topic = rt.Topic
 			switch {
+			case throttled[rt.Topic]:
+				t.ErrorCode, t.ErrorMessage = kerr.ThrottlingQuotaExceeded.Code, kmsg.StringPtr(kerr.ThrottlingQuotaExceeded.Message)
 			case slots[i] < 0:
 				t.ErrorCode, t.ErrorMessage = kerr.TopicAuthorizationFailed.Code, kmsg.StringPtr(z.denial(alter, topicResource, rt.Topic))
 			case err != nil:
@@ -81,6 +94,17 @@ func (a *API) handleCreatePartitions(c *conn, kreq kmsg.Request) finish {
 			a.metrics.errorCode(37, req.Version, t.ErrorCode)
 			resp.Topics = append(resp.Topics, t)
 		}
+		counts := map[string]int32{}
+		for _, rt := range req.Topics {
+			counts[rt.Topic] = rt.Count
+		}
+		added := 0
+		for _, t := range resp.Topics {
+			if t.ErrorCode == 0 && !req.ValidateOnly {
+				added += max(int(counts[t.Topic])-before[t.Topic], 0)
+			}
+		}
+		resp.ThrottleMillis = int32(max(wait, quota.charge(added)).Milliseconds())
 		return resp
 	}
 }

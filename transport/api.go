@@ -34,6 +34,8 @@ type API struct {
 	fetchSessions *fetchSessionCache
 	// denials rate-limits the log lines of authorization denials.
 	denials *logging.Limiter
+	// quotas measure clients against the image's client quotas.
+	quotas *quotas
 	Deps
 }
 
@@ -146,7 +148,8 @@ func NewAPI(deps Deps, metrics *Metrics) *API {
 	if deps.RequestTimeout <= 0 {
 		deps.RequestTimeout = 30 * time.Second
 	}
-	a := &API{metrics: metrics, Deps: deps, denials: logging.NewLimiter(10, time.Minute)}
+	a := &API{metrics: metrics, Deps: deps, denials: logging.NewLimiter(10, time.Minute),
+		quotas: newQuotas(int(deps.Node.QuotaWindowNum), time.Duration(deps.Node.QuotaWindowSizeSeconds)*time.Second)}
 	for _, r := range registrations {
 		r(a)
 	}

@@ -79,6 +79,9 @@ type conn struct {
 	// handling is the API key of the request being handled, for authz;
 	// reader goroutine only.
 	handling int16
+	// mutedUntil, in Unix nanoseconds, is when a client throttled by a
+	// quota may be read again (KIP-219).
+	mutedUntil atomic.Int64
 	// producerID is the producer id of the last batch produced here that
 	// had one, told to API.ProducerClients when it changes.
 	producerID int64
@@ -235,6 +238,9 @@ func (c *conn) read() {
 	r := bufio.NewReaderSize(c.nc, 64<<10)
 	var size [4]byte
 	for {
+		if !c.waitUnmuted() {
+			return
+		}
 		if c.s.cfg.IdleTimeout > 0 && !c.stopping() {
 			c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
 			if c.stopping() {
@@ -538,7 +544,11 @@ func (c *conn) decode(body []byte) (*pending, error) {
 	}
 	api.metrics.request(key, version)
 	c.handling = key
+	start := time.Now()
 	f := api.handlers[key].handle(c, req)
+	if throttle := c.chargeRequest(key, req, time.Since(start)); throttle > 0 {
+		f = withThrottle(f, throttle)
+	}
 	return &pending{corr: corr, key: key, flexible: req.IsFlexible(), finish: api.timed(key, version, f)}, nil
 }
 

@@ -29,6 +29,8 @@ type Metrics struct {
 	// acceptThrottle counts the time listeners waited to accept
 	// (max.connection.creation.rate).
 	acceptThrottle *prometheus.CounterVec
+	// throttle counts the time clients were told to wait, by quota.
+	throttle *prometheus.CounterVec
 }
 
 // NewMetrics registers the listener's metrics on reg.
@@ -59,9 +61,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		acceptThrottle: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "skein_connection_accept_throttle_seconds_total", Help: "Time each listener waited before accepting a connection, held to max.connection.creation.rate.",
 		}, []string{"listener"}),
+		throttle: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "skein_quota_throttle_seconds_total", Help: "Time clients were told to wait (throttle_time_ms, their connections muted meanwhile), by quota.",
+		}, []string{"quota"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.errors, m.latency, m.connections, m.authentications, m.refused, m.denials, m.acceptThrottle)
+		reg.MustRegister(m.requests, m.errors, m.latency, m.connections, m.authentications, m.refused, m.denials, m.acceptThrottle, m.throttle)
 	}
 	return m
 }
@@ -110,4 +115,10 @@ func (m *Metrics) authenticated(listener, mechanism string, ok bool) {
 
 func (m *Metrics) denied(rt security.ResourceType, op security.Operation) {
 	m.denials.WithLabelValues(rt.String(), op.String()).Inc()
+}
+
+func (m *Metrics) throttled(quota string, d time.Duration) {
+	if d > 0 {
+		m.throttle.WithLabelValues(quota).Add(d.Seconds())
+	}
 }

@@ -80,6 +80,8 @@ var permissions = map[int16][]access{
 	45: {{alter, clusterResource}},                                                                               // AlterPartitionReassignments
 	46: {{describe, clusterResource}},                                                                            // ListPartitionReassignments
 	47: {{del, groupResource}, {read, topicResource}},                                                            // OffsetDelete
+	48: {{describeConfigs, clusterResource}},                                                                     // DescribeClientQuotas
+	49: {{alterConfigs, clusterResource}},                                                                        // AlterClientQuotas
 	50: {{describe, clusterResource}},                                                                            // DescribeUserScramCredentials
 	51: {{alter, clusterResource}},                                                                               // AlterUserScramCredentials
 	55: {{describe, clusterResource}},                                                                            // DescribeQuorum

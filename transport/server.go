@@ -178,6 +178,14 @@ func (s *Server) accept(l Listener, ln net.Listener) {
 			reset(nc)
 			continue
 		}
+		if !l.InterBroker && s.api.ipOverRate(ip) {
+			s.count.remove(ip, l.InterBroker)
+			s.api.metrics.connectionRefused(l.Name, "ip_rate")
+			s.failures.Event(s.log.Warn()).Str("remote", nc.RemoteAddr().String()).Str("listener", l.Name).
+				Msg("closing connection: its address is past its connection_creation_rate quota")
+			reset(nc)
+			continue
+		}
 		c := newConn(s, nc, l)
 		c.ip = ip
 		s.mu.Lock()

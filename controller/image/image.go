@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/skeinlog/skein/security"
 )
@@ -58,7 +59,50 @@ type Image struct {
 	// authorizer when to index them again.
 	ACLs       map[security.ACL]struct{}
 	ACLVersion int64
+	// ClientQuotas are the client quotas, by entity and then key
+	// (producer_byte_rate ...). The inner maps are never changed in place.
+	ClientQuotas map[QuotaEntity]map[string]float64
 }
+
+// QuotaEntity names whom a client quota applies to (Kafka's
+// ClientQuotaEntity): a user, a client id, both, or an IP address.
+type QuotaEntity struct {
+	User, ClientID, IP QuotaName
+}
+
+// QuotaName is one part of a quota entity: absent, a name, or the
+// default (Kafka's <default>, a null name), which applies to each user,
+// client id or address that has no quota of its own.
+type QuotaName struct {
+	Present bool   `msgpack:"p"`
+	Default bool   `msgpack:"d"`
+	Name    string `msgpack:"n"`
+}
+
+// String writes the entity as kafka-configs names it:
+// "user=alice,client-id=<default>".
+func (e QuotaEntity) String() string {
+	var parts []string
+	for _, p := range []struct {
+		typ string
+		n   QuotaName
+	}{{"user", e.User}, {"client-id", e.ClientID}, {"ip", e.IP}} {
+		switch {
+		case !p.n.Present:
+		case p.n.Default:
+			parts = append(parts, p.typ+"=<default>")
+		default:
+			parts = append(parts, p.typ+"="+p.n.Name)
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// Named and DefaultName are the names of a quota entity's parts.
+func Named(name string) QuotaName { return QuotaName{Present: true, Name: name} }
+
+// DefaultName is the default of a quota entity's part.
+var DefaultName = QuotaName{Present: true, Default: true}
 
 // ACLSet returns the image's ACLs for an authorizer.
 func (im *Image) ACLSet() security.ACLSet {
@@ -197,6 +241,7 @@ func Empty() *Image {
 		Scram:            map[string]map[string]ScramCredential{},
 		ACLs:             map[security.ACL]struct{}{},
 		ACLVersion:       -1,
+		ClientQuotas:     map[QuotaEntity]map[string]float64{},
 	}
 }
 
@@ -236,6 +281,7 @@ func (im *Image) clone() *Image {
 	c.Extensions = maps.Clone(im.Extensions)
 	c.Scram = maps.Clone(im.Scram)
 	c.ACLs = maps.Clone(im.ACLs)
+	c.ClientQuotas = maps.Clone(im.ClientQuotas)
 	return &c
 }
 

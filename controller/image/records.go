@@ -42,6 +42,7 @@ const (
 	TypeDeleteScram
 	TypeCreateACL
 	TypeDeleteACL
+	TypeSetClientQuota
 )
 
 // New returns an empty record of type t, for decoding, or nil for a type
@@ -78,6 +79,8 @@ func New(t RecordType) Record {
 		return &CreateACL{}
 	case TypeDeleteACL:
 		return &DeleteACL{}
+	case TypeSetClientQuota:
+		return &SetClientQuota{}
 	}
 	return nil
 }
@@ -427,5 +430,33 @@ func (r *DeleteACL) apply(im *Image) error {
 		return fmt.Errorf("no ACL %s", r.ACL)
 	}
 	delete(im.ACLs, r.ACL)
+	return nil
+}
+
+// SetClientQuota sets or removes one quota of an entity (Kafka's
+// ClientQuotaRecord).
+type SetClientQuota struct {
+	Entity QuotaEntity `msgpack:"e"`
+	Key    string      `msgpack:"k"`
+	Value  float64     `msgpack:"v"`
+	Remove bool        `msgpack:"rm,omitempty"`
+}
+
+func (*SetClientQuota) Type() RecordType { return TypeSetClientQuota }
+func (r *SetClientQuota) apply(im *Image) error {
+	q := maps.Clone(im.ClientQuotas[r.Entity])
+	if q == nil {
+		q = map[string]float64{}
+	}
+	if r.Remove {
+		delete(q, r.Key)
+	} else {
+		q[r.Key] = r.Value
+	}
+	if len(q) == 0 {
+		delete(im.ClientQuotas, r.Entity)
+	} else {
+		im.ClientQuotas[r.Entity] = q
+	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/skeinlog/skein/security"
 )
@@ -49,6 +50,13 @@ func (im *Image) Records() []Record {
 		for _, mech := range slices.Sorted(maps.Keys(im.Scram[user])) {
 			c := im.Scram[user][mech]
 			out = append(out, &SetScram{User: user, Mechanism: mech, Salt: c.Salt, StoredKey: c.StoredKey, ServerKey: c.ServerKey, Iterations: c.Iterations})
+		}
+	}
+	entities := slices.Collect(maps.Keys(im.ClientQuotas))
+	slices.SortFunc(entities, func(a, b QuotaEntity) int { return strings.Compare(a.String(), b.String()) })
+	for _, e := range entities {
+		for _, key := range slices.Sorted(maps.Keys(im.ClientQuotas[e])) {
+			out = append(out, &SetClientQuota{Entity: e, Key: key, Value: im.ClientQuotas[e][key]})
 		}
 	}
 	acls := slices.Collect(maps.Keys(im.ACLs))
