@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"net"
 	"slices"
@@ -10,10 +11,12 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/skeinlog/skein/actors"
 	"github.com/skeinlog/skein/configs"
 	"github.com/skeinlog/skein/controller/image"
+	"github.com/skeinlog/skein/internal/logging"
 	"github.com/skeinlog/skein/security"
 	"github.com/skeinlog/skein/transport"
 )
@@ -166,22 +169,54 @@ func connectionLimits(cfg configs.Node) (transport.Limits, error) {
 
 // remotingTLS makes the node's remoting mutual TLS when its controller
 // listener is SSL: the listener's keystore is both the server's and the
-// dialing client's certificate, its truststore the CAs both sides check.
-func remotingTLS(cfg configs.Node, log zerolog.Logger, r *actors.RemoteConfig) error {
+// dialing client's certificate, its truststore the CAs both sides check,
+// and peerAllowed the principal the peer's certificate maps to.
+func remotingTLS(cfg configs.Node, log zerolog.Logger, r *actors.RemoteConfig, peerAllowed func(security.Principal) bool) error {
 	name, p := cfg.ClusterProtocol()
 	if p != configs.SSL {
 		return nil
 	}
 	t := cfg.ListenerTLS(name)
+	rules, err := security.ParseMappingRules(t.PrincipalMappingRules)
+	if err != nil {
+		return err
+	}
+	refusals := logging.NewLimiter(10, time.Minute)
 	st, err := security.NewServerTLS(security.TLSFiles{
 		Listener: name, Keystore: t.KeystoreLocation, Truststore: t.TruststoreLocation, ClientAuth: "required",
 		Protocols: t.Protocols(), CipherSuites: t.Ciphers(),
+		PeerAllowed: func(leaf *x509.Certificate) error {
+			subject := security.Subject(leaf)
+			name, ok := rules.Map(subject)
+			if !ok {
+				return fmt.Errorf("no ssl.principal.mapping.rules rule maps the peer certificate's subject %q", subject)
+			}
+			if p := (security.Principal{Type: "User", Name: name}); !peerAllowed(p) {
+				refusals.Event(log.Warn()).Str("principal", p.String()).Str("subject", subject).
+					Msg("remoting: refusing a peer whose principal may not act as a broker (neither in super.users nor allowed CLUSTER_ACTION)")
+				return fmt.Errorf("%s may not act as a broker", p)
+			}
+			return nil
+		},
 	}, log)
 	if err != nil {
 		return fmt.Errorf("listener %s: %w", name, err)
 	}
 	r.ServerTLS, r.ClientTLS = st.Config(), st.ClientConfig()
 	return nil
+}
+
+// mayActAsBroker reports whether a remoting peer's principal may: any,
+// without an authorizer; with one, a super user, or a principal the ACLs
+// this node has loaded allow CLUSTER_ACTION on the cluster (before its
+// metadata is loaded, at start, only super users).
+func (n *Node) mayActAsBroker(p security.Principal) bool {
+	if n.authorizer == nil || n.authorizer.SuperUser(p) {
+		return true
+	}
+	im := n.image.Load()
+	return im != nil && n.authorizer.Allowed(im.ACLSet(), security.Request{Principal: p, Host: "*"},
+		kmsg.ACLOperationClusterAction, kmsg.ACLResourceTypeCluster, security.ClusterName)
 }
 
 // authorizer returns the node's authorizer, nil when authorizer.class.name

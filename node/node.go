@@ -261,7 +261,7 @@ func prepare(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 		// Remoting starts before any traffic (actors.StartRemote), and
 		// before the tree, whose PIDs carry its address.
 		rcfg := actors.RemoteConfig{Listen: cfg.ClusterListen, Advertise: cfg.ClusterAdvertise, Links: n.links}
-		if err = remotingTLS(cfg, log, &rcfg); err == nil {
+		if err = remotingTLS(cfg, log, &rcfg, n.mayActAsBroker); err == nil {
 			n.remote, _, err = actors.StartRemote(n.sys, rcfg)
 		}
 		if err != nil {

@@ -28,6 +28,18 @@ type TLSFiles struct {
 	// Protocols are TLSv1.2 and/or TLSv1.3 (ssl.enabled.protocols);
 	// CipherSuites the TLS 1.2 suites by IANA name, empty for Go's.
 	Protocols, CipherSuites []string
+	// PeerAllowed, when set, checks the peer's certificate once its chain
+	// is verified, in the handshake, on both ends of a mutual TLS
+	// connection: an error refuses the peer before anything else is read.
+	PeerAllowed func(leaf *x509.Certificate) error
+}
+
+// verifyPeer is tls.Config.VerifyPeerCertificate for PeerAllowed.
+func (f TLSFiles) verifyPeer(_ [][]byte, chains [][]*x509.Certificate) error {
+	if len(chains) == 0 || len(chains[0]) == 0 {
+		return errors.New("no verified peer certificate")
+	}
+	return f.PeerAllowed(chains[0][0])
 }
 
 // recheck bounds how often the files are looked at for a change.
@@ -171,6 +183,9 @@ func (s *ServerTLS) load() (*tls.Config, error) {
 	}
 	c := s.base.Clone()
 	c.Certificates = []tls.Certificate{cert}
+	if s.files.PeerAllowed != nil {
+		c.VerifyPeerCertificate = s.files.verifyPeer
+	}
 	if s.files.Truststore != "" {
 		pem, err := os.ReadFile(s.files.Truststore)
 		if err != nil {
@@ -189,11 +204,15 @@ func (s *ServerTLS) load() (*tls.Config, error) {
 // this listener's certificate (the current one at each handshake) as the
 // client's, and its truststore's CAs for the peer's.
 func (s *ServerTLS) ClientConfig() *tls.Config {
-	return &tls.Config{
+	c := &tls.Config{
 		MinVersion: s.base.MinVersion, MaxVersion: s.base.MaxVersion, CipherSuites: s.base.CipherSuites,
 		RootCAs: s.config().ClientCAs,
 		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
 			return &s.config().Certificates[0], nil
 		},
 	}
+	if s.files.PeerAllowed != nil {
+		c.VerifyPeerCertificate = s.files.verifyPeer
+	}
+	return c
 }

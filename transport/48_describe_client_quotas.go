@@ -119,6 +119,7 @@ func (a *API) handleDescribeClientQuotas(c *conn, kreq kmsg.Request) finish {
 		return fail(kerr.InvalidRequest, why)
 	}
 	im := a.Image()
+	resp.Entries = []kmsg.DescribeClientQuotasResponseEntry{} // null is for an error: Kafka's admin client reads it
 	entities := slices.Collect(maps.Keys(im.ClientQuotas))
 	slices.SortFunc(entities, func(x, y image.QuotaEntity) int { return strings.Compare(x.String(), y.String()) })
 	for _, e := range entities {

@@ -4,10 +4,14 @@ package nodetest
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"crypto/x509/pkix"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
@@ -119,5 +123,51 @@ func TestRemotingMutualTLS(t *testing.T) {
 				})
 			}
 		})
+	}
+}
+
+// TestRemotingRefusesCertificatesNotOfBrokers: with an authorizer, a
+// remoting peer's certificate must also map to a principal that may act
+// as a broker (a super user here): one of the cluster's own CA for
+// another principal is refused in the TLS handshake, before any message
+// of it is read, and so can make the controller do nothing; the
+// brokers' own certificate passes.
+func TestRemotingRefusesCertificatesNotOfBrokers(t *testing.T) {
+	dir := t.TempDir()
+	ca := testcerts.New(t)
+	_, nodePEM := ca.Issue(t, pkix.Name{CommonName: "skein-node"}, true)
+	intruder, _ := ca.Issue(t, pkix.Name{CommonName: "intruder"}, true)
+	broker, _ := ca.Issue(t, pkix.Name{CommonName: "skein-node"}, true)
+	keystore, truststore := filepath.Join(dir, "node.pem"), filepath.Join(dir, "ca.pem")
+	testcerts.WriteFile(t, keystore, nodePEM)
+	testcerts.WriteFile(t, truststore, ca.PEM)
+	c := Start(t, 1, func(cfg *configs.Node) {
+		cfg.Listeners = "PLAINTEXT://127.0.0.1:0,CONTROLLER://" + cfg.ClusterListen
+		cfg.ControllerListenerNames = "CONTROLLER"
+		cfg.ListenerSecurityProtocolMap = "PLAINTEXT:PLAINTEXT,CONTROLLER:SSL"
+		cfg.TLS.KeystoreLocation, cfg.TLS.TruststoreLocation = keystore, truststore
+		cfg.AuthorizerClassName = configs.StandardAuthorizer
+		cfg.SuperUsers = "User:CN=skein-node;User:ANONYMOUS"
+	})
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(ca.PEM)
+	// handshake dials remoting with cert and reads: a refused peer gets
+	// the server's alert, an admitted one the server's first HTTP/2
+	// frame (gRPC).
+	handshake := func(cert tls.Certificate) error {
+		conn, err := tls.Dial("tcp", c.cluster[0], &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{cert}, ServerName: "127.0.0.1"})
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+		_, err = conn.Read(make([]byte, 1))
+		return err
+	}
+	if err := handshake(broker); err != nil {
+		t.Errorf("the brokers' certificate: %v, want admitted (the server's first frame read)", err)
+	}
+	if err := handshake(intruder); err == nil || !strings.Contains(err.Error(), "bad certificate") {
+		t.Errorf("a certificate of the CA for User:CN=intruder: %v, want refused with bad certificate", err)
 	}
 }

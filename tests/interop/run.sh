@@ -74,16 +74,20 @@
 #   - the node stops cleanly on SIGTERM;
 #   - a secured node, started from a Kafka-style server.properties with
 #     PLAINTEXT, SASL_SSL (PLAIN users in a JAAS line) and SSL (client
-#     certificates required) listeners, certificates made with openssl:
+#     certificates required) listeners, certificates made with openssl, and
+#     Kafka's StandardAuthorizer: skein acl grants alice the sec- topics;
 #     kcat produces and reads back over SASL_SSL and over SSL with a client
-#     certificate, and is refused with a wrong password or no certificate;
-#     kafkajs-sasl.js creates a topic, produces and consumes with a group
-#     over SASL_SSL and is refused with a wrong password; kafka-configs
-#     --entity-type users sets SCRAM credentials, which kcat
-#     (SCRAM-SHA-256) and kafkajs (SCRAM-SHA-512) then log in with; Kafka's
-#     kafka-topics, kafka-producer-perf-test and kafka-consumer-perf-test
-#     run over SASL_SSL with a client.properties (PEM truststore); the log
-#     shows no password;
+#     certificate, is refused a topic no ACL gives alice, and is refused
+#     with a wrong password or no certificate; kafkajs-sasl.js creates a
+#     topic, produces and consumes with a group over SASL_SSL and is
+#     refused with a wrong password; kafka-configs --entity-type users sets
+#     and describes SCRAM credentials, which kcat (SCRAM-SHA-256), kafkajs
+#     and the Java producer (SCRAM-SHA-512, ScramLoginModule) then log in
+#     with; kafka-configs sets and describes client and ip quotas;
+#     kafka-acls adds, lists and removes ACLs as the admin over SASL_SSL;
+#     Kafka's kafka-topics, kafka-producer-perf-test and
+#     kafka-consumer-perf-test run over SASL_SSL with a client.properties
+#     (PEM truststore, PLAIN JAAS); the log shows no password;
 #   - a three-node cluster (127.0.0.221-223): kafkajs-cluster.js creates a
 #     topic of replication factor 3, checks every partition has three
 #     replicas in sync, produces idempotently through every broker and
@@ -966,6 +970,8 @@ sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512
 listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required \\
     username="admin" password="admin-secret" \\
     user_admin="admin-secret" user_alice="alice-secret";
+authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
+super.users=User:admin;User:ANONYMOUS
 admin.listen=$SHOST:9644
 num.partitions=2
 group.initial.rebalance.delay.ms=0
@@ -987,6 +993,17 @@ fi
 if [ -n "$SEC_PID" ]; then
 	grep -q 'password' "$SEC/node.log" && grep -q 'secret' "$SEC/node.log" &&
 		fail "secured node: its log shows no password" || ok "secured node: its log shows no password"
+	# The authorizer is on: alice may use the sec- topics and read in any
+	# group, granted with skein acl over the PLAINTEXT listener (whose
+	# User:ANONYMOUS is a super user, as the inter-broker listener's must be).
+	if "$ROOT/bin/skein" acl create --brokers "$SHOST:9092" --allow-principal User:alice --operation All \
+		--topic sec- --resource-pattern-type prefixed >"$SEC/acl.out" 2>&1 &&
+		"$ROOT/bin/skein" acl create --brokers "$SHOST:9092" --allow-principal User:alice --operation Read --group '*' >>"$SEC/acl.out" 2>&1; then
+		ok "skein acl create: alice may use the sec- topics and any group"
+	else
+		fail "skein acl create: alice may use the sec- topics and any group"
+		tail -n 5 "$SEC/acl.out"
+	fi
 	KSASL=(-b "$SHOST:9093" -X security.protocol=SASL_SSL -X sasl.mechanisms=PLAIN -X sasl.username=alice
 		-X ssl.ca.location="$SEC/ca.pem")
 	KSSL=(-b "$SHOST:9094" -X security.protocol=SSL -X ssl.ca.location="$SEC/ca.pem")
@@ -998,6 +1015,13 @@ if [ -n "$SEC_PID" ]; then
 	else
 		fail "kcat SASL_SSL PLAIN: 40 records produced and read back"
 		tail -n 5 "$SEC/kcat.err"
+	fi
+	if echo denied | timeout 30 "$KCAT" "${KSASL[@]}" -X sasl.password=alice-secret -P -t other-kcat >"$SEC/denied.out" 2>&1 &&
+		grep -q 'Topic authorization failed' "$SEC/denied.out"; then
+		ok "kcat SASL_SSL as alice to a topic no ACL gives her: Topic authorization failed"
+	else
+		fail "kcat SASL_SSL as alice to a topic no ACL gives her: Topic authorization failed"
+		tail -n 3 "$SEC/denied.out"
 	fi
 	if timeout 30 "$KCAT" "${KSASL[@]}" -X sasl.password=wrong -L -m 5 >"$SEC/bad.out" 2>&1; then
 		fail "kcat SASL_SSL PLAIN with a wrong password: refused"
@@ -1027,9 +1051,43 @@ if [ -n "$SEC_PID" ]; then
 		# (no ACLs yet: anyone may), then used by kcat and kafkajs.
 		tool kafka.admin.ConfigCommand --bootstrap-server "$SHOST:9092" --entity-type users --entity-name alice --alter \
 			--add-config 'SCRAM-SHA-256=[iterations=8192,password=alice-scram],SCRAM-SHA-512=[password=alice-scram512]' >"$T"
-		# (Its --describe also asks for client quotas, not served yet.)
 		check_tool "kafka-configs --entity-type users --alter --add-config SCRAM-SHA-256=[...],SCRAM-SHA-512=[...]" $? "$T" \
 			"Completed updating config for user alice" && SCRAM_OK=1
+		tool kafka.admin.ConfigCommand --bootstrap-server "$SHOST:9092" --entity-type users --entity-name alice --describe >"$T"
+		check_tool "kafka-configs --entity-type users --describe: alice's SCRAM credentials" $? "$T" \
+			"SCRAM credential configs for user-principal 'alice' are SCRAM-SHA-256=iterations=8192, SCRAM-SHA-512=iterations=4096"
+		# Client quotas, as kafka-configs sets and shows them.
+		tool kafka.admin.ConfigCommand --bootstrap-server "$SHOST:9092" --entity-type clients --entity-name slow --alter \
+			--add-config producer_byte_rate=1048576,consumer_byte_rate=2097152 >"$T"
+		check_tool "kafka-configs --entity-type clients --alter --add-config producer_byte_rate=...,consumer_byte_rate=..." $? "$T" \
+			"Completed updating config for client slow"
+		tool kafka.admin.ConfigCommand --bootstrap-server "$SHOST:9092" --entity-type clients --entity-name slow --describe >"$T"
+		check_tool "kafka-configs --entity-type clients --describe: slow's quotas" $? "$T" \
+			"Quota configs for client-id 'slow' are consumer_byte_rate=2097152.0, producer_byte_rate=1048576.0"
+		tool kafka.admin.ConfigCommand --bootstrap-server "$SHOST:9092" --entity-type ips --entity-default --alter \
+			--add-config connection_creation_rate=100 >"$T"
+		check_tool "kafka-configs --entity-type ips --entity-default --alter --add-config connection_creation_rate=100" $? "$T" \
+			"Completed updating default config for ips"
+		# ACLs, as kafka-acls manages them, as the admin over SASL_SSL.
+		cat >"$SEC/admin.properties" <<PROPS
+security.protocol=SASL_SSL
+sasl.mechanism=PLAIN
+sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret";
+ssl.truststore.type=PEM
+ssl.truststore.location=$SEC/ca.pem
+PROPS
+		ADMIN=(--bootstrap-server "$SHOST:9093" --command-config "$SEC/admin.properties")
+		tool AclCommand "${ADMIN[@]}" --add --allow-principal User:bob --operation Read --operation Describe --topic sec-bob >"$T"
+		check_tool "kafka-acls --add over SASL_SSL: bob may read sec-bob" $? "$T" "principal=User:bob, host=\*, operation=READ, permissionType=ALLOW"
+		tool AclCommand "${ADMIN[@]}" --list --topic sec-bob >"$T"
+		check_tool "kafka-acls --list --topic sec-bob: bob's READ and DESCRIBE" $? "$T" "principal=User:bob, host=\*, operation=DESCRIBE, permissionType=ALLOW"
+		tool AclCommand "${ADMIN[@]}" --remove --force --allow-principal User:bob --operation Read --operation Describe --topic sec-bob >"$T"
+		status=$?
+		tool AclCommand "${ADMIN[@]}" --list --topic sec-bob >"$T"
+		if [ "$status" -eq 0 ] && ! grep -q 'User:bob' "$T"; then ok "kafka-acls --remove: bob's ACLs gone"; else
+			fail "kafka-acls --remove: bob's ACLs gone (status $status)"
+			head -n 5 "$T"
+		fi
 	fi
 	if [ -n "$SCRAM_OK" ]; then
 		KSCRAM=(-b "$SHOST:9093" -X security.protocol=SASL_SSL -X sasl.mechanisms=SCRAM-SHA-256 -X sasl.username=alice
@@ -1061,6 +1119,18 @@ PROPS
 		tool ConsumerPerformance --bootstrap-server "$SHOST:9093" --topic sec-java --num-records 2000 --timeout 60000 \
 			--command-config "$SEC/client.properties" >"$T"
 		check_tool "kafka-consumer-perf-test over SASL_SSL: 2000 records consumed" $? "$T" ', 2000, '
+		if [ -n "$SCRAM_OK" ]; then
+			cat >"$SEC/scram.properties" <<PROPS
+security.protocol=SASL_SSL
+sasl.mechanism=SCRAM-SHA-512
+sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="alice" password="alice-scram512";
+ssl.truststore.type=PEM
+ssl.truststore.location=$SEC/ca.pem
+PROPS
+			tool ProducerPerformance --topic sec-java --num-records 1000 --record-size 100 --throughput -1 \
+				--command-config "$SEC/scram.properties" --command-property bootstrap.servers="$SHOST:9093" acks=all >"$T"
+			check_tool "kafka-producer-perf-test over SASL_SSL with SCRAM-SHA-512 (ScramLoginModule JAAS): 1000 records sent" $? "$T" '^1000 records sent'
+		fi
 	fi
 	stop_node "the secured node" "$SEC_PID" "$SEC/node.log"
 	SEC_PID=
