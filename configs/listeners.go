@@ -244,8 +244,11 @@ func (n Node) listeners(v *validator) []Listener {
 			fail(c.key, given, "listeners gives the inter-broker listener "+c.want+": set either listeners (Kafka's) or "+c.key)
 		}
 	}
-	if out[0].Protocol != Plaintext {
-		fail("inter.broker.listener.name", out[0].Name, "followers fetch over PLAINTEXT only, until they speak TLS: name a PLAINTEXT listener")
+	if out[0].Protocol != Plaintext && out[0].Protocol != SSL {
+		fail("inter.broker.listener.name", out[0].Name, "followers fetch over PLAINTEXT or SSL (mutual TLS with the listener's keystore), not SASL: name such a listener")
+	}
+	if out[0].Protocol == SSL && n.ListenerTLS(out[0].Name).TruststoreLocation == "" {
+		fail("inter.broker.listener.name", out[0].Name, "followers check their leaders' certificates against the SSL inter-broker listener's ssl.truststore.location: set it")
 	}
 	for name := range n.ListenerSettings {
 		if !seen[name] {

@@ -62,9 +62,10 @@ type Node struct {
 	// listener.security.protocol.map.
 	ListenerSecurityProtocolMap string `mapstructure:"listener.security.protocol.map" yaml:"listener.security.protocol.map"`
 
-	// InterBrokerListenerName is the listener followers fetch from.
-	// Default: the listener named PLAINTEXT, or the only one. Kafka:
-	// inter.broker.listener.name.
+	// InterBrokerListenerName is the listener followers fetch from,
+	// PLAINTEXT or SSL (mutual TLS: followers present its keystore and
+	// check leaders against its truststore). Default: the listener named
+	// PLAINTEXT, or the only one. Kafka: inter.broker.listener.name.
 	InterBrokerListenerName string `mapstructure:"inter.broker.listener.name" yaml:"inter.broker.listener.name"`
 
 	// ControllerListenerNames names the listeners that carry the

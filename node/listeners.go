@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"fmt"
 	"net"
@@ -27,6 +28,9 @@ type kafkaListener struct {
 	ln net.Listener
 	// serve is what the transport serves it with: its TLS, for SSL.
 	serve transport.Listener
+	// tls is its TLS, also what followers dial leaders with when it is
+	// the inter-broker listener; nil for PLAINTEXT.
+	tls *security.ServerTLS
 }
 
 // kafkaListeners are the node's Kafka listeners, the inter-broker one
@@ -39,7 +43,7 @@ type kafkaListeners []kafkaListener
 func bindKafka(cfg configs.Node, log zerolog.Logger, current func() *image.Image) (kafkaListeners, error) {
 	var out kafkaListeners
 	for i, l := range cfg.KafkaListeners() {
-		serve, err := serving(cfg, l, log, current)
+		serve, tc, err := serving(cfg, l, log, current)
 		if err != nil {
 			out.Close()
 			return nil, fmt.Errorf("node: listener %s: %w", l.Name, err)
@@ -50,13 +54,14 @@ func bindKafka(cfg configs.Node, log zerolog.Logger, current func() *image.Image
 			out.Close()
 			return nil, fmt.Errorf("node: listener %s: %w", l.Name, err)
 		}
-		out = append(out, kafkaListener{Listener: l, ln: ln, serve: serve})
+		out = append(out, kafkaListener{Listener: l, ln: ln, serve: serve, tls: tc})
 	}
 	return out, nil
 }
 
-// serving returns what the transport serves a listener with.
-func serving(cfg configs.Node, l configs.Listener, log zerolog.Logger, current func() *image.Image) (transport.Listener, error) {
+// serving returns what the transport serves a listener with, and its
+// TLS (nil for none).
+func serving(cfg configs.Node, l configs.Listener, log zerolog.Logger, current func() *image.Image) (transport.Listener, *security.ServerTLS, error) {
 	serve := transport.Listener{Name: l.Name}
 	if l.Protocol == configs.SASLPlaintext || l.Protocol == configs.SASLSSL {
 		mechanisms, jaas := cfg.ListenerSASL(l.Name)
@@ -67,7 +72,7 @@ func serving(cfg configs.Node, l configs.Listener, log zerolog.Logger, current f
 				Skew: time.Duration(cfg.OAuthClockSkewSeconds) * time.Second, SubClaim: cfg.OAuthSubClaimName}
 			// NB: a JWKS from a URL is refreshed for the process's life.
 			if err := oauth.Start(context.Background()); err != nil {
-				return serve, err
+				return serve, nil, err
 			}
 		}
 		sasl, err := security.NewSASL(mechanisms, jaas, func(mechanism, user string) (security.ScramCredential, bool) {
@@ -75,27 +80,37 @@ func serving(cfg configs.Node, l configs.Listener, log zerolog.Logger, current f
 			return security.ScramCredential{Salt: c.Salt, StoredKey: c.StoredKey, ServerKey: c.ServerKey, Iterations: int(c.Iterations)}, ok
 		}, oauth)
 		if err != nil {
-			return serve, err
+			return serve, nil, err
 		}
 		serve.SASL = sasl
 	}
 	if l.Protocol != configs.SSL && l.Protocol != configs.SASLSSL {
-		return serve, nil
+		return serve, nil, nil
 	}
 	t := cfg.ListenerTLS(l.Name)
 	rules, err := security.ParseMappingRules(t.PrincipalMappingRules)
 	if err != nil {
-		return serve, err
+		return serve, nil, err
 	}
 	tc, err := security.NewServerTLS(security.TLSFiles{
 		Listener: l.Name, Keystore: t.KeystoreLocation, Truststore: t.TruststoreLocation, ClientAuth: t.ClientAuth,
 		Protocols: t.Protocols(), CipherSuites: t.Ciphers(),
 	}, log)
 	if err != nil {
-		return serve, err
+		return serve, nil, err
 	}
 	serve.TLS, serve.Principals = tc.Config(), rules
-	return serve, nil
+	return serve, tc, nil
+}
+
+// followerTLS is how followers dial leaders: mutual TLS with the
+// inter-broker listener's keystore and truststore when it is SSL, nil for
+// PLAINTEXT.
+func (ls kafkaListeners) followerTLS() *tls.Config {
+	if ls[0].tls == nil {
+		return nil
+	}
+	return ls[0].tls.ClientConfig()
 }
 
 // sasls returns the SASL listeners' authentication, which the admin API

@@ -722,7 +722,7 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 		Origin: actors.Origin{Node: n.cfg.NodeID, Incarnation: n.incarnation}, Registry: n.registry,
 		WaitMax:  time.Duration(n.cfg.ReplicaFetchWaitMaxMs) * time.Millisecond,
 		MaxBytes: n.cfg.ReplicaFetchResponseMaxBytes, PartMax: n.cfg.ReplicaFetchMaxBytes,
-		Links: n.links, Logger: n.log,
+		Links: n.links, Logger: n.log, TLS: n.kafka.followerTLS(),
 	}, actors.NewBackoffStrategy(actors.Backoff{})), "fetchers")
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"crypto/tls"
 	"errors"
 	"strconv"
 	"sync/atomic"
@@ -46,6 +47,10 @@ type FetcherConfig struct {
 	// Links are the node's injected network faults; nil for none.
 	Links  *actors.Links
 	Logger zerolog.Logger
+	// TLS, when set, is how followers dial leaders: the inter-broker
+	// listener is SSL, and the node's certificate is its client
+	// certificate (a principal that needs CLUSTER_ACTION).
+	TLS *tls.Config
 }
 
 // FetchersProps returns the props of the "fetchers" supervisor, whose
@@ -306,7 +311,7 @@ func (f *fetcher) fetch(c actor.Context) {
 		f.conn = nil
 	}
 	if f.conn == nil {
-		f.conn = newLeaderConn(f.addr, f.cfg.Origin.Node)
+		f.conn = newLeaderConn(f.addr, f.cfg.Origin.Node, f.cfg.TLS)
 	}
 	// The leader holds a fetch for WaitMax; an answer much later is lost.
 	timeout := f.cfg.WaitMax + 3*time.Second

@@ -1,6 +1,8 @@
 package partition
 
 import (
+	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -32,23 +34,27 @@ type leaderConn struct {
 	addr      string
 	corr      int32
 	formatter *kmsg.RequestFormatter
+	tls       *tls.Config // nil for PLAINTEXT
 
 	mu     sync.Mutex
-	nc     net.Conn
+	nc     net.Conn // TLS over raw when tls is set
+	raw    net.Conn
 	closed bool
 }
 
-func newLeaderConn(addr string, node int32) *leaderConn {
-	return &leaderConn{addr: addr, formatter: kmsg.NewRequestFormatter(kmsg.FormatterClientID("skein-follower-" + strconv.Itoa(int(node))))}
+func newLeaderConn(addr string, node int32, tc *tls.Config) *leaderConn {
+	return &leaderConn{addr: addr, tls: tc, formatter: kmsg.NewRequestFormatter(kmsg.FormatterClientID("skein-follower-" + strconv.Itoa(int(node))))}
 }
 
-// close ends the connection, and with it any fetch under way.
+// close ends the connection, and with it any fetch under way. It closes
+// the TCP connection itself: a TLS close would send close_notify, which
+// can block on a leader that reads nothing (paused, or gone).
 func (lc *leaderConn) close() {
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
 	lc.closed = true
-	if lc.nc != nil {
-		lc.nc.Close()
+	if lc.raw != nil {
+		lc.raw.Close()
 	}
 }
 
@@ -63,14 +69,37 @@ func (lc *leaderConn) conn(deadline time.Time) (net.Conn, error) {
 	if nc != nil {
 		return nc, nil
 	}
-	nc, err := net.DialTimeout("tcp", lc.addr, time.Until(deadline))
+	raw, err := net.DialTimeout("tcp", lc.addr, time.Until(deadline))
 	if err != nil {
 		return nil, err
 	}
 	lc.mu.Lock()
+	if lc.closed {
+		lc.mu.Unlock()
+		raw.Close()
+		return nil, net.ErrClosed
+	}
+	lc.raw, nc = raw, raw
+	lc.mu.Unlock()
+	if lc.tls != nil {
+		// The handshake runs outside the lock, so that close can end it.
+		c := lc.tls.Clone()
+		if c.ServerName == "" {
+			c.ServerName, _, _ = net.SplitHostPort(lc.addr)
+		}
+		tc := tls.Client(raw, c)
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		defer cancel()
+		if err := tc.HandshakeContext(ctx); err != nil {
+			raw.Close()
+			return nil, fmt.Errorf("TLS to the leader: %w", err)
+		}
+		nc = tc
+	}
+	lc.mu.Lock()
 	defer lc.mu.Unlock()
 	if lc.closed {
-		nc.Close()
+		raw.Close()
 		return nil, net.ErrClosed
 	}
 	lc.nc = nc

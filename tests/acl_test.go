@@ -58,6 +58,7 @@ func mustCreateACLs(t *testing.T, ctx context.Context, adm *kadm.Client, b *kadm
 // are, and the denial says what would allow it.
 func TestACLs(t *testing.T) {
 	b := aclBroker(t)
+	b.adminUser, b.adminPassword = "bob", "bob-secret"
 	ctx := ctxFor(t)
 	adm := b.admin()
 	mustCreate(t, ctx, adm, "orders", 1, nil)

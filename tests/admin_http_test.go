@@ -32,6 +32,9 @@ func (b *broker) adminDo(method, path, body string) (int, []byte) {
 	if err != nil {
 		b.t.Fatal(err)
 	}
+	if b.adminUser != "" {
+		req.SetBasicAuth(b.adminUser, b.adminPassword)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		b.t.Fatalf("%s %s: %v", method, path, err)

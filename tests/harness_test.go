@@ -19,6 +19,9 @@ type broker struct {
 	t    *testing.T
 	cfg  configs.Node
 	node *node.Node
+	// adminUser and adminPassword, when set, authenticate the admin API
+	// requests (a node with SASL listeners asks for them).
+	adminUser, adminPassword string
 }
 
 // startBroker starts a single node on a free loopback port with its data in

@@ -54,6 +54,7 @@ func saslBroker(t *testing.T, ca *testcerts.CA) *broker {
 func TestSASLPlain(t *testing.T) {
 	ca := testcerts.New(t)
 	b := saslBroker(t, ca)
+	b.adminUser, b.adminPassword = "admin", "admin-secret"
 	ctx := ctxFor(t)
 	mustCreate(t, ctx, b.admin(), "sasl", 1, nil)
 	saslAddr, saslSSLAddr := b.node.ListenerAddr("SASL_PLAINTEXT").String(), b.node.ListenerAddr("SASL_SSL").String()
@@ -244,6 +245,8 @@ func TestSASLReauthentication(t *testing.T) {
 	if r, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: "alice", Mechanism: kadm.ScramSha256, Iterations: 4096, Password: "alice-secret"}}); err != nil || r.Error() != nil {
 		t.Fatalf("AlterUserSCRAMs: %v %v", err, r.Error())
 	}
+	// The admin API checks alice's SCRAM password as a SCRAM server would.
+	b.adminUser, b.adminPassword = "alice", "alice-secret"
 	addr := b.node.ListenerAddr("SASL_PLAINTEXT").String()
 
 	// A client that never authenticates again: told the lifetime, served
