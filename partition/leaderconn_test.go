@@ -62,7 +62,7 @@ func TestLeaderConnRefusesBrokenAnswers(t *testing.T) {
 				nc.Write(c.answer)
 				io.Copy(io.Discard, nc) // until the client closes
 			}()
-			lc := newLeaderConn(ln.Addr().String(), 1)
+			lc := newLeaderConn(ln.Addr().String(), 1, nil)
 			defer lc.close()
 			req := kmsg.NewPtrFetchRequest()
 			req.Version = fetchVersion
@@ -115,7 +115,7 @@ func TestLeaderConnClosesUnderAFetch(t *testing.T) {
 	}()
 	req := kmsg.NewPtrFetchRequest()
 	req.Version = fetchVersion
-	lc := newLeaderConn(ln.Addr().String(), 1)
+	lc := newLeaderConn(ln.Addr().String(), 1, nil)
 	errs := make(chan error, 1)
 	go func() {
 		_, _, err := lc.roundTrip(req, nil, time.Now().Add(time.Minute))
@@ -128,7 +128,7 @@ func TestLeaderConnClosesUnderAFetch(t *testing.T) {
 		t.Fatal("a fetch whose connection was closed under it succeeded")
 	}
 
-	closed := newLeaderConn(ln.Addr().String(), 1)
+	closed := newLeaderConn(ln.Addr().String(), 1, nil)
 	closed.close()
 	if _, _, err := closed.roundTrip(req, nil, time.Now().Add(time.Minute)); !errors.Is(err, net.ErrClosed) {
 		t.Fatalf("a fetch on a closed connection: %v, want a closed-connection error", err)
