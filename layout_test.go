@@ -64,11 +64,12 @@ var layers = map[string]int{
 
 // cmdAllowed lists what the command line may import: cli talks to nodes
 // over the wire and starts one through node and configs, nothing in
-// between; history checks, client-side, what a chaos run's clients saw.
+// between; history checks, client-side, what a chaos run's clients saw;
+// security reads a client.properties' JAAS line as the node reads its own.
 // cmd/skein imports cli and nothing else of Skein's.
 var cmdAllowed = map[string]map[string]bool{
 	"cli": {"node": true, "configs": true, "chaos": true, "internal/clock": true, "internal/vfs": true, "internal/logging": true,
-		"history": true},
+		"history": true, "security": true},
 	"cmd/skein": {"cli": true},
 }
 

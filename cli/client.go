@@ -40,7 +40,10 @@ func clientCommand(use, short string, environ []string, stdout io.Writer, subs .
 
 type clientFlags struct {
 	brokers string
-	timeout time.Duration
+	// brokersGiven: --brokers or SKEIN_BROKERS named the brokers, which
+	// then win over --command-config's bootstrap.servers.
+	brokersGiven func() bool
+	timeout      time.Duration
 	// TLS and SASL, as a secured listener asks (security.go).
 	security securityFlags
 }
@@ -48,20 +51,27 @@ type clientFlags struct {
 // register adds the client flags to cmd and its subcommands. The default
 // of --brokers is SKEIN_BROKERS when environ sets it.
 func (f *clientFlags) register(cmd *cobra.Command, environ []string) {
-	brokers := defaultBrokers
+	brokers, fromEnv := defaultBrokers, false
 	for _, kv := range environ {
 		if v, ok := strings.CutPrefix(kv, envBrokers+"="); ok && v != "" {
-			brokers = v // the last one wins, as with os/exec
+			brokers, fromEnv = v, true // the last one wins, as with os/exec
 		}
 	}
 	fs := cmd.PersistentFlags()
 	fs.StringVar(&f.brokers, "brokers", brokers, "comma-separated seed brokers, host:port (env "+envBrokers+")")
+	f.brokersGiven = func() bool { return fromEnv || fs.Changed("brokers") }
 	fs.DurationVar(&f.timeout, "timeout", defaultTimeout, "bound on connecting to a broker and on each request")
 	f.security.register(fs, environ)
 }
 
 // seeds returns the --brokers list.
 func (f *clientFlags) seeds() ([]string, error) {
+	if err := f.security.applyCommandConfig(); err != nil {
+		return nil, usageError(err.Error())
+	}
+	if f.security.bootstrap != "" && !f.brokersGiven() {
+		f.brokers = f.security.bootstrap
+	}
 	var seeds []string
 	for s := range strings.SplitSeq(f.brokers, ",") {
 		if s = strings.TrimSpace(s); s != "" {

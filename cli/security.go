@@ -38,7 +38,12 @@ type securityFlags struct {
 	mechanism, user string
 	passwordFile    string
 	password, token string // from the environment
-	opts            []kgo.Opt
+	// commandConfig is Kafka's client.properties (profile.go); applied
+	// once, it may also name the brokers (bootstrap).
+	commandConfig string
+	applied       bool
+	bootstrap     string
+	opts          []kgo.Opt
 }
 
 func envValue(environ []string, name string) string {
@@ -58,13 +63,18 @@ func (s *securityFlags) register(fs *pflag.FlagSet, environ []string) {
 	fs.StringVar(&s.key, "tls-key", "", "PEM file of the client certificate's key")
 	fs.StringVar(&s.mechanism, "sasl-mechanism", envValue(environ, envSASLMechanism), "SASL mechanism: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER (env "+envSASLMechanism+")")
 	fs.StringVar(&s.user, "user", envValue(environ, envUser), "SASL user (env "+envUser+"); the password comes from "+envPassword+" or --password-file")
-	fs.StringVar(&s.passwordFile, "password-file", "", "file holding the SASL password")
+	fs.StringVar(&s.passwordFile, "password-file", "", "file holding the SASL password (without it nor "+envPassword+", asked on the terminal)")
+	fs.StringVar(&s.commandConfig, "command-config", envValue(environ, envCommandConfig),
+		"Kafka's client.properties: security.protocol, sasl.mechanism, sasl.jaas.config, PEM ssl.truststore/keystore.location, bootstrap.servers; flags win (env "+envCommandConfig+")")
 	s.password, s.token = envValue(environ, envPassword), envValue(environ, envOAuthToken)
 }
 
 // build turns the flags into kgo options, once.
 func (s *securityFlags) build() error {
 	s.opts = nil
+	if err := s.applyCommandConfig(); err != nil {
+		return err
+	}
 	c, err := s.tlsConfig()
 	if err != nil {
 		return err
@@ -144,6 +154,9 @@ func (s *securityFlags) tlsConfig() (*tls.Config, error) {
 // readPassword returns the password, from --password-file or the
 // environment.
 func (s *securityFlags) readPassword() (string, error) {
+	if s.passwordFile == "" && s.password == "" && s.user != "" {
+		return promptPassword(s.user)
+	}
 	if s.passwordFile == "" {
 		return s.password, nil
 	}
@@ -159,6 +172,9 @@ func (s *securityFlags) readPassword() (string, error) {
 // OAUTHBEARER token of SKEIN_OAUTH_TOKEN as a Bearer token with
 // --sasl-mechanism OAUTHBEARER.
 func (s *securityFlags) access() (chaos.Access, error) {
+	if err := s.applyCommandConfig(); err != nil {
+		return chaos.Access{}, err
+	}
 	c, err := s.tlsConfig()
 	if err != nil {
 		return chaos.Access{}, err

@@ -108,3 +108,45 @@ func TestAdminCommandsAuthenticate(t *testing.T) {
 		}
 	}
 }
+
+// TestCommandConfig: a Kafka client.properties given with --command-config
+// (or SKEIN_COMMAND_CONFIG) connects a command to a SASL listener as
+// Kafka's tools connect with it: the brokers, the mechanism and the JAAS
+// user and password from the file; a flag wins over it; a key skein does
+// not use is refused, naming it.
+func TestCommandConfig(t *testing.T) {
+	n := startNodeProcess(t, func(c *configs.Node) {
+		c.Listeners = "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0"
+		c.EnabledMechanisms = "PLAIN"
+		c.ListenerSettings = map[string]map[string]string{"SASL_PLAINTEXT": {
+			"plain.sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";`}}
+	})
+	dir := t.TempDir()
+	props := filepath.Join(dir, "client.properties")
+	write := func(text string) {
+		if err := os.WriteFile(props, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("bootstrap.servers=" + n.ListenerAddr("SASL_PLAINTEXT").String() + "\nsecurity.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n" +
+		`sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="alice" password="alice-secret";` + "\n")
+	runWith := func(env []string, args ...string) result {
+		var stdout, stderr strings.Builder
+		code := run(args, environ(env...), strings.NewReader(""), &stdout, &stderr)
+		return result{stdout.String(), stderr.String(), code}
+	}
+	if r := runWith(nil, "topic", "create", "cc-t", "--command-config", props); r.code != 0 {
+		t.Fatalf("topic create with --command-config: %v", r)
+	}
+	if r := runWith([]string{"SKEIN_COMMAND_CONFIG=" + props}, "topic", "list"); r.code != 0 || !strings.Contains(r.stdout, "cc-t") {
+		t.Errorf("topic list with SKEIN_COMMAND_CONFIG: %v", r)
+	}
+	if r := runWith([]string{"SKEIN_PASSWORD=wrong"}, "topic", "list", "--command-config", props, "--timeout", "5s"); r.code != 1 ||
+		!strings.Contains(r.stderr, "SASL_AUTHENTICATION_FAILED") {
+		t.Errorf("SKEIN_PASSWORD beside the file's: %v, want it to win and fail", r)
+	}
+	write("security.protocol=SASL_PLAINTEXT\nacks=all\n")
+	if r := runWith(nil, "topic", "list", "--command-config", props); r.code != 2 || !strings.Contains(r.stderr, "skein does not use acks") {
+		t.Errorf("a key skein does not use: %v", r)
+	}
+}
