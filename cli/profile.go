@@ -20,12 +20,12 @@ const envCommandConfig = "SKEIN_COMMAND_CONFIG"
 
 // commandConfig is what a client.properties says.
 type commandConfig struct {
-	bootstrap          string
-	tls                bool
-	mechanism          string
-	user, password     string
-	truststore         string
-	keystore           string // PEM: the key and the certificate chain
+	bootstrap      string
+	tls            bool
+	mechanism      string
+	user, password string
+	truststore     string
+	keystore       string // PEM: the key and the certificate chain
 }
 
 // clientKeys are the client.properties keys skein uses; any other is
