@@ -76,7 +76,8 @@ func (a *API) handleElectLeaders(c *conn, kreq kmsg.Request) finish {
 				}
 				resp.Topics = append(resp.Topics, t)
 			}
-			if req.Version >= 1 && req.Topics == nil {
+			// A denial is the whole request's too, as Kafka answers it.
+			if req.Version >= 1 && (req.Topics == nil || err == errDenied) {
 				resp.ErrorCode = code
 			}
 			a.metrics.errorCode(43, req.Version, code)

@@ -93,3 +93,25 @@ var permissions = map[int16][]access{
 	69: {{describe, groupResource}, {describe, topicResource}},                                                   // ConsumerGroupDescribe
 	74: {{describeConfigs, clusterResource}},                                                                     // ListConfigResources
 }
+
+// Access is one line item of the permission table: an operation on a
+// type of resource.
+type Access struct {
+	Operation    security.Operation
+	ResourceType security.ResourceType
+}
+
+// Permissions returns a copy of the permission table, for the tests that
+// grant from it over the wire (tests/permissions_test.go), which cannot
+// see this package's unexported names. The table above stays the one
+// source of truth: handlers read it, never this copy.
+func Permissions() map[int16][]Access {
+	out := make(map[int16][]Access, len(permissions))
+	for key, line := range permissions {
+		out[key] = make([]Access, len(line))
+		for i, acc := range line {
+			out[key][i] = Access{Operation: acc.op, ResourceType: acc.rt}
+		}
+	}
+	return out
+}
