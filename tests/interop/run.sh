@@ -85,6 +85,8 @@
 #     and the Java producer (SCRAM-SHA-512, ScramLoginModule) then log in
 #     with; kafka-configs sets and describes client and ip quotas;
 #     kafka-acls adds, lists and removes ACLs as the admin over SASL_SSL;
+#     sasl.py (confluent-kafka) produces idempotently and consumes with
+#     SCRAM-SHA-512 and is refused a topic and a wrong password;
 #     Kafka's kafka-topics, kafka-producer-perf-test and
 #     kafka-consumer-perf-test run over SASL_SSL with a client.properties
 #     (PEM truststore, PLAIN JAAS); the log shows no password;
@@ -1103,6 +1105,10 @@ PROPS
 	fi
 	node "$HERE/kafkajs-sasl.js" "$SHOST:9093" "$SEC/ca.pem" sec-kafkajs ${SCRAM_OK:+alice-scram512} >"$SEC/kafkajs.out" 2>"$SEC/kafkajs.err"
 	report kafkajs-sasl.js $? "$SEC/kafkajs"
+	if [ -n "$SCRAM_OK" ]; then
+		timeout 180 "$VENV/bin/python" "$HERE/sasl.py" "$SHOST:9093" "$SEC/ca.pem" sec-py alice-scram512 >"$SEC/sasl-py.out" 2>"$SEC/sasl-py.err"
+		report sasl.py $? "$SEC/sasl-py"
+	fi
 	if [ -n "$JAVA_OK" ]; then
 		cat >"$SEC/client.properties" <<PROPS
 security.protocol=SASL_SSL
