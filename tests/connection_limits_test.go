@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/skeinlog/skein/configs"
@@ -179,5 +180,49 @@ func TestConnectionCreationRate(t *testing.T) {
 	}
 	if v := throttled("PLAINTEXT"); v != 0 {
 		t.Errorf("the inter-broker listener waited %vs, want none", v)
+	}
+}
+
+// TestConnectionCreationRatePerIP: an address past its
+// connection_creation_rate quota (KIP-612) has its new connections closed
+// at once, while another address and the inter-broker listener connect as
+// they please; the node counts what it refused.
+func TestConnectionCreationRatePerIP(t *testing.T) {
+	b := startBroker(t, func(c *configs.Node) {
+		c.Listeners = "PLAINTEXT://127.0.0.1:0,EXTERNAL://127.0.0.1:0"
+		c.ListenerSecurityProtocolMap = "PLAINTEXT:PLAINTEXT,EXTERNAL:PLAINTEXT"
+	})
+	ctx := ctxFor(t)
+	flooder := "127.0.7.20"
+	res, err := b.admin().AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{Entity: kadm.ClientQuotaEntity{{Type: "ip", Name: &flooder}},
+		Ops: []kadm.AlterClientQuotaOp{{Key: "connection_creation_rate", Value: 2}}}})
+	if err != nil || res[0].Err != nil {
+		t.Fatalf("set the quota: %v %+v", err, res)
+	}
+	external, inter := b.node.ListenerAddr("EXTERNAL").String(), b.node.ListenerAddr("PLAINTEXT").String()
+	served := func(ip, addr string, n int) int {
+		count := 0
+		for range n {
+			c := dialFrom(t, ip, addr)
+			c.send()
+			if c.answered() {
+				count++
+			}
+		}
+		return count
+	}
+	// A bucket of 11 s of the quota (22 connections) and then 2 a second:
+	// of 60 at once, most are closed.
+	if got := served(flooder, external, 60); got >= 40 {
+		t.Errorf("the flooding address: %d of 60 connections served, want most closed", got)
+	}
+	if got := served("127.0.7.21", external, 30); got != 30 {
+		t.Errorf("another address: %d of 30 connections served, want all", got)
+	}
+	if got := served(flooder, inter, 30); got != 30 {
+		t.Errorf("the flooding address on the inter-broker listener: %d of 30 served, want all", got)
+	}
+	if v, _ := metricValue(b.metrics(), "skein_connections_refused_total", map[string]string{"listener": "EXTERNAL", "reason": "ip_rate"}); v < 20 {
+		t.Errorf("skein_connections_refused_total{ip_rate} = %v, want at least 20", v)
 	}
 }
