@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,19 +56,35 @@ func binaries(t *testing.T) (skein, kfake string) {
 // same for Apache Kafka, where Java and Maven are at hand.)
 func TestSmoke(t *testing.T) {
 	skeinBin, kfakeBin := binaries(t)
-	dir := smoke(t, skeinTarget(skeinBin, "fsync", 0), kfakeTarget(kfakeBin), skeinTarget(skeinBin, "replicated", 0))(
+	dir := smoke(t, nil, skeinTarget(skeinBin, "fsync", 0), kfakeTarget(kfakeBin), skeinTarget(skeinBin, "replicated", 0))(
 		"fsync/kfake", "replicated/kfake")
 	if st, err := os.Stat(filepath.Join(dir, "fsync.pprof")); err != nil || st.Size() == 0 {
 		t.Errorf("no CPU profile from skein node --cpuprofile: %v", err)
 	}
 }
 
-// smoke runs targets on 20,000 records, checks each run's figures, and
-// returns a function that checks the table has the given ratio columns and
-// returns the directory of the runs (skein-fsync's profile is there).
-func smoke(t *testing.T, targets ...target) func(columns ...string) string {
+// TestSASLSSLSmoke runs skein-fsync as -security sasl_ssl does, so that
+// `make test` keeps the TLS and SASL path working end to end without Java:
+// the certificates made at start, the node started from its properties
+// file with a SASL_SSL listener beside PLAINTEXT, its address read from
+// the `node started` line, both phases' clients over TLS with SASL/PLAIN.
+// (kafka_test.go runs Kafka the same way.)
+func TestSASLSSLSmoke(t *testing.T) {
+	skeinBin, _ := binaries(t)
+	sec, err := newSASLSSL(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	smoke(t, sec, skeinTargetOver(sec, skeinBin, "fsync", 0))()
+}
+
+// smoke runs targets on 20,000 records, the clients over sec (nil:
+// PLAINTEXT), checks each run's figures, and returns a function that
+// checks the table has the given ratio columns and returns the directory
+// of the runs (skein-fsync's profile is there).
+func smoke(t *testing.T, sec *saslSSL, targets ...target) func(columns ...string) string {
 	dir := t.TempDir()
-	w := workload{partitions: 3, valueSize: 1024, records: 20000, linger: 5 * time.Millisecond}
+	w := workload{partitions: 3, valueSize: 1024, records: 20000, linger: 5 * time.Millisecond, protocol: sec.protocol()}
 	results := make(map[string]*result)
 	var names []string
 	for _, tg := range targets {
@@ -90,13 +107,17 @@ func smoke(t *testing.T, targets ...target) func(columns ...string) string {
 		if res.produce.brokerCPU <= 0 {
 			t.Errorf("%s: the broker used no CPU producing 20 MB", tg.name)
 		}
+		if (res.tls != "") != (sec != nil) {
+			t.Errorf("%s: TLS %q over %s", tg.name, res.tls, sec.protocol())
+		}
 		results[tg.name] = &res
 		names = append(names, tg.name)
 	}
 	return func(columns ...string) string {
 		var out bytes.Buffer
 		table(&out, w, names, results)
-		for _, want := range append([]string{"| produce records/s |"}, columns...) {
+		heading := fmt.Sprintf("linger 5ms, %s)", sec.protocol())
+		for _, want := range append([]string{heading, "| produce records/s |"}, columns...) {
 			if !strings.Contains(out.String(), want) {
 				t.Errorf("table lacks %q:\n%s", want, out.String())
 			}
@@ -141,6 +162,13 @@ func TestAddressLines(t *testing.T) {
 	}
 	if _, ok := skeinAddr(`{"level":"info","message":"effective configuration","listen":"127.0.0.1:0"}`); ok {
 		t.Error("skein: took the configuration's listen address")
+	}
+	started := `{"level":"info","listen":"127.0.0.1:4000","listeners":"PLAINTEXT://127.0.0.1:4000,SASL_SSL://127.0.0.1:4001","message":"node started"}`
+	if a, ok := skeinListener("SASL_SSL")(started); !ok || a != "127.0.0.1:4001" {
+		t.Errorf("skein SASL_SSL: %q %v", a, ok)
+	}
+	if a, ok := skeinListener("SSL")(started); ok {
+		t.Errorf("skein SSL: took %q from a line without an SSL listener", a)
 	}
 	if a, ok := kfakeAddr("listening on 127.0.0.1:5000"); !ok || a != "127.0.0.1:5000" {
 		t.Errorf("kfake: %q %v", a, ok)

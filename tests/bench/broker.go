@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/skeinlog/skein/tests/kafkaref"
 	"github.com/skeinlog/skein/tests/procstat"
 )
@@ -29,8 +31,11 @@ type target struct {
 
 // broker is a running broker child process.
 type broker struct {
-	cmd     *exec.Cmd
-	addr    string    // the Kafka listener, host:port
+	cmd  *exec.Cmd
+	addr string // the Kafka listener the clients use, host:port
+	// sec is how the clients reach addr: nil for PLAINTEXT, else over
+	// SASL_SSL with the run's CA and user.
+	sec     *saslSSL
 	line    string    // the log line that gave addr
 	started time.Time // just before the process started
 	log     *os.File  // the child's output, kept for a failed run's post-mortem
@@ -40,6 +45,12 @@ type broker struct {
 	// kafka is set for Apache Kafka, whose process kafkaref runs: it waits
 	// for the JVM and stops it (log and done are nil then).
 	kafka *kafkaref.Kafka
+}
+
+// clientOpts are the kgo options that reach the broker (its address, and
+// over SASL_SSL its TLS and SASL), then opts.
+func (b *broker) clientOpts(opts ...kgo.Opt) []kgo.Opt {
+	return append(b.sec.clientOpts(b.addr), opts...)
 }
 
 // logName is the path of the file that holds the broker's output.
@@ -57,21 +68,52 @@ const startTimeout = 30 * time.Second
 // durability, on loopback ports chosen by the kernel. With nofile above 0 the
 // node runs under that open-file limit, soft and hard (see withNofile).
 func skeinTarget(bin, durability string, nofile int) target {
+	return skeinTargetOver(nil, bin, durability, nofile)
+}
+
+// skeinTargetOver is skeinTarget with the clients over sec. For SASL_SSL
+// the node gets a Kafka-style properties file (--config) that declares two
+// listeners on kernel-chosen loopback ports: PLAINTEXT, the inter-broker
+// one, and SASL_SSL with sec's settings, which the clients use; its
+// address comes from the listeners of the `node started` line.
+func skeinTargetOver(sec *saslSSL, bin, durability string, nofile int) target {
 	return target{
 		name: "skein-" + durability,
 		start: func(dir, profile string) (*broker, error) {
 			args := []string{bin, "node",
 				"--data-dir", filepath.Join(dir, "data"),
-				"--listen", "127.0.0.1:0",
 				"--admin-listen", "127.0.0.1:0",
 				"--log-format", "json",
 				"--durability", durability,
+			}
+			addr := skeinAddr
+			if sec == nil {
+				args = append(args, "--listen", "127.0.0.1:0")
+			} else {
+				props := sec.brokerProperties()
+				props["listeners"] = "PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0"
+				props["listener.security.protocol.map"] = "PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL"
+				props["inter.broker.listener.name"] = "PLAINTEXT"
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					return nil, err
+				}
+				config := filepath.Join(dir, "skein.properties")
+				if err := writeProperties(config, props); err != nil {
+					return nil, err
+				}
+				args = append(args, "--config", config)
+				addr = skeinListener("SASL_SSL")
 			}
 			if profile != "" {
 				args = append(args, "--cpuprofile", profile)
 			}
 			args = withNofile(nofile, args)
-			return startBroker(exec.Command(args[0], args[1:]...), dir, skeinAddr)
+			b, err := startBroker(exec.Command(args[0], args[1:]...), dir, addr)
+			if err != nil {
+				return nil, err
+			}
+			b.sec = sec
+			return b, nil
 		},
 	}
 }
@@ -136,15 +178,29 @@ func kfakeTarget(bin string) target {
 // default, as skein-replicated's: appends reach the page cache and fsync is
 // left to the operating system (no flush.messages).
 func kafkaTarget(classpath string) target {
+	return kafkaTargetOver(nil, classpath)
+}
+
+// kafkaTargetOver is kafkaTarget with the clients over sec: for SASL_SSL a
+// second listener, SASL_SSL with sec's settings (the same keys and files
+// as Skein's), beside PLAINTEXT, which stays the inter-broker listener.
+func kafkaTargetOver(sec *saslSSL, classpath string) target {
 	return target{
 		name: "kafka",
 		start: func(dir, _ string) (*broker, error) {
 			started := time.Now()
-			k, err := kafkaref.Start(dir, classpath, nil)
+			if sec == nil {
+				k, err := kafkaref.Start(dir, classpath, nil)
+				if err != nil {
+					return nil, err
+				}
+				return &broker{cmd: k.Cmd, addr: k.Addr(), started: started, kafka: k}, nil
+			}
+			k, err := kafkaref.StartListeners(dir, classpath, map[string]string{"SASL_SSL": "SASL_SSL"}, sec.brokerProperties())
 			if err != nil {
 				return nil, err
 			}
-			return &broker{cmd: k.Cmd, addr: k.Addr(), started: started, kafka: k}, nil
+			return &broker{cmd: k.Cmd, addr: k.Listener("SASL_SSL"), sec: sec, started: started, kafka: k}, nil
 		},
 	}
 }

@@ -202,7 +202,7 @@ func (c extensionConfig) runCopy(ctx context.Context, copier string, w workload,
 			topics = append(topics, target)
 		}
 		for _, t := range topics {
-			if err := createTopic(ctx, b.addr, t, w.partitions); err != nil {
+			if err := createTopic(ctx, b, t, w.partitions); err != nil {
 				return err
 			}
 		}

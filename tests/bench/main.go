@@ -34,6 +34,14 @@
 // With -cpuprofile-dir, every Skein run writes a CPU profile of the whole
 // broker process through skein node's hidden --cpuprofile flag.
 //
+// With -security sasl_ssl the clients produce and consume over SASL_SSL
+// (security.go): a throwaway CA and broker certificate are made at start
+// and written as PEM files into the work directory; Skein (from a
+// properties file, --config) and Kafka each get a SASL_SSL listener with
+// those files and SASL/PLAIN beside their PLAINTEXT one, and the kgo
+// clients (or, with -perftest, Kafka's tools) connect to it with TLS and
+// the bench user. kfake, which has no TLS or SASL, is left out.
+//
 // With -scale it runs the scale benchmark instead (scale.go): 10,000
 // partitions on one Skein node under an open-file limit of 20,000 (create,
 // memory per idle partition, restart until every partition serves, produce
@@ -103,6 +111,7 @@ func mainErr() error {
 		txns       = flag.Int("txns", 200, "with -txn: transactions per run, over all producers (not counting the two warm-up transactions of each producer)")
 		txnRecords = flag.Int("txn-records", 1000, "with -txn: records per transaction")
 		producers  = flag.String("producers", "1,4", "with -txn: comma-separated producer counts, each producer a client with a transactional id of its own")
+		security   = flag.String("security", securityPlaintext, "the listener the clients produce and consume over: plaintext, or sasl_ssl (TLS with a throwaway CA and SASL/PLAIN; kfake, which has neither, is left out); for the broker benchmark and -perftest")
 	)
 	scale := newScaleFlags()
 	recovery := newRecoveryFlags()
@@ -124,6 +133,15 @@ func mainErr() error {
 	sc, err := scale.config()
 	if err != nil {
 		return err
+	}
+	switch *security {
+	case securityPlaintext:
+	case securitySASLSSL:
+		if *scale.on || *recovery.on || *groups.on || *extensions.on || *txnOn {
+			return errors.New("-security sasl_ssl: only the broker benchmark and -perftest run over SASL_SSL")
+		}
+	default:
+		return fmt.Errorf("-security %q: plaintext or sasl_ssl", *security)
 	}
 
 	work := *dir
@@ -182,6 +200,15 @@ func mainErr() error {
 		}
 	}
 
+	var sec *saslSSL
+	var notes []string // said under the header
+	if *security == securitySASLSSL {
+		if sec, err = newSASLSSL(work); err != nil {
+			return fmt.Errorf("-security sasl_ssl: %w", err)
+		}
+		notes = append(notes, "security: the clients produce and consume over each broker's SASL_SSL listener "+
+			"(TLS, a throwaway CA's ECDSA P-256 certificate for 127.0.0.1 as PEM files; SASL/PLAIN); PLAINTEXT is the inter-broker listener")
+	}
 	var ts []target
 	for _, name := range strings.Split(*targets, ",") {
 		switch name = strings.TrimSpace(name); name {
@@ -191,8 +218,13 @@ func mainErr() error {
 					return err
 				}
 			}
-			ts = append(ts, skeinTarget(*skeinBin, strings.TrimPrefix(name, "skein-"), 0))
+			ts = append(ts, skeinTargetOver(sec, *skeinBin, strings.TrimPrefix(name, "skein-"), 0))
 		case "kfake":
+			if sec != nil {
+				notes = append(notes, "kfake left out: it serves neither TLS nor SASL")
+				fmt.Fprintln(os.Stderr, "bench: kfake left out of -security sasl_ssl: it serves neither TLS nor SASL")
+				continue
+			}
 			if *kfakeBin == "" {
 				*kfakeBin = filepath.Join(work, "kfake")
 				if err := build(*kfakeBin, "./tests/bench/kfake"); err != nil {
@@ -206,10 +238,13 @@ func mainErr() error {
 					return err
 				}
 			}
-			ts = append(ts, kafkaTarget(*kafkaCP))
+			ts = append(ts, kafkaTargetOver(sec, *kafkaCP))
 		default:
 			return fmt.Errorf("-targets: unknown target %q", name)
 		}
+	}
+	if len(ts) == 0 {
+		return errors.New("-targets: no target left to run")
 	}
 	names := make([]string, len(ts))
 	for i, t := range ts {
@@ -235,15 +270,15 @@ func mainErr() error {
 	var ws []workload
 	for _, p := range parts {
 		for _, s := range sizes {
-			ws = append(ws, workload{partitions: p, valueSize: s, records: *records, linger: *linger})
+			ws = append(ws, workload{partitions: p, valueSize: s, records: *records, linger: *linger, protocol: sec.protocol()})
 		}
 	}
 	if *perf.on {
-		header(out, "Broker benchmark with Kafka's perf tools")
+		header(out, "Broker benchmark with Kafka's perf tools", notes...)
 		return runPerf(out, perf, ws, ts, work, *keep, *runTimeout)
 	}
 
-	header(out, "Broker benchmark")
+	header(out, "Broker benchmark", notes...)
 	var failed []error
 	for _, w := range ws {
 		results := make(map[string]*result, len(ts))
@@ -275,11 +310,15 @@ func mainErr() error {
 	return errors.Join(failed...)
 }
 
-// header starts the output: what ran, where, on which commit.
-func header(out io.Writer, title string) {
+// header starts the output: what ran, where, on which commit, and notes
+// on what ran, a list item each.
+func header(out io.Writer, title string, notes ...string) {
 	fmt.Fprintf(out, "## %s\n\n", title)
 	fmt.Fprintf(out, "- command: `go run ./tests/bench %s`\n", strings.Join(os.Args[1:], " "))
 	fmt.Fprintf(out, "- %s, %d CPUs, %s; commit %s\n", runtime.Version(), runtime.NumCPU(), cpuModel(), commit())
+	for _, n := range notes {
+		fmt.Fprintf(out, "- %s\n", n)
+	}
 	fmt.Fprintf(out, "- load average at start: %s\n\n", loadAverage())
 }
 

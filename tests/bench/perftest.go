@@ -49,7 +49,9 @@ type perfResult struct {
 //	  --producer-props bootstrap.servers=ADDR acks=all linger.ms=L
 //	kafka-consumer-perf-test --num-records N --timeout 60000
 //
-// each timed by the tool itself, the broker's CPU read around each.
+// each timed by the tool itself, the broker's CPU read around each. Over
+// SASL_SSL, both tools get --command-config client.properties
+// (saslSSL.clientProperties).
 func runPerf(out io.Writer, f perfFlags, ws []workload, ts []target, work string, keep bool, runTimeout time.Duration) error {
 	cp := *f.classpath
 	if cp == "" {
@@ -87,24 +89,34 @@ func runPerf(out io.Writer, f perfFlags, ws []workload, ts []target, work string
 func perfRun(ctx context.Context, cp string, t target, w workload, dir string) (*perfResult, error) {
 	var res perfResult
 	err := withBroker(t, dir, "", func(b *broker) error {
-		if err := createTopic(ctx, b.addr, w.topicName(), w.partitions); err != nil {
+		if err := createTopic(ctx, b, w.topicName(), w.partitions); err != nil {
 			return err
+		}
+		// Over SASL_SSL both tools read the client's security settings
+		// from a properties file.
+		var security []string
+		if b.sec != nil {
+			config := filepath.Join(dir, "client.properties")
+			if err := writeProperties(config, b.sec.clientProperties()); err != nil {
+				return err
+			}
+			security = []string{"--command-config", config}
 		}
 		var line string
 		var err error
-		res.produce, line, err = perfPhase(ctx, cp, b, dir, "org.apache.kafka.tools.ProducerPerformance",
+		res.produce, line, err = perfPhase(ctx, cp, b, dir, "org.apache.kafka.tools.ProducerPerformance", append(security,
 			"--topic", w.topicName(), "--num-records", strconv.Itoa(w.records), "--record-size", strconv.Itoa(w.valueSize),
 			"--throughput", "-1", "--producer-props", "bootstrap.servers="+b.addr, "acks=all",
-			"linger.ms="+strconv.FormatInt(w.linger.Milliseconds(), 10))
+			"linger.ms="+strconv.FormatInt(w.linger.Milliseconds(), 10))...)
 		if err != nil {
 			return err
 		}
 		if err := parseProducerPerf(line, w, &res); err != nil {
 			return err
 		}
-		res.consume, line, err = perfPhase(ctx, cp, b, dir, "org.apache.kafka.tools.ConsumerPerformance",
+		res.consume, line, err = perfPhase(ctx, cp, b, dir, "org.apache.kafka.tools.ConsumerPerformance", append(security,
 			"--bootstrap-server", b.addr, "--topic", w.topicName(), "--num-records", strconv.Itoa(w.records),
-			"--timeout", "60000")
+			"--timeout", "60000")...)
 		if err != nil {
 			return err
 		}
@@ -208,6 +220,6 @@ func perfTable(out io.Writer, w workload, ts []target, results map[string]*perfR
 	for _, t := range ts {
 		names = append(names, t.name)
 	}
-	writeTable(out, fmt.Sprintf("%s (%d records, kafka-producer-perf-test and kafka-consumer-perf-test, acks=all, linger %v)",
-		w, w.records, w.linger), names, results, perfRows)
+	writeTable(out, fmt.Sprintf("%s (%d records, kafka-producer-perf-test and kafka-consumer-perf-test, acks=all, linger %v, %s)",
+		w, w.records, w.linger, w.protocolName()), names, results, perfRows)
 }

@@ -80,9 +80,20 @@ func ratioPairs(names []string, ran func(string) bool) []ratio {
 	return ratios
 }
 
-// table writes w's results as a Markdown table (writeTable).
+// table writes w's results as a Markdown table (writeTable), its heading
+// naming the security protocol the clients used, then, over SASL_SSL, the
+// TLS each broker negotiated.
 func table(out io.Writer, w workload, names []string, results map[string]*result) {
-	writeTable(out, fmt.Sprintf("%s (%d records, acks=all, linger %v)", w, w.records, w.linger), names, results, rows)
+	writeTable(out, fmt.Sprintf("%s (%d records, acks=all, linger %v, %s)", w, w.records, w.linger, w.protocolName()), names, results, rows)
+	var negotiated []string
+	for _, n := range names {
+		if r := results[n]; r != nil && r.tls != "" {
+			negotiated = append(negotiated, n+" "+r.tls)
+		}
+	}
+	if len(negotiated) > 0 {
+		fmt.Fprintf(out, "TLS with Go's client: %s.\n\n", strings.Join(negotiated, "; "))
+	}
 }
 
 // writeTable writes a Markdown table titled title: one column per target

@@ -190,7 +190,7 @@ func (c scaleConfig) manyPartitions(r *scaleReport) {
 			continue
 		}
 		t0 := time.Now()
-		if err := createTopic(ctx, b.addr, name, n); err != nil {
+		if err := createTopic(ctx, b, name, n); err != nil {
 			r.fail("CreateTopics %s (%d partitions): %v", name, n, err)
 			r.add(fmt.Sprintf("CreateTopics %s (%d partitions)", name, n), "failed after %s s", secs(time.Since(t0)))
 		} else {
@@ -272,7 +272,7 @@ func (c scaleConfig) seriesCase(r *scaleReport, p int) {
 	err := withBroker(skeinTarget(c.bin, c.durability, c.nofile), dir, "", func(b *broker) error {
 		ctx, cancel := context.WithTimeout(context.Background(), c.serveTimeout)
 		defer cancel()
-		if err := createTopic(ctx, b.addr, w.topicName(), p); err != nil {
+		if err := createTopic(ctx, b, w.topicName(), p); err != nil {
 			return err
 		}
 		if err := awaitServing(ctx, b, map[string]int{w.topicName(): p}); err != nil {

@@ -370,7 +370,7 @@ func verifyTxn(ctx context.Context, b *broker, w txnWorkload, res txnResult) err
 func runTxn(ctx context.Context, t target, w txnWorkload, dir, profile string) (txnResult, error) {
 	var res txnResult
 	err := withBroker(t, dir, profile, func(b *broker) error {
-		if err := createTopic(ctx, b.addr, topic, w.partitions); err != nil {
+		if err := createTopic(ctx, b, topic, w.partitions); err != nil {
 			return err
 		}
 		var err error

@@ -26,6 +26,17 @@ type workload struct {
 	// every record has its answer or the context ends, instead of stopping
 	// at the first failure.
 	keepGoing bool
+	// protocol is the security protocol of the listener the clients use,
+	// as the table's heading names it (saslSSL.protocol): "" is PLAINTEXT.
+	protocol string
+}
+
+// protocolName is w.protocol, PLAINTEXT when unset.
+func (w workload) protocolName() string {
+	if w.protocol == "" {
+		return "PLAINTEXT"
+	}
+	return w.protocol
 }
 
 func (w workload) topicName() string {
@@ -89,18 +100,21 @@ type result struct {
 	// failed (their promise had an error), sent but unanswered, never sent.
 	// Only a phase that returns no error has every record acknowledged.
 	acked, failed, unanswered, unsent int
+	// tls is the TLS version and cipher suite a Go client negotiates with
+	// the broker's SASL_SSL listener ("" over PLAINTEXT).
+	tls string
 }
 
 // topic is the one topic of every run of the broker benchmark; each run has a
 // fresh broker.
 const topic = "bench"
 
-// createTopic creates the topic name with replication factor 1. The broker
-// answers once it hosts every partition or after the request's timeout:
-// nine tenths of what is left of ctx's deadline, so that its answer comes
-// before the deadline (kadm's default without one).
-func createTopic(ctx context.Context, addr, name string, partitions int) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+// createTopic creates the topic name on b with replication factor 1. The
+// broker answers once it hosts every partition or after the request's
+// timeout: nine tenths of what is left of ctx's deadline, so that its
+// answer comes before the deadline (kadm's default without one).
+func createTopic(ctx context.Context, b *broker, name string, partitions int) error {
+	cl, err := kgo.NewClient(b.clientOpts()...)
 	if err != nil {
 		return err
 	}
@@ -156,8 +170,7 @@ type slot struct {
 func produce(ctx context.Context, b *broker, w workload) (result, error) {
 	res := result{unsent: w.records}
 	hooks := new(produceHooks)
-	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(b.addr),
+	cl, err := kgo.NewClient(b.clientOpts(
 		kgo.DefaultProduceTopic(w.topicName()),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerLinger(w.linger),
@@ -168,7 +181,7 @@ func produce(ctx context.Context, b *broker, w workload) (result, error) {
 		// gets the same share and the consume phase can check each count.
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.WithHooks(hooks),
-	)
+	)...)
 	if err != nil {
 		return res, err
 	}
@@ -302,10 +315,9 @@ func consume(ctx context.Context, b *broker, w workload) (phase, error) {
 	}
 	self0 := selfCPU()
 	start := time.Now()
-	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(b.addr),
+	cl, err := kgo.NewClient(b.clientOpts(
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{w.topicName(): offsets}),
-	)
+	)...)
 	if err != nil {
 		return p, err
 	}
@@ -366,14 +378,19 @@ func consume(ctx context.Context, b *broker, w workload) (phase, error) {
 func run(ctx context.Context, t target, w workload, dir, profile string) (result, error) {
 	var res result
 	err := withBroker(t, dir, profile, func(b *broker) error {
-		if err := createTopic(ctx, b.addr, w.topicName(), w.partitions); err != nil {
+		if err := createTopic(ctx, b, w.topicName(), w.partitions); err != nil {
 			return err
 		}
 		var err error
 		if res, err = produce(ctx, b, w); err != nil {
 			return err
 		}
-		res.consume, err = consume(ctx, b, w)
+		if res.consume, err = consume(ctx, b, w); err != nil {
+			return err
+		}
+		if b.sec != nil {
+			res.tls, err = b.sec.handshake(ctx, b.addr)
+		}
 		return err
 	})
 	return res, err

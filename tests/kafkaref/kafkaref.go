@@ -13,13 +13,15 @@
 //
 // The caller's duties:
 //  1. Call Start with a directory it owns (empty or not yet made), the
-//     classpath, and any server.properties to add or override.
-//  2. Talk to Addr() (PLAINTEXT, no authentication) once Start returns: the
-//     broker has answered ApiVersions and lists itself in Metadata.
+//     classpath, and any server.properties to add or override
+//     (StartListeners to add listeners, SASL_SSL say, with their settings).
+//  2. Talk to Addr() (PLAINTEXT, no authentication), or to Listener(name),
+//     once Start returns: the broker has answered ApiVersions and lists
+//     itself in Metadata.
 //  3. Call Stop once, always (a failed test too), so that no JVM outlives
 //     the caller. Cmd stays valid after Stop for its ProcessState.
 //
-// Nothing here is safe for concurrent use except Addr and Log.
+// Nothing here is safe for concurrent use except Addr, Listener and Log.
 package kafkaref
 
 import (
@@ -64,15 +66,20 @@ type Kafka struct {
 	// Cmd is the JVM's process, for its pid (CPU time) and exit status.
 	Cmd *exec.Cmd
 
-	dir  string
-	addr string
-	log  string
-	done chan struct{} // closed once Cmd.Wait returned
-	err  error         // Cmd.Wait's result, set before done closes
+	dir       string
+	addr      string
+	listeners map[string]string // by name, PLAINTEXT's too: host:port
+	log       string
+	done      chan struct{} // closed once Cmd.Wait returned
+	err       error         // Cmd.Wait's result, set before done closes
 }
 
 // Addr is the broker's PLAINTEXT listener, host:port.
 func (k *Kafka) Addr() string { return k.addr }
+
+// Listener is the address, host:port, of the listener named name
+// (StartListeners), "" when there is none.
+func (k *Kafka) Listener(name string) string { return k.listeners[name] }
 
 // Log is the path of the file that holds the JVM's output (the broker's
 // log4j2 log goes to its stdout).
@@ -106,22 +113,39 @@ func Classpath(pomDir string) (string, error) {
 // once it serves. On failure it stops what it started and its error ends
 // with the last lines of the broker's log.
 func Start(dir, classpath string, props map[string]string) (*Kafka, error) {
+	return StartListeners(dir, classpath, nil, props)
+}
+
+// StartListeners is Start with Kafka listeners beside PLAINTEXT: protocols
+// maps each one's name to its security protocol (SASL_SSL: SASL_SSL), and
+// each listens, advertised as it is, on a loopback port of its own, which
+// Listener returns; props carries their TLS and SASL settings. NB: the
+// ports are picked here (Kafka cannot report one it chose), so a listener
+// cannot be added through props, which would have to name them.
+func StartListeners(dir, classpath string, protocols map[string]string, props map[string]string) (*Kafka, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("kafkaref: %w", err)
 	}
-	ports, err := freePorts(2)
+	ports, err := freePorts(2 + len(protocols))
 	if err != nil {
 		return nil, err
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))
 	controller := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[1]))
+	listeners := map[string]string{"PLAINTEXT": addr}
+	advertised, protocolMap := "PLAINTEXT://"+addr, "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+	for i, name := range slices.Sorted(maps.Keys(protocols)) {
+		listeners[name] = net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[2+i]))
+		advertised += "," + name + "://" + listeners[name]
+		protocolMap += "," + name + ":" + protocols[name]
+	}
 	all := map[string]string{
 		"process.roles":                                    "broker,controller",
 		"node.id":                                          "1",
 		"controller.quorum.voters":                         "1@" + controller,
-		"listeners":                                        "PLAINTEXT://" + addr + ",CONTROLLER://" + controller,
-		"advertised.listeners":                             "PLAINTEXT://" + addr,
-		"listener.security.protocol.map":                   "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+		"listeners":                                        advertised + ",CONTROLLER://" + controller,
+		"advertised.listeners":                             advertised,
+		"listener.security.protocol.map":                   protocolMap,
 		"controller.listener.names":                        "CONTROLLER",
 		"inter.broker.listener.name":                       "PLAINTEXT",
 		"log.dirs":                                         filepath.Join(dir, "data"),
@@ -169,7 +193,7 @@ func Start(dir, classpath string, props map[string]string) (*Kafka, error) {
 		return nil, fmt.Errorf("kafkaref: format the storage: %w\n%s", err, tail(logPath))
 	}
 
-	k := &Kafka{Cmd: java("kafka.Kafka", properties), dir: dir, addr: addr, log: logPath, done: make(chan struct{})}
+	k := &Kafka{Cmd: java("kafka.Kafka", properties), dir: dir, addr: addr, listeners: listeners, log: logPath, done: make(chan struct{})}
 	if err := k.Cmd.Start(); err != nil {
 		return nil, fmt.Errorf("kafkaref: start java: %w", err)
 	}
