@@ -56,9 +56,8 @@ func CompareACLs(a, b ACL) int {
 }
 
 // Validate returns why a could not be created, "" when it can: Kafka's
-// rules for a binding (no ANY or UNKNOWN, a principal of the form
-// Type:name, a name, a PREFIXED pattern not on "*", an operation that
-// the resource type has).
+// rules for a binding (no ANY, MATCH or UNKNOWN, a principal of the form
+// Type:name, a name, the cluster named kafka-cluster).
 func (a ACL) Validate() string {
 	switch {
 	case a.ResourceType <= kmsg.ACLResourceTypeAny || a.ResourceType > kmsg.ACLResourceTypeUser:
@@ -67,8 +66,6 @@ func (a ACL) Validate() string {
 		return "Invalid pattern type " + a.PatternType.String()
 	case a.ResourceName == "":
 		return "Resource name must not be empty"
-	case a.PatternType == kmsg.ACLResourcePatternTypePrefixed && a.ResourceName == WildcardResource:
-		return "A PREFIXED pattern cannot be on the wildcard *"
 	case a.ResourceType == kmsg.ACLResourceTypeCluster && a.ResourceName != ClusterName:
 		return "The Cluster resource is named " + ClusterName
 	case a.Operation <= kmsg.ACLOperationAny || a.Operation > kmsg.ACLOperationDescribeTokens:
@@ -81,9 +78,9 @@ func (a ACL) Validate() string {
 	if typ, name, ok := strings.Cut(a.Principal, ":"); !ok || typ == "" || name == "" {
 		return fmt.Sprintf("Could not parse principal from `%s` (no colon is found between the type and the name)", a.Principal)
 	}
-	if a.Operation != kmsg.ACLOperationAll && !operationOf(a.ResourceType, a.Operation) {
-		return fmt.Sprintf("%s is not an operation of %s", a.Operation, a.ResourceType)
-	}
+	// NB: as Kafka, an operation its resource type has not (WRITE on a
+	// group) is taken, and means nothing; so is PREFIXED on "*", which
+	// names the resources whose names start with a star.
 	return ""
 }
 
@@ -99,15 +96,6 @@ var operations = map[ResourceType][]Operation{
 	kmsg.ACLResourceTypeTransactionalId: {kmsg.ACLOperationWrite, kmsg.ACLOperationDescribe},
 	kmsg.ACLResourceTypeDelegationToken: {kmsg.ACLOperationDescribe},
 	kmsg.ACLResourceTypeUser:            {kmsg.ACLOperationCreateTokens, kmsg.ACLOperationDescribeTokens},
-}
-
-func operationOf(rt ResourceType, op Operation) bool {
-	for _, o := range operations[rt] {
-		if o == op {
-			return true
-		}
-	}
-	return false
 }
 
 // Operations returns the operations of a resource type, for KIP-430's

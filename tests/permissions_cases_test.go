@@ -462,8 +462,20 @@ func permCases(t *testing.T, s *permSuite) []permCase {
 			},
 			denied: clusterDenied},
 		{key: 60, describe: true,
-			build:  func(string) kmsg.Request { return kmsg.NewPtrDescribeClusterRequest() },
-			denied: clusterDenied},
+			// Answered to anyone, as Kafka answers it: what DESCRIBE on
+			// the cluster decides is whether the cluster's authorized
+			// operations are told (0 otherwise).
+			build: func(string) kmsg.Request {
+				r := kmsg.NewPtrDescribeClusterRequest()
+				r.IncludeClusterAuthorizedOperations = true
+				return r
+			},
+			shows: func(resp kmsg.Response) int {
+				if resp.(*kmsg.DescribeClusterResponse).ClusterAuthorizedOperations > 0 {
+					return 1
+				}
+				return 0
+			}},
 		{key: 61, topic: permTopic,
 			build: func(topic string) kmsg.Request {
 				r := kmsg.NewPtrDescribeProducersRequest()

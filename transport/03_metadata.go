@@ -121,7 +121,7 @@ func (a *API) metadataResponse(req *kmsg.MetadataRequest, listener string, im *i
 	resp.ControllerID = a.activeController()
 	resp.AuthorizedOperations = authorizedOperationsUnset
 	if req.IncludeClusterAuthorizedOperations && req.Version <= 10 {
-		resp.AuthorizedOperations = z.operations(clusterResource, clusterName)
+		resp.AuthorizedOperations = z.clusterOperations()
 	}
 	add := func(t *image.Topic) {
 		mt := describeTopic(im, t)

@@ -10,9 +10,9 @@ package transport
 //     MISMATCHED_ENDPOINT_TYPE, as a Kafka broker answers, since Skein
 //     has no separate controller listener; any other value is
 //     UNSUPPORTED_ENDPOINT_TYPE (KIP-919).
-//   - With an authorizer: DESCRIBE on the cluster, CLUSTER_AUTHORIZATION_FAILED
-//     otherwise. The cluster's authorized operations when asked
-//     (KIP-430), -2147483648 when not.
+//   - Answered to anyone, as Kafka answers it; the cluster's authorized
+//     operations when asked (KIP-430): 0 to a client that may not
+//     DESCRIBE the cluster, -2147483648 when not asked.
 //
 // Version notes: v0 (KIP-700); v1 endpoint type (KIP-919); v2 fenced
 // brokers (KIP-1073).
@@ -40,14 +40,8 @@ func (a *API) handleDescribeCluster(c *conn, kreq kmsg.Request) finish {
 	resp.EndpointType = req.EndpointType
 	resp.ClusterAuthorizedOperations = authorizedOperationsUnset
 	resp.ControllerID = -1
-	z := c.authz()
-	if !z.may(describe, clusterResource, clusterName) {
-		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
-		resp.ErrorMessage = kmsg.StringPtr(z.denial(describe, clusterResource, clusterName))
-		return respond(resp)
-	}
 	if req.IncludeClusterAuthorizedOperations {
-		resp.ClusterAuthorizedOperations = z.operations(clusterResource, clusterName)
+		resp.ClusterAuthorizedOperations = c.authz().clusterOperations()
 	}
 	if req.Version >= 1 && req.EndpointType != endpointBrokers {
 		err, msg := kerr.UnsupportedEndpointType, "Unsupported endpoint type."

@@ -107,6 +107,15 @@ func (z authz) operations(rt security.ResourceType, name string) int32 {
 	return bits
 }
 
+// clusterOperations is the cluster's authorized operations as Kafka
+// answers them: 0 to a client that may not DESCRIBE the cluster.
+func (z authz) clusterOperations() int32 {
+	if z.on() && !z.sees(describe, clusterResource, clusterName) {
+		return 0
+	}
+	return z.operations(clusterResource, clusterName)
+}
+
 // superUser reports whether the principal is one of super.users (or no
 // authorizer is on).
 func (z authz) superUser() bool { return !z.on() || z.a.Authorizer.SuperUser(z.who.Principal) }

@@ -26,6 +26,11 @@ type dcase struct {
 	t          *testing.T
 	kafkaNames map[string]string
 	skeinNames map[string]string
+	// kafkaAddr and skeinAddr, when set, are another pair of brokers
+	// (acl_test.go's), and user, when set, the SASL/PLAIN user each
+	// request's connection logs in as first.
+	kafkaAddr, skeinAddr string
+	user                 string
 }
 
 func newCase(t *testing.T) *dcase {
@@ -75,9 +80,13 @@ func (c *dcase) exchangeEach(v int16, build func(kafka bool) kmsg.Request) (kafk
 	}
 	kreq.SetVersion(v)
 	sreq.SetVersion(v)
+	ka, sa := kafkaAddr, skeinAddr
+	if c.kafkaAddr != "" {
+		ka, sa = c.kafkaAddr, c.skeinAddr
+	}
 	var wg sync.WaitGroup
-	wg.Go(func() { kafka = send(kafkaAddr, kreq) })
-	wg.Go(func() { skein = send(skeinAddr, sreq) })
+	wg.Go(func() { kafka = sendAs(ka, c.user, kreq) })
+	wg.Go(func() { skein = sendAs(sa, c.user, sreq) })
 	wg.Wait()
 	return kafka, skein
 }

@@ -61,15 +61,36 @@ func run(m *testing.M) int {
 	return code
 }
 
+// resolveClasspath resolves Kafka's classpath: -kafkaref.classpath, or
+// Maven on tests/kafkaref/pom.xml.
+func resolveClasspath() (string, error) {
+	if *classpath != "" {
+		return *classpath, nil
+	}
+	_, file, _, _ := runtime.Caller(0)
+	cp, err := kafkaref.Classpath(filepath.Join(filepath.Dir(file), "..", "kafkaref"))
+	if err == nil {
+		*classpath = cp // resolved once
+	}
+	return cp, err
+}
+
+// kafkaClasspath is resolveClasspath for a case that starts a Kafka of
+// its own.
+func kafkaClasspath(t *testing.T) string {
+	t.Helper()
+	cp, err := resolveClasspath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cp
+}
+
 func start(m *testing.M, work string) int {
-	cp := *classpath
-	if cp == "" {
-		_, file, _, _ := runtime.Caller(0)
-		var err error
-		if cp, err = kafkaref.Classpath(filepath.Join(filepath.Dir(file), "..", "kafkaref")); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
+	cp, err := resolveClasspath()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
 	kafka, err := kafkaref.Start(filepath.Join(work, "kafka"), cp, shared)
 	if err != nil {

@@ -54,6 +54,35 @@ func send(addr string, req kmsg.Request) outcome {
 	return o
 }
 
+// sendAs is send on a connection that first logs in as user with
+// SASL/PLAIN (password user+"-secret"), as a client of a SASL listener
+// does; send itself for no user.
+func sendAs(addr, user string, req kmsg.Request) outcome {
+	if user == "" {
+		return send(addr, req)
+	}
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return outcome{err: err, sent: req.GetVersion()}
+	}
+	defer c.Close()
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.SetVersion(1)
+	hs.Mechanism = "PLAIN"
+	if o := roundTrip(c, hs); o.err != nil || o.resp.(*kmsg.SASLHandshakeResponse).ErrorCode != 0 {
+		return outcome{err: fmt.Errorf("SaslHandshake: %v %+v", o.err, o.resp), sent: req.GetVersion()}
+	}
+	auth := kmsg.NewPtrSASLAuthenticateRequest()
+	auth.SetVersion(2)
+	auth.SASLAuthBytes = []byte("\x00" + user + "\x00" + user + "-secret")
+	if o := roundTrip(c, auth); o.err != nil || o.resp.(*kmsg.SASLAuthenticateResponse).ErrorCode != 0 {
+		return outcome{err: fmt.Errorf("SaslAuthenticate as %s: %v %+v", user, o.err, o.resp), sent: req.GetVersion()}
+	}
+	o := roundTrip(c, req)
+	o.sent = req.GetVersion()
+	return o
+}
+
 func roundTrip(c net.Conn, req kmsg.Request) outcome {
 	if err := c.SetDeadline(time.Now().Add(requestTimeout)); err != nil {
 		return outcome{err: err}
