@@ -2,6 +2,8 @@ package tests
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
 	"crypto/x509/pkix"
 	"encoding/binary"
 	"errors"
@@ -13,10 +15,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/oauth"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
@@ -320,4 +324,84 @@ func TestSASLReauthentication(t *testing.T) {
 		defer cancel()
 		return cl.ProduceSync(rctx, kgo.StringRecord("r")).FirstErr() != nil
 	})
+}
+
+// TestSASLSSLMechanisms: franz-go, unmodified, produces and consumes over
+// SASL_SSL with each mechanism a node offers on one listener (PLAIN,
+// SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER with a signed JWT), and over
+// SSL with a client certificate (mutual TLS).
+func TestSASLSSLMechanisms(t *testing.T) {
+	ca := testcerts.New(t)
+	dir := t.TempDir()
+	keystore, truststore, jwks := filepath.Join(dir, "broker.pem"), filepath.Join(dir, "ca.pem"), filepath.Join(dir, "jwks.json")
+	_, serverPEM := ca.Issue(t, pkix.Name{CommonName: "skein-1"}, true)
+	testcerts.WriteFile(t, keystore, serverPEM)
+	testcerts.WriteFile(t, truststore, ca.PEM)
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jwksOf(t, jwks, "k1", &key.PublicKey)
+	b := startBroker(t, func(c *configs.Node) {
+		c.Listeners = "PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0,SSL://127.0.0.1:0"
+		c.TLS.KeystoreLocation, c.TLS.TruststoreLocation = keystore, truststore
+		c.EnabledMechanisms = "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER"
+		c.OAuthJWKSURL = "file://" + jwks
+		c.ListenerSettings = map[string]map[string]string{
+			"SASL_SSL": {
+				"plain.sasl.jaas.config":                         `org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-plain";`,
+				"oauthbearer.sasl.jaas.config":                   "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;",
+				"oauthbearer.sasl.server.callback.handler.class": "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler",
+			},
+			"SSL": {"ssl.client.auth": "required"},
+		}
+	})
+	ctx := ctxFor(t)
+	adm := b.admin()
+	mustCreate(t, ctx, adm, "sasl-ssl", 1, nil)
+	if r, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{
+		{User: "alice", Mechanism: kadm.ScramSha256, Iterations: 4096, Password: "alice-256"},
+		{User: "alice", Mechanism: kadm.ScramSha512, Iterations: 4096, Password: "alice-512"},
+	}); err != nil || r.Error() != nil {
+		t.Fatalf("AlterUserSCRAMs: %v %v", err, r.Error())
+	}
+	tok := jwt.NewWithClaims(jwt.SigningMethodRS256, jwt.MapClaims{"sub": "svc", "exp": time.Now().Add(time.Hour).Unix()})
+	tok.Header["kid"] = "k1"
+	token, err := tok.SignedString(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clientCert, _ := ca.Issue(t, pkix.Name{CommonName: "alice"}, false)
+	saslSSL, ssl := b.node.ListenerAddr("SASL_SSL").String(), b.node.ListenerAddr("SSL").String()
+	for _, tc := range []struct {
+		name string
+		opts []kgo.Opt
+	}{
+		{"PLAIN", []kgo.Opt{kgo.SeedBrokers(saslSSL), kgo.DialTLSConfig(clientTLS(ca, nil)), kgo.SASL(plain.Auth{User: "alice", Pass: "alice-plain"}.AsMechanism())}},
+		{"SCRAM-SHA-256", []kgo.Opt{kgo.SeedBrokers(saslSSL), kgo.DialTLSConfig(clientTLS(ca, nil)), kgo.SASL(scram.Auth{User: "alice", Pass: "alice-256"}.AsSha256Mechanism())}},
+		{"SCRAM-SHA-512", []kgo.Opt{kgo.SeedBrokers(saslSSL), kgo.DialTLSConfig(clientTLS(ca, nil)), kgo.SASL(scram.Auth{User: "alice", Pass: "alice-512"}.AsSha512Mechanism())}},
+		{"OAUTHBEARER", []kgo.Opt{kgo.SeedBrokers(saslSSL), kgo.DialTLSConfig(clientTLS(ca, nil)), kgo.SASL(oauth.Auth{Token: token}.AsMechanism())}},
+		{"SSL client certificate", []kgo.Opt{kgo.SeedBrokers(ssl), kgo.DialTLSConfig(clientTLS(ca, &clientCert))}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cl := b.client(append(tc.opts, kgo.DefaultProduceTopic("sasl-ssl"), kgo.ConsumeTopics("sasl-ssl"),
+				kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()), kgo.FetchMaxWait(100*time.Millisecond))...)
+			// The consumer's position first, so that the record below is
+			// the next it reads.
+			if _, err := kadm.NewClient(cl).ListEndOffsets(ctx, "sasl-ssl"); err != nil {
+				t.Fatal(err)
+			}
+			want := "over " + tc.name
+			if err := cl.ProduceSync(ctx, kgo.StringRecord(want)).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+			for got := ""; got != want; {
+				fs := cl.PollFetches(ctx)
+				if err := fs.Err(); err != nil {
+					t.Fatal(err)
+				}
+				fs.EachRecord(func(r *kgo.Record) { got = string(r.Value) })
+			}
+		})
+	}
 }
