@@ -123,12 +123,8 @@ var differences = slices.Concat([]Intended{
 		"message.timestamp.before.max.ms", "message.timestamp.after.max.ms"),
 	[]Intended{
 		// --- APIs and features Skein does not serve (ApiVersions) ---------
-		{Case: "TestApiVersions/*", Path: "ApiKeys[*ACLs]", Skein: absent,
-			Reason: "Skein has no authorization: no ACLs"},
 		{Case: "TestApiVersions/*", Path: "ApiKeys[*DelegationToken]", Skein: absent,
 			Reason: "not implemented: Skein has no delegation tokens (KIP-48)"},
-		{Case: "TestApiVersions/*", Path: "ApiKeys[*ClientQuotas]", Skein: absent,
-			Reason: "Skein enforces no client quotas (its throttle time is always 0)"},
 		{Case: "TestApiVersions/*", Path: "ApiKeys[AlterReplicaLogDirs]", Skein: absent,
 			Reason: "a Skein node has one data directory (data.dir), so there is no other log dir to move a replica to"},
 		{Case: "TestApiVersions/*", Path: "ApiKeys[UpdateFeatures]", Skein: absent,
