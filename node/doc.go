@@ -54,7 +54,13 @@
 // admin.listen (admin.go): Prometheus metrics, health and readiness, the
 // live actor tree, its events and the cluster as this node sees it; fault
 // injection (chaos.go); and the cluster's extension instances
-// (extensions.go).
+// (extensions.go); behind a guard (admin_guard.go) that refuses what a
+// browser page of another site sends, asks for a SASL user's credentials
+// when the Kafka side authenticates, and keeps changes to super users
+// under an authorizer. Its listeners.go binds the Kafka listeners with
+// their TLS and SASL, and makes remoting and followers' fetches mutual
+// TLS when the controller and inter-broker listeners are SSL, admitting
+// only peers whose certificates name brokers.
 //
 // The caller's duties (package cli's `skein node` does this):
 //
