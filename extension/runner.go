@@ -67,7 +67,6 @@ type runner struct {
 	// state.
 	stateTP     partition.Key
 	statePrefix string
-	state       map[string][]byte
 	// ticks are the noted ticks after the committed position, still to
 	// replay, oldest first; tickDue is set when a tick came while a chunk
 	// was in progress.

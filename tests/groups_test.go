@@ -29,12 +29,11 @@ func groupBroker(t *testing.T) *broker {
 // groupLedger records, from what the clients observed, every record
 // consumed and which partitions each member owned in each generation.
 type groupLedger struct {
-	mu       sync.Mutex
-	seen     map[int32]map[int64]bool // partition → offsets consumed
-	count    int
-	owned    map[int32]map[string]map[int32]bool // generation → member → partitions
-	owners   map[string]map[int32]bool           // member name → partitions owned now
-	failures []string
+	mu     sync.Mutex
+	seen   map[int32]map[int64]bool // partition → offsets consumed
+	count  int
+	owned  map[int32]map[string]map[int32]bool // generation → member → partitions
+	owners map[string]map[int32]bool           // member name → partitions owned now
 }
 
 func newGroupLedger() *groupLedger {

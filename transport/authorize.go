@@ -116,10 +116,6 @@ func (z authz) clusterOperations() int32 {
 	return z.operations(clusterResource, clusterName)
 }
 
-// superUser reports whether the principal is one of super.users (or no
-// authorizer is on).
-func (z authz) superUser() bool { return !z.on() || z.a.Authorizer.SuperUser(z.who.Principal) }
-
 func (z authz) tabled(op security.Operation, rt security.ResourceType) bool {
 	if slices.Contains(permissions[z.key], access{op, rt}) {
 		return true

@@ -55,7 +55,6 @@ type countedFile struct {
 	File
 	fs     *countingFS
 	closed atomic.Bool
-	name   string
 }
 
 func (f *countedFile) Close() error {

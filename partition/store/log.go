@@ -114,8 +114,6 @@ type Log struct {
 	syncMu  sync.Mutex   // one fsync at a time; waiters queue here (group commit)
 	view    atomic.Pointer[View]
 
-	decomp Decompressor // for record-level work of the writer (timestamps)
-
 	staged []stagedSet // given offsets by Stage, waiting for WriteStaged (stage.go)
 	iov    [][]byte    // WriteStaged's scratch: the record sets of one write
 

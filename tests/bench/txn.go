@@ -56,9 +56,6 @@ func (w txnWorkload) slug() string {
 	return fmt.Sprintf("txn-%dp-%db-%dc-%s", w.partitions, w.valueSize, w.producers, w.mode())
 }
 
-// records is how many records the timed phase writes.
-func (w txnWorkload) records() int { return w.transactions * w.perTxn }
-
 // txnResult is one run of a txnWorkload against one target.
 type txnResult struct {
 	produce phase
