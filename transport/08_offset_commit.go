@@ -23,8 +23,6 @@ package transport
 // group.instance.id (KIP-345); v8 flexible; v10 topic ids (KIP-848).
 
 import (
-	"slices"
-
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -67,14 +65,9 @@ func (a *API) handleOffsetCommit(c *conn, kreq kmsg.Request) finish {
 		answer(resp, req.Topics, kerr.GroupAuthorizationFailed)
 		return respond(resp)
 	}
-	var denied []kmsg.OffsetCommitRequestTopic
-	req.Topics = slices.DeleteFunc(req.Topics, func(t kmsg.OffsetCommitRequestTopic) bool {
-		if t.Topic != "" && !z.may(read, topicResource, t.Topic) {
-			denied = append(denied, t)
-			return true
-		}
-		return false
-	})
+	// A topic named by an id no topic has ("") is the coordinator's to
+	// answer.
+	denied := unreadable(z, &req.Topics, func(t kmsg.OffsetCommitRequestTopic) (string, bool) { return t.Topic, t.Topic != "" })
 	errResp := func(err *kerr.Error) kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 		answer(resp, req.Topics, err)

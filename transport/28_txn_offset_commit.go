@@ -26,8 +26,6 @@ package transport
 // added to the transaction implicitly).
 
 import (
-	"slices"
-
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -64,14 +62,7 @@ func (a *API) handleTxnOffsetCommit(c *conn, kreq kmsg.Request) finish {
 	case !z.may(read, groupResource, req.Group):
 		return respond(errResp(kerr.GroupAuthorizationFailed))
 	}
-	var denied []kmsg.TxnOffsetCommitRequestTopic
-	req.Topics = slices.DeleteFunc(req.Topics, func(t kmsg.TxnOffsetCommitRequestTopic) bool {
-		if !z.may(read, topicResource, t.Topic) {
-			denied = append(denied, t)
-			return true
-		}
-		return false
-	})
+	denied := unreadable(z, &req.Topics, func(t kmsg.TxnOffsetCommitRequestTopic) (string, bool) { return t.Topic, true })
 	if req.Group == "" {
 		return respond(errResp(kerr.InvalidGroupID))
 	}

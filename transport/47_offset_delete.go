@@ -13,8 +13,6 @@ package transport
 //     whose offsets stay).
 
 import (
-	"slices"
-
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -36,14 +34,7 @@ func (a *API) handleOffsetDelete(c *conn, kreq kmsg.Request) finish {
 	if !z.may(del, groupResource, req.Group) {
 		return respond(errResp(kerr.GroupAuthorizationFailed))
 	}
-	var denied []kmsg.OffsetDeleteRequestTopic
-	req.Topics = slices.DeleteFunc(req.Topics, func(t kmsg.OffsetDeleteRequestTopic) bool {
-		if !z.may(read, topicResource, t.Topic) {
-			denied = append(denied, t)
-			return true
-		}
-		return false
-	})
+	denied := unreadable(z, &req.Topics, func(t kmsg.OffsetDeleteRequestTopic) (string, bool) { return t.Topic, true })
 	if req.Group == "" {
 		return respond(errResp(kerr.InvalidGroupID))
 	}

@@ -84,6 +84,23 @@ func (z authz) memo(op security.Operation, rt security.ResourceType) func(name s
 	}
 }
 
+// unreadable takes out of topics, in order, the ones the request may not
+// READ, and returns them: the offsets of the others are committed or
+// deleted (OffsetCommit, TxnOffsetCommit, OffsetDelete), these answered
+// TOPIC_AUTHORIZATION_FAILED. name gives a topic's name, ok false for one
+// not to authorize here.
+func unreadable[T any](z authz, topics *[]T, name func(T) (string, bool)) []T {
+	var denied []T
+	*topics = slices.DeleteFunc(*topics, func(t T) bool {
+		if n, ok := name(t); ok && !z.may(read, topicResource, n) {
+			denied = append(denied, t)
+			return true
+		}
+		return false
+	})
+	return denied
+}
+
 // mayAny reports whether the request may do op on some resource of the
 // type (InitProducerId's WRITE on any topic).
 func (z authz) mayAny(op security.Operation, rt security.ResourceType) bool {
