@@ -42,6 +42,7 @@ var layers = map[string]int{
 	// group coordinator, meeting it through messages (partition.Marker,
 	// coordinator.TxnCompleted).
 	"txn":        4,
+	"share":      4,
 	"controller": 4,
 	// extension runs user actors beside the partitions: it reads their
 	// views and writes through their appends actors; its library of
