@@ -375,8 +375,8 @@ func TypeOf(key string) ConfigType {
 		if _, isAlias := aliases[key]; isAlias {
 			return TypeInt // log.retention.hours and friends are Kafka INTs
 		}
-		if IsGroupConfig(key) {
-			return TypeInt
+		if k, ok := groupKeyOf(key); ok {
+			return k.typ
 		}
 		return TypeUnknown
 	}
@@ -508,6 +508,26 @@ var docs = map[string]string{
 	"group.consumer.max.heartbeat.interval.ms":                    "The greatest heartbeat interval a consumer-protocol group may be given (its consumer.heartbeat.interval.ms).",
 	"consumer.session.timeout.ms":                                 "How long a member of this consumer-protocol group (KIP-848) may go without heartbeating before it is removed and its partitions reassigned.",
 	"consumer.heartbeat.interval.ms":                              "The heartbeat interval this consumer-protocol group (KIP-848) gives its members.",
+	"group.share.session.timeout.ms":                              "A share group member (KIP-932) that does not heartbeat for this long is fenced and its records' locks released.",
+	"group.share.heartbeat.interval.ms":                           "The heartbeat interval a share group (KIP-932) gives its members.",
+	"group.share.min.session.timeout.ms":                          "The least session timeout a share group may be given (its share.session.timeout.ms).",
+	"group.share.max.session.timeout.ms":                          "The greatest session timeout a share group may be given (its share.session.timeout.ms).",
+	"group.share.min.heartbeat.interval.ms":                       "The least heartbeat interval a share group may be given (its share.heartbeat.interval.ms).",
+	"group.share.max.heartbeat.interval.ms":                       "The greatest heartbeat interval a share group may be given (its share.heartbeat.interval.ms).",
+	"group.share.record.lock.duration.ms":                         "How long a record a share consumer acquired stays locked to it before it is available again.",
+	"group.share.min.record.lock.duration.ms":                     "The least record lock duration a share group may be given (its share.record.lock.duration.ms).",
+	"group.share.max.record.lock.duration.ms":                     "The greatest record lock duration a share group may be given (its share.record.lock.duration.ms).",
+	"group.share.delivery.count.limit":                            "How many times a share group delivers a record before archiving it.",
+	"group.share.min.delivery.count.limit":                        "The least delivery count limit a share group may be given (its share.delivery.count.limit, KIP-1240).",
+	"group.share.max.delivery.count.limit":                        "The greatest delivery count limit a share group may be given (its share.delivery.count.limit, KIP-1240).",
+	"group.share.max.size":                                        "The most members a share group may have.",
+	"group.share.partition.max.record.locks":                      "The most records of one partition a share group holds acquired and unacknowledged at once.",
+	"share.auto.offset.reset":                                     "Where this share group starts on a partition it has no state for: latest, earliest, or by_duration:<ISO-8601 duration> back from now.",
+	"share.isolation.level":                                       "read_committed delivers only committed transactional records; read_uncommitted delivers every record.",
+	"share.record.lock.duration.ms":                               "How long a record a member of this share group acquired stays locked to it before it is available again.",
+	"share.delivery.count.limit":                                  "How many times this share group delivers a record before archiving it (KIP-1240).",
+	"share.session.timeout.ms":                                    "How long a member of this share group may go without heartbeating before it is fenced.",
+	"share.heartbeat.interval.ms":                                 "The heartbeat interval this share group gives its members.",
 	"log.max.open.files":                                          "The most segment and index files the node keeps open; 0 derives it from the open-file limit (Skein-only).",
 	"chaos.enable":                                                "The admin API may inject faults into this node (Skein-only).",
 	"offsets.retention.minutes":                                   "The committed offsets of a group with no members are deleted this long after it became empty.",

@@ -11,45 +11,117 @@ import (
 // Group configs
 //
 // Kafka 4 lets IncrementalAlterConfigs and AlterConfigs set configs on a
-// group resource: a consumer-protocol group's (KIP-848) session timeout
-// and heartbeat interval, overriding the node's
-// group.consumer.session.timeout.ms and group.consumer.heartbeat.interval.ms
-// for that group alone, each within the node's group.consumer.min.* and
-// group.consumer.max.* bounds. A group id need not have a group to have
-// configs. The controller keeps them in the cluster metadata; a group's
-// coordinator reads them at every heartbeat, so a change applies to the
-// next heartbeat of every member.
+// group resource, overriding a node setting for that group alone:
 //
-// Kafka's share.* and streams.* group configs are not here: Skein has no
-// share groups and no streams groups.
+//   - a consumer-protocol group's (KIP-848) session timeout and heartbeat
+//     interval, over group.consumer.session.timeout.ms and
+//     group.consumer.heartbeat.interval.ms, each within the node's
+//     group.consumer.min.* and group.consumer.max.* bounds;
+//   - a share group's (KIP-932) session timeout, heartbeat interval,
+//     record lock duration and delivery count limit, within the node's
+//     group.share.min.* and group.share.max.* bounds, and where its
+//     share-partitions start (share.auto.offset.reset) and whether they
+//     deliver uncommitted transactional records (share.isolation.level),
+//     which have no node setting.
+//
+// A group id need not have a group to have configs. The controller keeps
+// them in the cluster metadata; a group's coordinator, and a share group's
+// share-partitions, read them at every use, so a change applies at once.
+//
+// NB: share.delivery.count.limit is KIP-1240's, a group config from
+// Kafka 4.3 on (Kafka 4.2 has only the node's); Skein takes it already,
+// with 4.3's bounds. Kafka's streams.* group configs are not here: Skein
+// has no streams groups.
 
 // SourceGroup is a config set on a group resource (Kafka:
 // DYNAMIC_GROUP_CONFIG).
 const SourceGroup Source = 8
 
-// groupKey is one group config: its default and bounds are node settings.
+// groupKey is one group config: its type, its default (a node setting or
+// Kafka's constant) and its check.
 type groupKey struct {
-	name          string
-	def, min, max func(Node) int32
-	minKey        string // the node settings that bound it, for messages
-	maxKey        string
+	name string
+	typ  ConfigType
+	def  func(Node) string
+	// check returns why a value is refused, worded as Kafka's GroupConfig
+	// words it, or nil.
+	check func(n Node, value string) error
+}
+
+// intGroupKey is an INT group config at least floor (its ConfigDef range
+// in Kafka) and within two node settings.
+func intGroupKey(name string, floor int64, def, lo, hi func(Node) int32, loKey, hiKey string) groupKey {
+	return groupKey{
+		name: name, typ: TypeInt,
+		def: func(n Node) string { return strconv.Itoa(int(def(n))) },
+		check: func(n Node, s string) error {
+			v, err := strconv.ParseInt(s, 10, 32)
+			switch {
+			case err != nil:
+				return fmt.Errorf("Invalid value %s for configuration %s: Not a number of type INT", s, name)
+			case v < floor:
+				return fmt.Errorf("Invalid value %s for configuration %s: Value must be at least %d", s, name, floor)
+			case v < int64(lo(n)):
+				return fmt.Errorf("%s must be greater than or equal to %s", name, loKey)
+			case v > int64(hi(n)):
+				return fmt.Errorf("%s must be less than or equal to %s", name, hiKey)
+			}
+			return nil
+		},
+	}
 }
 
 var groupKeys = []groupKey{
+	intGroupKey("consumer.heartbeat.interval.ms", 1,
+		func(n Node) int32 { return n.GroupConsumerHeartbeatIntervalMs },
+		func(n Node) int32 { return n.GroupConsumerMinHeartbeatIntervalMs },
+		func(n Node) int32 { return n.GroupConsumerMaxHeartbeatIntervalMs },
+		"group.consumer.min.heartbeat.interval.ms", "group.consumer.max.heartbeat.interval.ms"),
+	intGroupKey("consumer.session.timeout.ms", 1,
+		func(n Node) int32 { return n.GroupConsumerSessionTimeoutMs },
+		func(n Node) int32 { return n.GroupConsumerMinSessionTimeoutMs },
+		func(n Node) int32 { return n.GroupConsumerMaxSessionTimeoutMs },
+		"group.consumer.min.session.timeout.ms", "group.consumer.max.session.timeout.ms"),
 	{
-		name:   "consumer.heartbeat.interval.ms",
-		def:    func(n Node) int32 { return n.GroupConsumerHeartbeatIntervalMs },
-		min:    func(n Node) int32 { return n.GroupConsumerMinHeartbeatIntervalMs },
-		max:    func(n Node) int32 { return n.GroupConsumerMaxHeartbeatIntervalMs },
-		minKey: "group.consumer.min.heartbeat.interval.ms", maxKey: "group.consumer.max.heartbeat.interval.ms",
+		name: "share.auto.offset.reset", typ: TypeString,
+		def: func(Node) string { return ShareAutoOffsetResetLatest },
+		check: func(_ Node, s string) error {
+			if _, _, err := ParseShareAutoOffsetReset(s); err != nil {
+				return fmt.Errorf("Invalid value %s for configuration share.auto.offset.reset: Invalid value `%s` for configuration share.auto.offset.reset. The value must be either 'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS.>'.", s, s)
+			}
+			return nil
+		},
 	},
+	intGroupKey("share.delivery.count.limit", 2,
+		func(n Node) int32 { return n.GroupShareDeliveryCountLimit },
+		func(n Node) int32 { return n.GroupShareMinDeliveryCountLimit },
+		func(n Node) int32 { return n.GroupShareMaxDeliveryCountLimit },
+		"group.share.min.delivery.count.limit", "group.share.max.delivery.count.limit"),
+	intGroupKey("share.heartbeat.interval.ms", 1,
+		func(n Node) int32 { return n.GroupShareHeartbeatIntervalMs },
+		func(n Node) int32 { return n.GroupShareMinHeartbeatIntervalMs },
+		func(n Node) int32 { return n.GroupShareMaxHeartbeatIntervalMs },
+		"group.share.min.heartbeat.interval.ms", "group.share.max.heartbeat.interval.ms"),
 	{
-		name:   "consumer.session.timeout.ms",
-		def:    func(n Node) int32 { return n.GroupConsumerSessionTimeoutMs },
-		min:    func(n Node) int32 { return n.GroupConsumerMinSessionTimeoutMs },
-		max:    func(n Node) int32 { return n.GroupConsumerMaxSessionTimeoutMs },
-		minKey: "group.consumer.min.session.timeout.ms", maxKey: "group.consumer.max.session.timeout.ms",
+		name: "share.isolation.level", typ: TypeString,
+		def: func(Node) string { return "read_uncommitted" },
+		check: func(_ Node, s string) error {
+			if s != "read_committed" && s != "read_uncommitted" {
+				return fmt.Errorf("Invalid value %s for configuration share.isolation.level: String must be one of: read_committed, read_uncommitted", s)
+			}
+			return nil
+		},
 	},
+	intGroupKey("share.record.lock.duration.ms", 1000,
+		func(n Node) int32 { return n.GroupShareRecordLockDurationMs },
+		func(n Node) int32 { return n.GroupShareMinRecordLockDurationMs },
+		func(n Node) int32 { return n.GroupShareMaxRecordLockDurationMs },
+		"group.share.min.record.lock.duration.ms", "group.share.max.record.lock.duration.ms"),
+	intGroupKey("share.session.timeout.ms", 1,
+		func(n Node) int32 { return n.GroupShareSessionTimeoutMs },
+		func(n Node) int32 { return n.GroupShareMinSessionTimeoutMs },
+		func(n Node) int32 { return n.GroupShareMaxSessionTimeoutMs },
+		"group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms"),
 }
 
 func groupKeyOf(name string) (groupKey, bool) {
@@ -69,7 +141,9 @@ func IsGroupConfig(key string) bool {
 // ValidateGroup checks a group's configs on a node with the given
 // configuration, as the controller does before storing them. The error
 // joins one error per bad entry, in key order, each worded as Kafka's
-// GroupConfig words it (Kafka answers them INVALID_CONFIG).
+// GroupConfig words it (Kafka answers them INVALID_CONFIG), then Kafka's
+// check that a share group's session timeout exceeds its heartbeat
+// interval, the node's values standing for those the group does not set.
 func ValidateGroup(n Node, m map[string]string) error {
 	var errs []error
 	for _, key := range sortedKeys(m) {
@@ -78,14 +152,13 @@ func ValidateGroup(n Node, m map[string]string) error {
 			errs = append(errs, fmt.Errorf("Unknown group config name: %s", key))
 			continue
 		}
-		v, err := strconv.ParseInt(m[key], 10, 32)
-		switch {
-		case err != nil:
-			errs = append(errs, fmt.Errorf("Invalid value %s for configuration %s: Not a number of type INT", m[key], key))
-		case v < int64(k.min(n)):
-			errs = append(errs, fmt.Errorf("%s must be greater than or equal to %s", key, k.minKey))
-		case v > int64(k.max(n)):
-			errs = append(errs, fmt.Errorf("%s must be less than or equal to %s", key, k.maxKey))
+		if err := k.check(n, m[key]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) == 0 {
+		if s := ShareGroupSettings(n, m); s.SessionTimeout <= s.HeartbeatInterval {
+			errs = append(errs, errors.New("share.session.timeout.ms must be greater than share.heartbeat.interval.ms"))
 		}
 	}
 	return errors.Join(errs...)
@@ -99,7 +172,7 @@ func ValidateGroup(n Node, m map[string]string) error {
 func DescribeGroup(n Node, m map[string]string) []ConfigEntry {
 	out := make([]ConfigEntry, 0, len(groupKeys))
 	for _, k := range groupKeys {
-		e := ConfigEntry{Name: k.name, Value: strconv.Itoa(int(k.def(n))), Source: SourceDefault}
+		e := ConfigEntry{Name: k.name, Value: k.def(n), Source: SourceDefault}
 		if v, ok := m[k.name]; ok {
 			e.Value, e.Source = v, SourceGroup
 		}
@@ -109,18 +182,24 @@ func DescribeGroup(n Node, m map[string]string) []ConfigEntry {
 	return out
 }
 
+// groupInt returns an INT group config of a group with the given configs:
+// its own value, else the node's. The controller stores no invalid value.
+func groupInt(n Node, m map[string]string, key string) int32 {
+	if v, err := strconv.ParseInt(m[key], 10, 32); err == nil {
+		return int32(v)
+	}
+	k, _ := groupKeyOf(key)
+	v, _ := strconv.ParseInt(k.def(n), 10, 32)
+	return int32(v)
+}
+
+func groupMs(n Node, m map[string]string, key string) time.Duration {
+	return time.Duration(groupInt(n, m, key)) * time.Millisecond
+}
+
 // GroupTimeouts returns the session timeout and heartbeat interval of a
 // consumer-protocol group with the given configs on a node with the given
 // configuration.
 func GroupTimeouts(n Node, m map[string]string) (session, heartbeat time.Duration) {
-	value := func(key string) time.Duration {
-		k, _ := groupKeyOf(key)
-		v, err := strconv.ParseInt(m[key], 10, 32)
-		if err != nil {
-			// Unset; the controller stores no invalid value.
-			v = int64(k.def(n))
-		}
-		return time.Duration(v) * time.Millisecond
-	}
-	return value("consumer.session.timeout.ms"), value("consumer.heartbeat.interval.ms")
+	return groupMs(n, m, "consumer.session.timeout.ms"), groupMs(n, m, "consumer.heartbeat.interval.ms")
 }

@@ -331,6 +331,83 @@ type Node struct {
 	GroupConsumerMinHeartbeatIntervalMs int32 `mapstructure:"group.consumer.min.heartbeat.interval.ms" yaml:"group.consumer.min.heartbeat.interval.ms"`
 	GroupConsumerMaxHeartbeatIntervalMs int32 `mapstructure:"group.consumer.max.heartbeat.interval.ms" yaml:"group.consumer.max.heartbeat.interval.ms"`
 
+	// GroupShareSessionTimeoutMs is how long a member of a share group
+	// (KIP-932) may go without heartbeating before it is fenced: it leaves
+	// the group and the records it holds go back to the others. Default
+	// 45000, within group.share.min.session.timeout.ms and
+	// group.share.max.session.timeout.ms. Kafka:
+	// group.share.session.timeout.ms.
+	GroupShareSessionTimeoutMs int32 `mapstructure:"group.share.session.timeout.ms" yaml:"group.share.session.timeout.ms"`
+
+	// GroupShareHeartbeatIntervalMs is the heartbeat interval a share
+	// group tells its members. Default 5000, within
+	// group.share.min.heartbeat.interval.ms and
+	// group.share.max.heartbeat.interval.ms. Kafka:
+	// group.share.heartbeat.interval.ms.
+	GroupShareHeartbeatIntervalMs int32 `mapstructure:"group.share.heartbeat.interval.ms" yaml:"group.share.heartbeat.interval.ms"`
+
+	// GroupShareMinSessionTimeoutMs and GroupShareMaxSessionTimeoutMs
+	// bound group.share.session.timeout.ms and every share group's
+	// share.session.timeout.ms (a group config). Defaults 45000 and
+	// 60000. Kafka: group.share.min.session.timeout.ms,
+	// group.share.max.session.timeout.ms.
+	GroupShareMinSessionTimeoutMs int32 `mapstructure:"group.share.min.session.timeout.ms" yaml:"group.share.min.session.timeout.ms"`
+	GroupShareMaxSessionTimeoutMs int32 `mapstructure:"group.share.max.session.timeout.ms" yaml:"group.share.max.session.timeout.ms"`
+
+	// GroupShareMinHeartbeatIntervalMs and GroupShareMaxHeartbeatIntervalMs
+	// bound group.share.heartbeat.interval.ms and every share group's
+	// share.heartbeat.interval.ms. Defaults 5000 and 15000. Kafka:
+	// group.share.min.heartbeat.interval.ms,
+	// group.share.max.heartbeat.interval.ms.
+	GroupShareMinHeartbeatIntervalMs int32 `mapstructure:"group.share.min.heartbeat.interval.ms" yaml:"group.share.min.heartbeat.interval.ms"`
+	GroupShareMaxHeartbeatIntervalMs int32 `mapstructure:"group.share.max.heartbeat.interval.ms" yaml:"group.share.max.heartbeat.interval.ms"`
+
+	// GroupShareRecordLockDurationMs is how long a record a share
+	// consumer acquired stays locked to it: when the lock expires
+	// unacknowledged, the record is available again (or archived at the
+	// delivery count limit). Default 30000, 1000 to 3600000, within
+	// group.share.min.record.lock.duration.ms and
+	// group.share.max.record.lock.duration.ms. Kafka:
+	// group.share.record.lock.duration.ms.
+	GroupShareRecordLockDurationMs int32 `mapstructure:"group.share.record.lock.duration.ms" yaml:"group.share.record.lock.duration.ms"`
+
+	// GroupShareMinRecordLockDurationMs and
+	// GroupShareMaxRecordLockDurationMs bound
+	// group.share.record.lock.duration.ms and every share group's
+	// share.record.lock.duration.ms. Defaults 15000 (1000 to 30000) and
+	// 60000 (30000 to 3600000). Kafka:
+	// group.share.min.record.lock.duration.ms,
+	// group.share.max.record.lock.duration.ms.
+	GroupShareMinRecordLockDurationMs int32 `mapstructure:"group.share.min.record.lock.duration.ms" yaml:"group.share.min.record.lock.duration.ms"`
+	GroupShareMaxRecordLockDurationMs int32 `mapstructure:"group.share.max.record.lock.duration.ms" yaml:"group.share.max.record.lock.duration.ms"`
+
+	// GroupShareDeliveryCountLimit is how many times a share group
+	// delivers a record before it archives it instead of making it
+	// available again. Default 5, 2 to 10, within
+	// group.share.min.delivery.count.limit and
+	// group.share.max.delivery.count.limit. Kafka:
+	// group.share.delivery.count.limit.
+	GroupShareDeliveryCountLimit int32 `mapstructure:"group.share.delivery.count.limit" yaml:"group.share.delivery.count.limit"`
+
+	// GroupShareMinDeliveryCountLimit and GroupShareMaxDeliveryCountLimit
+	// bound group.share.delivery.count.limit and every share group's
+	// share.delivery.count.limit (KIP-1240). Defaults 2 and 10. Kafka
+	// (4.3): group.share.min.delivery.count.limit,
+	// group.share.max.delivery.count.limit.
+	GroupShareMinDeliveryCountLimit int32 `mapstructure:"group.share.min.delivery.count.limit" yaml:"group.share.min.delivery.count.limit"`
+	GroupShareMaxDeliveryCountLimit int32 `mapstructure:"group.share.max.delivery.count.limit" yaml:"group.share.max.delivery.count.limit"`
+
+	// GroupShareMaxSize is the most members a share group may have; one
+	// more is refused GROUP_MAX_SIZE_REACHED. Default 200, 10 to 1000.
+	// Kafka: group.share.max.size.
+	GroupShareMaxSize int32 `mapstructure:"group.share.max.size" yaml:"group.share.max.size"`
+
+	// GroupSharePartitionMaxRecordLocks is the most records of one
+	// partition a share group holds in flight (acquired and not yet
+	// acknowledged) at once. Default 2000, 100 to 10000. Kafka:
+	// group.share.partition.max.record.locks.
+	GroupSharePartitionMaxRecordLocks int32 `mapstructure:"group.share.partition.max.record.locks" yaml:"group.share.partition.max.record.locks"`
+
 	// OffsetsRetentionMinutes is how long the committed offsets of a group
 	// with no members are kept after it became empty (or, for offsets
 	// committed by standalone consumers, after the last commit); then they
@@ -624,6 +701,20 @@ func Default() Node {
 		GroupConsumerMaxSessionTimeoutMs:          60000,
 		GroupConsumerMinHeartbeatIntervalMs:       5000,
 		GroupConsumerMaxHeartbeatIntervalMs:       15000,
+		GroupShareSessionTimeoutMs:                45000,
+		GroupShareHeartbeatIntervalMs:             5000,
+		GroupShareMinSessionTimeoutMs:             45000,
+		GroupShareMaxSessionTimeoutMs:             60000,
+		GroupShareMinHeartbeatIntervalMs:          5000,
+		GroupShareMaxHeartbeatIntervalMs:          15000,
+		GroupShareRecordLockDurationMs:            30000,
+		GroupShareMinRecordLockDurationMs:         15000,
+		GroupShareMaxRecordLockDurationMs:         60000,
+		GroupShareDeliveryCountLimit:              5,
+		GroupShareMinDeliveryCountLimit:           2,
+		GroupShareMaxDeliveryCountLimit:           10,
+		GroupShareMaxSize:                         200,
+		GroupSharePartitionMaxRecordLocks:         2000,
 		OffsetsRetentionMinutes:                   10080,
 		ProcessRoles:                              "broker,controller",
 		ClusterListen:                             "127.0.0.1:9093",
@@ -717,6 +808,7 @@ func (n Node) Validate() error {
 	v.within("group.consumer.heartbeat.interval.ms", int64(n.GroupConsumerHeartbeatIntervalMs),
 		"group.consumer.min.heartbeat.interval.ms", int64(n.GroupConsumerMinHeartbeatIntervalMs),
 		"group.consumer.max.heartbeat.interval.ms", int64(n.GroupConsumerMaxHeartbeatIntervalMs))
+	n.validateShareGroups(&v)
 	v.atLeast("offsets.retention.minutes", int64(n.OffsetsRetentionMinutes), 1)
 	v.atLeast("log.max.open.files", int64(n.LogMaxOpenFiles), 0)
 	n.validateCluster(&v)
