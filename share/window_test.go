@@ -1,0 +1,176 @@
+package share
+
+import (
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/skeinlog/skein/internal/vfs"
+	"github.com/skeinlog/skein/partition/store"
+)
+
+// testLog is a log of batches of the given sizes, all below the high
+// watermark.
+func testLog(t *testing.T, sizes ...int) *store.View {
+	t.Helper()
+	l, err := store.Open(store.Config{FS: vfs.NewCrashableMem(), Dir: "/data/t-0", Options: store.DefaultOptions()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	for _, n := range sizes {
+		recs := make([]store.Record, n)
+		for i := range recs {
+			recs[i].OffsetDelta, recs[i].Value = int32(i), []byte("v")
+		}
+		b, err := store.AppendBatch(nil, store.Header{LastOffsetDelta: int32(n - 1), ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}, recs, store.CodecNone)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Append(b, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.SetHighWatermark(l.LogEndOffset())
+	return l.View()
+}
+
+var now = time.Unix(1_700_000_000, 0)
+
+func lim(member string, n int) limits {
+	return limits{member: member, maxRecords: n, maxBytes: 1 << 30, lock: 30 * time.Second, countLimit: 3, maxLocks: 2000}
+}
+
+func TestAcquireSpreadsRecordsAndHonoursMaxRecords(t *testing.T) {
+	v := testLog(t, 4, 4)
+	var w window
+	a, err := w.acquire(v, v.HighWatermark, lim("m1", 3), now, nil)
+	if err != nil || a.n != 3 || len(a.spans) != 1 || a.spans[0] != (span{0, 2, 1}) {
+		t.Fatalf("first: %+v %v", a, err)
+	}
+	b, _ := w.acquire(v, v.HighWatermark, lim("m2", 10), now, nil)
+	if b.n != 5 || b.spans[0] != (span{3, 7, 1}) {
+		t.Fatalf("second: %+v", b)
+	}
+	c, _ := w.acquire(v, v.HighWatermark, lim("m3", 10), now, nil)
+	if c.n != 0 {
+		t.Fatalf("nothing left, got %+v", c)
+	}
+}
+
+func TestAcknowledgeMovesStartAndReleasesRedeliver(t *testing.T) {
+	v := testLog(t, 5)
+	var w window
+	w.acquire(v, v.HighWatermark, lim("m1", 5), now, nil)
+	// Another member may not acknowledge m1's records.
+	if _, err := w.acknowledge("m2", []AckBatch{{0, 0, []int8{ackAccept}}}, false, lim("m2", 0), now); err != kerr.InvalidRecordState {
+		t.Fatalf("other member: %v", err)
+	}
+	// Accept 0-1, release 2, reject 3; 4 stays acquired.
+	_, err := w.acknowledge("m1", []AckBatch{{0, 3, []int8{ackAccept, ackAccept, ackRelease, ackReject}}}, false, lim("m1", 0), now)
+	if err != nil || w.start != 2 {
+		t.Fatalf("ack: %v, start %d", err, w.start)
+	}
+	a, _ := w.acquire(v, v.HighWatermark, lim("m2", 10), now, nil)
+	if a.n != 1 || a.spans[0] != (span{2, 2, 2}) || a.redelivered != 1 {
+		t.Fatalf("redelivery: %+v", a)
+	}
+	// Acknowledging what is already done is refused, atomically.
+	if _, err := w.acknowledge("m2", []AckBatch{{2, 3, []int8{ackAccept}}}, false, lim("m2", 0), now); err != kerr.InvalidRecordState {
+		t.Fatalf("rejected record: %v", err)
+	}
+	if s := w.at(2); s.state != acquired {
+		t.Fatalf("a refused acknowledgement changed state: %+v", s)
+	}
+}
+
+func TestDeliveryLimitArchives(t *testing.T) {
+	v := testLog(t, 1)
+	var w window
+	for i := 1; i <= 3; i++ {
+		a, _ := w.acquire(v, v.HighWatermark, lim("m", 1), now, nil)
+		if a.n != 1 || a.spans[0].count != int16(i) {
+			t.Fatalf("delivery %d: %+v", i, a)
+		}
+		w.acknowledge("m", []AckBatch{{0, 0, []int8{ackRelease}}}, false, lim("m", 0), now)
+	}
+	if w.start != 1 {
+		t.Fatalf("a record released at the delivery limit is archived: start %d", w.start)
+	}
+	if a, _ := w.acquire(v, v.HighWatermark, lim("m", 1), now, nil); a.n != 0 {
+		t.Fatalf("archived record delivered again: %+v", a)
+	}
+	start, batches := w.changes()
+	if start != 1 || len(batches) != 0 {
+		t.Fatalf("changes: start %d batches %+v", start, batches)
+	}
+}
+
+func TestLocksExpireAndReleaseMember(t *testing.T) {
+	v := testLog(t, 4)
+	var w window
+	w.acquire(v, v.HighWatermark, lim("m1", 2), now, nil)
+	w.acquire(v, v.HighWatermark, lim("m2", 2), now.Add(10*time.Second), nil)
+	expired, _, next := w.expire(now.Add(31*time.Second), 3)
+	if expired != 2 || !next.Equal(now.Add(40*time.Second)) {
+		t.Fatalf("expire: %d, next %v", expired, next)
+	}
+	if released, _ := w.releaseMember("m2", 3); released != 2 {
+		t.Fatalf("release m2: %d", released)
+	}
+	a, _ := w.acquire(v, v.HighWatermark, lim("m3", 10), now, nil)
+	if a.n != 4 || len(a.spans) != 1 || a.spans[0] != (span{0, 3, 2}) {
+		t.Fatalf("reacquire: %+v", a)
+	}
+}
+
+func TestRestoredStateApplies(t *testing.T) {
+	v := testLog(t, 6)
+	var w window
+	w.reset(1, []StateBatch{{First: 2, Last: 3, State: Acknowledged, Count: 1}, {First: 4, Last: 4, State: Available, Count: 2}})
+	a, _ := w.acquire(v, v.HighWatermark, lim("m", 10), now, nil)
+	if a.n != 3 || len(a.spans) != 3 || a.spans[0] != (span{1, 1, 1}) || a.spans[1] != (span{4, 4, 3}) || a.spans[2] != (span{5, 5, 1}) {
+		t.Fatalf("restored: %+v", a)
+	}
+}
+
+func TestMaxRecordLocksBoundsTheWindow(t *testing.T) {
+	v := testLog(t, 10)
+	var w window
+	l := lim("m", 100)
+	l.maxLocks = 4
+	a, _ := w.acquire(v, v.HighWatermark, l, now, nil)
+	if a.n != 4 {
+		t.Fatalf("in flight beyond the limit: %+v", a)
+	}
+	w.acknowledge("m", []AckBatch{{0, 1, []int8{ackAccept}}}, false, l, now)
+	if a, _ = w.acquire(v, v.HighWatermark, l, now, nil); a.n != 2 || a.spans[0] != (span{4, 5, 1}) {
+		t.Fatalf("after the start moved: %+v", a)
+	}
+}
+
+func TestMalformedAcknowledgements(t *testing.T) {
+	v := testLog(t, 4)
+	var w window
+	w.acquire(v, v.HighWatermark, lim("m", 4), now, nil)
+	for _, bs := range [][]AckBatch{
+		{{2, 1, []int8{ackAccept}}},
+		{{0, 1, []int8{ackAccept}}, {1, 2, []int8{ackAccept}}},
+		{{0, 1, []int8{ackAccept, ackAccept, ackAccept}}},
+		{{0, 0, []int8{9}}},
+		{{0, 0, []int8{ackRenew}}},
+		{{0, 0, nil}},
+		{{3, 7, []int8{ackAccept}}},
+	} {
+		if _, err := w.acknowledge("m", bs, false, lim("m", 0), now); err != kerr.InvalidRequest {
+			t.Errorf("%+v: %v, want INVALID_REQUEST", bs, err)
+		}
+	}
+	if _, err := w.acknowledge("m", []AckBatch{{0, 0, []int8{ackRenew}}}, true, lim("m", 0), now.Add(time.Second)); err != nil {
+		t.Fatalf("renew: %v", err)
+	}
+	if s := w.at(0); s.state != acquired || !s.deadline.Equal(now.Add(31*time.Second)) {
+		t.Fatalf("renewed lock: %+v", s)
+	}
+}
