@@ -132,7 +132,7 @@ type (
 		res  *StateResult
 		then func(*StateResult)
 	}
-	lockTick struct{ inc uint64 }
+	lockTick  struct{ inc uint64 }
 	loadAgain struct{ inc uint64 }
 )
 
