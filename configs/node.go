@@ -251,6 +251,55 @@ type Node struct {
 	// least 1. Kafka: transaction.state.log.min.isr.
 	TransactionStateLogMinISR int16 `mapstructure:"transaction.state.log.min.isr" yaml:"transaction.state.log.min.isr"`
 
+	// ShareCoordinatorStateTopicNumPartitions is the partition count of
+	// the internal topic __share_group_state, created on first use (a
+	// FindCoordinator of key type 2, or a share coordinator's first
+	// request); as offsets.topic.num.partitions it decides which
+	// coordinator holds a share-partition's state. Default 50, at least 1.
+	// Kafka: share.coordinator.state.topic.num.partitions.
+	ShareCoordinatorStateTopicNumPartitions int32 `mapstructure:"share.coordinator.state.topic.num.partitions" yaml:"share.coordinator.state.topic.num.partitions"`
+
+	// ShareCoordinatorStateTopicReplicationFactor is the replication
+	// factor of __share_group_state, capped at the live brokers when the
+	// topic is created (a log line says so). Default 3, at least 1. Kafka:
+	// share.coordinator.state.topic.replication.factor.
+	ShareCoordinatorStateTopicReplicationFactor int16 `mapstructure:"share.coordinator.state.topic.replication.factor" yaml:"share.coordinator.state.topic.replication.factor"`
+
+	// ShareCoordinatorStateTopicMinISR is __share_group_state's
+	// min.insync.replicas, capped at its replication factor. Default 2, at
+	// least 1. Kafka: share.coordinator.state.topic.min.isr.
+	ShareCoordinatorStateTopicMinISR int16 `mapstructure:"share.coordinator.state.topic.min.isr" yaml:"share.coordinator.state.topic.min.isr"`
+
+	// ShareCoordinatorStateTopicSegmentBytes is __share_group_state's
+	// segment.bytes. Default 104857600 (100 MiB), at least 1. Kafka:
+	// share.coordinator.state.topic.segment.bytes.
+	ShareCoordinatorStateTopicSegmentBytes int32 `mapstructure:"share.coordinator.state.topic.segment.bytes" yaml:"share.coordinator.state.topic.segment.bytes"`
+
+	// ShareCoordinatorSnapshotUpdateRecordsPerSnapshot is how many update
+	// records a share coordinator writes for a share-partition between
+	// two snapshots of its whole state. Default 500, 0 to 500. Kafka:
+	// share.coordinator.snapshot.update.records.per.snapshot.
+	ShareCoordinatorSnapshotUpdateRecordsPerSnapshot int32 `mapstructure:"share.coordinator.snapshot.update.records.per.snapshot" yaml:"share.coordinator.snapshot.update.records.per.snapshot"`
+
+	// ShareCoordinatorWriteTimeoutMs is how long a share coordinator waits
+	// for its records to be replicated before it answers
+	// COORDINATOR_NOT_AVAILABLE. Default 5000, at least 1. Kafka:
+	// share.coordinator.write.timeout.ms.
+	ShareCoordinatorWriteTimeoutMs int32 `mapstructure:"share.coordinator.write.timeout.ms" yaml:"share.coordinator.write.timeout.ms"`
+
+	// ShareCoordinatorStateTopicPruneIntervalMs is how often a share
+	// coordinator deletes the __share_group_state records below every
+	// share-partition's last snapshot. Default 300000, at least 1. Kafka
+	// (internal): share.coordinator.state.topic.prune.interval.ms.
+	ShareCoordinatorStateTopicPruneIntervalMs int32 `mapstructure:"share.coordinator.state.topic.prune.interval.ms" yaml:"share.coordinator.state.topic.prune.interval.ms"`
+
+	// ShareCoordinatorColdPartitionSnapshotIntervalMs is how long a
+	// share-partition's state goes unwritten before its coordinator
+	// writes a snapshot of it, so that its old records can be pruned.
+	// Default 300000, at least 1. Kafka (internal):
+	// share.coordinator.cold.partition.snapshot.interval.ms.
+	ShareCoordinatorColdPartitionSnapshotIntervalMs int32 `mapstructure:"share.coordinator.cold.partition.snapshot.interval.ms" yaml:"share.coordinator.cold.partition.snapshot.interval.ms"`
+
 	// TransactionMaxTimeoutMs is the longest transaction timeout a
 	// producer may ask for in InitProducerId (INVALID_TRANSACTION_TIMEOUT
 	// above it). Default 900000 (15 minutes), at least 1. Kafka:
@@ -668,67 +717,75 @@ func Default() Node {
 			EnabledProtocols: "TLSv1.2,TLSv1.3"},
 		SASL: SASL{EnabledMechanisms: "GSSAPI", ServerMaxReceiveSize: 524288, FailedAuthenticationDelayMs: 100,
 			OAuthJWKSRefreshMs: 3600000, OAuthClockSkewSeconds: 30, OAuthSubClaimName: "sub"},
-		LogLevel:                                  "info",
-		LogFormat:                                 logging.FormatAuto,
-		Durability:                                DurabilityFsync,
-		AutoCreateTopicsEnable:                    true,
-		NumPartitions:                             1,
-		DefaultReplicationFactor:                  1,
-		ProducerIDExpirationMs:                    DefaultProducerIDExpirationMs,
-		SocketRequestMaxBytes:                     100 << 20,
-		ConnectionsMaxIdleMs:                      600000,
-		MaxConnections:                            math.MaxInt32,
-		MaxConnectionsPerIP:                       math.MaxInt32,
-		MaxConnectionCreationRate:                 math.MaxInt32,
-		QuotaWindowNum:                            11,
-		QuotaWindowSizeSeconds:                    1,
-		OffsetsTopicNumPartitions:                 50,
-		OffsetsTopicReplicationFactor:             3,
-		TransactionStateLogNumPartitions:          50,
-		TransactionStateLogReplicationFactor:      3,
-		TransactionStateLogMinISR:                 2,
-		TransactionMaxTimeoutMs:                   900000,
-		TransactionalIDExpirationMs:               604800000,
-		TransactionAbortTimedOutCleanupIntervalMs: 10000,
-		ExtensionCommitIntervalMs:                 1000,
-		GroupMinSessionTimeoutMs:                  6000,
-		GroupMaxSessionTimeoutMs:                  1800000,
-		GroupInitialRebalanceDelayMs:              3000,
-		GroupConsumerMigrationPolicy:              "bidirectional",
-		GroupConsumerSessionTimeoutMs:             45000,
-		GroupConsumerHeartbeatIntervalMs:          5000,
-		GroupConsumerMinSessionTimeoutMs:          45000,
-		GroupConsumerMaxSessionTimeoutMs:          60000,
-		GroupConsumerMinHeartbeatIntervalMs:       5000,
-		GroupConsumerMaxHeartbeatIntervalMs:       15000,
-		GroupShareSessionTimeoutMs:                45000,
-		GroupShareHeartbeatIntervalMs:             5000,
-		GroupShareMinSessionTimeoutMs:             45000,
-		GroupShareMaxSessionTimeoutMs:             60000,
-		GroupShareMinHeartbeatIntervalMs:          5000,
-		GroupShareMaxHeartbeatIntervalMs:          15000,
-		GroupShareRecordLockDurationMs:            30000,
-		GroupShareMinRecordLockDurationMs:         15000,
-		GroupShareMaxRecordLockDurationMs:         60000,
-		GroupShareDeliveryCountLimit:              5,
-		GroupShareMinDeliveryCountLimit:           2,
-		GroupShareMaxDeliveryCountLimit:           10,
-		GroupShareMaxSize:                         200,
-		GroupSharePartitionMaxRecordLocks:         2000,
-		OffsetsRetentionMinutes:                   10080,
-		ProcessRoles:                              "broker,controller",
-		ClusterListen:                             "127.0.0.1:9093",
-		ClusterAdvertise:                          "127.0.0.1:9093",
-		BrokerHeartbeatIntervalMs:                 2000,
-		BrokerSessionTimeoutMs:                    9000,
-		MetadataSnapshotBytes:                     20 << 20,
-		ReplicaLagTimeMaxMs:                       30000,
-		ReplicaFetchWaitMaxMs:                     500,
-		ReplicaFetchMaxBytes:                      1 << 20,
-		ReplicaFetchResponseMaxBytes:              10 << 20,
-		AutoLeaderRebalanceEnable:                 true,
-		LeaderImbalanceCheckIntervalSeconds:       300,
-		TopicDefaults:                             DefaultTopic().brokerDefaults(),
+		LogLevel:                                         "info",
+		LogFormat:                                        logging.FormatAuto,
+		Durability:                                       DurabilityFsync,
+		AutoCreateTopicsEnable:                           true,
+		NumPartitions:                                    1,
+		DefaultReplicationFactor:                         1,
+		ProducerIDExpirationMs:                           DefaultProducerIDExpirationMs,
+		SocketRequestMaxBytes:                            100 << 20,
+		ConnectionsMaxIdleMs:                             600000,
+		MaxConnections:                                   math.MaxInt32,
+		MaxConnectionsPerIP:                              math.MaxInt32,
+		MaxConnectionCreationRate:                        math.MaxInt32,
+		QuotaWindowNum:                                   11,
+		QuotaWindowSizeSeconds:                           1,
+		OffsetsTopicNumPartitions:                        50,
+		OffsetsTopicReplicationFactor:                    3,
+		TransactionStateLogNumPartitions:                 50,
+		TransactionStateLogReplicationFactor:             3,
+		TransactionStateLogMinISR:                        2,
+		ShareCoordinatorStateTopicNumPartitions:          50,
+		ShareCoordinatorStateTopicReplicationFactor:      3,
+		ShareCoordinatorStateTopicMinISR:                 2,
+		ShareCoordinatorStateTopicSegmentBytes:           100 << 20,
+		ShareCoordinatorSnapshotUpdateRecordsPerSnapshot: 500,
+		ShareCoordinatorWriteTimeoutMs:                   5000,
+		ShareCoordinatorStateTopicPruneIntervalMs:        300000,
+		ShareCoordinatorColdPartitionSnapshotIntervalMs:  300000,
+		TransactionMaxTimeoutMs:                          900000,
+		TransactionalIDExpirationMs:                      604800000,
+		TransactionAbortTimedOutCleanupIntervalMs:        10000,
+		ExtensionCommitIntervalMs:                        1000,
+		GroupMinSessionTimeoutMs:                         6000,
+		GroupMaxSessionTimeoutMs:                         1800000,
+		GroupInitialRebalanceDelayMs:                     3000,
+		GroupConsumerMigrationPolicy:                     "bidirectional",
+		GroupConsumerSessionTimeoutMs:                    45000,
+		GroupConsumerHeartbeatIntervalMs:                 5000,
+		GroupConsumerMinSessionTimeoutMs:                 45000,
+		GroupConsumerMaxSessionTimeoutMs:                 60000,
+		GroupConsumerMinHeartbeatIntervalMs:              5000,
+		GroupConsumerMaxHeartbeatIntervalMs:              15000,
+		GroupShareSessionTimeoutMs:                       45000,
+		GroupShareHeartbeatIntervalMs:                    5000,
+		GroupShareMinSessionTimeoutMs:                    45000,
+		GroupShareMaxSessionTimeoutMs:                    60000,
+		GroupShareMinHeartbeatIntervalMs:                 5000,
+		GroupShareMaxHeartbeatIntervalMs:                 15000,
+		GroupShareRecordLockDurationMs:                   30000,
+		GroupShareMinRecordLockDurationMs:                15000,
+		GroupShareMaxRecordLockDurationMs:                60000,
+		GroupShareDeliveryCountLimit:                     5,
+		GroupShareMinDeliveryCountLimit:                  2,
+		GroupShareMaxDeliveryCountLimit:                  10,
+		GroupShareMaxSize:                                200,
+		GroupSharePartitionMaxRecordLocks:                2000,
+		OffsetsRetentionMinutes:                          10080,
+		ProcessRoles:                                     "broker,controller",
+		ClusterListen:                                    "127.0.0.1:9093",
+		ClusterAdvertise:                                 "127.0.0.1:9093",
+		BrokerHeartbeatIntervalMs:                        2000,
+		BrokerSessionTimeoutMs:                           9000,
+		MetadataSnapshotBytes:                            20 << 20,
+		ReplicaLagTimeMaxMs:                              30000,
+		ReplicaFetchWaitMaxMs:                            500,
+		ReplicaFetchMaxBytes:                             1 << 20,
+		ReplicaFetchResponseMaxBytes:                     10 << 20,
+		AutoLeaderRebalanceEnable:                        true,
+		LeaderImbalanceCheckIntervalSeconds:              300,
+		TopicDefaults:                                    DefaultTopic().brokerDefaults(),
 	}
 }
 
@@ -788,6 +845,16 @@ func (n Node) Validate() error {
 	v.atLeast("transaction.state.log.num.partitions", int64(n.TransactionStateLogNumPartitions), 1)
 	v.atLeast("transaction.state.log.replication.factor", int64(n.TransactionStateLogReplicationFactor), 1)
 	v.atLeast("transaction.state.log.min.isr", int64(n.TransactionStateLogMinISR), 1)
+	v.atLeast("share.coordinator.state.topic.num.partitions", int64(n.ShareCoordinatorStateTopicNumPartitions), 1)
+	v.atLeast("share.coordinator.state.topic.replication.factor", int64(n.ShareCoordinatorStateTopicReplicationFactor), 1)
+	v.atLeast("share.coordinator.state.topic.min.isr", int64(n.ShareCoordinatorStateTopicMinISR), 1)
+	v.atLeast("share.coordinator.state.topic.segment.bytes", int64(n.ShareCoordinatorStateTopicSegmentBytes), 1)
+	if r := n.ShareCoordinatorSnapshotUpdateRecordsPerSnapshot; r < 0 || r > 500 {
+		v.fail("share.coordinator.snapshot.update.records.per.snapshot", fmtInt(int64(r)), "must be between 0 and 500")
+	}
+	v.atLeast("share.coordinator.write.timeout.ms", int64(n.ShareCoordinatorWriteTimeoutMs), 1)
+	v.atLeast("share.coordinator.state.topic.prune.interval.ms", int64(n.ShareCoordinatorStateTopicPruneIntervalMs), 1)
+	v.atLeast("share.coordinator.cold.partition.snapshot.interval.ms", int64(n.ShareCoordinatorColdPartitionSnapshotIntervalMs), 1)
 	v.atLeast("transaction.max.timeout.ms", int64(n.TransactionMaxTimeoutMs), 1)
 	v.atLeast("transactional.id.expiration.ms", n.TransactionalIDExpirationMs, 1)
 	v.atLeast("transaction.abort.timed.out.transaction.cleanup.interval.ms", int64(n.TransactionAbortTimedOutCleanupIntervalMs), 1)
