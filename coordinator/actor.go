@@ -136,7 +136,27 @@ type SupervisorConfig struct {
 	// (add: adds it, KIP-890 part 2), for a transactional offset commit,
 	// and calls reply once; nil verifies nothing (see partition.Append).
 	VerifyTxn func(txnID string, producerID int64, epoch int16, partition int32, add bool, reply func(*kerr.Error))
-	Logger    zerolog.Logger
+	// ShareTimeouts returns a share group's session timeout and heartbeat
+	// interval (see Config); nil gives Kafka's defaults.
+	ShareTimeouts func(group string) (session, heartbeat time.Duration)
+	// ShareMaxSize is group.share.max.size; 0 gives Kafka's 200.
+	ShareMaxSize int
+	// ShareStates reaches share-partitions' durable state (the share
+	// coordinator, package share) for the share group admin APIs and
+	// DeleteGroups; node wires it. nil answers DescribeShareGroupOffsets,
+	// AlterShareGroupOffsets and DeleteShareGroupOffsets
+	// COORDINATOR_NOT_AVAILABLE.
+	ShareStates ShareStates
+	// ShareMemberGone is called, on the group actor, when a share group
+	// member left or was fenced, once the group's records saying so are
+	// durable: the records it acquired are to be released (node tells
+	// every share-partition of the group). nil does nothing. It must not
+	// block.
+	ShareMemberGone func(group, member string)
+	// HighWatermark returns a partition's high watermark if this node
+	// leads it, for DescribeShareGroupOffsets' lag; nil knows none.
+	HighWatermark func(topic string, partition int32) (int64, bool)
+	Logger        zerolog.Logger
 }
 
 // topics returns the topics of the node's image.
@@ -327,6 +347,10 @@ func (a *groupActor) Receive(c actor.Context) {
 		if m.inc == a.inc {
 			m.then(m.err)
 		}
+	case *shareStateReplied:
+		if m.inc == a.inc && a.g != nil {
+			m.then()
+		}
 	case *actor.Restarting, *actor.Stopping:
 		// The state may be half-updated by a panic: answer only the
 		// requests waiting on it, so that their clients rejoin at once
@@ -383,11 +407,16 @@ func (a *groupActor) load() {
 
 // newGroup returns an empty group configured as cfg says.
 func newGroup(id string, cfg SupervisorConfig) *Group {
+	var shareTimeouts func() (time.Duration, time.Duration)
+	if cfg.ShareTimeouts != nil {
+		shareTimeouts = func() (time.Duration, time.Duration) { return cfg.ShareTimeouts(id) }
+	}
 	return NewGroup(id, Config{MinSessionTimeout: cfg.MinSessionTimeout, MaxSessionTimeout: cfg.MaxSessionTimeout,
 		OffsetsRetention: cfg.OffsetsRetention, Now: time.Now,
 		InitialRebalanceDelay: cfg.InitialRebalanceDelay,
 		ConsumerTimeouts:      consumerTimeouts(cfg, id),
-		Topics:                cfg.topics, AllowUpgrade: cfg.AllowUpgrade, AllowDowngrade: cfg.AllowDowngrade})
+		ShareTimeouts:         shareTimeouts, ShareMaxSize: cfg.ShareMaxSize,
+		Topics: cfg.topics, AllowUpgrade: cfg.AllowUpgrade, AllowDowngrade: cfg.AllowDowngrade})
 }
 
 // readPartition calls fn with every record of a view of a
@@ -417,8 +446,8 @@ func (a *groupActor) flush() {
 	}
 	r := a.g.Ready()
 	if len(r.Records) > 0 {
-		// A consumer group's change is answered once its records are
-		// durable, as Kafka answers it.
+		// A consumer or share group's change is answered once its
+		// records are durable, as Kafka answers it.
 		replies := r.Replies
 		a.append(r.Records, func(err *kerr.Error) {
 			if err != nil {
@@ -426,11 +455,16 @@ func (a *groupActor) flush() {
 				failHeartbeats(replies, err)
 				a.reload()
 			}
+			// NB: a member gone stays gone even if its records were not
+			// written: its session ended either way, and releasing its
+			// records early only redelivers them sooner.
+			a.shareMembersGone(r.ShareGone)
 			for _, rep := range replies {
 				rep.To(rep.Resp)
 			}
 		})
 	} else {
+		a.shareMembersGone(r.ShareGone)
 		for _, rep := range r.Replies {
 			rep.To(rep.Resp)
 		}
@@ -455,13 +489,31 @@ func (a *groupActor) flush() {
 	}
 }
 
-// failHeartbeats turns the heartbeat answers of a step whose records were
-// not written into errors: the members retry, against the group as the
-// log has it.
+// shareMembersGone tells node which share group members left or were
+// fenced, so that the records they hold are released.
+func (a *groupActor) shareMembersGone(members []string) {
+	if a.cfg.ShareMemberGone == nil {
+		return
+	}
+	for _, m := range members {
+		a.cfg.ShareMemberGone(a.id, m)
+	}
+}
+
+// failHeartbeats turns the answers of a step whose records were not
+// written into errors: the members retry, against the group as the log
+// has it.
 func failHeartbeats(replies []Reply, err *kerr.Error) {
 	for _, rep := range replies {
-		if r, ok := rep.Resp.(*kmsg.ConsumerGroupHeartbeatResponse); ok {
+		switch r := rep.Resp.(type) {
+		case *kmsg.ConsumerGroupHeartbeatResponse:
 			r.ErrorCode, r.ErrorMessage, r.MemberEpoch, r.Assignment = err.Code, nil, -1, nil
+		case *kmsg.ShareGroupHeartbeatResponse:
+			r.ErrorCode, r.ErrorMessage, r.MemberEpoch, r.Assignment = err.Code, nil, 0, nil
+		case *kmsg.AlterShareGroupOffsetsResponse:
+			r.ErrorCode, r.ErrorMessage = err.Code, nil
+		case *kmsg.DeleteShareGroupOffsetsResponse:
+			r.ErrorCode, r.ErrorMessage = err.Code, nil
 		}
 	}
 }
@@ -633,6 +685,16 @@ func (a *groupActor) handle0(m *Request) {
 		m.Reply(a.describe(req))
 	case *kmsg.ConsumerGroupDescribeRequest:
 		m.Reply(a.g.DescribeConsumer(req))
+	case *kmsg.ShareGroupHeartbeatRequest:
+		a.g.ShareHeartbeat(req, m.ClientID, m.ClientHost, reply)
+	case *kmsg.ShareGroupDescribeRequest:
+		m.Reply(a.g.DescribeShare(req))
+	case *kmsg.DescribeShareGroupOffsetsRequest:
+		a.describeShareOffsets(req, m)
+	case *kmsg.AlterShareGroupOffsetsRequest:
+		a.alterShareOffsets(req, m)
+	case *kmsg.DeleteShareGroupOffsetsRequest:
+		a.deleteShareOffsets(req, m)
 	case *kmsg.DeleteGroupsRequest:
 		a.deleteGroup(req, m)
 	case *kmsg.ListGroupsRequest:

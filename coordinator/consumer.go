@@ -174,6 +174,9 @@ func (g *Group) ConsumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, clien
 	case g.state == Dead:
 		fail(kerr.CoordinatorNotAvailable, "")
 		return
+	case g.IsShare():
+		fail(kerr.GroupIDNotFound, "Group "+g.ID+" is not a consumer group.")
+		return
 	case len(g.members) > 0 && (!g.cfg.AllowUpgrade || g.protocolType != "consumer"):
 		fail(kerr.GroupIDNotFound, "Cannot upgrade classic group "+g.ID+" to consumer group.")
 		return

@@ -1,7 +1,9 @@
-// Package coordinator holds the group coordinator (the classic protocol and
+// Package coordinator holds the group coordinator (the classic protocol,
 // KIP-848's consumer protocol, with regex subscriptions, static members and
-// classic members in consumer groups; the transaction coordinator is
-// package txn). Its state lives in the internal topic __consumer_offsets
+// classic members in consumer groups, and KIP-932's share groups' membership
+// and admin APIs; the transaction coordinator is package txn, the share
+// coordinator and share-partitions package share, which this package never
+// imports). Its state lives in the internal topic __consumer_offsets
 // and is rebuilt, when an actor starts, from the group's records in an
 // in-memory index of its partition (index.go). Offsets committed in a
 // transaction (TxnOffsetCommit) stay pending until the transaction's marker
@@ -36,6 +38,8 @@
 //	                                   then forgets them (topic_deleted.go)
 //	TxnCompleted the groups supervisor applies (commit) or drops (abort) the producer's    none
 //	                                   pending offsets
+//	shareStateReplied any goroutine    an answer of ShareStates (share_offsets.go),         none
+//	                                   applied on the actor
 //
 // # The state machine
 //
@@ -84,6 +88,24 @@
 // (consumer_records.go) and a heartbeat that changed it is answered once
 // they are durable, so a coordinator or broker restart keeps its members'
 // epochs and partitions.
+//
+// # Share groups (KIP-932)
+//
+// The same Group also runs a share group (share.go): a group id is a
+// classic, a consumer or a share group, and the other protocols' requests
+// to a share group are GROUP_ID_NOT_FOUND, as Kafka answers them.
+// ShareHeartbeat keeps a group epoch and a target assignment computed by
+// the share "simple" assignor (share_assignor.go), which lets several
+// members share a partition; a member takes its target at its next
+// heartbeat, with no revocation. A member that leaves or is fenced
+// (TimerShareSession) is reported in Ready.ShareGone, and the actor calls
+// SupervisorConfig.ShareMemberGone so that the records it holds are
+// released. The records of share-partitions (their start offsets and
+// in-flight state) are the share coordinator's: the admin APIs
+// (share_offsets.go) reach it through SupervisorConfig.ShareStates, whose
+// answers come back to the actor as messages; the group keeps only which
+// partitions have state. A share group is written as Kafka's ShareGroup*
+// records (share_records.go), answered once durable.
 //
 // # Persistence
 //

@@ -109,6 +109,14 @@ type Config struct {
 	// whether a classic group with members may become a consumer group,
 	// and a consumer group left with classic members only a classic one.
 	AllowUpgrade, AllowDowngrade bool
+	// ShareTimeouts returns a share group member's (KIP-932) session
+	// timeout and heartbeat interval now: the group's
+	// share.session.timeout.ms and share.heartbeat.interval.ms, or the
+	// node's group.share.* settings. Asked at every heartbeat. nil gives
+	// Kafka's defaults, 45 s and 5 s.
+	ShareTimeouts func() (session, heartbeat time.Duration)
+	// ShareMaxSize is group.share.max.size; 0 gives Kafka's 200.
+	ShareMaxSize int
 }
 
 // Group is one classic consumer group's state machine: JoinGroup,
@@ -158,6 +166,11 @@ type Group struct {
 	consumer *consumerGroup
 	// restore collects the consumer group's records during Restore.
 	restore *consumerRestore
+	// share is the group's KIP-932 share-protocol state (share.go); a
+	// share group has no classic or consumer members, nor offsets.
+	share *shareGroup
+	// shareRestore collects the share group's records during Restore.
+	shareRestore *shareRestore
 
 	out Ready
 }
@@ -217,6 +230,10 @@ type Ready struct {
 	// Records are a consumer-protocol group's records to write; the
 	// Replies must wait until they are durable, as Kafka's do.
 	Records []Record
+	// ShareGone are the share group members that left or were fenced:
+	// the records they hold are to be released (Config.ShareMemberGone
+	// in the actor), once the records above are durable.
+	ShareGone []string
 	// extra are records a step wrote besides the consumer group's diff
 	// (tombstones of a group that changed protocol), written first.
 	extra []Record
@@ -225,12 +242,12 @@ type Ready struct {
 // NewGroup returns an Empty group with no offsets.
 func NewGroup(id string, cfg Config) *Group {
 	return &Group{ID: id, cfg: cfg, members: map[string]*member{}, static: map[string]string{},
-		pending: map[string]uint64{}, offsets: map[topicPartition]Offset{}, consumer: newConsumerGroup()}
+		pending: map[string]uint64{}, offsets: map[topicPartition]Offset{}, consumer: newConsumerGroup(), share: newShareGroup()}
 }
 
 // Ready returns and clears what the steps since the last call produced.
 func (g *Group) Ready() Ready {
-	g.out.Records = append(g.out.extra, g.persistConsumer()...)
+	g.out.Records = append(append(g.out.extra, g.persistConsumer()...), g.persistShare()...)
 	g.out.extra = nil
 	r := g.out
 	g.out = Ready{}
@@ -289,6 +306,8 @@ func (g *Group) Fire(t Timer) {
 		g.fireConsumerSession(t)
 	case TimerConsumerRevocation:
 		g.fireConsumerRevocation(t)
+	case TimerShareSession:
+		g.fireShareSession(t)
 	case TimerPendingMember:
 		if seq, ok := g.pending[t.Member]; ok && seq == t.Seq {
 			delete(g.pending, t.Member)
@@ -325,6 +344,11 @@ func (g *Group) Join(req *kmsg.JoinGroupRequest, clientID, host string, reply Re
 		return
 	case req.ProtocolType == "" || len(req.Protocols) == 0:
 		fail(kerr.InconsistentGroupProtocol, req.MemberID)
+		return
+	case g.IsShare():
+		// Kafka's getOrMaybeCreateClassicGroup: "Group X is not a
+		// classic group."
+		fail(kerr.GroupIDNotFound, req.MemberID)
 		return
 	case g.IsConsumer():
 		g.consumerJoin(req, clientID, host, instance, session, rebalance, reply)
@@ -772,6 +796,9 @@ func (g *Group) Sync(req *kmsg.SyncGroupRequest, reply Responder) {
 	case g.state == Dead:
 		fail(kerr.CoordinatorNotAvailable)
 		return
+	case g.IsShare():
+		fail(kerr.GroupIDNotFound)
+		return
 	case g.checkInstance(req.MemberID, instance) != nil:
 		fail(kerr.FencedInstanceID)
 		return
@@ -885,6 +912,8 @@ func (g *Group) heartbeat(req *kmsg.HeartbeatRequest) *kerr.Error {
 	switch {
 	case g.state == Dead:
 		return kerr.CoordinatorNotAvailable
+	case g.IsShare():
+		return kerr.GroupIDNotFound
 	case g.checkInstance(req.MemberID, instance) != nil:
 		return kerr.FencedInstanceID
 	case m == nil:
@@ -927,6 +956,9 @@ func (g *Group) Leave(req *kmsg.LeaveGroupRequest, reply Responder) {
 }
 
 func (g *Group) leave(memberID, instance string) *kerr.Error {
+	if g.IsShare() {
+		return kerr.GroupIDNotFound
+	}
 	if g.IsConsumer() {
 		return g.consumerLeaveClassic(memberID, instance)
 	}

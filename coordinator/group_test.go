@@ -22,6 +22,8 @@ type harness struct {
 	// records are what the group asked to write, in order.
 	records []Record
 	topics  *fakeTopics
+	// gone are the share group members reported gone, in order.
+	gone []string
 }
 
 func newHarness(t *testing.T) *harness {
@@ -49,6 +51,7 @@ func (h *harness) step() {
 	}
 	h.timers = append(h.timers, r.Timers...)
 	h.records = append(h.records, r.Records...)
+	h.gone = append(h.gone, r.ShareGone...)
 	if r.GroupMetadata {
 		h.records = append(h.records, h.g.MetadataRecord()) // as the actor
 	}

@@ -117,6 +117,14 @@ func (x *offsetsIndex) apply(r Record) {
 				}
 			}
 		}
+		if typ == recShareGroup {
+			// As restoreShare: the share group is gone, all of it.
+			for k := range ig.live {
+				if len(k) >= 2 && isShareType(int16(binary.BigEndian.Uint16([]byte(k[:2])))) {
+					delete(ig.live, k)
+				}
+			}
+		}
 	case r.Transactional && typ <= 1:
 		if ig.pending == nil {
 			ig.pending = map[int64]map[string]Record{}

@@ -49,6 +49,10 @@ func (g *Group) checkCommit(generation int32, memberID string, instanceID *strin
 	switch {
 	case g.state == Dead:
 		return kerr.CoordinatorNotAvailable
+	case g.IsShare():
+		// A share group has no committed offsets: Kafka's ShareGroup
+		// refuses the commit (GroupIdNotFoundException).
+		return kerr.GroupIDNotFound
 	case txn && generation < 0 && memberID == "" && instance == "":
 		return nil
 	case g.state == Empty && (g.IsConsumer() || g.consumer.epoch > 0 && memberID != ""):
@@ -129,7 +133,7 @@ func SortedTopics(m map[string][]int32) []string {
 // Exists reports whether the group is known: it has members, a
 // generation, or committed offsets.
 func (g *Group) Exists() bool {
-	return g.state != Dead && (len(g.members) > 0 || g.generation > 0 || len(g.offsets) > 0 || g.consumer.epoch > 0)
+	return g.state != Dead && (len(g.members) > 0 || g.generation > 0 || len(g.offsets) > 0 || g.consumer.epoch > 0 || g.IsShare())
 }
 
 // CheckOffsetDelete decides whether a committed offset of topic may be
@@ -138,7 +142,7 @@ func (g *Group) Exists() bool {
 // member subscribes to the topic.
 func (g *Group) CheckOffsetDelete(topic string) *kerr.Error {
 	switch {
-	case g.state == Dead || !g.Exists():
+	case g.state == Dead || !g.Exists() || g.IsShare():
 		return kerr.GroupIDNotFound
 	case g.IsConsumer():
 		// A KIP-848 group: as Kafka's isSubscribedToTopic, by the

@@ -170,8 +170,32 @@ func (g *Group) Restore(r Record) error {
 			return nil
 		}
 		return g.restoreConsumer(version, member, r.Key, r.Value)
+	case recShareMember, recShareGroup, recShareTargetHdr, recShareTarget, recShareCurrent, recShareState:
+		group, member, err := shareKeyFields(r.Key)
+		if err != nil {
+			return err
+		}
+		if group != g.ID {
+			return nil
+		}
+		return g.restoreShare(version, member, r.Key, r.Value)
 	}
 	return nil
+}
+
+// shareKeyFields decodes a share group record's key: the group id and,
+// for member records, the member id.
+func shareKeyFields(key []byte) (group, member string, err error) {
+	rd := kbin.Reader{Src: key}
+	typ := rd.Int16()
+	group = rd.String()
+	if shareKeyHasMember(typ) {
+		member = rd.String()
+	}
+	if err := rd.Complete(); err != nil {
+		return "", "", fmt.Errorf("%w: share group key type %d: %v", ErrBadRecord, typ, err)
+	}
+	return group, member, nil
 }
 
 // consumerKeyFields decodes a consumer group record's key: the group id
@@ -210,6 +234,10 @@ func recordGroup(key []byte) string {
 		if g, _, err := consumerKeyFields(key); err == nil {
 			return g
 		}
+	case recShareMember, recShareGroup, recShareTargetHdr, recShareTarget, recShareCurrent, recShareState:
+		if g, _, err := shareKeyFields(key); err == nil {
+			return g
+		}
 	}
 	return ""
 }
@@ -218,6 +246,7 @@ func recordGroup(key []byte) string {
 // member that does not come back expires and the rest rebalance.
 func (g *Group) Loaded() {
 	g.loadConsumer()
+	g.loadShare()
 	for _, id := range g.joinOrder {
 		g.touch(g.members[id])
 	}

@@ -22,6 +22,20 @@ func errorResponse(req kmsg.Request, err *kerr.Error) kmsg.Response {
 		r.ErrorCode = err.Code
 	case *kmsg.ConsumerGroupHeartbeatResponse:
 		r.ErrorCode, r.MemberEpoch = err.Code, -1
+	case *kmsg.ShareGroupHeartbeatResponse:
+		r.ErrorCode = err.Code
+	case *kmsg.ShareGroupDescribeResponse:
+		rg := kmsg.NewShareGroupDescribeResponseGroup()
+		rg.GroupID, rg.ErrorCode = req.(*kmsg.ShareGroupDescribeRequest).GroupIDs[0], err.Code
+		r.Groups = append(r.Groups, rg)
+	case *kmsg.DescribeShareGroupOffsetsResponse:
+		rg := kmsg.NewDescribeShareGroupOffsetsResponseGroup()
+		rg.GroupID, rg.ErrorCode = req.(*kmsg.DescribeShareGroupOffsetsRequest).Groups[0].GroupID, err.Code
+		r.Groups = append(r.Groups, rg)
+	case *kmsg.AlterShareGroupOffsetsResponse:
+		r.ErrorCode = err.Code
+	case *kmsg.DeleteShareGroupOffsetsResponse:
+		r.ErrorCode = err.Code
 	case *kmsg.LeaveGroupResponse:
 		r.ErrorCode = err.Code
 	case *kmsg.OffsetCommitResponse:
@@ -316,7 +330,7 @@ func (a *groupActor) describe(req *kmsg.DescribeGroupsRequest) kmsg.Response {
 // not exist, or is a consumer group (KIP-848: ConsumerGroupDescribe shows
 // those), is Dead (v6+: GROUP_ID_NOT_FOUND).
 func (g *Group) Describe(version int16) kmsg.DescribeGroupsResponseGroup {
-	if g.isConsumerGroup() {
+	if g.isConsumerGroup() || g.IsShare() {
 		return g.describeNotClassic(version)
 	}
 	rg := kmsg.NewDescribeGroupsResponseGroup()
@@ -363,7 +377,7 @@ func (a *groupActor) deleteGroup(req *kmsg.DeleteGroupsRequest, m *Request) {
 	switch {
 	case !a.g.Exists():
 		rg.ErrorCode = kerr.GroupIDNotFound.Code
-	case a.g.state != Empty || a.g.IsConsumer():
+	case a.g.state != Empty || a.g.IsConsumer() || len(a.g.share.members) > 0:
 		rg.ErrorCode = kerr.NonEmptyGroup.Code
 	}
 	if rg.ErrorCode != 0 {
@@ -371,6 +385,26 @@ func (a *groupActor) deleteGroup(req *kmsg.DeleteGroupsRequest, m *Request) {
 		m.Reply(resp)
 		return
 	}
+	if a.g.IsShare() {
+		// As Kafka: the share-partitions' state goes first, then the
+		// group's records.
+		a.deleteShareStates(func(err *kerr.Error) {
+			if err != nil {
+				rg.ErrorCode = err.Code
+				resp.Groups = append(resp.Groups, rg)
+				m.Reply(resp)
+				return
+			}
+			a.deleteGroupRecords(resp, rg, m)
+		})
+		return
+	}
+	a.deleteGroupRecords(resp, rg, m)
+}
+
+// deleteGroupRecords writes the tombstones of an empty group's offsets
+// and records, then answers DeleteGroups.
+func (a *groupActor) deleteGroupRecords(resp *kmsg.DeleteGroupsResponse, rg kmsg.DeleteGroupsResponseGroup, m *Request) {
 	var recs []Record
 	all := a.g.CommittedTopics()
 	for _, t := range SortedTopics(all) {
@@ -382,6 +416,7 @@ func (a *groupActor) deleteGroup(req *kmsg.DeleteGroupsRequest, m *Request) {
 	k.Version, k.Group = 2, a.id
 	recs = append(recs, Record{Key: k.AppendTo(nil)})
 	recs = append(recs, a.g.ConsumerTombstones()...)
+	recs = append(recs, a.g.ShareTombstones()...)
 	a.append(recs, func(err *kerr.Error) {
 		if err != nil {
 			rg.ErrorCode = err.Code
@@ -411,7 +446,11 @@ func listGroup(g *Group, req *kmsg.ListGroupsRequest, out []kmsg.ListGroupsRespo
 		return out
 	}
 	state, typ, protocolType := g.state.String(), "classic", g.protocolType
-	if len(g.members) == 0 && g.consumer.epoch > 0 {
+	switch {
+	case g.IsShare():
+		// A share group (KIP-932): its protocol type is "share".
+		typ, protocolType, state = "share", "share", g.shareState()
+	case len(g.members) == 0 && g.consumer.epoch > 0:
 		// A consumer-protocol group (KIP-848), in its own states.
 		typ, protocolType = "consumer", "consumer"
 		state = g.consumerState()
