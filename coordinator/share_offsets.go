@@ -24,7 +24,8 @@ package coordinator
 //     ("Group X is not a share group."), an unknown one for Describe and
 //     Delete "Group X not found."; an unknown topic or partition
 //     UNKNOWN_TOPIC_OR_PARTITION. Without ShareStates (a node whose share
-//     coordinator is not wired) all three are COORDINATOR_NOT_AVAILABLE.
+//     coordinator is not wired) what passes those checks is
+//     COORDINATOR_NOT_AVAILABLE.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -113,12 +114,12 @@ func (a *groupActor) describeShareOffsets(req *kmsg.DescribeShareGroupOffsetsReq
 	var err *kerr.Error
 	var msg string
 	switch {
-	case a.cfg.ShareStates == nil:
-		err = kerr.CoordinatorNotAvailable
 	case a.g.typeOwner() == "":
 		err, msg = kerr.GroupIDNotFound, "Group "+a.id+" not found."
 	case !a.g.IsShare():
 		err, msg = kerr.GroupIDNotFound, "Group "+a.id+" is not a share group."
+	case a.cfg.ShareStates == nil:
+		err = kerr.CoordinatorNotAvailable
 	}
 	if err != nil {
 		rg.ErrorCode, rg.ErrorMessage = err.Code, nullable(msg)
@@ -193,13 +194,13 @@ func (a *groupActor) shareLag(topic string, p int32, start int64, delivered int3
 // alterShareOffsets handles AlterShareGroupOffsets.
 func (a *groupActor) alterShareOffsets(req *kmsg.AlterShareGroupOffsetsRequest, m *Request) {
 	resp := req.ResponseKind().(*kmsg.AlterShareGroupOffsetsResponse)
-	if a.cfg.ShareStates == nil {
-		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+	if err, msg := a.g.shareGroupError(true); err != nil {
+		resp.ErrorCode, resp.ErrorMessage = err.Code, nullable(msg)
 		m.Reply(resp)
 		return
 	}
-	if err, msg := a.g.shareGroupError(true); err != nil {
-		resp.ErrorCode, resp.ErrorMessage = err.Code, nullable(msg)
+	if a.cfg.ShareStates == nil {
+		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		m.Reply(resp)
 		return
 	}
@@ -256,13 +257,13 @@ func (a *groupActor) alterShareOffsets(req *kmsg.AlterShareGroupOffsetsRequest, 
 // deleteShareOffsets handles DeleteShareGroupOffsets.
 func (a *groupActor) deleteShareOffsets(req *kmsg.DeleteShareGroupOffsetsRequest, m *Request) {
 	resp := req.ResponseKind().(*kmsg.DeleteShareGroupOffsetsResponse)
-	if a.cfg.ShareStates == nil {
-		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+	if err, msg := a.g.shareGroupError(false); err != nil {
+		resp.ErrorCode, resp.ErrorMessage = err.Code, nullable(msg)
 		m.Reply(resp)
 		return
 	}
-	if err, msg := a.g.shareGroupError(false); err != nil {
-		resp.ErrorCode, resp.ErrorMessage = err.Code, nullable(msg)
+	if a.cfg.ShareStates == nil {
+		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		m.Reply(resp)
 		return
 	}

@@ -165,16 +165,20 @@ func TestKIP932ShareGroupOffsetsAdmin(t *testing.T) {
 }
 
 // TestKIP932ShareAdminWithoutStates: until node wires the share
-// coordinator, the admin APIs are COORDINATOR_NOT_AVAILABLE.
+// coordinator, the admin APIs are COORDINATOR_NOT_AVAILABLE once the
+// group passes their checks (an unknown group is still not found).
 func TestKIP932ShareAdminWithoutStates(t *testing.T) {
 	sys, h := hostOffsets(t)
 	groups := spawnGroups(t, sys, &Directory{}, "groups")
 	if r := askGroup(t, sys, groups, h, "sg", &kmsg.AlterShareGroupOffsetsRequest{GroupID: "sg"}).(*kmsg.AlterShareGroupOffsetsResponse); r.ErrorCode != kerr.CoordinatorNotAvailable.Code {
 		t.Errorf("alter: %+v", r)
 	}
-	if r := askGroup(t, sys, groups, h, "sg", &kmsg.DeleteShareGroupOffsetsRequest{GroupID: "sg"}).(*kmsg.DeleteShareGroupOffsetsResponse); r.ErrorCode != kerr.CoordinatorNotAvailable.Code {
-		t.Errorf("delete: %+v", r)
+	if r := askGroup(t, sys, groups, h, "sg", &kmsg.DeleteShareGroupOffsetsRequest{GroupID: "sg"}).(*kmsg.DeleteShareGroupOffsetsResponse); r.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Errorf("delete of an unknown group: %+v", r)
 	}
+	hb := kmsg.NewPtrShareGroupHeartbeatRequest()
+	hb.Version, hb.GroupID, hb.MemberID, hb.SubscribedTopicNames = 1, "sg", "m", []string{"t"}
+	askGroup(t, sys, groups, h, "sg", hb)
 	r := askGroup(t, sys, groups, h, "sg", &kmsg.DescribeShareGroupOffsetsRequest{Groups: []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: "sg"}}}).(*kmsg.DescribeShareGroupOffsetsResponse)
 	if r.Groups[0].ErrorCode != kerr.CoordinatorNotAvailable.Code {
 		t.Errorf("describe: %+v", r)

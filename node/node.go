@@ -699,6 +699,30 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 		VerifyTxn: func(id string, producerID int64, epoch int16, p int32, add bool, reply func(*kerr.Error)) {
 			n.verifier.Verify(id, producerID, epoch, coordinator.OffsetsTopic, p, add, reply)
 		},
+		ShareTimeouts: func(group string) (time.Duration, time.Duration) {
+			var overrides map[string]string
+			if im := n.image.Load(); im != nil {
+				overrides = im.GroupConfigs[group]
+			}
+			s := configs.ShareGroupSettings(n.cfg, overrides)
+			return s.SessionTimeout, s.HeartbeatInterval
+		},
+		ShareMaxSize: int(n.cfg.GroupShareMaxSize),
+		// TODO(lead): ShareStates (the share coordinator's client) and
+		// ShareMemberGone (broadcast share.ReleaseMember) once package
+		// share's coordinator lands (#29); until then the share admin
+		// APIs answer COORDINATOR_NOT_AVAILABLE.
+		HighWatermark: func(topic string, p int32) (int64, bool) {
+			im := n.image.Load()
+			if im == nil {
+				return 0, false
+			}
+			_, v, err := n.registry.Led(im, n.cfg.NodeID, topic, p)
+			if err != nil {
+				return 0, false
+			}
+			return v.Log.HighWatermark, true
+		},
 		Logger: n.log,
 	}, actors.NewBackoffStrategy(actors.Backoff{})), "groups")
 	if err != nil {

@@ -527,6 +527,50 @@ func permCases(t *testing.T, s *permSuite) []permCase {
 		{key: 74,
 			build:  func(string) kmsg.Request { return kmsg.NewPtrListConfigResourcesRequest() },
 			denied: clusterDenied},
+		{key: 76, topic: permTopic, group: "perm-76-share",
+			// A member of no group, past joining: nothing joins.
+			build: func(topic string) kmsg.Request {
+				r := kmsg.NewPtrShareGroupHeartbeatRequest()
+				r.GroupID, r.MemberID, r.MemberEpoch, r.SubscribedTopicNames = "perm-76-share", "perm-member", 5, []string{topic}
+				return r
+			},
+			denied: groupDenied, allowed: []*kerr.Error{kerr.GroupIDNotFound}},
+		{key: 77, group: "perm-77-share", describe: true,
+			// No such share group.
+			build: func(string) kmsg.Request {
+				r := kmsg.NewPtrShareGroupDescribeRequest()
+				r.GroupIDs = []string{"perm-77-share"}
+				return r
+			},
+			denied: groupDenied, allowed: []*kerr.Error{kerr.GroupIDNotFound}},
+		{key: 90, topic: permTopic, group: "perm-90-share", describe: true,
+			// No such share group.
+			build: func(topic string) kmsg.Request {
+				r := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+				r.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: "perm-90-share",
+					Topics: []kmsg.DescribeShareGroupOffsetsRequestGroupTopic{{Topic: topic, Partitions: []int32{0}}}}}
+				return r
+			},
+			denied: groupDenied, allowed: []*kerr.Error{kerr.GroupIDNotFound}},
+		{key: 91, topic: permTopic, group: permConsumerGroup,
+			// A consumer group's id: not a share group, nothing altered.
+			build: func(topic string) kmsg.Request {
+				r := kmsg.NewPtrAlterShareGroupOffsetsRequest()
+				r.GroupID = permConsumerGroup
+				r.Topics = []kmsg.AlterShareGroupOffsetsRequestTopic{{Topic: topic,
+					Partitions: []kmsg.AlterShareGroupOffsetsRequestTopicPartition{{Partition: 0, StartOffset: 0}}}}
+				return r
+			},
+			denied: groupDenied, allowed: []*kerr.Error{kerr.GroupIDNotFound}},
+		{key: 92, topic: permTopic, group: "perm-92-share",
+			// No such share group.
+			build: func(topic string) kmsg.Request {
+				r := kmsg.NewPtrDeleteShareGroupOffsetsRequest()
+				r.GroupID = "perm-92-share"
+				r.Topics = []kmsg.DeleteShareGroupOffsetsRequestTopic{{Topic: topic}}
+				return r
+			},
+			denied: groupDenied, allowed: []*kerr.Error{kerr.GroupIDNotFound}},
 	}
 }
 

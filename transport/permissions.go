@@ -91,6 +91,11 @@ var permissions = map[int16][]access{
 	66: {{describe, txnResource}},                                                                                // ListTransactions
 	68: {{read, groupResource}, {describe, topicResource}},                                                       // ConsumerGroupHeartbeat
 	69: {{describe, groupResource}, {describe, topicResource}},                                                   // ConsumerGroupDescribe
+	76: {{read, groupResource}, {describe, topicResource}},                                                       // ShareGroupHeartbeat
+	77: {{describe, groupResource}, {describe, topicResource}},                                                   // ShareGroupDescribe
+	90: {{describe, groupResource}, {describe, topicResource}},                                                   // DescribeShareGroupOffsets
+	91: {{read, groupResource}, {read, topicResource}},                                                           // AlterShareGroupOffsets
+	92: {{del, groupResource}, {read, topicResource}},                                                            // DeleteShareGroupOffsets
 	74: {{describeConfigs, clusterResource}},                                                                     // ListConfigResources
 }
 

@@ -1,0 +1,102 @@
+package transport
+
+// ShareGroupDescribe: v1
+//
+// Behaviour:
+//   - With an authorizer: DESCRIBE on each group
+//     (GROUP_AUTHORIZATION_FAILED); a group with a member subscribed to or
+//     assigned a topic the client may not DESCRIBE is
+//     TOPIC_AUTHORIZATION_FAILED, without its members; authorized
+//     operations when asked.
+//   - Each group is asked of its coordinator actor in parallel
+//     (coordinator.Group.DescribeShare): the share group's state (Empty,
+//     Stable), group and assignment epochs, the "simple" assignor, and its
+//     members with their epochs, racks, subscriptions and assignments.
+//   - A group id that is unknown, or held by a classic or consumer group,
+//     is GROUP_ID_NOT_FOUND, with Kafka's messages ("Group X not found.",
+//     "Group X is not a share group."); an empty group id is
+//     INVALID_GROUP_ID.
+//   - NOT_COORDINATOR for a group another node coordinates.
+//
+// Version notes: v0 was KIP-932's early access (Kafka 4.0), removed in
+// Kafka 4.1; v1 is the stable version, the one Kafka 4.2 serves.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	registrations = append(registrations, func(a *API) {
+		a.register(77, handler{min: 1, max: 1, handle: a.handleShareGroupDescribe})
+	})
+}
+
+func (a *API) handleShareGroupDescribe(c *conn, kreq kmsg.Request) finish {
+	req := kreq.(*kmsg.ShareGroupDescribeRequest)
+	type ask struct {
+		call *groupCall
+		err  *kerr.Error
+	}
+	asks := make([]ask, len(req.GroupIDs))
+	z := c.authz()
+	describable := z.memo(describe, topicResource)
+	for i, g := range req.GroupIDs {
+		if !z.may(describe, groupResource, g) {
+			asks[i].err = kerr.GroupAuthorizationFailed
+			continue
+		}
+		if g == "" {
+			asks[i].err = kerr.InvalidGroupID
+			continue
+		}
+		one := kmsg.NewPtrShareGroupDescribeRequest()
+		one.Version, one.GroupIDs = req.Version, []string{g}
+		asks[i].call, asks[i].err = a.startGroupRequest(c, g, one)
+	}
+	return func() kmsg.Response {
+		resp := req.ResponseKind().(*kmsg.ShareGroupDescribeResponse)
+		for i, g := range req.GroupIDs {
+			rg := kmsg.NewShareGroupDescribeResponseGroup()
+			rg.GroupID = g
+			err := asks[i].err
+			if err == nil {
+				var r kmsg.Response
+				if r, err = asks[i].call.wait(c, a.RequestTimeout); err == nil {
+					rg = r.(*kmsg.ShareGroupDescribeResponse).Groups[0]
+				}
+			}
+			if err != nil {
+				rg.ErrorCode = err.Code
+			}
+			rg.AuthorizedOperations = authorizedOperationsUnset
+			if rg.ErrorCode == 0 {
+				hideShareMembers(&rg, describable)
+			}
+			if req.IncludeAuthorizedOperations && rg.ErrorCode == 0 {
+				rg.AuthorizedOperations = z.operations(groupResource, g)
+			}
+			resp.Groups = append(resp.Groups, rg)
+		}
+		return resp
+	}
+}
+
+// hideShareMembers answers a share group one of whose members subscribes
+// to or is assigned a topic the client may not DESCRIBE as Kafka does:
+// TOPIC_AUTHORIZATION_FAILED, without the members.
+func hideShareMembers(rg *kmsg.ShareGroupDescribeResponseGroup, describable func(string) bool) {
+	for _, m := range rg.Members {
+		topics := append([]string(nil), m.SubscribedTopicNames...)
+		for _, t := range m.Assignment.TopicPartitions {
+			topics = append(topics, t.Topic)
+		}
+		for _, t := range topics {
+			if !describable(t) {
+				rg.ErrorCode, rg.ErrorMessage = kerr.TopicAuthorizationFailed.Code, kmsg.StringPtr("The group has described topic(s) that the client is not authorized to describe.")
+				rg.Members = nil
+				return
+			}
+		}
+	}
+}

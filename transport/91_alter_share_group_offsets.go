@@ -1,0 +1,80 @@
+package transport
+
+// AlterShareGroupOffsets: v0
+//
+// Behaviour:
+//   - With an authorizer: READ on the group (GROUP_AUTHORIZATION_FAILED)
+//     and READ on each topic (its partitions TOPIC_AUTHORIZATION_FAILED), as
+//     Kafka 4.2.
+//   - Delegated to the group's coordinator actor (coordinator
+//     share_offsets.go): the group must have no members (NON_EMPTY_GROUP);
+//     a group id no group holds becomes a share group; each partition's
+//     share state is initialized anew at the given start offset by the
+//     share coordinator, and the group records it has state. A group held
+//     by a classic or consumer group is GROUP_ID_NOT_FOUND; an unknown
+//     topic or partition UNKNOWN_TOPIC_OR_PARTITION.
+//   - NOT_COORDINATOR when this node does not lead the group's
+//     __consumer_offsets partition.
+//
+// Version notes: v0 KIP-932.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	registrations = append(registrations, func(a *API) {
+		a.register(91, handler{min: 0, max: 0, handle: a.handleAlterShareGroupOffsets})
+	})
+}
+
+func (a *API) handleAlterShareGroupOffsets(c *conn, kreq kmsg.Request) finish {
+	req := kreq.(*kmsg.AlterShareGroupOffsetsRequest)
+	errResp := func(err *kerr.Error) kmsg.Response {
+		resp := req.ResponseKind().(*kmsg.AlterShareGroupOffsetsResponse)
+		resp.ErrorCode = err.Code
+		return resp
+	}
+	z := c.authz()
+	if !z.may(read, groupResource, req.GroupID) {
+		return respond(errResp(kerr.GroupAuthorizationFailed))
+	}
+	if req.GroupID == "" {
+		return respond(errResp(kerr.InvalidGroupID))
+	}
+	readable := z.memo(read, topicResource)
+	one := kmsg.NewPtrAlterShareGroupOffsetsRequest()
+	one.Version, one.GroupID = req.Version, req.GroupID
+	var denied []kmsg.AlterShareGroupOffsetsResponseTopic
+	for _, t := range req.Topics {
+		if readable(t.Topic) {
+			one.Topics = append(one.Topics, t)
+			continue
+		}
+		rt := kmsg.NewAlterShareGroupOffsetsResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewAlterShareGroupOffsetsResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, kerr.TopicAuthorizationFailed.Code
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		denied = append(denied, rt)
+	}
+	call, err := a.startGroupRequest(c, req.GroupID, one)
+	if err != nil {
+		return respond(errResp(err))
+	}
+	return func() kmsg.Response {
+		r, err := call.wait(c, a.RequestTimeout)
+		if err != nil {
+			return errResp(err)
+		}
+		resp := r.(*kmsg.AlterShareGroupOffsetsResponse)
+		resp.Version = req.Version
+		if resp.ErrorCode == 0 {
+			resp.Topics = append(resp.Topics, denied...)
+		}
+		return resp
+	}
+}
