@@ -17,6 +17,7 @@ import (
 	"github.com/skeinlog/skein/coordinator"
 	"github.com/skeinlog/skein/extension"
 	"github.com/skeinlog/skein/partition"
+	"github.com/skeinlog/skein/share"
 	"github.com/skeinlog/skein/txn"
 )
 
@@ -54,7 +55,10 @@ type metadataActor struct {
 	partitions  *actor.PID
 	groups      *actor.PID
 	txns        *actor.PID
-	fetchers    *actor.PID
+	// sharestate is the share coordinator, told which
+	// __share_group_state partitions this node leads.
+	sharestate *actor.PID
+	fetchers   *actor.PID
 	// extensions is told where the extension actors run (the partitions
 	// this node leads).
 	extensions *actor.PID
@@ -183,6 +187,15 @@ func (m *metadataActor) apply(c actor.Context, im *image.Image) {
 			}
 		}
 		c.Send(m.txns, led)
+	}
+	if t := im.Topic(share.StateTopic); t != nil && m.sharestate != nil {
+		led := &share.Leading{Partitions: map[int32]int32{}, Of: int32(len(t.Partitions))}
+		for _, p := range t.Partitions {
+			if m.leader(im, p) == me {
+				led.Partitions[p.Index] = p.LeaderEpoch
+			}
+		}
+		c.Send(m.sharestate, led)
 	}
 	if m.extensions != nil {
 		led := map[partition.Key]bool{}

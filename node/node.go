@@ -29,6 +29,7 @@ import (
 	"github.com/skeinlog/skein/internal/vfs"
 	"github.com/skeinlog/skein/partition"
 	"github.com/skeinlog/skein/security"
+	"github.com/skeinlog/skein/share"
 	"github.com/skeinlog/skein/transport"
 	"github.com/skeinlog/skein/txn"
 )
@@ -78,9 +79,14 @@ type Node struct {
 	// txns maps transactional ids to their coordinator actors; txnStats
 	// counts transactions; verifier asks coordinators about transactional
 	// batches for this node's partitions; producerIDs hands out ids.
-	txns        *txn.Directory
-	txnStats    txn.Stats
-	verifier    *txn.Verifier
+	txns     *txn.Directory
+	txnStats txn.Stats
+	verifier *txn.Verifier
+	// shareStates reaches the share coordinators (share.StateClient);
+	// shareAPI is the Kafka API once it serves, which creates
+	// __share_group_state for it.
+	shareStates *share.StateClient
+	shareAPI    atomic.Pointer[transport.API]
 	producerIDs producerIDs
 	// extensions are the statuses of the node's extension actors;
 	// extClient their client of the cluster (positions).
@@ -249,6 +255,7 @@ func prepare(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 	n.sys = actors.NewSystem(log)
 	n.tree = actors.NewTree(n.sys, n.faults)
 	n.verifier = &txn.Verifier{System: n.sys, NodeID: cfg.NodeID, Image: n.image.Load, Timeout: verifyTimeout}
+	n.shareStates = n.newShareStates()
 	n.registerNodeMetrics()
 	n.peers = map[int32]*actor.PID{}
 	voters, _ := cfg.Voters() // valid: the caller validated cfg
@@ -362,7 +369,7 @@ func (n *Node) serve() {
 	tcfg.MaxReauth = time.Duration(cfg.ConnectionsMaxReauthMs) * time.Millisecond
 	tcfg.Limits = n.limits
 	tcfg.IdleTimeout = time.Duration(cfg.ConnectionsMaxIdleMs) * time.Millisecond
-	server := transport.NewServer(tcfg, transport.NewAPI(transport.Deps{
+	api := transport.NewAPI(transport.Deps{
 		System:          n.sys,
 		Controller:      c.controller,
 		Image:           n.image.Load,
@@ -389,7 +396,9 @@ func (n *Node) serve() {
 		Logger:      log,
 		Failures:    n.failures,
 		Authorizer:  n.authorizer,
-	}, transport.NewMetrics(n.metrics)))
+	}, transport.NewMetrics(n.metrics))
+	n.shareAPI.Store(api)
+	server := transport.NewServer(tcfg, api)
 	n.serverMu.Lock()
 	defer n.serverMu.Unlock()
 	if n.stopping {
@@ -636,6 +645,7 @@ func (n *Node) quorumStatus() controller.Status {
 //	├── partitions   supervisor of the partition actors
 //	├── groups       supervisor of the group coordinators, one per group
 //	├── txns         supervisor of the transaction coordinators, one per transactional id
+//	├── sharestate   the share coordinator, one actor per __share_group_state partition led here
 //	├── fetchers     supervisor of the follower fetchers, one per leader node (partition.FetchersProps)
 //	├── appends      takes appends and markers from writers on any node (partition.RemoteAppend, RemoteMarker)
 //	├── extensions   supervisor of the extension actors, one per source partition this node leads
@@ -740,6 +750,12 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 	if err != nil {
 		return err
 	}
+	// The share coordinator: an actor per __share_group_state partition
+	// this node leads.
+	sharestate, err := n.spawnShareState(c)
+	if err != nil {
+		return err
+	}
 	// Followers fetch from their leaders' nodes (fetchers/<leader id>),
 	// whose Kafka listeners answer them (transport/replica_fetch.go).
 	fetchers, err := c.SpawnNamed(partition.FetchersProps(partition.FetcherConfig{
@@ -762,7 +778,7 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 		return err
 	}
 	metadata, err = c.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-		return &metadataActor{node: n.cfg, incarnation: n.incarnation, partitions: partitions, groups: groups, txns: txns, fetchers: fetchers, extensions: extensions, registry: n.registry,
+		return &metadataActor{node: n.cfg, incarnation: n.incarnation, partitions: partitions, groups: groups, txns: txns, sharestate: sharestate, fetchers: fetchers, extensions: extensions, registry: n.registry,
 			current: n.image.Load, hosted: map[partition.Key]image.TopicID{}, alterISR: n.alterISR,
 			sweep: func(im *image.Image) { n.swept.Do(func() { n.sweep(im) }) }}
 	}), "metadata")

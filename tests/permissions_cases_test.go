@@ -3,6 +3,7 @@ package tests
 import (
 	"crypto/pbkdf2"
 	"crypto/sha256"
+	"encoding/base64"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -124,6 +125,16 @@ func permCases(t *testing.T, s *permSuite) []permCase {
 				return r
 			},
 			denied: txnDenied},
+		{key: 10, name: "share",
+			// A share coordinator (KIP-932): brokers only. Its first
+			// find creates __share_group_state, which the share-group
+			// state cases (83-87) then reach.
+			build: func(string) kmsg.Request {
+				r := kmsg.NewPtrFindCoordinatorRequest()
+				r.CoordinatorType, r.CoordinatorKeys = 2, []string{permShareKey}
+				return r
+			},
+			denied: clusterDenied},
 		{key: 11, group: permGroup,
 			// A first join (KIP-394) is told its member id and joins
 			// nothing yet.
@@ -543,6 +554,56 @@ func permCases(t *testing.T, s *permSuite) []permCase {
 				return r
 			},
 			denied: groupDenied, allowed: []*kerr.Error{kerr.GroupIDNotFound}},
+		// The share-group state APIs name a topic by an id no topic has:
+		// authorized, the share coordinator refuses them (a write of a
+		// share-partition without state first of all), so they change
+		// nothing.
+		{key: 83,
+			build: func(string) kmsg.Request {
+				r := kmsg.NewPtrInitializeShareGroupStateRequest()
+				r.GroupID = permGroup
+				r.Topics = []kmsg.InitializeShareGroupStateRequestTopic{{TopicID: permShareTopicID,
+					Partitions: []kmsg.InitializeShareGroupStateRequestTopicPartition{{Partition: 0}}}}
+				return r
+			},
+			denied: clusterDenied, allowed: []*kerr.Error{kerr.UnknownTopicOrPartition}},
+		{key: 84,
+			build: func(string) kmsg.Request {
+				r := kmsg.NewPtrReadShareGroupStateRequest()
+				r.GroupID = permGroup
+				r.Topics = []kmsg.ReadShareGroupStateRequestTopic{{TopicID: permShareTopicID,
+					Partitions: []kmsg.ReadShareGroupStateRequestTopicPartition{{Partition: 0, LeaderEpoch: -1}}}}
+				return r
+			},
+			denied: clusterDenied, allowed: []*kerr.Error{kerr.UnknownTopicOrPartition}},
+		{key: 85,
+			build: func(string) kmsg.Request {
+				r := kmsg.NewPtrWriteShareGroupStateRequest()
+				r.GroupID = permGroup
+				p := kmsg.NewWriteShareGroupStateRequestTopicPartition()
+				p.StartOffset = -1
+				r.Topics = []kmsg.WriteShareGroupStateRequestTopic{{TopicID: permShareTopicID, Partitions: []kmsg.WriteShareGroupStateRequestTopicPartition{p}}}
+				return r
+			},
+			denied: clusterDenied, allowed: []*kerr.Error{kerr.InvalidRequest}},
+		{key: 86,
+			build: func(string) kmsg.Request {
+				r := kmsg.NewPtrDeleteShareGroupStateRequest()
+				r.GroupID = permGroup
+				r.Topics = []kmsg.DeleteShareGroupStateRequestTopic{{TopicID: permShareTopicID,
+					Partitions: []kmsg.DeleteShareGroupStateRequestTopicPartition{{Partition: 0}}}}
+				return r
+			},
+			denied: clusterDenied, allowed: []*kerr.Error{kerr.UnknownTopicOrPartition}},
+		{key: 87,
+			build: func(string) kmsg.Request {
+				r := kmsg.NewPtrReadShareGroupStateSummaryRequest()
+				r.GroupID = permGroup
+				r.Topics = []kmsg.ReadShareGroupStateSummaryRequestTopic{{TopicID: permShareTopicID,
+					Partitions: []kmsg.ReadShareGroupStateSummaryRequestTopicPartition{{Partition: 0, LeaderEpoch: -1}}}}
+				return r
+			},
+			denied: clusterDenied},
 		{key: 90, topic: permTopic, group: "perm-90-share", describe: true,
 			// No such share group.
 			build: func(topic string) kmsg.Request {
@@ -573,6 +634,13 @@ func permCases(t *testing.T, s *permSuite) []permCase {
 			denied: groupDenied, allowed: []*kerr.Error{kerr.GroupIDNotFound}},
 	}
 }
+
+// permShareTopicID is a topic id no topic has, and permShareKey a share
+// coordinator key of permGroup on it.
+var (
+	permShareTopicID = [16]byte{0xfe, 15: 0x01}
+	permShareKey     = permGroup + ":" + base64.RawURLEncoding.EncodeToString(permShareTopicID[:]) + ":0"
+)
 
 func createTopics(topic string) kmsg.Request {
 	r := kmsg.NewPtrCreateTopicsRequest()

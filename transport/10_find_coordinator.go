@@ -16,14 +16,20 @@ package transport
 //     partition of __transaction_state (transaction.state.log.num.partitions),
 //     created the same way on first use: compacted, with
 //     transaction.state.log.replication.factor replicas (capped at the live
-//     brokers) and transaction.state.log.min.isr. Any other type is
-//     INVALID_REQUEST.
+//     brokers) and transaction.state.log.min.isr.
+//   - A share-partition's share coordinator (key type 2, v6+, KIP-932; the
+//     key is Kafka's "group:topicId:partition", INVALID_REQUEST when it
+//     does not parse) is the leader of its partition of
+//     __share_group_state (share.coordinator.state.topic.num.partitions),
+//     created the same way (cleanup.policy delete, retention.ms -1). Only
+//     brokers ask it: CLUSTER_ACTION on the cluster, as Kafka
+//     (CLUSTER_AUTHORIZATION_FAILED). Any other type is INVALID_REQUEST.
 //   - This file also holds what every group API shares: finding a group's
 //     coordinator actor (groups/<escaped id>, spawned by the groups
 //     supervisor on first use) and sending it the request.
 //
 // Version notes: v1 key type; v3 flexible; v4 batched CoordinatorKeys
-// (KIP-699).
+// (KIP-699); v6 key type 2, SHARE (KIP-932).
 
 import (
 	"fmt"
@@ -39,6 +45,7 @@ import (
 	"github.com/skeinlog/skein/controller"
 	"github.com/skeinlog/skein/coordinator"
 	"github.com/skeinlog/skein/partition"
+	"github.com/skeinlog/skein/share"
 	"github.com/skeinlog/skein/txn"
 )
 
@@ -58,7 +65,7 @@ func (a *API) handleFindCoordinator(conn *conn, kreq kmsg.Request) finish {
 	return func() kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 		for _, key := range keys {
-			c := a.findCoordinator(conn.listener, z, req.CoordinatorType, key)
+			c := a.findCoordinator(conn.listener, z, req.Version, req.CoordinatorType, key)
 			if req.Version < 4 {
 				resp.ErrorCode, resp.ErrorMessage = c.ErrorCode, c.ErrorMessage
 				resp.NodeID, resp.Host, resp.Port = c.NodeID, c.Host, c.Port
@@ -72,7 +79,7 @@ func (a *API) handleFindCoordinator(conn *conn, kreq kmsg.Request) finish {
 
 // findCoordinator names the coordinator of a key, by its address on the
 // client's listener.
-func (a *API) findCoordinator(listener string, z authz, keyType int8, key string) kmsg.FindCoordinatorResponseCoordinator {
+func (a *API) findCoordinator(listener string, z authz, version int16, keyType int8, key string) kmsg.FindCoordinatorResponseCoordinator {
 	c := kmsg.NewFindCoordinatorResponseCoordinator()
 	c.Key, c.NodeID, c.Port = key, -1, -1
 	fail := func(err *kerr.Error) kmsg.FindCoordinatorResponseCoordinator {
@@ -80,6 +87,7 @@ func (a *API) findCoordinator(listener string, z authz, keyType int8, key string
 		return c
 	}
 	topic, ensure := coordinator.OffsetsTopic, a.ensureOffsetsTopic
+	partitionFor := func(n int32) int32 { return partition.ForKey(key, n) }
 	switch keyType {
 	case 0:
 		if !z.may(describe, groupResource, key) {
@@ -93,6 +101,19 @@ func (a *API) findCoordinator(listener string, z authz, keyType int8, key string
 		if key == "" {
 			return fail(kerr.InvalidRequest)
 		}
+	case 2:
+		if version < 6 {
+			return fail(kerr.InvalidRequest)
+		}
+		if !z.may(clusterAction, clusterResource, clusterName) {
+			return fail(kerr.ClusterAuthorizationFailed)
+		}
+		k, ok := share.ParseKey(key)
+		if !ok {
+			return fail(kerr.InvalidRequest)
+		}
+		topic, ensure = share.StateTopic, a.ensureShareStateTopic
+		partitionFor = func(n int32) int32 { return share.PartitionFor(k, n) }
 	default:
 		return fail(kerr.InvalidRequest)
 	}
@@ -101,7 +122,7 @@ func (a *API) findCoordinator(listener string, z authz, keyType int8, key string
 	}
 	im := a.Image()
 	t := im.Topic(topic)
-	p := t.Partitions[partition.ForKey(key, int32(len(t.Partitions)))]
+	p := t.Partitions[partitionFor(int32(len(t.Partitions)))]
 	b, ok := im.Brokers[p.Leader]
 	if !ok {
 		return fail(kerr.CoordinatorNotAvailable)

@@ -47,7 +47,7 @@ var permissions = map[int16][]access{
 	3:  {{describe, topicResource}, {create, clusterResource}, {create, topicResource}},                          // Metadata, auto-creation
 	8:  {{read, groupResource}, {read, topicResource}},                                                           // OffsetCommit
 	9:  {{describe, groupResource}, {describe, topicResource}},                                                   // OffsetFetch
-	10: {{describe, groupResource}, {describe, txnResource}},                                                     // FindCoordinator
+	10: {{describe, groupResource}, {describe, txnResource}, {clusterAction, clusterResource}},                   // FindCoordinator: SHARE keys need CLUSTER_ACTION
 	11: {{read, groupResource}},                                                                                  // JoinGroup
 	12: {{read, groupResource}},                                                                                  // Heartbeat
 	13: {{read, groupResource}},                                                                                  // LeaveGroup
@@ -93,6 +93,11 @@ var permissions = map[int16][]access{
 	69: {{describe, groupResource}, {describe, topicResource}},                                                   // ConsumerGroupDescribe
 	76: {{read, groupResource}, {describe, topicResource}},                                                       // ShareGroupHeartbeat
 	77: {{describe, groupResource}, {describe, topicResource}},                                                   // ShareGroupDescribe
+	83: {{clusterAction, clusterResource}},                                                                       // InitializeShareGroupState
+	84: {{clusterAction, clusterResource}},                                                                       // ReadShareGroupState
+	85: {{clusterAction, clusterResource}},                                                                       // WriteShareGroupState
+	86: {{clusterAction, clusterResource}},                                                                       // DeleteShareGroupState
+	87: {{clusterAction, clusterResource}},                                                                       // ReadShareGroupStateSummary
 	90: {{describe, groupResource}, {describe, topicResource}},                                                   // DescribeShareGroupOffsets
 	91: {{read, groupResource}, {read, topicResource}},                                                           // AlterShareGroupOffsets
 	92: {{del, groupResource}, {read, topicResource}},                                                            // DeleteShareGroupOffsets
