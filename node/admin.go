@@ -208,6 +208,7 @@ func (n *Node) registerNodeMetrics() {
 		partitionCollector{n.registry},
 		replicationCollector{n},
 		txnCollector{&n.txnStats},
+		shareCollector{&n.shareStats},
 		extensionCollector{n.extensions},
 		fileCollector{n.files, n.syncer, n.registry, n.failures},
 		clusterCollector{n},

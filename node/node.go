@@ -86,6 +86,10 @@ type Node struct {
 	// shareAPI is the Kafka API once it serves, which creates
 	// __share_group_state for it.
 	shareStates *share.StateClient
+	// shares maps share groups' partitions led here to their actors;
+	// shareStats counts what they do.
+	shares      *share.Directory
+	shareStats  share.Stats
 	shareAPI    atomic.Pointer[transport.API]
 	producerIDs producerIDs
 	// extensions are the statuses of the node's extension actors;
@@ -141,7 +145,7 @@ type Node struct {
 
 // children are the root actor's children, published for the listener.
 type children struct {
-	controller, metadata, partitions, groups, txns, appends *actor.PID
+	controller, metadata, partitions, groups, txns, appends, shares *actor.PID
 }
 
 // startTimeout bounds how long Start waits for the metadata to load.
@@ -225,7 +229,7 @@ func prepare(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 	}
 	n = &Node{cfg: cfg, log: log, done: make(chan struct{}), firstImage: make(chan struct{}), imageNews: make(chan struct{}, 1),
 		incarnation: newIncarnation(), dirLock: lock,
-		registry: partition.NewRegistry(), groups: &coordinator.Directory{}, txns: &txn.Directory{},
+		registry: partition.NewRegistry(), groups: &coordinator.Directory{}, txns: &txn.Directory{}, shares: &share.Directory{},
 		kafka: ln, limits: limits, metrics: prometheus.NewRegistry(), faults: actors.NewFaults(), links: actors.NewLinks(),
 		clock: clock.NewSkewed(clock.Real, 0), disk: &diskFault{}, chaos: newChaosState(), authorizer: authorizer(cfg)}
 	n.producerIDs.n = n
@@ -376,6 +380,9 @@ func (n *Node) serve() {
 		Partitions:      n.registry,
 		Groups:          n.groups,
 		GroupsPID:       c.groups,
+		Shares:          n.shares,
+		SharesPID:       c.shares,
+		ShareSettings:   n.shareSettings,
 		Txns:            n.txns,
 		TxnsPID:         c.txns,
 		Verifier:        n.verifier,
@@ -717,11 +724,9 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 			s := configs.ShareGroupSettings(n.cfg, overrides)
 			return s.SessionTimeout, s.HeartbeatInterval
 		},
-		ShareMaxSize: int(n.cfg.GroupShareMaxSize),
-		// TODO(lead): ShareStates (the share coordinator's client) and
-		// ShareMemberGone (broadcast share.ReleaseMember) once package
-		// share's coordinator lands (#29); until then the share admin
-		// APIs answer COORDINATOR_NOT_AVAILABLE.
+		ShareMaxSize:    int(n.cfg.GroupShareMaxSize),
+		ShareStates:     groupShareStates{n},
+		ShareMemberGone: n.shareMemberGone,
 		HighWatermark: func(topic string, p int32) (int64, bool) {
 			im := n.image.Load()
 			if im == nil {
@@ -753,6 +758,12 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 	// The share coordinator: an actor per __share_group_state partition
 	// this node leads.
 	sharestate, err := n.spawnShareState(c)
+	if err != nil {
+		return err
+	}
+	// An actor per share group and partition this node leads, spawned at
+	// first use.
+	shares, err := n.spawnShares(c)
 	if err != nil {
 		return err
 	}
@@ -806,7 +817,7 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 	// it has: its siblings, and its own PID (a name's PID is known before
 	// the spawn), must be known first.
 	ctrlPID := actor.NewPID(c.ActorSystem().Address(), c.Self().Id+"/controller")
-	n.children.Store(&children{controller: ctrlPID, metadata: metadata, partitions: partitions, groups: groups, txns: txns, appends: appends})
+	n.children.Store(&children{controller: ctrlPID, metadata: metadata, partitions: partitions, groups: groups, txns: txns, appends: appends, shares: shares})
 	var clusterAddr string
 	if n.remote != nil {
 		clusterAddr = n.cfg.ClusterAdvertise

@@ -7,6 +7,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/skeinlog/skein/actors"
 	"github.com/skeinlog/skein/partition"
 )
 
@@ -29,11 +30,17 @@ type OpenResult struct {
 // state was replaced (AlterShareGroupOffsets, DeleteShareGroupOffsets,
 // a deleted group): its actor, if any, stops, and the next one reads the
 // new state.
+// Sent by the group's coordinator to the partition's leader, unanswered.
 type Reload struct {
-	Group     string
-	Topic     string
-	Partition int32
+	Origin    actors.Origin `msgpack:"origin"`
+	Group     string        `msgpack:"group"`
+	Topic     string        `msgpack:"topic"`
+	Partition int32         `msgpack:"partition"`
 }
+
+func (m *Reload) Serialize() (actors.Serialized, error) { return actors.Encode(m) }
+
+func init() { actors.Register[Reload](217) }
 
 // dirKey names a share-partition on this node.
 type dirKey struct {

@@ -9,11 +9,13 @@ package transport
 //     2 (Produce v12+ adds partitions to the transaction, EndTxn v5+ bumps
 //     the epoch); group.version 0-1 supported and 1 finalized, the KIP-848
 //     consumer group protocol (ConsumerGroupHeartbeat), as Kafka 4
-//     finalizes it. Kafka's other features are not Skein's to claim
-//     (metadata.version and kraft.version describe Kafka's own metadata
-//     log; share, streams and ELR are not implemented). The finalized
-//     features never change, so their epoch is constant.
-//   - v3: supported features whose range starts at 0 are left out (both of
+//     finalizes it; share.version 0-1 supported and 1 finalized, share
+//     groups (KIP-932), as Kafka 4.2 finalizes it. Kafka's other features
+//     are not Skein's to claim (metadata.version and kraft.version
+//     describe Kafka's own metadata log; streams and ELR are not
+//     implemented). The finalized features never change, so their epoch
+//     is constant.
+//   - v3: supported features whose range starts at 0 are left out (all of
 //     Skein's), as Kafka does since KIP-1022: clients before it read a
 //     minimum of 0 as an invalid range. v4 lists them all.
 //   - A request newer than v4 is answered at v0 with UNSUPPORTED_VERSION and
@@ -52,10 +54,13 @@ func (a *API) handleApiVersions(_ *conn, kreq kmsg.Request) finish {
 		}
 		supported("transaction.version", 0, 2)
 		supported("group.version", 0, 1)
+		supported("share.version", 0, 1)
 		ff := kmsg.NewApiVersionsResponseFinalizedFeature()
 		ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = "transaction.version", 2, 2
 		resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
 		ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = "group.version", 1, 1
+		resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
+		ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = "share.version", 1, 1
 		resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
 		resp.FinalizedFeaturesEpoch = 1
 	}

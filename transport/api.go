@@ -16,6 +16,7 @@ import (
 	"github.com/skeinlog/skein/internal/logging"
 	"github.com/skeinlog/skein/partition"
 	"github.com/skeinlog/skein/security"
+	"github.com/skeinlog/skein/share"
 	"github.com/skeinlog/skein/txn"
 )
 
@@ -32,6 +33,8 @@ type API struct {
 	// fetchSessions are the node's fetch sessions (KIP-227): a client may
 	// go on with its session over another connection.
 	fetchSessions *fetchSessionCache
+	// shareSessions are the node's share sessions (KIP-932).
+	shareSessions shareSessions
 	// denials rate-limits the log lines of authorization denials.
 	denials *logging.Limiter
 	// quotas measure clients against the image's client quotas.
@@ -58,6 +61,12 @@ type Deps struct {
 	Txns     *txn.Directory
 	TxnsPID  *actor.PID
 	Verifier *txn.Verifier
+	// Shares maps share groups' partitions led here to their actors;
+	// SharesPID is the shares supervisor, which spawns one on first use;
+	// ShareSettings returns a share group's settings in force.
+	Shares        *share.Directory
+	SharesPID     *actor.PID
+	ShareSettings func(group string) share.Settings
 	// Appends is the node's appends actor (partition.AppendsProps), which
 	// writes WriteTxnMarkers' markers.
 	Appends *actor.PID

@@ -93,15 +93,17 @@ var permissions = map[int16][]access{
 	69: {{describe, groupResource}, {describe, topicResource}},                                                   // ConsumerGroupDescribe
 	76: {{read, groupResource}, {describe, topicResource}},                                                       // ShareGroupHeartbeat
 	77: {{describe, groupResource}, {describe, topicResource}},                                                   // ShareGroupDescribe
+	90: {{describe, groupResource}, {describe, topicResource}},                                                   // DescribeShareGroupOffsets
+	91: {{read, groupResource}, {read, topicResource}},                                                           // AlterShareGroupOffsets
+	92: {{del, groupResource}, {read, topicResource}},                                                            // DeleteShareGroupOffsets
+	78: {{read, groupResource}, {read, topicResource}},                                                           // ShareFetch
+	79: {{read, groupResource}, {read, topicResource}},                                                           // ShareAcknowledge
+	74: {{describeConfigs, clusterResource}},                                                                     // ListConfigResources
 	83: {{clusterAction, clusterResource}},                                                                       // InitializeShareGroupState
 	84: {{clusterAction, clusterResource}},                                                                       // ReadShareGroupState
 	85: {{clusterAction, clusterResource}},                                                                       // WriteShareGroupState
 	86: {{clusterAction, clusterResource}},                                                                       // DeleteShareGroupState
 	87: {{clusterAction, clusterResource}},                                                                       // ReadShareGroupStateSummary
-	90: {{describe, groupResource}, {describe, topicResource}},                                                   // DescribeShareGroupOffsets
-	91: {{read, groupResource}, {read, topicResource}},                                                           // AlterShareGroupOffsets
-	92: {{del, groupResource}, {read, topicResource}},                                                            // DeleteShareGroupOffsets
-	74: {{describeConfigs, clusterResource}},                                                                     // ListConfigResources
 }
 
 // Access is one line item of the permission table: an operation on a

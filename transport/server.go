@@ -209,6 +209,7 @@ func (s *Server) forget(c *conn) {
 	delete(s.conns, c)
 	s.mu.Unlock()
 	s.count.remove(c.ip, c.interBroker)
+	s.api.shareConnClosed(c)
 }
 
 // Close stops accepting, stops reading new requests, lets every request

@@ -1,0 +1,123 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// setGroupConfig sets a group config with IncrementalAlterConfigs.
+func setGroupConfig(t *testing.T, cl *kgo.Client, group, name, value string) {
+	t.Helper()
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	r := kmsg.NewIncrementalAlterConfigsRequestResource()
+	r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
+	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	c.Name, c.Value = name, kmsg.StringPtr(value)
+	r.Configs = append(r.Configs, c)
+	req.Resources = append(req.Resources, r)
+	resp, err := req.RequestWith(context.Background(), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := resp.Resources[0].ErrorCode; code != 0 {
+		t.Fatalf("setting %s=%s on group %s: error %d", name, value, group, code)
+	}
+}
+
+// shareLedger records, per record key, what share consumers did with it.
+type shareLedger struct {
+	mu       sync.Mutex
+	accepted map[int]int   // key → times accepted
+	released map[int]int   // key → times released
+	counts   map[int]int32 // key → highest delivery count seen
+}
+
+func newShareLedger() *shareLedger {
+	return &shareLedger{accepted: map[int]int{}, released: map[int]int{}, counts: map[int]int32{}}
+}
+
+// TestShareGroupDeliversEachRecordOnce runs four franz-go share consumers
+// in one share group over a three-partition topic: one of them releases
+// every record of the first delivery it sees; the others accept. Every
+// record must be accepted exactly once, released ones delivered again
+// with a higher delivery count; then the group's offsets are at the end.
+func TestShareGroupDeliversEachRecordOnce(t *testing.T) {
+	b := startBroker(t)
+	adm := b.admin()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	const topic, group, n = "shared", "sg", 600
+	if _, err := adm.CreateTopic(ctx, 3, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	p := b.client()
+	defer p.Close()
+	setGroupConfig(t, p, group, "share.auto.offset.reset", "earliest")
+	for i := range n {
+		p.Produce(ctx, &kgo.Record{Topic: topic, Key: []byte(strconv.Itoa(i))}, nil)
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	l := newShareLedger()
+	total := func() int {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return len(l.accepted)
+	}
+	// The consumers stop once every record is accepted: polls block until
+	// records come, so they poll under a context that ends then.
+	pollCtx, allAccepted := context.WithCancel(ctx)
+	defer allAccepted()
+	var wg sync.WaitGroup
+	for c := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cl := b.client(kgo.ShareGroup(group), kgo.ConsumeTopics(topic))
+			defer cl.Close()
+			for pollCtx.Err() == nil {
+				fs := cl.PollFetches(pollCtx)
+				fs.EachRecord(func(r *kgo.Record) {
+					key, _ := strconv.Atoi(string(r.Key))
+					l.mu.Lock()
+					defer l.mu.Unlock()
+					l.counts[key] = max(l.counts[key], r.DeliveryCount())
+					if c == 0 && r.DeliveryCount() == 1 {
+						r.Ack(kgo.AckRelease)
+						l.released[key]++
+						return
+					}
+					r.Ack(kgo.AckAccept)
+					l.accepted[key]++
+					if len(l.accepted) == n {
+						allAccepted()
+					}
+				})
+			}
+		}()
+	}
+	wg.Wait()
+	if total() < n {
+		t.Fatalf("accepted %d of %d records before the deadline", total(), n)
+	}
+	for i := range n {
+		if l.accepted[i] != 1 {
+			t.Errorf("record %d accepted %d times", i, l.accepted[i])
+		}
+		if l.released[i] > 0 && l.counts[i] < 2 {
+			t.Errorf("record %d was released but never delivered again (delivery count %d)", i, l.counts[i])
+		}
+	}
+	if len(l.released) == 0 {
+		t.Errorf("the releasing consumer got no records: %s", fmt.Sprint(l.counts))
+	}
+}
