@@ -50,7 +50,7 @@ type Stats struct {
 }
 
 // Acquire asks a share-partition for records for a member (ShareFetch).
-// The actor calls Reply once, from its goroutine.
+// Sent with a request (actors.Ask); answered with *Acquired.
 type Acquire struct {
 	Member     string
 	MaxRecords int
@@ -58,8 +58,7 @@ type Acquire struct {
 	// Wake, if not nil, gets a value (without blocking: give it a buffer
 	// of one) when records this answer could not give may have become
 	// available: released, expired, or the window freed.
-	Wake  chan struct{}
-	Reply func(Acquired)
+	Wake chan struct{}
 }
 
 // Acquired answers Acquire: the records acquired, as ranges with their
@@ -79,13 +78,25 @@ type AcquiredRange struct {
 }
 
 // Acknowledge applies a member's acknowledgements (ShareFetch or
-// ShareAcknowledge); Reply is called once they are durable, or with the
-// error that refused them all.
+// ShareAcknowledge). Sent with a request (actors.Ask); answered with
+// *AckResult once they are durable, or with the error that refused
+// them all.
 type Acknowledge struct {
 	Member  string
 	Batches []AckBatch
 	Renew   bool
-	Reply   func(*kerr.Error)
+}
+
+// AckResult answers Acknowledge.
+type AckResult struct {
+	Err *kerr.Error
+}
+
+// stashedAck is an acknowledgement that came while loading, with where
+// its answer goes.
+type stashedAck struct {
+	m     *Acknowledge
+	reply func(*kerr.Error)
 }
 
 // partitionActor is shares/<group>/<topic>-<n>: the single owner of one
@@ -110,7 +121,7 @@ type partitionActor struct {
 	w          window
 	dec        *store.Decompressor
 	// stashed holds acknowledgements that came while loading.
-	stashed []*Acknowledge
+	stashed []stashedAck
 	// pending are replies waiting for the next write, inflight those
 	// waiting for the current one.
 	pending, inflight []func(*kerr.Error)
@@ -156,19 +167,25 @@ func (a *partitionActor) Receive(c actor.Context) {
 			a.load()
 		}
 	case *Acquire:
-		a.acquire(c, m)
+		a.acquire(m, func(r Acquired) { c.Respond(&r) })
 	case *Acknowledge:
+		sender, sys := c.Sender(), a.sys
+		reply := func(err *kerr.Error) {
+			if sender != nil {
+				sys.Root.Send(sender, &AckResult{Err: err})
+			}
+		}
 		if !a.loaded {
-			a.stashed = append(a.stashed, m)
+			a.stashed = append(a.stashed, stashedAck{m, reply})
 			return
 		}
-		a.acknowledge(c, m)
+		a.acknowledge(m, reply)
 	case *ReleaseMember:
 		if a.loaded {
 			released, archived := a.w.releaseMember(m.Member, a.settings().DeliveryCountLimit)
 			a.cfg.Stats.Released.Add(int64(released))
 			a.cfg.Stats.Archived.Add(int64(archived))
-			a.changed(c)
+			a.changed()
 		}
 	case *lockTick:
 		if m.inc == a.inc && a.loaded {
@@ -177,7 +194,7 @@ func (a *partitionActor) Receive(c actor.Context) {
 			a.cfg.Stats.LockExpiries.Add(int64(expired))
 			a.cfg.Stats.Archived.Add(int64(archived))
 			a.schedule(next)
-			a.changed(c)
+			a.changed()
 		}
 	case *actor.Stopping, *actor.Restarting:
 		a.fail(kerr.NotLeaderForPartition)
@@ -251,8 +268,8 @@ func (a *partitionActor) ready(stateEpoch int32, start int64, batches []StateBat
 	a.w.reset(start, batches)
 	a.cfg.Logger.Debug().Str("group", a.key.Group).Str("partition", a.name()).Int64("spso", start).Int32("state_epoch", stateEpoch).Msg("share-partition: loaded")
 	a.wake()
-	for _, m := range a.stashed {
-		a.acknowledge(nil, m)
+	for _, st := range a.stashed {
+		a.acknowledge(st.m, st.reply)
 	}
 	a.stashed = nil
 }
@@ -273,15 +290,15 @@ func (a *partitionActor) led() *partition.View {
 	return v
 }
 
-func (a *partitionActor) acquire(c actor.Context, m *Acquire) {
+func (a *partitionActor) acquire(m *Acquire, reply func(Acquired)) {
 	if !a.loaded {
 		a.await(m.Wake)
-		m.Reply(Acquired{})
+		reply(Acquired{})
 		return
 	}
 	v := a.led()
 	if v == nil {
-		m.Reply(Acquired{Err: kerr.NotLeaderForPartition})
+		reply(Acquired{Err: kerr.NotLeaderForPartition})
 		return
 	}
 	s := a.settings()
@@ -310,9 +327,9 @@ func (a *partitionActor) acquire(c actor.Context, m *Acquire) {
 			out.Ranges = append(out.Ranges, AcquiredRange{First: sp.first, Last: sp.last, Count: sp.count})
 		}
 	}
-	m.Reply(out)
+	reply(out)
 	if got.archived > 0 {
-		a.changed(c)
+		a.changed()
 	}
 }
 
@@ -337,16 +354,16 @@ func readCovering(v *store.View, first, last int64) []byte {
 	return out
 }
 
-func (a *partitionActor) acknowledge(c actor.Context, m *Acknowledge) {
+func (a *partitionActor) acknowledge(m *Acknowledge, reply func(*kerr.Error)) {
 	if a.led() == nil {
-		m.Reply(kerr.NotLeaderForPartition)
+		reply(kerr.NotLeaderForPartition)
 		return
 	}
 	s := a.settings()
 	l := limits{lock: s.LockDuration, countLimit: s.DeliveryCountLimit}
 	counts, err := a.w.acknowledge(m.Member, m.Batches, m.Renew, l, time.Now())
 	if err != nil {
-		m.Reply(err)
+		reply(err)
 		return
 	}
 	st := a.cfg.Stats
@@ -355,12 +372,12 @@ func (a *partitionActor) acknowledge(c actor.Context, m *Acknowledge) {
 	st.Rejected.Add(int64(counts.rejected))
 	st.Renewed.Add(int64(counts.renewed))
 	st.Archived.Add(int64(counts.archived + counts.rejected))
-	a.pending = append(a.pending, m.Reply)
-	a.changed(c)
+	a.pending = append(a.pending, reply)
+	a.changed()
 }
 
 // changed writes what changed, and wakes the fetches waiting for records.
-func (a *partitionActor) changed(actor.Context) {
+func (a *partitionActor) changed() {
 	a.flush()
 	a.wake()
 }
@@ -410,8 +427,8 @@ func (a *partitionActor) fail(err *kerr.Error) {
 	for _, r := range a.pending {
 		r(err)
 	}
-	for _, m := range a.stashed {
-		m.Reply(err)
+	for _, st := range a.stashed {
+		st.reply(err)
 	}
 	a.inflight, a.pending, a.stashed = nil, nil, nil
 	a.wake()

@@ -1,9 +1,9 @@
 package transport
 
 import (
+	"errors"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -163,33 +163,38 @@ func (a *API) shareAck(group, member, topic string, p int32, batches []share.Ack
 		return func() *kerr.Error { return err }
 	}
 	ch := make(chan *kerr.Error, 1)
-	a.System.Root.Send(pid, &share.Acknowledge{Member: member, Batches: batches, Renew: renew, Reply: func(err *kerr.Error) { ch <- err }})
-	timeout := a.RequestTimeout
-	return func() *kerr.Error {
-		t := time.NewTimer(timeout)
-		defer t.Stop()
-		select {
-		case err := <-ch:
-			return err
-		case <-t.C:
-			return kerr.RequestTimedOut
-		}
+	go func() {
+		res, err := actors.Ask(a.System, pid, &share.Acknowledge{Member: member, Batches: batches, Renew: renew}, a.RequestTimeout)
+		ch <- shareAskError(res, err, func(r *share.AckResult) *kerr.Error { return r.Err })
+	}()
+	return func() *kerr.Error { return <-ch }
+}
+
+// shareAskError maps the outcome of an ask to a share-partition actor to
+// its error: a timeout is REQUEST_TIMED_OUT; an actor that failed on the
+// request or had stopped (its leadership moved) NOT_LEADER_OR_FOLLOWER,
+// which the client retries after a metadata refresh.
+func shareAskError[T any](res any, err error, get func(T) *kerr.Error) *kerr.Error {
+	switch {
+	case errors.Is(err, actors.ErrTimeout):
+		return kerr.RequestTimedOut
+	case err != nil:
+		return kerr.NotLeaderForPartition
 	}
+	r, ok := res.(T)
+	if !ok {
+		return kerr.UnknownServerError
+	}
+	return get(r)
 }
 
 // shareAcquire asks a share-partition actor for records.
 func (a *API) shareAcquire(pid *actor.PID, m *share.Acquire) share.Acquired {
-	ch := make(chan share.Acquired, 1)
-	m.Reply = func(r share.Acquired) { ch <- r }
-	a.System.Root.Send(pid, m)
-	t := time.NewTimer(a.RequestTimeout)
-	defer t.Stop()
-	select {
-	case r := <-ch:
-		return r
-	case <-t.C:
-		return share.Acquired{Err: kerr.RequestTimedOut}
+	res, err := actors.Ask(a.System, pid, m, a.RequestTimeout)
+	if r, ok := res.(*share.Acquired); ok && err == nil {
+		return *r
 	}
+	return share.Acquired{Err: shareAskError(res, err, func(r *share.Acquired) *kerr.Error { return r.Err })}
 }
 
 // ackBatches converts a partition's acknowledgement batches.
