@@ -1,6 +1,7 @@
 package share
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -12,7 +13,7 @@ import (
 
 // testLog is a log of batches of the given sizes, all below the high
 // watermark.
-func testLog(t *testing.T, sizes ...int) *store.View {
+func testLog(t testing.TB, sizes ...int) *store.View {
 	t.Helper()
 	l, err := store.Open(store.Config{FS: vfs.NewCrashableMem(), Dir: "/data/t-0", Options: store.DefaultOptions()})
 	if err != nil {
@@ -173,4 +174,63 @@ func TestMalformedAcknowledgements(t *testing.T) {
 	if s := w.at(0); s.state != acquired || !s.deadline.Equal(now.Add(31*time.Second)) {
 		t.Fatalf("renewed lock: %+v", s)
 	}
+}
+
+// FuzzAcknowledge applies arbitrary acknowledgements, acquisitions,
+// releases and expiries to a window over a real log: nothing panics, the
+// SPSO never moves back, a refused acknowledgement changes nothing, and
+// no record is both finished and held.
+func FuzzAcknowledge(f *testing.F) {
+	f.Add([]byte{0, 1, 5, 1, 0, 2, 2, 1, 3, 3, 4})
+	f.Add([]byte{1, 0, 0, 200, 2, 9, 3})
+	v := testLog(f, 3, 5, 2)
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		var w window
+		members := []string{"a", "b"}
+		at := now
+		for i := 0; i+2 < len(ops); i += 3 {
+			op, x, y := ops[i]%5, int64(ops[i+1]%12), ops[i+2]
+			member := members[y%2]
+			before := w.start
+			switch op {
+			case 0:
+				w.acquire(v, v.HighWatermark, lim(member, int(y%6)+1), at, nil)
+			case 1:
+				types := []int8{int8(y % 6)}
+				if y%3 == 0 {
+					types = make([]int8, x%3+1)
+					for j := range types {
+						types[j] = int8((int(y) + j) % 4)
+					}
+				}
+				snapshot := slices.Clone(w.slots)
+				if _, err := w.acknowledge(member, []AckBatch{{First: x, Last: x + x%3, Types: types}}, y%2 == 0, lim(member, 0), at); err != nil {
+					if w.start != before || !slices.Equal(w.slots, snapshot) {
+						t.Fatalf("a refused acknowledgement changed the window")
+					}
+				}
+			case 2:
+				w.releaseMember(member, 3)
+			case 3:
+				at = at.Add(time.Duration(y) * time.Second)
+				w.expire(at, 3)
+			case 4:
+				w.changes()
+			}
+			if w.start < before {
+				t.Fatalf("SPSO moved back from %d to %d", before, w.start)
+			}
+			for j, s := range w.slots {
+				if (s.state == Acknowledged || s.state == Archived) && s.member != "" {
+					t.Fatalf("offset %d finished but held by %q", w.start+int64(j), s.member)
+				}
+				if s.state == acquired && s.member == "" {
+					t.Fatalf("offset %d acquired by nobody", w.start+int64(j))
+				}
+				if s.count > 3 {
+					t.Fatalf("offset %d delivered %d times, limit 3", w.start+int64(j), s.count)
+				}
+			}
+		}
+	})
 }

@@ -73,6 +73,22 @@ func seedFrames(t testing.TB) [][]byte {
 	ct.Topics = append(ct.Topics, ctt)
 	cgd := kmsg.NewPtrConsumerGroupDescribeRequest()
 	cgd.Groups, cgd.IncludeAuthorizedOperations = []string{"fuzz", ""}, true
+	sgh := kmsg.NewPtrShareGroupHeartbeatRequest()
+	sgh.GroupID, sgh.MemberID, sgh.SubscribedTopicNames = "fuzz", "m1", []string{"fuzz"}
+	sf := kmsg.NewPtrShareFetchRequest()
+	sf.GroupID, sf.MemberID, sf.MaxWaitMillis, sf.MaxRecords, sf.ShareSessionEpoch = kmsg.StringPtr("fuzz"), kmsg.StringPtr("m1"), 10, 10, 0
+	sft := kmsg.NewShareFetchRequestTopic()
+	sfp := kmsg.NewShareFetchRequestTopicPartition()
+	sft.Partitions = append(sft.Partitions, sfp)
+	sf.Topics = append(sf.Topics, sft)
+	sfAck := kmsg.NewPtrShareFetchRequest()
+	*sfAck = *sf
+	sfAck.ShareSessionEpoch = 1
+	ab := kmsg.NewShareFetchRequestTopicPartitionAcknowledgementBatch()
+	ab.FirstOffset, ab.LastOffset, ab.AcknowledgeTypes = 0, 3, []int8{1, 2, 3, 0}
+	sfAck.Topics = []kmsg.ShareFetchRequestTopic{{Partitions: []kmsg.ShareFetchRequestTopicPartition{{AcknowledgementBatches: []kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch{ab}}}}}
+	sa := kmsg.NewPtrShareAcknowledgeRequest()
+	sa.GroupID, sa.MemberID, sa.ShareSessionEpoch = kmsg.StringPtr("fuzz"), kmsg.StringPtr("m1"), -1
 	return [][]byte{
 		frame(kmsg.NewPtrApiVersionsRequest(), 3, 1),
 		frame(kmsg.NewPtrApiVersionsRequest(), 0, 2),
@@ -86,6 +102,10 @@ func seedFrames(t testing.TB) [][]byte {
 		frame(ct, 5, 10),
 		frame(kmsg.NewPtrInitProducerIDRequest(), 4, 11),
 		frame(cgd, 1, 12),
+		frame(sgh, 1, 13),
+		frame(sf, 2, 14),
+		frame(sfAck, 2, 15),
+		frame(sa, 2, 16),
 	}
 }
 
