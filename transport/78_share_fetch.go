@@ -18,7 +18,10 @@ package transport
 //     the member still holds and ends the session, acquiring nothing.
 //   - MaxRecords bounds the records acquired by the whole request (0 or
 //     less: 500, as franz-go's default), in both acquire modes, never
-//     exceeded; MaxBytes bounds the batches read past the first. With
+//     exceeded (Kafka's batch-optimized mode may exceed it to acquire
+//     whole batches); MaxBytes bounds the batches read past the first. In
+//     batch-optimized mode (ShareAcquireMode 0) the AcquiredRecords
+//     ranges hold at most BatchSize records each. With
 //     nothing acquired the answer waits up to MaxWaitMillis for records
 //     to arrive or be released.
 //   - v2 IsRenewAck: the request carries RENEW acknowledgements (KIP-1222),
@@ -220,10 +223,18 @@ func (a *API) shareFetch(c *conn, req *kmsg.ShareFetchRequest, resp *kmsg.ShareF
 			}
 			p.out.Records = r.Records
 			for _, rg := range r.Ranges {
-				ar := kmsg.NewShareFetchResponseTopicPartitionAcquiredRecord()
-				ar.FirstOffset, ar.LastOffset, ar.DeliveryCount = rg.First, rg.Last, rg.Count
-				p.out.AcquiredRecords = append(p.out.AcquiredRecords, ar)
 				got += int(rg.Last - rg.First + 1)
+				// Batch-optimized mode answers ranges of at most BatchSize
+				// records, which the client acknowledges as units.
+				step := rg.Last - rg.First + 1
+				if req.ShareAcquireMode == 0 && req.BatchSize > 0 {
+					step = int64(req.BatchSize)
+				}
+				for first := rg.First; first <= rg.Last; first += step {
+					ar := kmsg.NewShareFetchResponseTopicPartitionAcquiredRecord()
+					ar.FirstOffset, ar.LastOffset, ar.DeliveryCount = first, min(first+step-1, rg.Last), rg.Count
+					p.out.AcquiredRecords = append(p.out.AcquiredRecords, ar)
+				}
 			}
 			maxBytes -= int64(len(r.Records))
 		}
