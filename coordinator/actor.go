@@ -50,7 +50,11 @@ type Request struct {
 	// (UNKNOWN_TOPIC_OR_PARTITION), nil if it can; transport reads its
 	// image. Used by OffsetCommit.
 	TopicError func(topic string, partition int32) *kerr.Error
-	Reply      func(kmsg.Response)
+	// CreateTopics creates a streams group's missing internal topics
+	// (StreamsGroupHeartbeat); set by transport, called on the group's
+	// actor, it must not block. nil creates none.
+	CreateTopics func([]InternalTopic)
+	Reply        func(kmsg.Response)
 }
 
 // Directory maps group ids to their actors, for transport's lookups
@@ -141,6 +145,11 @@ type SupervisorConfig struct {
 	ShareTimeouts func(group string) (session, heartbeat time.Duration)
 	// ShareMaxSize is group.share.max.size; 0 gives Kafka's 200.
 	ShareMaxSize int
+	// StreamsSettings returns a streams group's settings (see Config);
+	// nil gives Kafka's defaults.
+	StreamsSettings func(group string) StreamsSettings
+	// StreamsMaxSize is group.streams.max.size; 0 is no limit.
+	StreamsMaxSize int
 	// ShareStates reaches share-partitions' durable state (the share
 	// coordinator, package share) for the share group admin APIs and
 	// DeleteGroups; node wires it. nil answers DescribeShareGroupOffsets,
@@ -411,11 +420,16 @@ func newGroup(id string, cfg SupervisorConfig) *Group {
 	if cfg.ShareTimeouts != nil {
 		shareTimeouts = func() (time.Duration, time.Duration) { return cfg.ShareTimeouts(id) }
 	}
+	var streamsSettings func() StreamsSettings
+	if cfg.StreamsSettings != nil {
+		streamsSettings = func() StreamsSettings { return cfg.StreamsSettings(id) }
+	}
 	return NewGroup(id, Config{MinSessionTimeout: cfg.MinSessionTimeout, MaxSessionTimeout: cfg.MaxSessionTimeout,
 		OffsetsRetention: cfg.OffsetsRetention, Now: time.Now,
 		InitialRebalanceDelay: cfg.InitialRebalanceDelay,
 		ConsumerTimeouts:      consumerTimeouts(cfg, id),
 		ShareTimeouts:         shareTimeouts, ShareMaxSize: cfg.ShareMaxSize,
+		StreamsSettings: streamsSettings, StreamsMaxSize: cfg.StreamsMaxSize,
 		Topics: cfg.topics, AllowUpgrade: cfg.AllowUpgrade, AllowDowngrade: cfg.AllowDowngrade})
 }
 
@@ -510,6 +524,9 @@ func failHeartbeats(replies []Reply, err *kerr.Error) {
 			r.ErrorCode, r.ErrorMessage, r.MemberEpoch, r.Assignment = err.Code, nil, -1, nil
 		case *kmsg.ShareGroupHeartbeatResponse:
 			r.ErrorCode, r.ErrorMessage, r.MemberEpoch, r.Assignment = err.Code, nil, 0, nil
+		case *kmsg.StreamsGroupHeartbeatResponse:
+			r.ErrorCode, r.ErrorMessage, r.MemberEpoch = err.Code, nil, 0
+			r.ActiveTasks, r.StandbyTasks, r.WarmupTasks, r.Status = nil, nil, nil, nil
 		case *kmsg.AlterShareGroupOffsetsResponse:
 			r.ErrorCode, r.ErrorMessage = err.Code, nil
 		case *kmsg.DeleteShareGroupOffsetsResponse:
@@ -689,6 +706,13 @@ func (a *groupActor) handle0(m *Request) {
 		a.g.ShareHeartbeat(req, m.ClientID, m.ClientHost, reply)
 	case *kmsg.ShareGroupDescribeRequest:
 		m.Reply(a.g.DescribeShare(req))
+	case *kmsg.StreamsGroupHeartbeatRequest:
+		a.g.StreamsHeartbeat(req, m.ClientID, m.ClientHost, reply)
+		if ts := a.g.TakeStreamsTopics(); len(ts) > 0 && m.CreateTopics != nil {
+			m.CreateTopics(ts)
+		}
+	case *kmsg.StreamsGroupDescribeRequest:
+		m.Reply(a.g.DescribeStreams(req))
 	case *kmsg.DescribeShareGroupOffsetsRequest:
 		a.describeShareOffsets(req, m)
 	case *kmsg.AlterShareGroupOffsetsRequest:

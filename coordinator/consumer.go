@@ -174,7 +174,7 @@ func (g *Group) ConsumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, clien
 	case g.state == Dead:
 		fail(kerr.CoordinatorNotAvailable, "")
 		return
-	case g.IsShare():
+	case g.IsShare() || g.IsStreams():
 		fail(kerr.GroupIDNotFound, "Group "+g.ID+" is not a consumer group.")
 		return
 	case len(g.members) > 0 && (!g.cfg.AllowUpgrade || g.protocolType != "consumer"):
@@ -755,6 +755,9 @@ func (g *Group) checkConsumerCommit(epoch int32, memberID string) *kerr.Error {
 // must exist (UNKNOWN_MEMBER_ID) and fetch at its epoch
 // (STALE_MEMBER_EPOCH). Classic groups do not check members on fetch.
 func (g *Group) CheckFetch(memberID *string, epoch int32) *kerr.Error {
+	if g.IsStreams() {
+		return g.checkStreamsFetch(memberID, epoch)
+	}
 	if memberID == nil && epoch < 0 || len(g.members) > 0 || g.consumer.epoch == 0 {
 		return nil
 	}

@@ -117,6 +117,13 @@ type Config struct {
 	ShareTimeouts func() (session, heartbeat time.Duration)
 	// ShareMaxSize is group.share.max.size; 0 gives Kafka's 200.
 	ShareMaxSize int
+	// StreamsSettings returns a streams group's (KIP-1071) settings now:
+	// its streams.* group configs, or the node's group.streams.* ones.
+	// nil gives Kafka's defaults (DefaultStreamsSettings).
+	StreamsSettings func() StreamsSettings
+	// StreamsMaxSize is group.streams.max.size; 0 is no limit (Kafka's
+	// default is Integer.MAX_VALUE).
+	StreamsMaxSize int
 }
 
 // Group is one classic consumer group's state machine: JoinGroup,
@@ -171,6 +178,8 @@ type Group struct {
 	share *shareGroup
 	// shareRestore collects the share group's records during Restore.
 	shareRestore *shareRestore
+	// streams is the group's KIP-1071 streams-protocol state (streams.go).
+	streams *streamsGroup
 
 	out Ready
 }
@@ -242,7 +251,7 @@ type Ready struct {
 // NewGroup returns an Empty group with no offsets.
 func NewGroup(id string, cfg Config) *Group {
 	return &Group{ID: id, cfg: cfg, members: map[string]*member{}, static: map[string]string{},
-		pending: map[string]uint64{}, offsets: map[topicPartition]Offset{}, consumer: newConsumerGroup(), share: newShareGroup()}
+		pending: map[string]uint64{}, offsets: map[topicPartition]Offset{}, consumer: newConsumerGroup(), share: newShareGroup(), streams: newStreamsGroup()}
 }
 
 // Ready returns and clears what the steps since the last call produced.
@@ -308,6 +317,8 @@ func (g *Group) Fire(t Timer) {
 		g.fireConsumerRevocation(t)
 	case TimerShareSession:
 		g.fireShareSession(t)
+	case TimerStreamsSession, TimerStreamsRevocation, TimerStreamsInitialDelay:
+		g.fireStreams(t)
 	case TimerPendingMember:
 		if seq, ok := g.pending[t.Member]; ok && seq == t.Seq {
 			delete(g.pending, t.Member)
@@ -345,7 +356,7 @@ func (g *Group) Join(req *kmsg.JoinGroupRequest, clientID, host string, reply Re
 	case req.ProtocolType == "" || len(req.Protocols) == 0:
 		fail(kerr.InconsistentGroupProtocol, req.MemberID)
 		return
-	case g.IsShare():
+	case g.IsShare() || g.IsStreams():
 		// Kafka's getOrMaybeCreateClassicGroup: "Group X is not a
 		// classic group."
 		fail(kerr.GroupIDNotFound, req.MemberID)
@@ -796,7 +807,7 @@ func (g *Group) Sync(req *kmsg.SyncGroupRequest, reply Responder) {
 	case g.state == Dead:
 		fail(kerr.CoordinatorNotAvailable)
 		return
-	case g.IsShare():
+	case g.IsShare() || g.IsStreams():
 		fail(kerr.GroupIDNotFound)
 		return
 	case g.checkInstance(req.MemberID, instance) != nil:
@@ -912,7 +923,7 @@ func (g *Group) heartbeat(req *kmsg.HeartbeatRequest) *kerr.Error {
 	switch {
 	case g.state == Dead:
 		return kerr.CoordinatorNotAvailable
-	case g.IsShare():
+	case g.IsShare() || g.IsStreams():
 		return kerr.GroupIDNotFound
 	case g.checkInstance(req.MemberID, instance) != nil:
 		return kerr.FencedInstanceID
@@ -956,7 +967,7 @@ func (g *Group) Leave(req *kmsg.LeaveGroupRequest, reply Responder) {
 }
 
 func (g *Group) leave(memberID, instance string) *kerr.Error {
-	if g.IsShare() {
+	if g.IsShare() || g.IsStreams() {
 		return kerr.GroupIDNotFound
 	}
 	if g.IsConsumer() {

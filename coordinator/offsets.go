@@ -53,6 +53,12 @@ func (g *Group) checkCommit(generation int32, memberID string, instanceID *strin
 		// A share group has no committed offsets: Kafka's ShareGroup
 		// refuses the commit (GroupIdNotFoundException).
 		return kerr.GroupIDNotFound
+	case g.IsStreams():
+		err := g.checkStreamsCommit(generation, memberID, txn)
+		if txn && err == kerr.StaleMemberEpoch {
+			err = kerr.IllegalGeneration
+		}
+		return err
 	case txn && generation < 0 && memberID == "" && instance == "":
 		return nil
 	case g.state == Empty && (g.IsConsumer() || g.consumer.epoch > 0 && memberID != ""):
@@ -133,7 +139,7 @@ func SortedTopics(m map[string][]int32) []string {
 // Exists reports whether the group is known: it has members, a
 // generation, or committed offsets.
 func (g *Group) Exists() bool {
-	return g.state != Dead && (len(g.members) > 0 || g.generation > 0 || len(g.offsets) > 0 || g.consumer.epoch > 0 || g.IsShare())
+	return g.state != Dead && (len(g.members) > 0 || g.generation > 0 || len(g.offsets) > 0 || g.consumer.epoch > 0 || g.IsShare() || g.IsStreams())
 }
 
 // CheckOffsetDelete decides whether a committed offset of topic may be
@@ -144,6 +150,13 @@ func (g *Group) CheckOffsetDelete(topic string) *kerr.Error {
 	switch {
 	case g.state == Dead || !g.Exists() || g.IsShare():
 		return kerr.GroupIDNotFound
+	case g.IsStreams():
+		// As Kafka's StreamsGroup.isSubscribedToTopic: a source topic of
+		// the topology, while the group has members.
+		if t := g.streams.topology; t != nil && len(g.streams.members) > 0 && slices.ContainsFunc(t.subs, func(s streamsSubtopology) bool { return slices.Contains(s.sourceTopics, topic) }) {
+			return kerr.GroupSubscribedToTopic
+		}
+		return nil
 	case g.IsConsumer():
 		// A KIP-848 group: as Kafka's isSubscribedToTopic, by the
 		// members' subscriptions as resolved (regexes included).

@@ -24,6 +24,12 @@ func errorResponse(req kmsg.Request, err *kerr.Error) kmsg.Response {
 		r.ErrorCode, r.MemberEpoch = err.Code, -1
 	case *kmsg.ShareGroupHeartbeatResponse:
 		r.ErrorCode = err.Code
+	case *kmsg.StreamsGroupHeartbeatResponse:
+		r.ErrorCode = err.Code
+	case *kmsg.StreamsGroupDescribeResponse:
+		rg := kmsg.NewStreamsGroupDescribeResponseGroup()
+		rg.Group, rg.ErrorCode = req.(*kmsg.StreamsGroupDescribeRequest).Groups[0], err.Code
+		r.Groups = append(r.Groups, rg)
 	case *kmsg.ShareGroupDescribeResponse:
 		rg := kmsg.NewShareGroupDescribeResponseGroup()
 		rg.GroupID, rg.ErrorCode = req.(*kmsg.ShareGroupDescribeRequest).GroupIDs[0], err.Code
@@ -330,7 +336,7 @@ func (a *groupActor) describe(req *kmsg.DescribeGroupsRequest) kmsg.Response {
 // not exist, or is a consumer group (KIP-848: ConsumerGroupDescribe shows
 // those), is Dead (v6+: GROUP_ID_NOT_FOUND).
 func (g *Group) Describe(version int16) kmsg.DescribeGroupsResponseGroup {
-	if g.isConsumerGroup() || g.IsShare() {
+	if g.isConsumerGroup() || g.IsShare() || g.IsStreams() {
 		return g.describeNotClassic(version)
 	}
 	rg := kmsg.NewDescribeGroupsResponseGroup()
@@ -377,7 +383,7 @@ func (a *groupActor) deleteGroup(req *kmsg.DeleteGroupsRequest, m *Request) {
 	switch {
 	case !a.g.Exists():
 		rg.ErrorCode = kerr.GroupIDNotFound.Code
-	case a.g.state != Empty || a.g.IsConsumer() || len(a.g.share.members) > 0:
+	case a.g.state != Empty || a.g.IsConsumer() || len(a.g.share.members) > 0 || len(a.g.streams.members) > 0:
 		rg.ErrorCode = kerr.NonEmptyGroup.Code
 	}
 	if rg.ErrorCode != 0 {
@@ -417,6 +423,7 @@ func (a *groupActor) deleteGroupRecords(resp *kmsg.DeleteGroupsResponse, rg kmsg
 	recs = append(recs, Record{Key: k.AppendTo(nil)})
 	recs = append(recs, a.g.ConsumerTombstones()...)
 	recs = append(recs, a.g.ShareTombstones()...)
+	recs = append(recs, a.g.StreamsTombstones()...)
 	a.append(recs, func(err *kerr.Error) {
 		if err != nil {
 			rg.ErrorCode = err.Code
@@ -450,6 +457,9 @@ func listGroup(g *Group, req *kmsg.ListGroupsRequest, out []kmsg.ListGroupsRespo
 	case g.IsShare():
 		// A share group (KIP-932): its protocol type is "share".
 		typ, protocolType, state = "share", "share", g.shareState()
+	case g.IsStreams():
+		// A streams group (KIP-1071): its protocol type is "streams".
+		typ, protocolType, state = "streams", "streams", g.streamsState()
 	case len(g.members) == 0 && g.consumer.epoch > 0:
 		// A consumer-protocol group (KIP-848), in its own states.
 		typ, protocolType = "consumer", "consumer"

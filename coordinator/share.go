@@ -111,6 +111,8 @@ func (g *Group) typeOwner() string {
 	switch {
 	case g.IsShare():
 		return "share"
+	case g.IsStreams():
+		return "streams"
 	case g.isConsumerGroup() || g.IsConsumer():
 		return "consumer"
 	case g.Exists():

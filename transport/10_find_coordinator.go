@@ -257,6 +257,12 @@ func (g *groupCall) wait(c *conn, d time.Duration) (kmsg.Response, *kerr.Error) 
 // partition (or the topic does not exist yet), and
 // COORDINATOR_LOAD_IN_PROGRESS while the partition loads.
 func (a *API) startGroupRequest(c *conn, group string, req kmsg.Request) (*groupCall, *kerr.Error) {
+	return a.startGroupRequestWith(c, group, req, nil)
+}
+
+// startGroupRequestWith is startGroupRequest with set, when not nil,
+// filling in the Request's callbacks.
+func (a *API) startGroupRequestWith(c *conn, group string, req kmsg.Request, set func(*coordinator.Request)) (*groupCall, *kerr.Error) {
 	im := a.Image()
 	t := im.Topic(coordinator.OffsetsTopic)
 	if t == nil {
@@ -277,6 +283,9 @@ func (a *API) startGroupRequest(c *conn, group string, req kmsg.Request) (*group
 	}
 	call.self = self
 	m := &coordinator.Request{Req: req, TopicError: a.topicError, Reply: call.put}
+	if set != nil {
+		set(m)
+	}
 	if c != nil {
 		m.ClientID = c.client
 		if host, _, err := net.SplitHostPort(c.nc.RemoteAddr().String()); err == nil {

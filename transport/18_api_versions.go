@@ -10,10 +10,12 @@ package transport
 //     the epoch); group.version 0-1 supported and 1 finalized, the KIP-848
 //     consumer group protocol (ConsumerGroupHeartbeat), as Kafka 4
 //     finalizes it; share.version 0-1 supported and 1 finalized, share
-//     groups (KIP-932), as Kafka 4.2 finalizes it. Kafka's other features
-//     are not Skein's to claim (metadata.version and kraft.version
-//     describe Kafka's own metadata log; streams and ELR are not
-//     implemented). The finalized features never change, so their epoch
+//     groups (KIP-932), as Kafka 4.2 finalizes it; streams.version 0-1
+//     supported and 1 finalized, streams groups (KIP-1071), as Kafka 4.2
+//     finalizes it (StreamsGroupHeartbeat and StreamsGroupDescribe answer
+//     only then). Kafka's other features are not Skein's to claim
+//     (metadata.version and kraft.version describe Kafka's own metadata
+//     log; ELR is not implemented). The finalized features never change, so their epoch
 //     is constant.
 //   - v3: supported features whose range starts at 0 are left out (all of
 //     Skein's), as Kafka does since KIP-1022: clients before it read a
@@ -55,12 +57,15 @@ func (a *API) handleApiVersions(_ *conn, kreq kmsg.Request) finish {
 		supported("transaction.version", 0, 2)
 		supported("group.version", 0, 1)
 		supported("share.version", 0, 1)
+		supported("streams.version", 0, 1)
 		ff := kmsg.NewApiVersionsResponseFinalizedFeature()
 		ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = "transaction.version", 2, 2
 		resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
 		ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = "group.version", 1, 1
 		resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
 		ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = "share.version", 1, 1
+		resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
+		ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = "streams.version", 1, 1
 		resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
 		resp.FinalizedFeaturesEpoch = 1
 	}

@@ -93,6 +93,8 @@ var permissions = map[int16][]access{
 	69: {{describe, groupResource}, {describe, topicResource}},                                                   // ConsumerGroupDescribe
 	76: {{read, groupResource}, {describe, topicResource}},                                                       // ShareGroupHeartbeat
 	77: {{describe, groupResource}, {describe, topicResource}},                                                   // ShareGroupDescribe
+	88: {{read, groupResource}, {describe, topicResource}, {create, clusterResource}, {create, topicResource}},   // StreamsGroupHeartbeat
+	89: {{describe, groupResource}, {describe, topicResource}},                                                   // StreamsGroupDescribe
 	90: {{describe, groupResource}, {describe, topicResource}},                                                   // DescribeShareGroupOffsets
 	91: {{read, groupResource}, {read, topicResource}},                                                           // AlterShareGroupOffsets
 	92: {{del, groupResource}, {read, topicResource}},                                                            // DeleteShareGroupOffsets

@@ -63,7 +63,7 @@ func TestApiVersionsWithFranzGo(t *testing.T) {
 		24: {0, 5}, 25: {0, 4}, 26: {0, 5}, 27: {1, 2}, 28: {0, 5}, 61: {0, 0}, 65: {0, 0}, 66: {0, 2},
 		29: {1, 3}, 30: {1, 3}, 31: {1, 3}, 48: {0, 1}, 49: {0, 1},
 		83: {0, 0}, 84: {0, 0}, 85: {0, 1}, 86: {0, 0}, 87: {0, 1}, // share-group state (KIP-932)
-		76: {1, 1}, 77: {1, 1}, 90: {0, 1}, 91: {0, 0}, 92: {0, 0}, 78: {1, 2}, 79: {1, 2},
+		76: {1, 1}, 77: {1, 1}, 88: {0, 0}, 89: {0, 0}, 90: {0, 1}, 91: {0, 0}, 92: {0, 0}, 78: {1, 2}, 79: {1, 2},
 	}
 	got := map[int16][2]int16{}
 	for _, k := range resp.ApiKeys {
@@ -73,13 +73,13 @@ func TestApiVersionsWithFranzGo(t *testing.T) {
 		t.Fatalf("advertised ranges:\n got %v\nwant %v", got, want)
 	}
 	// KIP-890's transaction version 2 is finalized: clients use it; so are
-	// group.version 1, KIP-848's consumer groups, and share.version 1,
-	// KIP-932's share groups.
+	// group.version 1, KIP-848's consumer groups, share.version 1,
+	// KIP-932's share groups, and streams.version 1, KIP-1071's streams groups.
 	finalized := map[string]int16{}
 	for _, f := range resp.FinalizedFeatures {
 		finalized[f.Name] = f.MaxVersionLevel
 	}
-	if want := map[string]int16{"transaction.version": 2, "group.version": 1, "share.version": 1}; !maps.Equal(finalized, want) || resp.FinalizedFeaturesEpoch < 0 {
+	if want := map[string]int16{"transaction.version": 2, "group.version": 1, "share.version": 1, "streams.version": 1}; !maps.Equal(finalized, want) || resp.FinalizedFeaturesEpoch < 0 {
 		t.Fatalf("finalized features %+v (epoch %d), want %v", resp.FinalizedFeatures, resp.FinalizedFeaturesEpoch, want)
 	}
 }
@@ -104,8 +104,8 @@ func TestApiVersionsFeaturesFromZeroAtV4(t *testing.T) {
 		if err := resp.ReadFrom(body); err != nil {
 			t.Fatal(err)
 		}
-		if want := map[int16]int{3: 0, 4: 3}[v]; len(resp.SupportedFeatures) != want || len(resp.FinalizedFeatures) != 3 {
-			t.Errorf("v%d: supported %+v, finalized %+v; want %d supported and 3 finalized",
+		if want := map[int16]int{3: 0, 4: 4}[v]; len(resp.SupportedFeatures) != want || len(resp.FinalizedFeatures) != 4 {
+			t.Errorf("v%d: supported %+v, finalized %+v; want %d supported and 4 finalized",
 				v, resp.SupportedFeatures, resp.FinalizedFeatures, want)
 		}
 	}

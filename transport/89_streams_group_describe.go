@@ -1,0 +1,103 @@
+package transport
+
+// StreamsGroupDescribe: v0
+//
+// Behaviour:
+//   - DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED); a group whose
+//     topology names a topic the client may not DESCRIBE is
+//     TOPIC_AUTHORIZATION_FAILED, without its topology and members;
+//     authorized operations when asked.
+//   - Each group is asked of its coordinator actor in parallel
+//     (coordinator.Group.DescribeStreams): the streams group's state
+//     (Empty, NotReady, Assigning, Reconciling, Stable), group and
+//     assignment epochs, its topology as configured, and its members
+//     with their process ids, endpoints, assignments and targets.
+//   - A group id that is unknown, or held by another kind of group, is
+//     GROUP_ID_NOT_FOUND with Kafka's messages; an empty group id is
+//     INVALID_GROUP_ID.
+//   - NOT_COORDINATOR for a group another node coordinates.
+//
+// Version notes: v0 is the version Kafka 4.2 serves.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	registrations = append(registrations, func(a *API) {
+		a.register(89, handler{min: 0, max: 0, handle: a.handleStreamsGroupDescribe})
+	})
+}
+
+func (a *API) handleStreamsGroupDescribe(c *conn, kreq kmsg.Request) finish {
+	req := kreq.(*kmsg.StreamsGroupDescribeRequest)
+	type ask struct {
+		call *groupCall
+		err  *kerr.Error
+	}
+	asks := make([]ask, len(req.Groups))
+	z := c.authz()
+	describable := z.memo(describe, topicResource)
+	for i, g := range req.Groups {
+		if !z.may(describe, groupResource, g) {
+			asks[i].err = kerr.GroupAuthorizationFailed
+			continue
+		}
+		if g == "" {
+			asks[i].err = kerr.InvalidGroupID
+			continue
+		}
+		one := kmsg.NewPtrStreamsGroupDescribeRequest()
+		one.Version, one.Groups = req.Version, []string{g}
+		asks[i].call, asks[i].err = a.startGroupRequest(c, g, one)
+	}
+	return func() kmsg.Response {
+		resp := req.ResponseKind().(*kmsg.StreamsGroupDescribeResponse)
+		for i, g := range req.Groups {
+			rg := kmsg.NewStreamsGroupDescribeResponseGroup()
+			rg.Group = g
+			err := asks[i].err
+			if err == nil {
+				var r kmsg.Response
+				if r, err = asks[i].call.wait(c, a.RequestTimeout); err == nil {
+					rg = r.(*kmsg.StreamsGroupDescribeResponse).Groups[0]
+				}
+			}
+			if err != nil {
+				rg.ErrorCode = err.Code
+			}
+			rg.AuthorizedOperations = authorizedOperationsUnset
+			if rg.ErrorCode == 0 {
+				hideStreamsGroup(&rg, describable)
+			}
+			if req.IncludeAuthorizedOperations && rg.ErrorCode == 0 {
+				rg.AuthorizedOperations = z.operations(groupResource, g)
+			}
+			resp.Groups = append(resp.Groups, rg)
+		}
+		return resp
+	}
+}
+
+// hideStreamsGroup answers a streams group whose topology names a topic
+// the client may not DESCRIBE with TOPIC_AUTHORIZATION_FAILED, without
+// its topology and members.
+func hideStreamsGroup(rg *kmsg.StreamsGroupDescribeResponseGroup, describable func(string) bool) {
+	if rg.Topology == nil {
+		return
+	}
+	for _, s := range rg.Topology.Subtopologies {
+		topics := append(append([]string(nil), s.SourceTopics...), s.RepartitionSinkTopics...)
+		for _, ti := range append(append([]kmsg.TopicInfo(nil), s.StateChangelogTopics...), s.RepartitionSourceTopics...) {
+			topics = append(topics, ti.Topic)
+		}
+		for _, t := range topics {
+			if !describable(t) {
+				rg.ErrorCode, rg.ErrorMessage = kerr.TopicAuthorizationFailed.Code, kmsg.StringPtr("The described group uses topics that the client is not authorized to describe.")
+				rg.Topology, rg.Members = nil, nil
+				return
+			}
+		}
+	}
+}
