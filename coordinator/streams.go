@@ -405,6 +405,9 @@ func (g *Group) StreamsHeartbeat(req *kmsg.StreamsGroupHeartbeatRequest, clientI
 	// 4. The target assignment.
 	if s.epoch > s.targetEpoch {
 		if s.delaySeq != 0 {
+			// Members get an empty assignment, at epoch 1 at least, until
+			// the delay ends.
+			s.targetEpoch = max(1, s.targetEpoch)
 			addStatus(streamsStatusAssignmentDelayed, "Assignment delayed due to the configured initial rebalance delay.")
 		} else {
 			g.computeStreamsTarget()
