@@ -698,6 +698,11 @@ if [ -n "$JAVA_OK" ]; then
 	report Main.java $? "$WORK/java"
 	echo "kafka-clients requests, as the node counted them: $(requests_since "$WORK/java.before")"
 fi
+# Kafka Streams with group.protocol=streams (KIP-1071): tests/interop/streams.sh.
+if [ -n "$JAVA_OK" ]; then
+	. "$HERE/streams.sh"
+	streams_check
+fi
 
 # --- Apache Kafka's command-line tools ----------------------------------------
 
