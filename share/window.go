@@ -295,11 +295,17 @@ type ackCounts struct {
 }
 
 // acknowledge applies a member's acknowledgements atomically: all of them
-// or, on an error, none. Offsets below the SPSO are already done and
-// ignored. INVALID_REQUEST for malformed batches (as Kafka:
+// or, on an error, none. INVALID_REQUEST for malformed batches (as Kafka:
 // unsorted, overlapping, wrong number of types, unknown type, RENEW
 // outside a renew request, past what was ever delivered);
-// INVALID_RECORD_STATE for an offset this member does not hold acquired.
+// INVALID_RECORD_STATE for an offset this member does not hold acquired,
+// below the SPSO too: a record there is finished, so a member
+// acknowledging it lost its lock (it expired, or the actor that gave it
+// restarted) and another settled the record since. Kafka answers the same
+// (its cache no longer has the offset); confirming the acknowledgement
+// would tell the member it settled a record it did not. Only GAP is taken
+// below the SPSO: gaps are archived when read, and the SPSO may pass them
+// before the consumer acknowledges them.
 func (w *window) acknowledge(member string, batches []AckBatch, renew bool, l limits, now time.Time) (ackCounts, *kerr.Error) {
 	var c ackCounts
 	last := int64(-1)
@@ -312,6 +318,15 @@ func (w *window) acknowledge(member string, batches []AckBatch, renew bool, l li
 		for _, t := range b.Types {
 			if t < ackGap || t > ackRenew || (t == ackRenew && !renew) {
 				return c, kerr.InvalidRequest
+			}
+		}
+		if b.First < w.start {
+			below := b.Types
+			if len(below) > 1 {
+				below = below[:min(w.start, b.Last+1)-b.First]
+			}
+			if slices.ContainsFunc(below, func(t int8) bool { return t != ackGap }) {
+				return c, kerr.InvalidRecordState
 			}
 		}
 		for o := max(b.First, w.start); o <= b.Last; o++ {
