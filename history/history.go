@@ -7,6 +7,10 @@
 // every acknowledged record must be read back at the offset its
 // acknowledgement gave.
 //
+// Share (share.go) is the same for a share group (KIP-932): produces,
+// deliveries with the broker's delivery counts, and acknowledgements with
+// the broker's verdicts, which CheckShare holds to the group's promises.
+//
 // A record is named by its value, which History makes unique in a run:
 // w<worker>-<seq> for plain (idempotent, acks=all) producers,
 // t<worker>-<txn>-<i> for the i-th record of a worker's txn-th transaction
