@@ -62,6 +62,14 @@
 // consume-produce process outside it (tests/bench/copier); records/s and
 // CPU per GB of each copy, a fresh node for each, every copy checked exact.
 //
+// With -share it runs the share group benchmark instead (share.go): for
+// each partition count and -share-consumers count, -share-records records
+// of 1 KiB produced, then consumed by share consumers (KIP-932, kgo's
+// ShareGroup) that accept every record; records/s, acknowledgement latency
+// (from the Ack calls to the ShareAckCallback) and broker CPU per GB, on
+// skein-fsync, skein-replicated and Apache Kafka unless -targets says
+// otherwise.
+//
 // With -recovery it runs the recovery benchmark instead (recovery.go): for
 // each fault kind, `skein chaos run`'s scenario of that name against a
 // fresh local cluster, each fault's time to recover reported as p50, p99
@@ -118,7 +126,11 @@ func mainErr() error {
 	extensions := newExtensionFlags()
 	perf := newPerfFlags()
 	groups := newGroupsFlags()
+	share := newShareFlags()
 	flag.Parse()
+	if *share.on && !flagSet("targets") {
+		*targets = shareTargets
+	}
 	if *records < 1 {
 		return errors.New("-records must be at least 1")
 	}
@@ -137,7 +149,7 @@ func mainErr() error {
 	switch *security {
 	case securityPlaintext:
 	case securitySASLSSL:
-		if *scale.on || *recovery.on || *groups.on || *extensions.on || *txnOn {
+		if *scale.on || *recovery.on || *groups.on || *extensions.on || *txnOn || *share.on {
 			return errors.New("-security sasl_ssl: only the broker benchmark and -perftest run over SASL_SSL")
 		}
 	default:
@@ -267,6 +279,16 @@ func mainErr() error {
 		})
 	}
 
+	if *share.on {
+		cfg, err := share.config(parts, *linger)
+		if err != nil {
+			return err
+		}
+		cfg.targets, cfg.work, cfg.profileDir, cfg.keep, cfg.runTimeout = ts, work, *profileDir, *keep, *runTimeout
+		header(out, "Share group benchmark", shareNotes(cfg)...)
+		return runShareBench(out, cfg)
+	}
+
 	var ws []workload
 	for _, p := range parts {
 		for _, s := range sizes {
@@ -320,6 +342,13 @@ func header(out io.Writer, title string, notes ...string) {
 		fmt.Fprintf(out, "- %s\n", n)
 	}
 	fmt.Fprintf(out, "- load average at start: %s\n\n", loadAverage())
+}
+
+// flagSet reports whether the flag name was given on the command line.
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // buildSkein builds ./cmd/skein into the work directory.
