@@ -425,6 +425,9 @@ func (a *stateActor) written(m *written) {
 			}
 			a.queue = nil
 		}
+		// Read again at once: the requests that queued meanwhile go now,
+		// not with the next request to come.
+		a.flush()
 		return
 	}
 	a.shard.placed(recs, m.base)
