@@ -28,8 +28,10 @@ package transport
 //     which extend locks; it must not fetch (MaxWaitMillis, MinBytes,
 //     MaxBytes and MaxRecords 0) and acquires nothing.
 //   - Only partitions with records, an error, acknowledgements or new to
-//     the session appear in the answer. NOT_LEADER_OR_FOLLOWER carries the
-//     current leader and its endpoint (KIP-951).
+//     the session appear in the answer; one without records has empty,
+//     never null, Records (not nullable here, unlike Fetch's).
+//     NOT_LEADER_OR_FOLLOWER carries the current leader and its endpoint
+//     (KIP-951).
 //   - READ on the group (GROUP_AUTHORIZATION_FAILED), READ on each topic
 //     (TOPIC_AUTHORIZATION_FAILED for its partitions).
 //
@@ -309,6 +311,14 @@ func (a *API) shareFetchAnswer(im *image.Image, c *conn, resp *kmsg.ShareFetchRe
 			continue
 		}
 		h.hint(im, p.topic, p.tp.partition, p.out.ErrorCode, &p.out.CurrentLeader.LeaderID, &p.out.CurrentLeader.LeaderEpoch)
+		// NB: Records is not nullable in ShareFetchResponse (it is in
+		// FetchResponse), but kmsg writes a nil slice as null: the Java
+		// client fails to parse such an answer ("non-nullable field
+		// records was serialized as null") in its network thread, and
+		// that request's partitions are then never fetched again.
+		if p.out.Records == nil {
+			p.out.Records = []byte{}
+		}
 		i, ok := byTopic[p.tp.topicID]
 		if !ok {
 			t := kmsg.NewShareFetchResponseTopic()
