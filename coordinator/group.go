@@ -356,7 +356,13 @@ func (g *Group) Join(req *kmsg.JoinGroupRequest, clientID, host string, reply Re
 	case req.ProtocolType == "" || len(req.Protocols) == 0:
 		fail(kerr.InconsistentGroupProtocol, req.MemberID)
 		return
-	case g.IsShare() || g.IsStreams():
+	case g.IsShare():
+		// Kafka's classicGroupJoin: a group that exists and is neither
+		// classic nor consumer is INCONSISTENT_GROUP_PROTOCOL
+		// with no member id (tests/diff TestShareGroupOtherTypes).
+		fail(kerr.InconsistentGroupProtocol, "")
+		return
+	case g.IsStreams():
 		// Kafka's getOrMaybeCreateClassicGroup: "Group X is not a
 		// classic group."
 		fail(kerr.GroupIDNotFound, req.MemberID)

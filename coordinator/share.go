@@ -265,15 +265,17 @@ func cloneSet(s tpSet) tpSet {
 }
 
 // removeShareMember removes a member that left or was fenced: the group
-// epoch moves, the target is computed again, and the member's records
-// are released.
+// epoch moves and the member's records are released. NB: as Kafka's
+// shareGroupFenceMember, the target is not computed again here but at the
+// next heartbeat of a member (the group epoch is then ahead of the
+// target's), so that ShareGroupDescribe shows the assignment epoch behind
+// the group epoch until then (tests/diff TestShareGroup).
 func (g *Group) removeShareMember(m *shareMember) {
 	s := g.share
 	delete(s.members, m.id)
 	delete(s.target, m.id)
 	s.epoch++
 	g.refreshShareSubscribed()
-	g.computeShareTarget()
 	g.out.ShareGone = append(g.out.ShareGone, m.id)
 }
 

@@ -11,19 +11,21 @@ package coordinator
 //
 //   - Describe: each partition asked for (Topics null: every partition
 //     with share state) gets its StartOffset and LeaderEpoch from the
-//     state's summary, -1 when it has none, and (v1) its Lag: the high
-//     watermark less the start offset less the records after it already
-//     delivered (acknowledged or archived), -1 when any is unknown.
+//     state's summary (-1 and 0 when it has none, as for an unknown topic
+//     or group, or a group of another type: Kafka does not look the group
+//     up), and (v1) its Lag: the high watermark less the start offset
+//     less the records after it already delivered (acknowledged or
+//     archived), -1 when any is unknown.
 //   - Alter: the group must be empty (NON_EMPTY_GROUP); an unknown group
 //     id becomes a share group. Each partition's state is initialized
 //     anew at the given start offset (a new state epoch: what was in
 //     flight is forgotten) and recorded as having state.
 //   - Delete: the group must be empty; each named topic's partitions lose
 //     their state and are no longer recorded.
-//   - A group id held by a classic or consumer group is GROUP_ID_NOT_FOUND
-//     ("Group X is not a share group."), an unknown one for Describe and
-//     Delete "Group X not found."; an unknown topic or partition
-//     UNKNOWN_TOPIC_OR_PARTITION. Without ShareStates (a node whose share
+//   - For Alter and Delete, a group id held by a classic or consumer
+//     group is GROUP_ID_NOT_FOUND ("Group X is not a share group."), an
+//     unknown one for Delete "Group X not found."; an unknown topic or
+//     partition UNKNOWN_TOPIC_OR_PARTITION. Without ShareStates (a node whose share
 //     coordinator is not wired) what passes those checks is
 //     COORDINATOR_NOT_AVAILABLE.
 
@@ -111,22 +113,18 @@ func (a *groupActor) describeShareOffsets(req *kmsg.DescribeShareGroupOffsetsReq
 		resp.Groups = append(resp.Groups, rg)
 		m.Reply(resp)
 	}
-	var err *kerr.Error
-	var msg string
-	switch {
-	case a.g.typeOwner() == "":
-		err, msg = kerr.GroupIDNotFound, "Group "+a.id+" not found."
-	case !a.g.IsShare():
-		err, msg = kerr.GroupIDNotFound, "Group "+a.id+" is not a share group."
-	case a.cfg.ShareStates == nil:
-		err = kerr.CoordinatorNotAvailable
-	}
-	if err != nil {
-		rg.ErrorCode, rg.ErrorMessage = err.Code, nullable(msg)
+	if a.cfg.ShareStates == nil {
+		rg.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		answer()
 		return
 	}
+	// NB: Kafka does not look the group up: an unknown group, or one of
+	// another type, has no share state, and its partitions are described
+	// as uninitialized (tests/diff TestShareGroupOffsets).
 	s := a.g.share
+	if !a.g.IsShare() {
+		s = &shareGroup{}
+	}
 	topics := a.g.topics()
 	asked := rq.Topics
 	if asked == nil {
@@ -149,13 +147,12 @@ func (a *groupActor) describeShareOffsets(req *kmsg.DescribeShareGroupOffsetsReq
 		for j, p := range t.Partitions {
 			rp := &rt.Partitions[j]
 			rp.Default()
-			rp.Partition, rp.StartOffset, rp.LeaderEpoch, rp.Lag = p, -1, -1, -1
-			switch {
-			case !known || p < 0 || p >= n:
-				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			// No state: start offset and lag -1, leader epoch 0 (Kafka's
+			// PartitionFactory.DEFAULT_LEADER_EPOCH), no error, for an
+			// unknown topic too ("treated as absence of data").
+			rp.Partition, rp.StartOffset, rp.LeaderEpoch, rp.Lag = p, -1, 0, -1
+			if !known || p < 0 || p >= n || !s.initialized[topicPartition{t.Topic, p}] {
 				continue
-			case !s.initialized[topicPartition{t.Topic, p}]:
-				continue // no state: -1, as Kafka answers
 			}
 			w.add()
 			topic := t.Topic

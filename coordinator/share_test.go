@@ -123,8 +123,9 @@ func TestKIP932GroupTypes(t *testing.T) {
 		t.Errorf("consumer heartbeat to a share group: %d %q", r.ErrorCode, deref(r.ErrorMessage))
 	}
 	h.join("j", "", "", "range")
-	if r := h.joined("j"); r.ErrorCode != kerr.GroupIDNotFound.Code {
-		t.Errorf("JoinGroup to a share group: %d", r.ErrorCode)
+	// Kafka's classicGroupJoin: INCONSISTENT_GROUP_PROTOCOL, no member id.
+	if r := h.joined("j"); r.ErrorCode != kerr.InconsistentGroupProtocol.Code || r.MemberID != "" {
+		t.Errorf("JoinGroup to a share group: %d %q", r.ErrorCode, r.MemberID)
 	}
 	wantCode(t, "commit to a share group", errCode(h.g.CheckCommit(-1, "", nil)), kerr.GroupIDNotFound)
 	if d := h.g.Describe(6); d.ErrorCode != kerr.GroupIDNotFound.Code || d.State != "Dead" {

@@ -10,12 +10,12 @@ package transport
 //   - Each group is asked of its coordinator actor in parallel
 //     (coordinator share_offsets.go), which asks the share coordinator
 //     for each partition's state summary: StartOffset and LeaderEpoch (-1
-//     for a partition with no share state) and, from v1, Lag. Topics null
-//     describes every partition the group has share state for.
-//   - A group id that is unknown or held by a classic or consumer group is
-//     GROUP_ID_NOT_FOUND; an unknown topic or partition
-//     UNKNOWN_TOPIC_OR_PARTITION; NOT_COORDINATOR for a group another node
-//     coordinates.
+//     and 0 for a partition with no share state) and, from v1, Lag. Topics
+//     null describes every partition the group has share state for.
+//   - As Kafka 4.2, the group is not looked up: a group id that is unknown
+//     or held by a classic or consumer group, an unknown topic or
+//     partition, all have no share state and are answered so, without an
+//     error; NOT_COORDINATOR for a group another node coordinates.
 //
 // Version notes: v0 KIP-932; v1 adds Lag (KIP-1226).
 

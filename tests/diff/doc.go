@@ -51,6 +51,9 @@
 //   - configs_test.go: DescribeConfigs and IncrementalAlterConfigs;
 //   - groups_test.go: a classic group's states and errors, a rebalance,
 //     and a KIP-848 consumer group;
+//   - sharegroups_test.go: share groups (KIP-932): ShareGroupHeartbeat,
+//     ShareGroupDescribe, the other group APIs on share groups and the
+//     share APIs on other groups, Describe/Alter/DeleteShareGroupOffsets;
 //   - groupconfigs_test.go: group configs (KIP-848) and
 //     ListConfigResources;
 //   - metadata_test.go, admin_test.go: Metadata and auto-creation,

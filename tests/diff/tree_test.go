@@ -155,7 +155,7 @@ func list(v reflect.Value, sub map[string]string) any {
 
 // keyFields are the fields that identify a list's element, most specific
 // first.
-var keyFields = []string{"Topic", "Partition", "ApiKey", "Name", "Group", "ResourceName", "MemberID", "Key"}
+var keyFields = []string{"Topic", "Partition", "ApiKey", "Name", "Group", "GroupID", "ResourceName", "MemberID", "Key"}
 
 func keyField(t reflect.Type) string {
 	if t.Kind() != reflect.Struct {
