@@ -50,7 +50,13 @@
 //     (SKEIN_PASSWORD is the connecting user's);
 //   - group describe shows kadm's Lag (DescribeGroups, OffsetFetch and
 //     ListOffsets), as rpk does; group seek commits offsets only for a
-//     group with no members, resolving --to as consume resolves --from.
+//     group with no members, resolving --to as consume resolves --from;
+//   - a share group (KIP-932) is described by ShareGroupDescribe and
+//     DescribeShareGroupOffsets, sought by AlterShareGroupOffsets and its
+//     offsets deleted by DeleteShareGroupOffsets, as kafka-share-groups
+//     does; the broker's NON_EMPTY_GROUP is shown, not pre-empted. What a
+//     share-partition holds in flight only its leader's admin API says
+//     (group describe --admin, GET /v1/share-partitions).
 //
 // # Admin API commands
 //

@@ -1,14 +1,16 @@
 package cli
 
-// skein group list|describe|delete|seek, on kadm: consumer groups, their
-// members, committed offsets and lag, as kafka-consumer-groups and rpk group
-// show them.
+// skein group list|describe|delete|seek|delete-offsets, on kadm: consumer
+// groups, their members, committed offsets and lag, as kafka-consumer-groups
+// and rpk group show them; and share groups (KIP-932, group_share.go), as
+// kafka-share-groups does.
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,15 +19,18 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skeinlog/skein/chaos"
 )
 
 func newGroupCommand(environ []string, stdout io.Writer) *cobra.Command {
-	return clientCommand("group", "List, describe, delete consumer groups and set their offsets", environ, stdout,
-		newGroupListCommand, newGroupDescribeCommand, newGroupDeleteCommand, newGroupSeekCommand)
+	return clientCommand("group", "List, describe, delete consumer and share groups and set or delete their offsets", environ, stdout,
+		newGroupListCommand, newGroupDescribeCommand, newGroupDeleteCommand, newGroupSeekCommand, newGroupDeleteOffsetsCommand)
 }
 
 // groupStates are the group states of Kafka's ListGroups filter (KIP-518),
-// classic (the first five) and consumer (KIP-848), by their lower case.
+// classic (the first five) and consumer (KIP-848), by their lower case; a
+// share group (KIP-932) is Empty, Stable or Dead.
 var groupStates = func() map[string]string {
 	m := map[string]string{}
 	for _, s := range []string{"PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty", "Assigning", "Reconciling"} {
@@ -43,14 +48,16 @@ func newGroupListCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
 		Use:     "list",
 		Aliases: []string{"ls"},
 		Short:   "List groups with their state, type, protocol type and number of members",
-		Long: "List the groups of every broker (ListGroups), with their group type (classic or\n" +
-			"consumer), state, protocol type and number of members (DescribeGroups, or\n" +
-			"ConsumerGroupDescribe for consumer groups). --state keeps the groups in one\n" +
-			"of the given states (Stable, Empty, PreparingRebalance, CompletingRebalance,\n" +
-			"Dead, and for consumer groups Assigning, Reconciling; any case); --type the\n" +
-			"groups of one of the given types.",
-		Example: "  skein group list --state stable,empty --type classic",
-		Args:    cobra.NoArgs,
+		Long: "List the groups of every broker (ListGroups), with their group type (classic,\n" +
+			"consumer or share), state, protocol type and number of members\n" +
+			"(DescribeGroups, or ConsumerGroupDescribe for consumer groups,\n" +
+			"ShareGroupDescribe for share groups). --state keeps the groups in one of the\n" +
+			"given states (Stable, Empty, PreparingRebalance, CompletingRebalance, Dead,\n" +
+			"and for consumer groups Assigning, Reconciling; any case); --type the groups\n" +
+			"of one of the given types.",
+		Example: "  skein group list --state stable,empty --type classic\n" +
+			"  skein group list --type share",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var filter []string
 			for _, s := range states {
@@ -63,10 +70,10 @@ func newGroupListCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
 			var typeFilter []string
 			for _, t := range types {
 				switch t = strings.ToLower(strings.TrimSpace(t)); t {
-				case "classic", "consumer":
+				case "classic", "consumer", "share":
 					typeFilter = append(typeFilter, t)
 				default:
-					return usageError(fmt.Sprintf("--type %q: want classic or consumer", t))
+					return usageError(fmt.Sprintf("--type %q: want classic, consumer or share", t))
 				}
 			}
 			return flags.withAdmin(cmd, func(ctx context.Context, adm *kadm.Client) error {
@@ -75,14 +82,17 @@ func newGroupListCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
 					return err
 				}
 				// The member counts: of the classic groups from DescribeGroups,
-				// of the consumer groups (KIP-848) from ConsumerGroupDescribe.
-				var classic, consumer []string
+				// of the consumer groups (KIP-848) from ConsumerGroupDescribe,
+				// of the share groups (KIP-932) from ShareGroupDescribe.
+				var classic, consumer, share []string
 				for _, g := range listed.Sorted() {
 					switch g.GroupType {
 					case "", "classic":
 						classic = append(classic, g.Group)
 					case "consumer":
 						consumer = append(consumer, g.Group)
+					case "share":
+						share = append(share, g.Group)
 					}
 				}
 				// NB: a group deleted between the requests is simply not
@@ -110,6 +120,17 @@ func newGroupListCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
 						}
 					}
 				}
+				if len(share) > 0 {
+					described, err := adm.DescribeShareGroups(ctx, share...)
+					if err != nil && described == nil {
+						return err
+					}
+					for _, d := range described {
+						if d.Err == nil {
+							counts[d.GroupID] = len(d.Members)
+						}
+					}
+				}
 				rows := [][]string{{"GROUP", "TYPE", "STATE", "PROTOCOL-TYPE", "MEMBERS"}}
 				for _, g := range listed.Sorted() {
 					members := "-"
@@ -123,7 +144,7 @@ func newGroupListCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringSliceVar(&states, "state", nil, "keep the groups in these states (comma-separated or repeated)")
-	cmd.Flags().StringSliceVar(&types, "type", nil, "keep the groups of these types: classic, consumer")
+	cmd.Flags().StringSliceVar(&types, "type", nil, "keep the groups of these types: classic, consumer, share")
 	return cmd
 }
 
@@ -135,7 +156,8 @@ func orDash(s string) string {
 }
 
 func newGroupDescribeCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
-	return &cobra.Command{
+	var admin string
+	cmd := &cobra.Command{
 		Use:   "describe GROUP...",
 		Short: "Show groups' members, committed offsets, end offsets and lag",
 		Long: "Show a group: its coordinator, state, protocol type and protocol (the\n" +
@@ -148,9 +170,33 @@ func newGroupDescribeCommand(flags *clientFlags, stdout io.Writer) *cobra.Comman
 			"A consumer group (KIP-848, the consumer protocol) is described by\n" +
 			"ConsumerGroupDescribe, as DescribeGroups describes classic groups only: its\n" +
 			"group and assignment epochs, and for each member its epoch, the partitions\n" +
-			"it owns and its target assignment, which differ while it reconciles.",
+			"it owns and its target assignment, which differ while it reconciles.\n\n" +
+			"A share group (KIP-932) is described by ShareGroupDescribe: its epochs, the\n" +
+			"assignor, each member with its epoch and assigned partitions; then for every\n" +
+			"partition with share state or assigned, from DescribeShareGroupOffsets, the\n" +
+			"share-partition start offset (SPSO: every record before it is delivered and\n" +
+			"acknowledged or archived; - if the group has no state for it yet), the log\n" +
+			"end offset, the lag (the records from the SPSO to the high watermark not yet\n" +
+			"acknowledged or archived, KIP-1226) and how many members it is assigned to.\n" +
+			"Kafka's APIs carry no more; with --admin (the admin listeners of the nodes,\n" +
+			"comma-separated: each knows the partitions it leads) it also shows what each\n" +
+			"share-partition holds: IN-FLIGHT, the records from the SPSO to the last one\n" +
+			"read for the group (Kafka's InFlightMessageCount); ACQUIRED, those held by a\n" +
+			"consumer under a lock; ARCHIVED, those rejected or past the delivery limit\n" +
+			"still above the SPSO (once the SPSO passes them they are no longer counted).\n" +
+			"A partition shows - there when no node given serves it: no consumer fetched\n" +
+			"it since its leader took it, or its leader was not in --admin.",
+		Example: "  skein group describe billing\n" +
+			"  skein group describe jobs --admin 127.0.0.1:9644,127.0.0.1:9645",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, groups []string) error {
+			var access chaos.Access
+			if admin != "" {
+				var err error
+				if access, err = flags.security.access(); err != nil {
+					return usageError(err.Error())
+				}
+			}
 			return flags.withAdmin(cmd, func(ctx context.Context, adm *kadm.Client) error {
 				lags, err := adm.Lag(ctx, groups...)
 				if err != nil {
@@ -171,6 +217,19 @@ func newGroupDescribeCommand(flags *clientFlags, stdout io.Writer) *cobra.Comman
 					// request; its groups keep DescribeGroups' error.
 					consumers, _ = adm.DescribeConsumerGroups(ctx, notClassic...)
 				}
+				// Neither classic nor consumer: a share group (KIP-932)?
+				var notConsumer []string
+				for _, g := range notClassic {
+					if c, ok := consumers[g]; !ok || c.Err != nil {
+						notConsumer = append(notConsumer, g)
+					}
+				}
+				var shares kadm.DescribedShareGroups
+				if len(notConsumer) > 0 {
+					// NB: as above, a broker without share groups keeps
+					// the first error.
+					shares, _ = adm.DescribeShareGroups(ctx, notConsumer...)
+				}
 				var (
 					errs    []error
 					printed bool
@@ -179,19 +238,26 @@ func newGroupDescribeCommand(flags *clientFlags, stdout io.Writer) *cobra.Comman
 					l, ok := lags[g]
 					cg, isConsumer := consumers[g]
 					isConsumer = isConsumer && cg.Err == nil
+					sg, isShare := shares[g]
+					isShare = isShare && sg.Err == nil
 					switch {
 					case !ok:
 						errs = append(errs, fmt.Errorf("describe group %s: not in the broker's response", g))
-					case l.Error() != nil && !isConsumer:
+					case l.Error() != nil && !isConsumer && !isShare:
 						errs = append(errs, fmt.Errorf("describe group %s: %w", g, l.Error()))
 					default:
 						if printed {
 							fmt.Fprintln(stdout)
 						}
 						printed = true
-						if isConsumer {
+						switch {
+						case isShare:
+							if err = printShareGroup(ctx, adm, stdout, sg, admin, access); err != nil {
+								err = fmt.Errorf("describe group %s: %w", g, err)
+							}
+						case isConsumer:
 							err = printConsumerGroup(ctx, adm, stdout, cg)
-						} else {
+						default:
 							err = printGroup(stdout, l)
 						}
 						if err != nil {
@@ -203,6 +269,8 @@ func newGroupDescribeCommand(flags *clientFlags, stdout io.Writer) *cobra.Comman
 			})
 		},
 	}
+	cmd.Flags().StringVar(&admin, "admin", "", "the nodes' admin listeners, host:port, comma-separated, to show share-partitions' in-flight records too")
+	return cmd
 }
 
 // printGroup prints a described classic group with its lag.
@@ -412,9 +480,10 @@ func newGroupDeleteCommand(flags *clientFlags, stdout io.Writer) *cobra.Command 
 		Use:     "delete GROUP...",
 		Aliases: []string{"rm"},
 		Short:   "Delete empty groups and their committed offsets",
-		Long: "Delete groups (DeleteGroups) with their committed offsets. Only a group with no\n" +
-			"members can be deleted: Kafka answers NON_EMPTY_GROUP for one with members,\n" +
-			"GROUP_ID_NOT_FOUND for one that does not exist.",
+		Long: "Delete groups (DeleteGroups) with their committed offsets; a share group with\n" +
+			"its share-partitions' state (start offsets and in-flight records). Only a\n" +
+			"group with no members can be deleted: Kafka answers NON_EMPTY_GROUP for one\n" +
+			"with members, GROUP_ID_NOT_FOUND for one that does not exist.",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, groups []string) error {
 			return flags.withAdmin(cmd, func(ctx context.Context, adm *kadm.Client) error {
@@ -434,9 +503,10 @@ func newGroupSeekCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
 	var (
 		to     string
 		topics []string
+		share  bool
 	)
 	cmd := &cobra.Command{
-		Use:   "seek GROUP --to start|end|OFFSET|-N|@UNIX_MS|TIME [--topics t1,t2]",
+		Use:   "seek GROUP --to start|end|OFFSET|-N|@UNIX_MS|TIME [--topics t1,t2] [--share]",
 		Short: "Set an empty group's committed offsets",
 		Long: "Commit new offsets for a group that has no members, for every partition of\n" +
 			"--topics, or by default of the topics the group has committed offsets for.\n" +
@@ -450,9 +520,16 @@ func newGroupSeekCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
 			"  TIME, @TIME    the same for an RFC 3339 time, 2024-06-01T12:00:00Z\n" +
 			"A group with members is refused, as rpk and kafka-consumer-groups do: its\n" +
 			"consumers would overwrite the offsets; stop them first. It prints each\n" +
-			"partition's offset before and after.",
+			"partition's offset before and after.\n\n" +
+			"Of a share group (KIP-932) it sets the share-partition start offsets\n" +
+			"(AlterShareGroupOffsets, as kafka-share-groups --reset-offsets), by default\n" +
+			"of the topics the group has start offsets for; what was in flight is\n" +
+			"forgotten. Kafka refuses it with NON_EMPTY_GROUP while the group has members.\n" +
+			"--share makes a group that does not exist a share group (without it, the\n" +
+			"commit makes it a classic group).",
 		Example: "  skein group seek billing --to start --topics orders\n" +
-			"  skein group seek billing --to 2024-06-01T12:00:00Z",
+			"  skein group seek billing --to 2024-06-01T12:00:00Z\n" +
+			"  skein group seek jobs --to end --topics orders --share",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if to == "" {
@@ -468,17 +545,27 @@ func newGroupSeekCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
 					names = append(names, t)
 				}
 			}
-			adm, err := flags.admin(cmd.Context())
+			cl, err := flags.connect(cmd.Context())
 			if err != nil {
 				return err
 			}
-			defer adm.Close()
+			defer cl.Close()
+			adm := kadm.NewClient(cl)
 			group := args[0]
+			// A share group's offsets are its share-partitions' start
+			// offsets, set with AlterShareGroupOffsets.
+			rctx, cancel := flags.requestContext(cmd.Context())
+			sg, isShare := describeShareGroup(rctx, adm, group)
+			cancel()
+			if isShare || share {
+				return prefixErrors("seek group "+group, flags.gaveUp(seekShareGroup(cmd.Context(), flags, cl, adm, group, len(sg.Members), start, names, stdout)))
+			}
 			return prefixErrors("seek group "+group, flags.gaveUp(seekGroup(cmd.Context(), flags, adm, group, start, names, stdout)))
 		},
 	}
 	cmd.Flags().StringVar(&to, "to", "", "where to: start, end, OFFSET, -N, @UNIX_MS, RFC 3339 time")
-	cmd.Flags().StringSliceVar(&topics, "topics", nil, "the topics to seek (default: those the group has committed offsets for)")
+	cmd.Flags().StringSliceVar(&topics, "topics", nil, "the topics to seek (default: those the group has committed or start offsets for)")
+	cmd.Flags().BoolVar(&share, "share", false, "a group that does not exist is made a share group (KIP-932)")
 	return cmd
 }
 
@@ -575,6 +662,97 @@ func seekGroup(ctx context.Context, flags *clientFlags, adm *kadm.Client, group 
 	}
 	if err := printTable(w, dropEmptyLastColumn(rows)); err != nil {
 		return err
+	}
+	return errors.Join(errs...)
+}
+
+func newGroupDeleteOffsetsCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
+	var topics []string
+	cmd := &cobra.Command{
+		Use:   "delete-offsets GROUP --topics t1,t2",
+		Short: "Delete a group's offsets of some topics",
+		Long: "Delete a group's offsets of every partition of --topics. Of a classic or\n" +
+			"consumer group, the committed offsets (OffsetDelete, as kafka-consumer-groups\n" +
+			"--delete-offsets): Kafka refuses a topic the group's members are subscribed to\n" +
+			"with GROUP_SUBSCRIBED_TO_TOPIC. Of a share group (KIP-932), the share-partition\n" +
+			"start offsets and in-flight state (DeleteShareGroupOffsets, as\n" +
+			"kafka-share-groups --delete-offsets): its consumers then start those\n" +
+			"partitions afresh, from share.auto.offset.reset; Kafka refuses it with\n" +
+			"NON_EMPTY_GROUP while the group has members.",
+		Example: "  skein group delete-offsets jobs --topics orders",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var names []string
+			for _, t := range topics {
+				if t = strings.TrimSpace(t); t != "" && !slices.Contains(names, t) {
+					names = append(names, t)
+				}
+			}
+			if len(names) == 0 {
+				return usageError("--topics is required: the topics whose offsets to delete")
+			}
+			cl, err := flags.connect(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			adm := kadm.NewClient(cl)
+			group := args[0]
+			ctx, cancel := flags.requestContext(cmd.Context())
+			defer cancel()
+			if sg, ok := describeShareGroup(ctx, adm, group); ok {
+				return prefixErrors("delete offsets of group "+group, flags.gaveUp(deleteShareOffsets(ctx, cl, group, len(sg.Members), names, stdout)))
+			}
+			return prefixErrors("delete offsets of group "+group, flags.gaveUp(deleteOffsets(ctx, adm, group, names, stdout)))
+		},
+	}
+	cmd.Flags().StringSliceVar(&topics, "topics", nil, "the topics whose offsets to delete (comma-separated or repeated)")
+	return cmd
+}
+
+// deleteOffsets deletes a classic or consumer group's committed offsets of
+// every partition of topics (OffsetDelete).
+func deleteOffsets(ctx context.Context, adm *kadm.Client, group string, topics []string, w io.Writer) error {
+	listed, err := adm.ListTopics(ctx, topics...)
+	if err != nil {
+		return err
+	}
+	set := kadm.TopicsSet{}
+	var errs []error
+	for _, t := range topics {
+		td, ok := listed[t]
+		switch {
+		case !ok:
+			errs = append(errs, fmt.Errorf("topic %s: not in the broker's metadata", t))
+		case td.Err != nil:
+			errs = append(errs, fmt.Errorf("topic %s: %w", t, td.Err))
+		default:
+			set.Add(t, td.Partitions.Numbers()...)
+		}
+	}
+	if len(set) == 0 {
+		return errors.Join(errs...)
+	}
+	deleted, err := adm.DeleteOffsets(ctx, group, set)
+	if err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	for _, t := range topics {
+		ps, ok := deleted[t]
+		if !ok {
+			continue
+		}
+		var done []int32
+		for _, p := range slices.Sorted(maps.Keys(ps)) {
+			if ps[p] != nil {
+				errs = append(errs, fmt.Errorf("%s[%d]: %w", t, p, ps[p]))
+			} else {
+				done = append(done, p)
+			}
+		}
+		if len(done) > 0 {
+			fmt.Fprintf(w, "deleted the offsets of %s on %s%s\n", group, t, int32List(done))
+		}
 	}
 	return errors.Join(errs...)
 }

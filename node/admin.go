@@ -18,6 +18,11 @@ package node
 //	GET    /v1/actors        the live actor tree: {"actors": [{"name", "kind",
 //	                         "mailbox_length", "restarts", "children": [...]}]}
 //	GET    /v1/events        actor events (?since=SEQ&limit=N): {"events": [...], "next": SEQ}
+//	GET    /v1/share-partitions  the share-partitions this node leads that have an
+//	                         actor (?group=G: of one share group), with what each
+//	                         holds in flight: {"node", "share_partitions": [{"group",
+//	                         "topic", "partition", "start_offset", "end_offset",
+//	                         "in_flight", "acquired", "archived", ...}]} (see shares.go)
 //	GET    /v1/node, /v1/faults, /v1/links, /v1/clock, /v1/disk, and their
 //	       POST and DELETE: the faults `skein chaos` injects (see chaos.go)
 //	GET    /v1/extension-kinds, /v1/extensions[/{name}], POST /v1/extensions,
@@ -87,6 +92,7 @@ func (n *Node) startAdmin() (*adminServer, error) {
 	mux.HandleFunc("GET /v1/actors", a.actors)
 	mux.HandleFunc("GET /v1/events", a.events)
 	mux.HandleFunc("GET /v1/cluster", a.cluster)
+	mux.HandleFunc("GET /v1/share-partitions", a.sharePartitions)
 	a.chaosRoutes(mux)
 	a.extensionRoutes(mux)
 	a.srv = &http.Server{

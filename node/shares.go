@@ -1,7 +1,13 @@
 package node
 
 import (
+	"cmp"
+	"net/http"
+	"slices"
 	"strconv"
+	"strings"
+	"sync"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/prometheus/client_golang/prometheus"
@@ -176,4 +182,73 @@ func (g groupShareStates) Delete(group string, topicID [16]byte, partition int32
 		}
 		reply(res.Code)
 	})
+}
+
+// sharePartitionJSON is one share-partition of /v1/share-partitions: what
+// the actor of a share group's partition led here holds in flight, which
+// Kafka's APIs do not carry (DescribeShareGroupOffsets gives the start
+// offset and lag only). The fields are share.Described's.
+type sharePartitionJSON struct {
+	Group        string `json:"group"`
+	Topic        string `json:"topic"`
+	Partition    int32  `json:"partition"`
+	Loaded       bool   `json:"loaded"`
+	LeaderEpoch  int32  `json:"leader_epoch"`
+	StartOffset  int64  `json:"start_offset"` // the SPSO, -1 while loading
+	EndOffset    int64  `json:"end_offset"`   // the window's end, -1 while loading
+	InFlight     int64  `json:"in_flight"`    // end_offset - start_offset (Kafka's InFlightMessageCount)
+	Acquired     int    `json:"acquired"`
+	Available    int    `json:"available"`
+	Acknowledged int    `json:"acknowledged"`
+	Archived     int    `json:"archived"`
+}
+
+// sharePartitionsTimeout bounds the wait for each share-partition actor's
+// answer; one that does not answer in time (stopping, or busy) is left
+// out.
+const sharePartitionsTimeout = 5 * time.Second
+
+// sharePartitions serves GET /v1/share-partitions[?group=G]: the
+// share-partitions this node's actors serve, of group G or of every share
+// group, sorted. A share-partition has an actor on its leader from its
+// first ShareFetch or ShareAcknowledge until leadership moves or its
+// state is altered; one without is absent. The actors are asked in
+// parallel (share.Describe), each in its own mailbox turn, so the counts
+// of different partitions are of slightly different moments.
+func (a *adminServer) sharePartitions(w http.ResponseWriter, r *http.Request) {
+	type asked struct {
+		group, topic string
+		partition    int32
+		pid          *actor.PID
+	}
+	var all []asked
+	a.n.shares.Each(r.URL.Query().Get("group"), func(group, topic string, partition int32, pid *actor.PID) {
+		all = append(all, asked{group, topic, partition, pid})
+	})
+	out := make([]*sharePartitionJSON, len(all))
+	var wg sync.WaitGroup
+	for i, s := range all {
+		wg.Go(func() {
+			res, err := actors.Ask(a.n.sys, s.pid, &share.Describe{}, sharePartitionsTimeout)
+			d, ok := res.(*share.Described)
+			if err != nil || !ok {
+				return
+			}
+			out[i] = &sharePartitionJSON{Group: s.group, Topic: s.topic, Partition: s.partition,
+				Loaded: d.Loaded, LeaderEpoch: d.LeaderEpoch, StartOffset: d.StartOffset, EndOffset: d.EndOffset,
+				Acquired: d.Acquired, Available: d.Available, Acknowledged: d.Acknowledged, Archived: d.Archived}
+			if d.Loaded {
+				out[i].InFlight = d.EndOffset - d.StartOffset
+			}
+		})
+	}
+	wg.Wait()
+	out = slices.DeleteFunc(out, func(p *sharePartitionJSON) bool { return p == nil })
+	slices.SortFunc(out, func(x, y *sharePartitionJSON) int {
+		return cmp.Or(strings.Compare(x.Group, y.Group), strings.Compare(x.Topic, y.Topic), cmp.Compare(x.Partition, y.Partition))
+	})
+	writeJSON(w, http.StatusOK, struct {
+		Node            int32                 `json:"node"`
+		SharePartitions []*sharePartitionJSON `json:"share_partitions"`
+	}{a.n.cfg.NodeID, out})
 }

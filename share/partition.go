@@ -92,6 +92,30 @@ type AckResult struct {
 	Err *kerr.Error
 }
 
+// Describe asks a share-partition actor what its in-flight window holds,
+// for the admin API (node's /v1/share-partitions): Kafka's APIs carry a
+// share-partition's start offset and lag, not its in-flight records.
+// Sent by node's admin API to the actors of its own node with a request
+// (actors.Ask), never over remoting; answered with *Described. It changes
+// nothing.
+type Describe struct{}
+
+// Described answers Describe. While the actor reads its state (Loaded
+// false) the offsets are -1 and the counts zero.
+type Described struct {
+	Loaded      bool
+	LeaderEpoch int32 // the partition's leader epoch the actor serves
+	// StartOffset is the share-partition start offset (SPSO); EndOffset
+	// the offset after the last record read into the window. The records
+	// between are in flight (Kafka's InFlightMessageCount).
+	StartOffset, EndOffset int64
+	// Acquired records are held by a consumer under a lock; Available
+	// ones wait for one (released, or their lock expired); Acknowledged
+	// and Archived ones are finished but held in the window by an
+	// unfinished record before them.
+	Acquired, Available, Acknowledged, Archived int
+}
+
 // stashedAck is an acknowledgement that came while loading, with where
 // its answer goes.
 type stashedAck struct {
@@ -180,6 +204,8 @@ func (a *partitionActor) Receive(c actor.Context) {
 			return
 		}
 		a.acknowledge(m, reply)
+	case *Describe:
+		c.Respond(a.describe())
 	case *ReleaseMember:
 		if a.loaded {
 			released, archived := a.w.releaseMember(m.Member, a.settings().DeliveryCountLimit)
@@ -199,6 +225,15 @@ func (a *partitionActor) Receive(c actor.Context) {
 	case *actor.Stopping, *actor.Restarting:
 		a.fail(kerr.NotLeaderForPartition)
 	}
+}
+
+func (a *partitionActor) describe() *Described {
+	d := &Described{Loaded: a.loaded, LeaderEpoch: a.epoch, StartOffset: -1, EndOffset: -1}
+	if a.loaded {
+		d.StartOffset, d.EndOffset = a.w.start, a.w.end()
+		d.Acquired, d.Available, d.Acknowledged, d.Archived = a.w.counts()
+	}
+	return d
 }
 
 func (a *partitionActor) settings() Settings { return a.cfg.Settings(a.key.Group) }
@@ -399,7 +434,7 @@ func (a *partitionActor) flush() {
 	a.writing, a.inflight, a.pending = true, a.pending, nil
 	a.cfg.Stats.StateWrites.Add(1)
 	a.ask(&WriteState{Key: a.key, StateEpoch: a.stateEpoch, LeaderEpoch: a.epoch, StartOffset: start,
-		DeliveryCompleteCount: -1, Batches: batches}, func(res *StateResult) {
+		DeliveryCompleteCount: a.w.deliveryComplete(), Batches: batches}, func(res *StateResult) {
 		a.writing = false
 		if res.Code != 0 {
 			// What this actor holds is no longer what is durable: answer

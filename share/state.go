@@ -269,14 +269,16 @@ func (e *entry) found(batches bool) *StateResult {
 }
 
 // initialize handles InitializeState (Kafka's initializeState): a snapshot
-// of the new state epoch with the start offset and no batches. An older
-// state epoch than the key's is FENCED_STATE_EPOCH.
+// of the new state epoch with the start offset and no batches, so no
+// record after the start offset delivered (DeliveryCompleteCount 0, which
+// makes the partition's lag known at once). An older state epoch than the
+// key's is FENCED_STATE_EPOCH.
 func (s *shard) initialize(m *InitializeState, now int64) (*StateResult, []Record) {
 	if r := s.check(m.Key); r != nil {
 		return r, nil
 	}
 	e := s.keys[m.Key]
-	v := &Value{StateEpoch: m.StateEpoch, LeaderEpoch: -1, StartOffset: m.StartOffset, DeliveryCompleteCount: -1,
+	v := &Value{StateEpoch: m.StateEpoch, LeaderEpoch: -1, StartOffset: m.StartOffset, DeliveryCompleteCount: 0,
 		CreateTimestamp: now, WriteTimestamp: now}
 	if e != nil {
 		if e.stateEpoch > m.StateEpoch {

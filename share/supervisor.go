@@ -63,6 +63,17 @@ func (d *Directory) Get(group, topic string, p int32) *actor.PID {
 	return nil
 }
 
+// Each calls fn for every share-partition of group that has an actor
+// here (every share group's when group is ""), in no order.
+func (d *Directory) Each(group string, fn func(group, topic string, partition int32, pid *actor.PID)) {
+	d.m.Range(func(k, v any) bool {
+		if dk := k.(dirKey); group == "" || dk.group == group {
+			fn(dk.group, dk.topic, dk.partition, v.(*actor.PID))
+		}
+		return true
+	})
+}
+
 // SupervisorProps returns the props of the "shares" supervisor: one actor
 // per share group and partition led here, named <group>/<topic>-<n> (the
 // group id path-escaped), spawned at its first ShareFetch or

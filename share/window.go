@@ -451,16 +451,44 @@ func (w *window) dirty() bool {
 	return slices.ContainsFunc(w.slots, func(s slot) bool { return s.dirty })
 }
 
-// inFlight counts the window's acquired and finished-but-not-passed
-// records, for describing the share-partition.
-func (w *window) inFlight() (acquiredN, availableN int) {
+// deliveryComplete counts the records after the SPSO that are finished
+// (acknowledged or archived): those of the window and those of the
+// restored state past its end. The share coordinator keeps it with the
+// state (Kafka's DeliveryCompleteCount, KIP-1226) for
+// DescribeShareGroupOffsets' lag.
+func (w *window) deliveryComplete() int32 {
+	n := 0
+	for _, s := range w.slots {
+		if s.state == Acknowledged || s.state == Archived {
+			n++
+		}
+	}
+	end := w.end()
+	for _, b := range w.restored {
+		if (b.State == Acknowledged || b.State == Archived) && b.Last >= end {
+			n += int(b.Last - max(b.First, end) + 1)
+		}
+	}
+	return int32(n)
+}
+
+// counts returns how many of the window's records are in each delivery
+// state, for describing the share-partition (Describe). Everything below
+// the SPSO is finished and forgotten: the acknowledged and archived
+// records counted are those still held in the window by an unfinished
+// record before them.
+func (w *window) counts() (acquiredN, availableN, acknowledgedN, archivedN int) {
 	for _, s := range w.slots {
 		switch s.state {
 		case acquired:
 			acquiredN++
 		case Available:
 			availableN++
+		case Acknowledged:
+			acknowledgedN++
+		case Archived:
+			archivedN++
 		}
 	}
-	return acquiredN, availableN
+	return acquiredN, availableN, acknowledgedN, archivedN
 }

@@ -234,3 +234,27 @@ func FuzzAcknowledge(f *testing.F) {
 		}
 	})
 }
+
+// TestWindowCountsAndDeliveryComplete: what Describe reports of a window
+// and the DeliveryCompleteCount written with its state (KIP-1226): the
+// finished records after the SPSO, restored ones past the window's end
+// included.
+func TestWindowCountsAndDeliveryComplete(t *testing.T) {
+	v := testLog(t, 6)
+	var w window
+	w.reset(0, []StateBatch{{First: 8, Last: 9, State: Acknowledged, Count: 1}, {First: 10, Last: 10, State: Available, Count: 1}})
+	if _, err := w.acquire(v, v.HighWatermark, lim("m1", 4), now, nil); err != nil {
+		t.Fatal(err)
+	}
+	// 0 held, 1 accepted, 2 rejected, 3 released: the SPSO stays at 0.
+	if _, err := w.acknowledge("m1", []AckBatch{{1, 3, []int8{ackAccept, ackReject, ackRelease}}}, false, lim("m1", 0), now); err != nil {
+		t.Fatal(err)
+	}
+	acq, avail, acked, archived := w.counts()
+	if w.start != 0 || w.end() != 4 || acq != 1 || avail != 1 || acked != 1 || archived != 1 {
+		t.Errorf("window [%d,%d): acquired %d available %d acknowledged %d archived %d, want [0,4) 1 1 1 1", w.start, w.end(), acq, avail, acked, archived)
+	}
+	if n := w.deliveryComplete(); n != 4 { // 1, 2, and the restored 8 and 9
+		t.Errorf("deliveryComplete %d, want 4", n)
+	}
+}
