@@ -369,7 +369,9 @@ func (a *partitionActor) acquire(m *Acquire, reply func(Acquired)) {
 }
 
 // readCovering returns the log's batches from the one holding first to
-// the one holding last, whole.
+// the one holding last, whole: one read, cut after the last one's batch,
+// in the common case where the acquired records span less than a
+// megabyte.
 func readCovering(v *store.View, first, last int64) []byte {
 	var out []byte
 	for off := first; off <= last; {
@@ -377,14 +379,20 @@ func readCovering(v *store.View, first, last int64) []byte {
 		if err != nil || len(b) == 0 {
 			return out
 		}
-		_ = store.ForEachBatch(b, func(batch []byte, h store.Header) error {
+		cut := 0
+		_ = store.ForEachBatch(b, func(_ []byte, h store.Header) error {
 			if h.BaseOffset > last {
 				return errStop
 			}
-			out = append(out, batch...)
+			cut += int(h.Size())
 			off = h.NextOffset()
 			return nil
 		})
+		if out == nil {
+			out = b[:cut]
+		} else {
+			out = append(out, b[:cut]...)
+		}
 	}
 	return out
 }
