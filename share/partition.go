@@ -1,6 +1,7 @@
 package share
 
 import (
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -59,6 +60,8 @@ type Acquire struct {
 	// of one) when records this answer could not give may have become
 	// available: released, expired, or the window freed.
 	Wake chan struct{}
+	// Until is when the fetch stops waiting: Wake is forgotten then.
+	Until time.Time
 }
 
 // Acquired answers Acquire: the records acquired, as ranges with their
@@ -150,7 +153,7 @@ type partitionActor struct {
 	// waiting for the current one.
 	pending, inflight []func(*kerr.Error)
 	writing           bool
-	waiters           []chan struct{}
+	waiters           []waiter
 	timerAt           time.Time
 	retry             time.Duration
 }
@@ -327,7 +330,7 @@ func (a *partitionActor) led() *partition.View {
 
 func (a *partitionActor) acquire(m *Acquire, reply func(Acquired)) {
 	if !a.loaded {
-		a.await(m.Wake)
+		a.await(m)
 		reply(Acquired{})
 		return
 	}
@@ -354,7 +357,7 @@ func (a *partitionActor) acquire(m *Acquire, reply func(Acquired)) {
 	a.cfg.Stats.Archived.Add(int64(got.archived))
 	out := Acquired{LockMs: int32(s.LockDuration.Milliseconds())}
 	if got.n == 0 {
-		a.await(m.Wake)
+		a.await(m)
 	} else {
 		a.schedule(now.Add(s.LockDuration))
 		out.Records = readCovering(v.Log, got.spans[0].first, got.spans[len(got.spans)-1].last)
@@ -482,17 +485,28 @@ func (a *partitionActor) stopSelf() {
 	a.sys.Root.Stop(a.self)
 }
 
-// await registers a fetch's wake channel.
-func (a *partitionActor) await(ch chan struct{}) {
-	if ch != nil {
-		a.waiters = append(a.waiters, ch)
+// waiter is a fetch waiting for records.
+type waiter struct {
+	ch    chan struct{}
+	until time.Time
+}
+
+// await registers a fetch's wake channel, forgetting those of fetches
+// that stopped waiting, so that a consumer polling an idle partition
+// does not grow the list.
+func (a *partitionActor) await(m *Acquire) {
+	if m.Wake == nil {
+		return
 	}
+	now := time.Now()
+	a.waiters = slices.DeleteFunc(a.waiters, func(w waiter) bool { return w.until.Before(now) })
+	a.waiters = append(a.waiters, waiter{m.Wake, m.Until})
 }
 
 func (a *partitionActor) wake() {
-	for _, ch := range a.waiters {
+	for _, w := range a.waiters {
 		select {
-		case ch <- struct{}{}:
+		case w.ch <- struct{}{}:
 		default:
 		}
 	}

@@ -258,3 +258,24 @@ func TestWindowCountsAndDeliveryComplete(t *testing.T) {
 		t.Errorf("deliveryComplete %d, want 4", n)
 	}
 }
+
+// TestWaitersOfFinishedFetchesAreForgotten: a consumer long-polling an
+// idle partition leaves one wake channel per fetch; those whose fetch
+// stopped waiting are dropped at the next registration.
+func TestWaitersOfFinishedFetchesAreForgotten(t *testing.T) {
+	var a partitionActor
+	for range 100 {
+		a.await(&Acquire{Wake: make(chan struct{}, 1), Until: time.Now().Add(-time.Millisecond)})
+	}
+	live := make(chan struct{}, 1)
+	a.await(&Acquire{Wake: live, Until: time.Now().Add(time.Minute)})
+	if len(a.waiters) != 1 {
+		t.Fatalf("%d waiters kept, want the one still waiting", len(a.waiters))
+	}
+	a.wake()
+	select {
+	case <-live:
+	default:
+		t.Fatal("the waiting fetch was not woken")
+	}
+}

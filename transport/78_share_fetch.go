@@ -211,7 +211,7 @@ func (a *API) shareFetch(c *conn, req *kmsg.ShareFetchRequest, resp *kmsg.ShareF
 				p.out.ErrorCode = err.Code
 				continue
 			}
-			r := a.shareAcquire(pid, &share.Acquire{Member: member, MaxRecords: maxRecords - got, MaxBytes: maxBytes, Wake: wake})
+			r := a.shareAcquire(pid, &share.Acquire{Member: member, MaxRecords: maxRecords - got, MaxBytes: maxBytes, Wake: wake, Until: deadline})
 			if r.Err != nil {
 				p.out.ErrorCode = r.Err.Code
 				continue
