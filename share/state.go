@@ -268,17 +268,24 @@ func (e *entry) found(batches bool) *StateResult {
 	return r
 }
 
-// initialize handles InitializeState (Kafka's initializeState): a snapshot
-// of the new state epoch with the start offset and no batches, so no
-// record after the start offset delivered (DeliveryCompleteCount 0, which
-// makes the partition's lag known at once). An older state epoch than the
-// key's is FENCED_STATE_EPOCH.
+// initialize handles InitializeState (Kafka's initializeState,
+// ShareGroupOffset.fromRequest): a snapshot of the new state epoch with
+// the start offset and no batches, in leader epoch 0 (Kafka's
+// UNINITIALIZED_EPOCH: the share-partition's leader records its own
+// when it reads the state). A known start offset has no record after it
+// delivered yet (DeliveryCompleteCount 0, which makes the partition's lag
+// known at once); an uninitialized one (-1) has no count either (-1). An
+// older state epoch than the key's is FENCED_STATE_EPOCH.
 func (s *shard) initialize(m *InitializeState, now int64) (*StateResult, []Record) {
 	if r := s.check(m.Key); r != nil {
 		return r, nil
 	}
 	e := s.keys[m.Key]
-	v := &Value{StateEpoch: m.StateEpoch, LeaderEpoch: -1, StartOffset: m.StartOffset, DeliveryCompleteCount: 0,
+	delivered := int32(0)
+	if m.StartOffset == Uninitialized {
+		delivered = -1
+	}
+	v := &Value{StateEpoch: m.StateEpoch, LeaderEpoch: 0, StartOffset: m.StartOffset, DeliveryCompleteCount: delivered,
 		CreateTimestamp: now, WriteTimestamp: now}
 	if e != nil {
 		if e.stateEpoch > m.StateEpoch {

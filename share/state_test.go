@@ -321,3 +321,22 @@ func TestWritesUpdatesAndSnapshots(t *testing.T) {
 		t.Errorf("gone: %+v", recs)
 	}
 }
+
+// InitializeState writes what Kafka's ShareGroupOffset.fromRequest does:
+// leader epoch 0 (UNINITIALIZED_EPOCH, until a leader's read records its
+// own), and a delivery-complete count of 0 for a start offset (the lag is
+// known from it) or -1 for an uninitialized one (-1).
+func TestInitializeEpochAndDeliveryCount(t *testing.T) {
+	h := newH(t, 500)
+	h.code(&InitializeState{Key: keyA, StateEpoch: 1, StartOffset: 10}, nil)
+	if r := h.do(&ReadSummary{Key: keyA}); r.LeaderEpoch != 0 || r.DeliveryCompleteCount != 0 || r.StartOffset != 10 {
+		t.Errorf("summary after initializing at 10: %+v", r)
+	}
+	h.code(&InitializeState{Key: keyA, StateEpoch: 2, StartOffset: Uninitialized}, nil)
+	if r := h.do(&ReadSummary{Key: keyA}); r.LeaderEpoch != 0 || r.DeliveryCompleteCount != -1 || r.StartOffset != Uninitialized {
+		t.Errorf("summary after initializing at -1: %+v", r)
+	}
+	if r, _ := h.reloaded().read(&ReadState{Key: keyA, LeaderEpoch: -1}, 0); r.LeaderEpoch != 0 || r.DeliveryCompleteCount != -1 {
+		t.Errorf("after a reload: %+v", r)
+	}
+}
