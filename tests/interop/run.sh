@@ -58,7 +58,14 @@
 #     the end offsets, then listGroups, describeConsumerGroups,
 #     deleteConsumerGroupOffsets and deleteConsumerGroups; transactions (commit, abort) read with
 #     read_committed and read_uncommitted; a KIP-848 (group.protocol=
-#     consumer) consumer subscribed to a pattern;
+#     consumer) consumer subscribed to a pattern; share groups (KIP-932):
+#     three KafkaShareConsumers with explicit acknowledgement sharing one
+#     partition (share.auto.offset.reset=earliest set on the GROUP
+#     resource), accepting, releasing and rejecting records by key: each
+#     gets records, every record but the rejected accepted once, released
+#     ones redelivered with a higher deliveryCount, rejected ones never,
+#     commitSync without errors, then describeShareGroups and
+#     listShareGroupOffsets (start offset at the end);
 #   - Apache Kafka's command-line tools (kafka-tools, the same classpath):
 #     kafka-topics (create, describe, alter to more partitions, list,
 #     delete), kafka-producer-perf-test and kafka-consumer-perf-test (with a
@@ -71,6 +78,11 @@
 #     kafka-transactions list, describe, describe-producers and abort (a
 #     transaction left open by a confluent-kafka producer that went away,
 #     holding read_committed readers back until it is aborted);
+#     kafka-console-share-consumer in a share group whose
+#     share.auto.offset.reset kafka-configs sets, and kafka-share-groups
+#     (ShareGroupCommand) --list, --describe (offsets, --members, --state)
+#     while it consumes and after it stops on SIGTERM, --reset-offsets
+#     --to-earliest, --delete-offsets and --delete;
 #   - the node stops cleanly on SIGTERM;
 #   - a secured node, started from a Kafka-style server.properties with
 #     PLAINTEXT, SASL_SSL (PLAIN users in a JAAS line) and SSL (client
@@ -914,6 +926,101 @@ EOF
 	else
 		fail "kafka-transactions abort: no transaction open, the plain record read_committed (status $status)"
 		cat "$T" "$WORK/tools-txn.after"
+	fi
+
+	# Share groups (KIP-932): kafka-console-share-consumer reads a
+	# one-partition topic in tools-share-group, whose
+	# share.auto.offset.reset kafka-configs sets to earliest, and stays (it
+	# waits for a 101st record) while kafka-share-groups (ShareGroupCommand)
+	# describes the group; then, the consumer gone, resets, deletes the
+	# offsets and deletes the group.
+	share_groups() { tool consumer.group.ShareGroupCommand --bootstrap-server "$BROKER" "$@"; }
+	# share_start FILE: tools-share-0's START-OFFSET in a --describe.
+	share_start() { awk '$1 == "tools-share-group" && $2 == "tools-share" && $3 == 0 { print $4 }' "$1"; }
+	SG=tools-share-group
+	tool TopicCommand --bootstrap-server "$BROKER" --create --topic tools-share --partitions 1 --replication-factor 1 >"$T"
+	status=$?
+	configs --entity-type groups --entity-name $SG --alter --add-config share.auto.offset.reset=earliest >>"$T"
+	status=$((status + $?))
+	seq 1 100 | kc -P -t tools-share >>"$T" 2>&1
+	status=$((status + $?))
+	[ $status -eq 0 ] || { fail "share groups: tools-share created, $SG's share.auto.offset.reset set, 100 records produced (status $status)"; cat "$T"; }
+	timeout 120 java -cp "$HERE/java/target/classes:$(cat "$HERE/java/target/classpath.txt")" \
+		org.apache.kafka.tools.consumer.ConsoleShareConsumer --bootstrap-server "$BROKER" --topic tools-share \
+		--group $SG --max-messages 101 >"$WORK/share-console.out" 2>"$WORK/share-console.err" &
+	share_pid=$!
+	# Every record accepted (the console consumer acknowledges a poll's
+	# records with its next) moves the start offset to the end.
+	deadline=$((SECONDS + 60))
+	until share_groups --describe --group $SG >"$T" && [ "$(share_start "$T")" = 100 ]; do
+		[ "$SECONDS" -lt "$deadline" ] && kill -0 "$share_pid" 2>/dev/null || break
+		sleep 0.5
+	done
+	if [ "$(share_start "$T")" = 100 ] && [ "$(wc -l <"$WORK/share-console.out")" -eq 100 ]; then
+		ok "kafka-console-share-consumer: 100 records; kafka-share-groups --describe: $SG tools-share 0 at START-OFFSET 100"
+	else
+		fail "kafka-console-share-consumer: 100 records; kafka-share-groups --describe: START-OFFSET 100 ($(wc -l <"$WORK/share-console.out") records)"
+		cat "$T"
+		tail -n 5 "$WORK/share-console.err"
+	fi
+	share_groups --list >"$T"
+	check_tool "kafka-share-groups --list: $SG" $? "$T" "^$SG\$"
+	share_groups --describe --members --group $SG >"$T"
+	check_tool "kafka-share-groups --describe --members: one member, client id console-share-consumer, assigned tools-share:0" $? "$T" \
+		"^$SG +[A-Za-z0-9_-]{22} +/[0-9.]+ +console-share-consumer +1 +tools-share:0\$"
+	share_groups --describe --state --group $SG >"$T"
+	check_tool "kafka-share-groups --describe --state: Stable, 1 member, coordinator node 1" $? "$T" \
+		"^$SG +[0-9.]+:[0-9]+ +\(1\) +Stable +1\$"
+	# SIGTERM: the consumer closes, acknowledging and leaving the group,
+	# well within its 30 s close timeout.
+	kill -TERM "$share_pid" 2>/dev/null
+	deadline=$((SECONDS + 10))
+	while kill -0 "$share_pid" 2>/dev/null && [ "$SECONDS" -lt "$deadline" ]; do
+		sleep 0.1
+	done
+	if kill -0 "$share_pid" 2>/dev/null; then
+		fail "kafka-console-share-consumer stops on SIGTERM: still running after 10 s"
+		kill -KILL "$share_pid" 2>/dev/null
+	fi
+	wait "$share_pid" 2>/dev/null
+	share_groups --describe --state --group $SG >"$T"
+	if [ $? -eq 0 ] && grep -q '^Processed a total of 100 messages$' "$WORK/share-console.err" &&
+		grep -Eq "^$SG +[0-9.]+:[0-9]+ +\(1\) +Empty +0\$" "$T"; then
+		ok "kafka-console-share-consumer stops on SIGTERM; kafka-share-groups --describe --state: Empty, 0 members"
+	else
+		fail "kafka-console-share-consumer stops on SIGTERM; --describe --state: Empty, 0 members"
+		cat "$T"
+		tail -n 5 "$WORK/share-console.err"
+	fi
+	share_groups --reset-offsets --to-earliest --execute --topic tools-share --group $SG >"$T"
+	status=$?
+	grep -Eq "^$SG +tools-share +0 +0\$" "$T" || status=1
+	share_groups --describe --group $SG >"$T"
+	if [ $((status + $?)) -eq 0 ] && [ "$(share_start "$T")" = 0 ]; then
+		ok "kafka-share-groups --reset-offsets --to-earliest --execute --topic tools-share: NEW-OFFSET 0, then --describe: START-OFFSET 0"
+	else
+		fail "kafka-share-groups --reset-offsets --to-earliest --execute, then --describe: START-OFFSET 0 (status $status)"
+		cat "$T"
+	fi
+	share_groups --delete-offsets --topic tools-share --group $SG >"$T"
+	status=$?
+	grep -Eq '^tools-share +Successful$' "$T" || status=1
+	share_groups --describe --group $SG >"$T"
+	if [ $((status + $?)) -eq 0 ] && grep -q "^Share group '$SG' has no offset information\.\$" "$T"; then
+		ok "kafka-share-groups --delete-offsets --topic tools-share: Successful, then --describe: no offset information"
+	else
+		fail "kafka-share-groups --delete-offsets --topic tools-share, then --describe: no offset information (status $status)"
+		cat "$T"
+	fi
+	share_groups --delete --group $SG >"$T"
+	status=$?
+	grep -q "^Deletion of requested share groups ('$SG') was successful\.\$" "$T" || status=1
+	share_groups --list >"$T"
+	if [ $((status + $?)) -eq 0 ] && ! grep -q "^$SG\$" "$T"; then
+		ok "kafka-share-groups --delete --group: successful, then gone from --list"
+	else
+		fail "kafka-share-groups --delete --group, then gone from --list (status $status)"
+		cat "$T"
 	fi
 fi
 

@@ -4,8 +4,10 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -13,11 +15,18 @@ import java.util.Properties;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.regex.Pattern;
+import java.util.stream.IntStream;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
@@ -29,13 +38,19 @@ import org.apache.kafka.clients.admin.DescribeClusterResult;
 import org.apache.kafka.clients.admin.GroupListing;
 import org.apache.kafka.clients.admin.MemberDescription;
 import org.apache.kafka.clients.admin.ListOffsetsResult;
+import org.apache.kafka.clients.admin.ListShareGroupOffsetsSpec;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.RecordsToDelete;
+import org.apache.kafka.clients.admin.ShareGroupDescription;
+import org.apache.kafka.clients.admin.SharePartitionOffsetInfo;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.AcknowledgeType;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.KafkaShareConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
@@ -54,7 +69,8 @@ import org.apache.kafka.common.serialization.StringSerializer;
 
 /**
  * Interop checks of Apache Kafka's Java client (kafka-clients) against a
- * skein node. Usage: Main HOST:PORT. Prints one line a check, "ok NAME" or
+ * skein node. Usage: Main HOST:PORT [SECTION...] (runAll names the
+ * sections; every one runs when none is named). Prints one line a check, "ok NAME" or
  * "FAIL NAME: REASON", and exits 1 if any failed. Every wait is a poll with
  * a deadline; tests/interop/run.sh bounds the whole run as well.
  */
@@ -74,12 +90,12 @@ public final class Main {
     }
 
     public static void main(String[] args) {
-        if (args.length != 1) {
-            System.err.println("usage: Main HOST:PORT");
+        if (args.length < 1) {
+            System.err.println("usage: Main HOST:PORT [SECTION...]");
             System.exit(2);
         }
         Main m = new Main(args[0]);
-        m.runAll();
+        m.runAll(List.of(args).subList(1, args.length));
         System.exit(m.failed > 0 ? 1 : 0);
     }
 
@@ -124,24 +140,44 @@ public final class Main {
         return "interop-java-" + what + "-" + run;
     }
 
-    private void runAll() {
+    /**
+     * Runs the sections named (every one when none is): admin, producer,
+     * offsets, classic, transactions, consumer, share.
+     */
+    private void runAll(List<String> only) {
         Properties ap = new Properties();
         ap.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         ap.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "30000");
         ap.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, "15000");
         admin = Admin.create(ap);
-        try {
-            adminChecks();
+        Map<String, Runnable> sections = new LinkedHashMap<>();
+        sections.put("admin", this::adminChecks);
+        sections.put("producer", () -> {
             for (String codec : List.of("none", "gzip", "snappy", "lz4", "zstd")) {
                 idempotentProducer(codec);
             }
-            offsetsByTimeAndDeleteRecords();
+        });
+        sections.put("offsets", this::offsetsByTimeAndDeleteRecords);
+        sections.put("classic", () -> {
             classicGroup("range", "org.apache.kafka.clients.consumer.RangeAssignor", false);
             classicGroup("cooperative-sticky", "org.apache.kafka.clients.consumer.CooperativeStickyAssignor", false);
             classicGroup("static", "org.apache.kafka.clients.consumer.RangeAssignor", true);
             groupAdmin();
-            transactions();
-            consumerProtocolGroup();
+        });
+        sections.put("transactions", this::transactions);
+        sections.put("consumer", this::consumerProtocolGroup);
+        sections.put("share", this::shareGroup);
+        try {
+            for (String s : only) {
+                if (!sections.containsKey(s)) {
+                    throw new IllegalArgumentException("no section " + s + "; sections: " + sections.keySet());
+                }
+            }
+            sections.forEach((s, r) -> {
+                if (only.isEmpty() || only.contains(s)) {
+                    r.run();
+                }
+            });
         } finally {
             admin.close(Duration.ofSeconds(5));
         }
@@ -717,5 +753,246 @@ public final class Main {
                 require(committed.equals(end), "committed offsets " + committed + ", end offsets " + end);
             }
         });
+    }
+    // --- share groups (KIP-932) ----------------------------------------------
+
+    /** One delivery of a record to a share consumer, and what it did with it. */
+    record Delivery(int consumer, long offset, short count, AcknowledgeType ack) {
+    }
+
+    /**
+     * What the share consumers of shareGroup have in common. Each key's last
+     * digit says what a consumer does with it: 3 is released on its first
+     * delivery (and accepted on the next), 7 rejected, the rest accepted.
+     */
+    private final class SharedRun {
+        final int n, consumers;
+        final String topic, group;
+        final long deadline = System.nanoTime() + WAIT.toNanos();
+        final Map<String, List<Delivery>> deliveries = new ConcurrentHashMap<>();
+        final AtomicInteger accepted = new AtomicInteger();
+        final AtomicIntegerArray got;
+        final List<String> errors = Collections.synchronizedList(new ArrayList<>());
+        final CountDownLatch everyoneHasRecords, finished, mayClose;
+
+        SharedRun(String topic, String group, int n, int consumers) {
+            this.topic = topic;
+            this.group = group;
+            this.n = n;
+            this.consumers = consumers;
+            got = new AtomicIntegerArray(consumers);
+            everyoneHasRecords = new CountDownLatch(consumers);
+            finished = new CountDownLatch(consumers);
+            mayClose = new CountDownLatch(1);
+        }
+
+        static String key(int i) {
+            return "share-key-" + i;
+        }
+
+        AcknowledgeType decide(String key, short count) {
+            int last = Integer.parseInt(key.substring(key.length() - 1));
+            return last == 7 ? AcknowledgeType.REJECT
+                    : last == 3 && count == 1 ? AcknowledgeType.RELEASE : AcknowledgeType.ACCEPT;
+        }
+
+        int toAccept() {
+            return n - (int) IntStream.range(0, n).filter(i -> i % 10 == 7).count();
+        }
+
+        long left() {
+            return deadline - System.nanoTime();
+        }
+
+        /** The group as describeShareGroups has it, for a failure's message. */
+        String describe() {
+            try {
+                return "describeShareGroups: " + admin.describeShareGroups(List.of(group)).describedGroups()
+                        .get(group).get(ADMIN_TIMEOUT_S, TimeUnit.SECONDS);
+            } catch (Exception e) {
+                return "describeShareGroups failed: " + e;
+            }
+        }
+
+        /**
+         * Consumer me's poll loop, until every record to accept is. A
+         * consumer holds its first records, unacknowledged, until every
+         * consumer has some: what it holds is locked to it, so the others
+         * must be handed other records, and the partition is seen shared
+         * rather than drained by whoever fetched first.
+         */
+        void consume(KafkaShareConsumer<String, String> sc, int me) throws Exception {
+            while (accepted.get() < toAccept()) {
+                require(left() > 0, "consumer " + me + ": " + accepted.get() + " of " + toAccept()
+                        + " records accepted in " + WAIT.toSeconds() + " s");
+                ConsumerRecords<String, String> recs = sc.poll(Duration.ofMillis(200));
+                if (recs.isEmpty()) {
+                    continue;
+                }
+                if (got.getAndAdd(me, recs.count()) == 0) {
+                    everyoneHasRecords.countDown();
+                    require(everyoneHasRecords.await(left(), TimeUnit.NANOSECONDS),
+                            "consumer " + me + " holds records, but not every consumer got some (records got by each: "
+                                    + got + "); " + describe());
+                }
+                for (ConsumerRecord<String, String> r : recs) {
+                    require(r.deliveryCount().isPresent(), "no deliveryCount on offset " + r.offset());
+                    short count = r.deliveryCount().get();
+                    AcknowledgeType ack = decide(r.key(), count);
+                    deliveries.computeIfAbsent(r.key(), k -> Collections.synchronizedList(new ArrayList<>()))
+                            .add(new Delivery(me, r.offset(), count, ack));
+                    sc.acknowledge(r, ack);
+                    if (ack == AcknowledgeType.ACCEPT) {
+                        accepted.incrementAndGet();
+                    }
+                }
+                sc.commitSync(WAIT).forEach((tip, e) -> e.ifPresent(
+                        x -> errors.add("consumer " + me + ": commitSync " + tip + ": " + x)));
+            }
+        }
+
+        /** The deliveries of every key against what each kind of key should have had. */
+        void verify() throws Mismatch {
+            require(errors.isEmpty(), "acknowledgement errors: " + errors);
+            for (int c = 0; c < consumers; c++) {
+                require(got.get(c) > 0, "consumer " + c + " got no records: " + got);
+            }
+            for (int i = 0; i < n; i++) {
+                String k = key(i);
+                List<Delivery> ds = deliveries.getOrDefault(k, List.of());
+                require(!ds.isEmpty(), k + " never delivered");
+                long accepts = ds.stream().filter(d -> d.ack() == AcknowledgeType.ACCEPT).count();
+                switch (decide(k, (short) 1)) {
+                    case REJECT -> require(ds.size() == 1, k + " rejected, then delivered again: " + ds);
+                    case RELEASE -> require(ds.size() == 2 && ds.get(0).ack() == AcknowledgeType.RELEASE
+                            && ds.get(1).count() > ds.get(0).count() && accepts == 1,
+                            k + " released: want it delivered again with a higher deliveryCount, then accepted: " + ds);
+                    default -> require(ds.size() == 1 && accepts == 1, k + ": want one delivery, accepted: " + ds);
+                }
+            }
+        }
+    }
+
+    /**
+     * Three KafkaShareConsumers with share.acknowledgement.mode=explicit in
+     * one share group read a one-partition topic together, accepting,
+     * releasing and rejecting records by key (SharedRun).
+     */
+    private void shareGroup() {
+        String topic = name("share");
+        String group = name("share-group");
+        int n = 300, consumers = 3;
+        check("KafkaShareConsumer (KIP-932): three explicit-acknowledgement consumers of one partition in a share"
+                + " group (share.auto.offset.reset=earliest by incrementalAlterConfigs) all get records; of "
+                + n + " records each is accepted once but the rejected, released ones are delivered again with a"
+                + " higher deliveryCount, rejected ones never again; commitSync and its callbacks without errors;"
+                + " describeShareGroups Stable with 3 members; listShareGroupOffsets start offset " + n, () -> {
+            createTopic(topic, 1);
+            ConfigResource res = new ConfigResource(ConfigResource.Type.GROUP, group);
+            admin.incrementalAlterConfigs(Map.of(res, List.of(new AlterConfigOp(
+                    new ConfigEntry("share.auto.offset.reset", "earliest"), AlterConfigOp.OpType.SET))))
+                    .all().get(ADMIN_TIMEOUT_S, TimeUnit.SECONDS);
+            List<Rec> recs = new ArrayList<>();
+            for (int i = 0; i < n; i++) {
+                recs.add(new Rec(SharedRun.key(i), "value " + i, null, System.currentTimeMillis()));
+            }
+            try (KafkaProducer<String, String> p = new KafkaProducer<>(producerProps())) {
+                produce(p, topic, recs);
+            }
+            SharedRun run = new SharedRun(topic, group, n, consumers);
+            ExecutorService pool = Executors.newFixedThreadPool(consumers);
+            List<Future<?>> runs = new ArrayList<>();
+            for (int c = 0; c < consumers; c++) {
+                int me = c;
+                runs.add(pool.submit(() -> {
+                    boolean counted = false;
+                    try (KafkaShareConsumer<String, String> sc = new KafkaShareConsumer<>(shareConsumerProps(group, me))) {
+                        sc.setAcknowledgementCommitCallback((offsets, e) -> {
+                            if (e != null) {
+                                run.errors.add("consumer " + me + ": acknowledgement callback " + offsets + ": " + e);
+                            }
+                        });
+                        sc.subscribe(List.of(topic));
+                        run.consume(sc, me);
+                        run.finished.countDown();
+                        counted = true;
+                        // Still a member until the group has been described.
+                        run.mayClose.await(run.left() + WAIT.toNanos(), TimeUnit.NANOSECONDS);
+                    } finally {
+                        if (!counted) {
+                            run.finished.countDown();
+                        }
+                    }
+                    return null;
+                }));
+            }
+            pool.shutdown();
+            TopicPartition tp = new TopicPartition(topic, 0);
+            try {
+                require(run.finished.await(run.left(), TimeUnit.NANOSECONDS), "the consumers did not finish");
+                failures(runs);
+                ShareGroupDescription d = admin.describeShareGroups(List.of(group)).describedGroups()
+                        .get(group).get(ADMIN_TIMEOUT_S, TimeUnit.SECONDS);
+                require(d.groupState() == GroupState.STABLE && d.members().size() == consumers
+                        && d.members().stream().allMatch(m -> m.assignment().topicPartitions().equals(Set.of(tp))),
+                        "describeShareGroups: want Stable, 3 members each assigned " + tp + ": " + d);
+            } finally {
+                run.mayClose.countDown();
+                pool.awaitTermination(WAIT.toSeconds(), TimeUnit.SECONDS);
+                pool.shutdownNow();
+            }
+            failures(runs);
+            run.verify();
+            // Every record acknowledged for good: the share-partition starts
+            // at the log's end, nothing (no rejected record) left to deliver.
+            long until = System.nanoTime() + WAIT.toNanos();
+            while (true) {
+                Map<TopicPartition, SharePartitionOffsetInfo> offs = admin
+                        .listShareGroupOffsets(Map.of(group, new ListShareGroupOffsetsSpec()))
+                        .partitionsToOffsetInfo(group).get(ADMIN_TIMEOUT_S, TimeUnit.SECONDS);
+                SharePartitionOffsetInfo info = offs.get(tp);
+                if (info != null && info.startOffset() == n) {
+                    break;
+                }
+                require(System.nanoTime() < until, "listShareGroupOffsets: " + offs + ", want start offset " + n);
+                Thread.sleep(100);
+            }
+        });
+    }
+
+    /** Throws the failures of the finished runs, every one's in one message. */
+    private static void failures(List<Future<?>> runs) throws Exception {
+        List<String> why = new ArrayList<>();
+        for (int i = 0; i < runs.size(); i++) {
+            if (!runs.get(i).isDone()) {
+                continue;
+            }
+            try {
+                runs.get(i).get();
+            } catch (ExecutionException e) {
+                Throwable c = e.getCause();
+                why.add(c instanceof Mismatch ? c.getMessage() : "consumer " + i + ": " + c);
+                if (!(c instanceof Mismatch)) {
+                    c.printStackTrace(System.err);
+                }
+            }
+        }
+        require(why.isEmpty(), String.join("; ", why));
+    }
+
+    private Properties shareConsumerProps(String group, int i) {
+        Properties p = new Properties();
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
+        p.put(ConsumerConfig.CLIENT_ID_CONFIG, "interop-share-" + i);
+        p.put(ConsumerConfig.SHARE_ACKNOWLEDGEMENT_MODE_CONFIG, "explicit");
+        // Small acquisitions (ShareFetch MaxRecords), so that there are
+        // records left for the others while one consumer holds some.
+        p.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "20");
+        p.put(ConsumerConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "30000");
+        p.put(ConsumerConfig.REQUEST_TIMEOUT_MS_CONFIG, "15000");
+        return p;
     }
 }
