@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -119,5 +120,75 @@ func TestShareGroupDeliversEachRecordOnce(t *testing.T) {
 	}
 	if len(l.released) == 0 {
 		t.Errorf("the releasing consumer got no records: %s", fmt.Sprint(l.counts))
+	}
+}
+
+// TestShareGroupReadCommitted: a share group with share.isolation.level
+// read_committed gets the records of committed transactions only: those
+// of an aborted one are never delivered, and those of a transaction still
+// open come only after its commit.
+func TestShareGroupReadCommitted(t *testing.T) {
+	b := startBroker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const topic, group = "txn-shared", "sg-rc"
+	if _, err := b.admin().CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	admin := b.client()
+	defer admin.Close()
+	setGroupConfig(t, admin, group, "share.auto.offset.reset", "earliest")
+	setGroupConfig(t, admin, group, "share.isolation.level", "read_committed")
+
+	p := b.client(kgo.TransactionalID("rc-producer"), kgo.DefaultProduceTopic(topic))
+	defer p.Close()
+	produce := func(prefix string, n int) {
+		t.Helper()
+		if err := p.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for i := range n {
+			if err := p.ProduceSync(ctx, &kgo.Record{Key: []byte(fmt.Sprintf("%s-%d", prefix, i))}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	end := func(commit kgo.TransactionEndTry) {
+		t.Helper()
+		if err := p.EndTransaction(ctx, commit); err != nil {
+			t.Fatal(err)
+		}
+	}
+	produce("committed", 5)
+	end(kgo.TryCommit)
+	produce("aborted", 5)
+	end(kgo.TryAbort)
+	produce("open", 5) // left open until the committed records are in
+
+	c := b.client(kgo.ShareGroup(group), kgo.ConsumeTopics(topic))
+	defer c.Close()
+	got := map[string]bool{}
+	committed := false
+	poll := func(want int) {
+		for len(got) < want && ctx.Err() == nil {
+			c.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
+				k := string(r.Key)
+				switch {
+				case strings.HasPrefix(k, "aborted"):
+					t.Errorf("record %s of an aborted transaction was delivered", k)
+				case strings.HasPrefix(k, "open") && !committed:
+					t.Errorf("record %s of an open transaction was delivered", k)
+				}
+				got[k] = true
+				r.Ack(kgo.AckAccept)
+			})
+		}
+	}
+	poll(5)
+	committed = true
+	end(kgo.TryCommit)
+	poll(10)
+	if len(got) != 10 {
+		t.Fatalf("got %d committed records, want 10: %v", len(got), got)
 	}
 }
