@@ -104,7 +104,7 @@ func TestAlterBrokerConfigs(t *testing.T) {
 	}
 }
 
-// TestAlterGroupConfigs: KIP-848 group configs, on any group id but "",
+// TestAlterGroupConfigs: KIP-848 and share group configs, on any group id but "",
 // within the node's bounds, stored in the image, deleted to nothing, and
 // surviving a restart.
 func TestAlterGroupConfigs(t *testing.T) {
@@ -121,7 +121,7 @@ func TestAlterGroupConfigs(t *testing.T) {
 		group("readers", ConfigOp{Name: "consumer.session.timeout.ms", Op: OpSet, Value: v("50000")}),
 		group("", ConfigOp{Name: "consumer.session.timeout.ms", Op: OpSet, Value: v("50000")}),
 		group("slow", ConfigOp{Name: "consumer.session.timeout.ms", Op: OpSet, Value: v("90000")}),
-		group("odd", ConfigOp{Name: "share.session.timeout.ms", Op: OpSet, Value: v("50000")}),
+		group("odd", ConfigOp{Name: "share.session.timeout.ms", Op: OpSet, Value: v("90000")}), // above group.share.max.session.timeout.ms
 		group("brief", ConfigOp{Name: "consumer.heartbeat.interval.ms", Op: OpSet, Value: v("6000")}),
 	)
 	want := []*kerr.Error{nil, kerr.InvalidRequest, kerr.InvalidConfig, kerr.InvalidConfig, nil}
