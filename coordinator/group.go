@@ -256,7 +256,7 @@ func NewGroup(id string, cfg Config) *Group {
 
 // Ready returns and clears what the steps since the last call produced.
 func (g *Group) Ready() Ready {
-	g.out.Records = append(append(g.out.extra, g.persistConsumer()...), g.persistShare()...)
+	g.out.Records = append(append(append(g.out.extra, g.persistConsumer()...), g.persistShare()...), g.persistStreams()...)
 	g.out.extra = nil
 	r := g.out
 	g.out = Ready{}

@@ -23,12 +23,13 @@ import (
 //
 // Per group it holds the records compaction would leave with the
 // transaction markers applied: the last record of each key (a tombstone
-// removes its key, and a consumer group's tombstone removes the group's
-// other consumer-group records too, as Restore forgets them), and each
-// open transaction's offset records, by producer. Replayed in log order
-// through Restore they give the group Restore gives from the whole log:
-// Restore's outcome depends only on the last record of each key, but for
-// the resets of a tombstone, which the index has already applied.
+// removes its key, and a consumer, share or streams group's tombstone
+// removes the group's other records of its kind too, as Restore forgets
+// them), and each open transaction's offset records, by producer.
+// Replayed in log order through Restore they give the group Restore gives
+// from the whole log: Restore's outcome depends only on the last record of
+// each key, but for the resets of a tombstone, which the index has
+// already applied.
 //
 // It is built by reading the partition once, up to the log end of the
 // view it reads, when a group of the partition first loads (or ListGroups
@@ -121,6 +122,14 @@ func (x *offsetsIndex) apply(r Record) {
 			// As restoreShare: the share group is gone, all of it.
 			for k := range ig.live {
 				if len(k) >= 2 && isShareType(int16(binary.BigEndian.Uint16([]byte(k[:2])))) {
+					delete(ig.live, k)
+				}
+			}
+		}
+		if typ == recStreamsGroup {
+			// As restoreStreams: the streams group is gone, all of it.
+			for k := range ig.live {
+				if len(k) >= 2 && isStreamsType(int16(binary.BigEndian.Uint16([]byte(k[:2])))) {
 					delete(ig.live, k)
 				}
 			}

@@ -17,8 +17,8 @@ import (
 // A group restored from its records in an index gives what a restore from
 // the whole log gives, with many groups on the partition: offsets,
 // tombstones, deleted groups, transactional offsets committed, aborted and
-// still open, classic membership and consumer-group records. Random logs,
-// many seeds.
+// still open, classic membership, consumer- and streams-group records.
+// Random logs, many seeds.
 func TestIndexRestoresAsTheWholeLog(t *testing.T) {
 	for seed := range uint64(200) {
 		rng := rand.New(rand.NewPCG(seed, 1))
@@ -96,7 +96,7 @@ func randomLog(rng *rand.Rand, groups, n int) []logEntry {
 	for off := int64(0); off < int64(n); off++ {
 		var e logEntry
 		g := group()
-		switch k := rng.IntN(12); k {
+		switch k := rng.IntN(14); k {
 		case 0, 1, 2:
 			e.r = OffsetRecord(g, "t", int32(rng.IntN(3)), Offset{Offset: rng.Int64N(1000), LeaderEpoch: -1, CommitTimestamp: 1})
 		case 3:
@@ -144,6 +144,26 @@ func randomLog(rng *rand.Rand, groups, n int) []logEntry {
 				v = nil
 			}
 			e.r = Record{Key: consumerKey(recConsumerTarget, g, fmt.Sprintf("m%d", rng.IntN(2)), true), Value: v}
+		case 12:
+			// A streams group's record, or its tombstone (the whole
+			// streams group goes).
+			sg := newStreamsGroup()
+			sg.epoch, sg.validatedEpoch = int32(rng.IntN(9)+1), -1
+			e.r = Record{Key: consumerKey(recStreamsGroup, g, "", false), Value: sg.groupValue()}
+			if rng.IntN(3) == 0 {
+				e.r.Value = nil
+			}
+		case 13:
+			// A streams member's metadata or current assignment.
+			m := &streamsMember{clientID: "c", epoch: int32(rng.IntN(5)), assigned: newStreamsTasks(), revoking: newStreamsTasks()}
+			typ, v := int16(recStreamsMember), m.metadataValue()
+			if rng.IntN(2) == 0 {
+				typ, v = recStreamsCurrent, m.currentValue()
+			}
+			if rng.IntN(3) == 0 {
+				v = nil
+			}
+			e.r = Record{Key: consumerKey(typ, g, fmt.Sprintf("m%d", rng.IntN(2)), true), Value: v}
 		}
 		e.r.Offset = off
 		out = append(out, e)
@@ -163,6 +183,7 @@ type groupSummary struct {
 	Pending                        map[int64]map[topicPartition]Offset
 	ConsumerEpoch, TargetEpoch     int32
 	ConsumerRecords                map[string][]byte
+	StreamsRecords                 map[string][]byte
 }
 
 func summarize(g *Group) groupSummary {
@@ -181,6 +202,9 @@ func summarize(g *Group) groupSummary {
 		if len(c.persisted.values) > 0 {
 			s.ConsumerRecords = c.persisted.values
 		}
+	}
+	if len(g.streams.persisted.values) > 0 {
+		s.StreamsRecords = g.streams.persisted.values
 	}
 	return s
 }

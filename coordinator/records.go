@@ -179,6 +179,15 @@ func (g *Group) Restore(r Record) error {
 			return nil
 		}
 		return g.restoreShare(version, member, r.Key, r.Value)
+	case recStreamsGroup, recStreamsMember, recStreamsTargetHdr, recStreamsTarget, recStreamsCurrent, recStreamsTopology:
+		group, member, err := streamsKeyFields(r.Key)
+		if err != nil {
+			return err
+		}
+		if group != g.ID {
+			return nil
+		}
+		return g.restoreStreams(version, member, r.Key, r.Value)
 	}
 	return nil
 }
@@ -238,6 +247,10 @@ func recordGroup(key []byte) string {
 		if g, _, err := shareKeyFields(key); err == nil {
 			return g
 		}
+	case recStreamsGroup, recStreamsMember, recStreamsTargetHdr, recStreamsTarget, recStreamsCurrent, recStreamsTopology:
+		if g, _, err := streamsKeyFields(key); err == nil {
+			return g
+		}
 	}
 	return ""
 }
@@ -247,6 +260,7 @@ func recordGroup(key []byte) string {
 func (g *Group) Loaded() {
 	g.loadConsumer()
 	g.loadShare()
+	g.loadStreams()
 	for _, id := range g.joinOrder {
 		g.touch(g.members[id])
 	}

@@ -110,6 +110,9 @@ type streamsGroup struct {
 	persisted     persistedConsumer
 	// create are the internal topics the last heartbeat found missing.
 	create []InternalTopic
+	// restore collects the group's records during Restore
+	// (streams_records.go).
+	restore *streamsRestore
 }
 
 type streamsMember struct {
@@ -578,12 +581,7 @@ func (g *Group) nextStreamsAssignment(m *streamsMember, memberEpoch int32, owned
 		setEpoch(memberEpoch)
 		m.assigned, m.revoking = assigned, revoke
 		if m.revokeSeq == 0 {
-			m.revokeSeq = g.nextSeq()
-			after := time.Duration(m.rebalanceTimeout) * time.Millisecond
-			if after <= 0 {
-				after = g.streamsSettings().SessionTimeout
-			}
-			g.out.Timers = append(g.out.Timers, Timer{After: after, Kind: TimerStreamsRevocation, Member: m.id, Seq: m.revokeSeq})
+			g.startStreamsRevocation(m)
 		}
 		return
 	case !assign.empty():
@@ -603,6 +601,17 @@ func (g *Group) nextStreamsAssignment(m *streamsMember, memberEpoch int32, owned
 	}
 	setEpoch(s.targetEpoch)
 	m.assigned, m.revoking, m.revokeSeq = assigned, newStreamsTasks(), 0
+}
+
+// startStreamsRevocation starts the member's revocation timeout: its
+// rebalance timeout, else the session timeout.
+func (g *Group) startStreamsRevocation(m *streamsMember) {
+	m.revokeSeq = g.nextSeq()
+	after := time.Duration(m.rebalanceTimeout) * time.Millisecond
+	if after <= 0 {
+		after = g.streamsSettings().SessionTimeout
+	}
+	g.out.Timers = append(g.out.Timers, Timer{After: after, Kind: TimerStreamsRevocation, Member: m.id, Seq: m.revokeSeq})
 }
 
 // streamsHolders returns, for every task held by a member (assigned or
@@ -790,11 +799,5 @@ func (g *Group) checkStreamsFetch(memberID *string, epoch int32) *kerr.Error {
 	case epoch != m.epoch:
 		return kerr.StaleMemberEpoch
 	}
-	return nil
-}
-
-// StreamsTombstones deletes an empty streams group.
-func (g *Group) StreamsTombstones() []Record {
-	g.streams.deleted = true
 	return nil
 }
