@@ -28,10 +28,13 @@ package transport
 //     which extend locks; it must not fetch (MaxWaitMillis, MinBytes,
 //     MaxBytes and MaxRecords 0) and acquires nothing.
 //   - Only partitions with records, an error, acknowledgements or new to
-//     the session appear in the answer; one without records has empty,
+//     the session appear in the answer (one the request names again but
+//     the session had already is not new); one without records has empty,
 //     never null, Records (not nullable here, unlike Fetch's).
 //     NOT_LEADER_OR_FOLLOWER carries the current leader and its endpoint
-//     (KIP-951).
+//     (KIP-951); any other partition's CurrentLeader is 0/0, as Kafka's
+//     (the field has no default in ShareFetchResponse.json and KafkaApis
+//     sets it only for that error).
 //   - READ on the group (GROUP_AUTHORIZATION_FAILED), READ on each topic
 //     (TOPIC_AUTHORIZATION_FAILED for its partitions).
 //
@@ -111,7 +114,7 @@ func (a *API) shareFetch(c *conn, req *kmsg.ShareFetchRequest, resp *kmsg.ShareF
 			p.topicOK = kerr.TopicAuthorizationFailed
 		}
 		rp := kmsg.NewShareFetchResponseTopicPartition()
-		rp.Partition, rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = tp.partition, -1, -1
+		rp.Partition = tp.partition // CurrentLeader 0/0 unless not led here (shareFetchAnswer)
 		p.out = &rp
 		parts[tp] = p
 		order = append(order, p)
@@ -163,13 +166,16 @@ func (a *API) shareFetch(c *conn, req *kmsg.ShareFetchRequest, resp *kmsg.ShareF
 		a.releaseShareSession(k, closed)
 		return a.shareFetchAnswer(im, c, resp, order, a.shareLockMs(group))
 	default:
-		ss, err := a.shareSessions.next(k, req.ShareSessionEpoch, requested, forgotten)
+		ss, added, err := a.shareSessions.next(k, req.ShareSessionEpoch, requested, forgotten)
 		if err != nil {
 			resp.ErrorCode = err.Code
 			return resp
 		}
 		session = ss.parts
-		for _, tp := range requested {
+		// NB: a partition the session has already is answered only with
+		// records, an error or acknowledgements, even when the request
+		// names it again (Kafka's CachedSharePartition.maybeUpdateResponseData).
+		for _, tp := range added {
 			part(tp).always = true
 		}
 	}

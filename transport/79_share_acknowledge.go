@@ -15,7 +15,11 @@ package transport
 //     releases what the member still holds and ends the session, which a
 //     consumer's close sends.
 //   - READ on the group, READ on each topic; NOT_LEADER_OR_FOLLOWER with
-//     the current leader (KIP-951).
+//     the current leader (KIP-951), any other partition with CurrentLeader
+//     0/0 (as Kafka: the field has no default).
+//   - AcquisitionLockTimeoutMillis (v2) is the group's
+//     share.record.lock.duration.ms, as Kafka answers it (KafkaApis
+//     handleShareAcknowledgeRequest), 0 with a request-wide error.
 //
 // Version notes:
 //   - v0 was Kafka's early access, removed in Kafka 4.1; not served.
@@ -60,7 +64,7 @@ func (a *API) handleShareAcknowledge(c *conn, kreq kmsg.Request) finish {
 		if req.ShareSessionEpoch == -1 {
 			closed, err = a.shareSessions.close(k)
 		} else {
-			_, err = a.shareSessions.next(k, req.ShareSessionEpoch, nil, nil)
+			_, _, err = a.shareSessions.next(k, req.ShareSessionEpoch, nil, nil)
 		}
 		if err != nil {
 			resp.ErrorCode = err.Code
@@ -80,7 +84,7 @@ func (a *API) handleShareAcknowledge(c *conn, kreq kmsg.Request) finish {
 				p.topicOK = kerr.TopicAuthorizationFailed
 			}
 			rp := kmsg.NewShareFetchResponseTopicPartition()
-			rp.Partition, rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = tp.partition, -1, -1
+			rp.Partition = tp.partition
 			p.out = &rp
 			parts[tp] = p
 			order = append(order, p)
@@ -98,7 +102,15 @@ func (a *API) handleShareAcknowledge(c *conn, kreq kmsg.Request) finish {
 		if closed != nil {
 			a.releaseShareSession(k, closed)
 		}
+		for _, p := range order {
+			// A partition's one error code here is its acknowledgement's:
+			// shareFetchAnswer gives NOT_LEADER_OR_FOLLOWER its leader.
+			if p.out.AcknowledgeErrorCode != 0 {
+				p.out.ErrorCode = p.out.AcknowledgeErrorCode
+			}
+		}
 		a.shareFetchAnswer(im, c, fetchResp, order, 0)
+		resp.AcquisitionLockTimeoutMillis = a.shareLockMs(group)
 		for _, ft := range fetchResp.Topics {
 			t := kmsg.NewShareAcknowledgeResponseTopic()
 			t.TopicID = ft.TopicID

@@ -68,25 +68,29 @@ func (s *shareSessions) open(k shareSessionKey, parts []shareTP, c *conn) (*shar
 }
 
 // next checks a request's epoch against the member's session and moves
-// the session to the next epoch, adding and forgetting partitions.
-func (s *shareSessions) next(k shareSessionKey, epoch int32, add, forget []shareTP) (*shareSession, *kerr.Error) {
+// the session to the next epoch, adding and forgetting partitions. It
+// returns the session after the request and the partitions of add that
+// were not in it before.
+func (s *shareSessions) next(k shareSessionKey, epoch int32, add, forget []shareTP) (*shareSession, []shareTP, *kerr.Error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ss := s.m[k]
 	switch {
 	case ss == nil:
-		return nil, kerr.ShareSessionNotFound
+		return nil, nil, kerr.ShareSessionNotFound
 	case ss.epoch != epoch:
-		return nil, kerr.InvalidShareSessionEpoch
+		return nil, nil, kerr.InvalidShareSessionEpoch
 	}
 	ss.epoch = nextEpoch(epoch)
+	var added []shareTP
 	for _, tp := range add {
 		if !slices.Contains(ss.parts, tp) {
 			ss.parts = append(ss.parts, tp)
+			added = append(added, tp)
 		}
 	}
 	ss.parts = slices.DeleteFunc(ss.parts, func(tp shareTP) bool { return slices.Contains(forget, tp) })
-	return &shareSession{epoch: ss.epoch, parts: slices.Clone(ss.parts), conn: ss.conn}, nil
+	return &shareSession{epoch: ss.epoch, parts: slices.Clone(ss.parts), conn: ss.conn}, added, nil
 }
 
 // close ends a member's session (epoch -1) and returns its partitions.
