@@ -17,7 +17,9 @@
 // archived as gaps. At most group.share.partition.max.record.locks
 // offsets are in flight. Records released, or whose lock expired (one
 // timer at the earliest lock), are delivered again until
-// share.delivery.count.limit, then archived. The SPSO moves past every
+// share.delivery.count.limit, then archived; on its last attempt a record
+// is delivered alone (as Kafka), so that a consumer failing whole fetches
+// has only the bad record archived. The SPSO moves past every
 // finished offset at its head.
 //
 // The share coordinator (coordinator.go, state.go, state_records.go),

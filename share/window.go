@@ -163,14 +163,35 @@ func (a *acquisition) take(s *slot, o int64, l limits, now time.Time) bool {
 // from the log up to bound (the high watermark, or the last stable offset
 // under read_committed), never holding more than l.maxLocks offsets in
 // flight.
+//
+// A record on its last delivery attempt (delivery count limit-1, with a
+// limit above 2) is delivered alone, as Kafka 4.2 does
+// (SharePartition.acquireSubsetBatchRecords): an acquisition stops before
+// it when it holds records already, and stops after it. So a consumer
+// that fails a whole fetch because of one bad record has its other
+// records delivered apart on their last attempt, and only the bad one is
+// archived. NB: Kafka also narrows the records it redelivers from
+// delivery ceil(limit/2) on, halving its in-flight batch at each
+// further delivery; Skein has no in-flight batches and does not, which
+// changes how many records a fetch gets, not their delivery counts or
+// which are archived.
 func (w *window) acquire(v *store.View, bound int64, l limits, now time.Time, dec *store.Decompressor) (acquisition, error) {
 	var a acquisition
+	alone := l.countLimit > 2
 	for i := range w.slots {
 		if a.n >= l.maxRecords {
 			return a, nil
 		}
-		if s := &w.slots[i]; s.state == Available {
-			a.take(s, w.start+int64(i), l, now)
+		s := &w.slots[i]
+		if s.state != Available {
+			continue
+		}
+		last := alone && s.count == l.countLimit-1
+		if last && a.n > 0 {
+			return a, nil
+		}
+		if a.take(s, w.start+int64(i), l, now) && last {
+			return a, nil
 		}
 	}
 	var bytes int64
@@ -295,22 +316,38 @@ type ackCounts struct {
 }
 
 // acknowledge applies a member's acknowledgements atomically: all of them
-// or, on an error, none. INVALID_REQUEST for malformed batches (as Kafka:
-// unsorted, overlapping, wrong number of types, unknown type, RENEW
-// outside a renew request, past what was ever delivered);
-// INVALID_RECORD_STATE for an offset this member does not hold acquired,
-// below the SPSO too: a record there is finished, so a member
-// acknowledging it lost its lock (it expired, or the actor that gave it
-// restarted) and another settled the record since. Kafka answers the same
-// (its cache no longer has the offset); confirming the acknowledgement
-// would tell the member it settled a record it did not. Only GAP is taken
+// or, on an error, none. The checks run in Kafka's order, so that a
+// request wrong in two ways gets Kafka's code:
+//
+//  1. the request's form, every batch first (KafkaApis
+//     validateAcknowledgementBatches), INVALID_REQUEST: first after
+//     last, a batch starting before the previous one's last offset, no
+//     types, neither one type nor one per offset, an unknown type, RENEW
+//     outside a renew request. NB: a batch may start at the previous
+//     one's last offset; that offset is then acknowledged twice, which
+//     step 2 refuses;
+//  2. each batch in turn against the window as the batches before it
+//     left it (SharePartition.acknowledge): offsets past what was ever
+//     delivered INVALID_REQUEST, or INVALID_RECORD_STATE when nothing is
+//     in flight (Kafka's cache is empty: "batch record not found"); an
+//     offset acknowledged by the batch before, or one this member does
+//     not hold acquired, INVALID_RECORD_STATE.
+//
+// Below the SPSO, offsets are INVALID_RECORD_STATE too (other than GAP):
+// a record there is finished, so a member acknowledging it lost its lock
+// (it expired, or the actor that gave it restarted) and another settled
+// the record since, or it acknowledges the record a second time.
+// Confirming the acknowledgement would tell the member it settled a
+// record it did not. NB: Kafka 4.2 skips such a batch and answers no
+// error (SharePartition.acknowledge: "already archived"); this is a
+// deliberate difference (tests/diff/differences.go). Only GAP is taken
 // below the SPSO: gaps are archived when read, and the SPSO may pass them
 // before the consumer acknowledges them.
 func (w *window) acknowledge(member string, batches []AckBatch, renew bool, l limits, now time.Time) (ackCounts, *kerr.Error) {
 	var c ackCounts
 	last := int64(-1)
 	for _, b := range batches {
-		if b.First > b.Last || b.First <= last || len(b.Types) == 0 ||
+		if b.First > b.Last || b.First < last || len(b.Types) == 0 ||
 			(len(b.Types) != 1 && int64(len(b.Types)) != b.Last-b.First+1) {
 			return c, kerr.InvalidRequest
 		}
@@ -320,6 +357,9 @@ func (w *window) acknowledge(member string, batches []AckBatch, renew bool, l li
 				return c, kerr.InvalidRequest
 			}
 		}
+	}
+	last = -1
+	for i, b := range batches {
 		if b.First < w.start {
 			below := b.Types
 			if len(below) > 1 {
@@ -329,11 +369,20 @@ func (w *window) acknowledge(member string, batches []AckBatch, renew bool, l li
 				return c, kerr.InvalidRecordState
 			}
 		}
+		if b.Last >= w.start {
+			switch {
+			case len(w.slots) == 0:
+				return c, kerr.InvalidRecordState
+			case b.Last >= w.end():
+				return c, kerr.InvalidRequest
+			case i > 0 && b.First == last && last >= w.start:
+				return c, kerr.InvalidRecordState // acknowledged by the batch before
+			}
+		}
+		last = b.Last
 		for o := max(b.First, w.start); o <= b.Last; o++ {
 			s := w.at(o)
 			switch {
-			case s == nil:
-				return c, kerr.InvalidRequest
 			case b.typeOf(o) == ackGap && s.state == Archived:
 			case s.state != acquired || s.member != member:
 				return c, kerr.InvalidRecordState

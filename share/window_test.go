@@ -157,7 +157,7 @@ func TestMalformedAcknowledgements(t *testing.T) {
 	w.acquire(v, v.HighWatermark, lim("m", 4), now, nil)
 	for _, bs := range [][]AckBatch{
 		{{2, 1, []int8{ackAccept}}},
-		{{0, 1, []int8{ackAccept}}, {1, 2, []int8{ackAccept}}},
+		{{0, 2, []int8{ackAccept}}, {1, 2, []int8{ackAccept}}},
 		{{0, 1, []int8{ackAccept, ackAccept, ackAccept}}},
 		{{0, 0, []int8{9}}},
 		{{0, 0, []int8{ackRenew}}},
@@ -166,6 +166,25 @@ func TestMalformedAcknowledgements(t *testing.T) {
 	} {
 		if _, err := w.acknowledge("m", bs, false, lim("m", 0), now); err != kerr.InvalidRequest {
 			t.Errorf("%+v: %v, want INVALID_REQUEST", bs, err)
+		}
+	}
+	// Kafka's order (KafkaApis validateAcknowledgementBatches, then
+	// SharePartition.acknowledge batch by batch): a batch may start at the
+	// last offset of the one before, which acknowledges that offset twice,
+	// INVALID_RECORD_STATE; the request's form is checked before any
+	// offset's state.
+	for _, c := range []struct {
+		bs   []AckBatch
+		want *kerr.Error
+	}{
+		{[]AckBatch{{0, 1, []int8{ackAccept}}, {1, 2, []int8{ackAccept}}}, kerr.InvalidRecordState},
+		{[]AckBatch{{0, 0, []int8{ackAccept}}, {0, 0, []int8{ackAccept}}}, kerr.InvalidRecordState},
+		{[]AckBatch{{0, 1, []int8{ackAccept}}, {1, 2, []int8{9}}}, kerr.InvalidRequest},
+		{[]AckBatch{{0, 0, []int8{ackAccept}}, {2, 3, []int8{ackAccept}}, {3, 2, []int8{ackAccept}}}, kerr.InvalidRequest},
+		{[]AckBatch{{0, 9, []int8{ackAccept}}}, kerr.InvalidRequest},
+	} {
+		if _, err := w.acknowledge("m", c.bs, false, lim("m", 0), now); err != c.want {
+			t.Errorf("%+v: %v, want %v", c.bs, err, c.want)
 		}
 	}
 	if _, err := w.acknowledge("m", []AckBatch{{0, 0, []int8{ackRenew}}}, true, lim("m", 0), now.Add(time.Second)); err != nil {
@@ -277,5 +296,43 @@ func TestWaitersOfFinishedFetchesAreForgotten(t *testing.T) {
 	case <-live:
 	default:
 		t.Fatal("the waiting fetch was not woken")
+	}
+}
+
+// A record on its last delivery attempt is delivered alone (Kafka 4.2's
+// SharePartition.acquireSubsetBatchRecords): with share.delivery.count.limit
+// 5, records released four times come back one a fetch, so that a
+// consumer failing whole fetches gets only the bad record archived.
+func TestLastDeliveryAttemptAlone(t *testing.T) {
+	v := testLog(t, 2, 2)
+	var w window
+	l := lim("m", 10)
+	l.countLimit = 5
+	release := []AckBatch{{0, 3, []int8{ackRelease}}}
+	for delivery := int16(1); delivery <= 4; delivery++ {
+		a, _ := w.acquire(v, v.HighWatermark, l, now, nil)
+		if a.n != 4 || len(a.spans) != 1 || a.spans[0] != (span{0, 3, delivery}) {
+			t.Fatalf("delivery %d: %+v", delivery, a)
+		}
+		if _, err := w.acknowledge("m", release, false, l, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for o := int64(0); o < 4; o++ {
+		a, _ := w.acquire(v, v.HighWatermark, l, now, nil)
+		if a.n != 1 || a.spans[0] != (span{o, o, 5}) {
+			t.Fatalf("last attempt of %d: %+v", o, a)
+		}
+	}
+	if _, err := w.acknowledge("m", release, false, l, now); err != nil || w.start != 4 {
+		t.Fatalf("released at the limit: %v, start %d", err, w.start)
+	}
+	// A limit of 2 or less isolates nothing, as Kafka.
+	var w2 window
+	l.countLimit = 2
+	w2.acquire(v, v.HighWatermark, l, now, nil)
+	w2.acknowledge("m", release, false, l, now)
+	if a, _ := w2.acquire(v, v.HighWatermark, l, now, nil); a.n != 4 {
+		t.Fatalf("limit 2: %+v", a)
 	}
 }
