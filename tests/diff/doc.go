@@ -54,6 +54,9 @@
 //   - sharegroups_test.go: share groups (KIP-932): ShareGroupHeartbeat,
 //     ShareGroupDescribe, the other group APIs on share groups and the
 //     share APIs on other groups, Describe/Alter/DeleteShareGroupOffsets;
+//   - sharefetch_test.go: ShareFetch and ShareAcknowledge of one share
+//     group member: acquisitions, acknowledgements and their errors,
+//     redelivery counts, the last attempt alone, archival, sessions;
 //   - groupconfigs_test.go: group configs (KIP-848) and
 //     ListConfigResources;
 //   - metadata_test.go, admin_test.go: Metadata and auto-creation,
