@@ -3,6 +3,7 @@ package configs
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -22,7 +23,11 @@ import (
 //     group.share.min.* and group.share.max.* bounds, and where its
 //     share-partitions start (share.auto.offset.reset) and whether they
 //     deliver uncommitted transactional records (share.isolation.level),
-//     which have no node setting.
+//     which have no node setting;
+//   - a streams group's (KIP-1071) session timeout and heartbeat interval
+//     within the node's group.streams.min.* and group.streams.max.*
+//     bounds, its number of standby replicas, at most
+//     group.streams.max.standby.replicas, and its initial rebalance delay.
 //
 // A group id need not have a group to have configs. The controller keeps
 // them in the cluster metadata; a group's coordinator, and a share group's
@@ -30,8 +35,7 @@ import (
 //
 // NB: share.delivery.count.limit is KIP-1240's, a group config from
 // Kafka 4.3 on (Kafka 4.2 has only the node's); Skein takes it already,
-// with 4.3's bounds. Kafka's streams.* group configs are not here: Skein
-// has no streams groups.
+// with 4.3's bounds.
 
 // SourceGroup is a config set on a group resource (Kafka:
 // DYNAMIC_GROUP_CONFIG).
@@ -122,6 +126,27 @@ var groupKeys = []groupKey{
 		func(n Node) int32 { return n.GroupShareMinSessionTimeoutMs },
 		func(n Node) int32 { return n.GroupShareMaxSessionTimeoutMs },
 		"group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms"),
+	intGroupKey("streams.heartbeat.interval.ms", 1,
+		func(n Node) int32 { return n.GroupStreamsHeartbeatIntervalMs },
+		func(n Node) int32 { return n.GroupStreamsMinHeartbeatIntervalMs },
+		func(n Node) int32 { return n.GroupStreamsMaxHeartbeatIntervalMs },
+		"group.streams.min.heartbeat.interval.ms", "group.streams.max.heartbeat.interval.ms"),
+	// No node setting bounds it but its floor (Kafka's atLeast(0)).
+	intGroupKey("streams.initial.rebalance.delay.ms", 0,
+		func(n Node) int32 { return n.GroupStreamsInitialRebalanceDelayMs },
+		func(Node) int32 { return 0 },
+		func(Node) int32 { return math.MaxInt32 },
+		"", ""),
+	intGroupKey("streams.num.standby.replicas", 0,
+		func(n Node) int32 { return n.GroupStreamsNumStandbyReplicas },
+		func(Node) int32 { return 0 },
+		func(n Node) int32 { return n.GroupStreamsMaxStandbyReplicas },
+		"", "group.streams.max.standby.replicas"),
+	intGroupKey("streams.session.timeout.ms", 1,
+		func(n Node) int32 { return n.GroupStreamsSessionTimeoutMs },
+		func(n Node) int32 { return n.GroupStreamsMinSessionTimeoutMs },
+		func(n Node) int32 { return n.GroupStreamsMaxSessionTimeoutMs },
+		"group.streams.min.session.timeout.ms", "group.streams.max.session.timeout.ms"),
 }
 
 func groupKeyOf(name string) (groupKey, bool) {
@@ -142,8 +167,9 @@ func IsGroupConfig(key string) bool {
 // configuration, as the controller does before storing them. The error
 // joins one error per bad entry, in key order, each worded as Kafka's
 // GroupConfig words it (Kafka answers them INVALID_CONFIG), then Kafka's
-// check that a share group's session timeout exceeds its heartbeat
-// interval, the node's values standing for those the group does not set.
+// checks that a share and a streams group's session timeout exceeds its
+// heartbeat interval, the node's values standing for those the group does
+// not set.
 func ValidateGroup(n Node, m map[string]string) error {
 	var errs []error
 	for _, key := range sortedKeys(m) {
@@ -159,6 +185,9 @@ func ValidateGroup(n Node, m map[string]string) error {
 	if len(errs) == 0 {
 		if s := ShareGroupSettings(n, m); s.SessionTimeout <= s.HeartbeatInterval {
 			errs = append(errs, errors.New("share.session.timeout.ms must be greater than share.heartbeat.interval.ms"))
+		}
+		if s := StreamsGroupSettings(n, m); s.SessionTimeout <= s.HeartbeatInterval {
+			errs = append(errs, errors.New("streams.session.timeout.ms must be greater than streams.heartbeat.interval.ms"))
 		}
 	}
 	return errors.Join(errs...)

@@ -23,7 +23,17 @@ func TestValidateGroup(t *testing.T) {
 		{map[string]string{"consumer.heartbeat.interval.ms": "100000"}, "consumer.heartbeat.interval.ms must be less than or equal to group.consumer.max.heartbeat.interval.ms"},
 		{map[string]string{"consumer.session.timeout.ms": "abc"}, "Invalid value abc for configuration consumer.session.timeout.ms: Not a number of type INT"},
 		{map[string]string{"nonsense": "1"}, "Unknown group config name: nonsense"},
-		{map[string]string{"streams.session.timeout.ms": "50000"}, "Unknown group config name: streams.session.timeout.ms"},
+		// Streams groups (KIP-1071), as Kafka 4.2's GroupConfig.
+		{map[string]string{"streams.session.timeout.ms": "50000", "streams.heartbeat.interval.ms": "6000"}, ""},
+		{map[string]string{"streams.num.standby.replicas": "2", "streams.initial.rebalance.delay.ms": "0"}, ""},
+		{map[string]string{"streams.session.timeout.ms": "44999"}, "streams.session.timeout.ms must be greater than or equal to group.streams.min.session.timeout.ms"},
+		{map[string]string{"streams.session.timeout.ms": "60001"}, "streams.session.timeout.ms must be less than or equal to group.streams.max.session.timeout.ms"},
+		{map[string]string{"streams.heartbeat.interval.ms": "4999"}, "streams.heartbeat.interval.ms must be greater than or equal to group.streams.min.heartbeat.interval.ms"},
+		{map[string]string{"streams.heartbeat.interval.ms": "15001"}, "streams.heartbeat.interval.ms must be less than or equal to group.streams.max.heartbeat.interval.ms"},
+		{map[string]string{"streams.num.standby.replicas": "3"}, "streams.num.standby.replicas must be less than or equal to group.streams.max.standby.replicas"},
+		{map[string]string{"streams.num.standby.replicas": "-1"}, "Invalid value -1 for configuration streams.num.standby.replicas: Value must be at least 0"},
+		{map[string]string{"streams.initial.rebalance.delay.ms": "-1"}, "Invalid value -1 for configuration streams.initial.rebalance.delay.ms: Value must be at least 0"},
+		{map[string]string{"streams.session.timeout.ms": "0"}, "Invalid value 0 for configuration streams.session.timeout.ms: Value must be at least 1"},
 		// Share groups (KIP-932).
 		{map[string]string{"share.session.timeout.ms": "50000", "share.heartbeat.interval.ms": "6000"}, ""},
 		{map[string]string{"share.auto.offset.reset": "earliest", "share.record.lock.duration.ms": "15000"}, ""},
@@ -61,6 +71,16 @@ func TestValidateGroup(t *testing.T) {
 	if err == nil || err.Error() != "share.session.timeout.ms must be greater than share.heartbeat.interval.ms" {
 		t.Errorf("share session 5000 with heartbeat 5000: %v", err)
 	}
+	// And a streams group's (Kafka's GroupConfig.validateValues).
+	n.GroupStreamsMinSessionTimeoutMs = 1000
+	err = ValidateGroup(n, map[string]string{"streams.session.timeout.ms": "5000"})
+	if err == nil || err.Error() != "streams.session.timeout.ms must be greater than streams.heartbeat.interval.ms" {
+		t.Errorf("streams session 5000 with heartbeat 5000: %v", err)
+	}
+	s := StreamsGroupSettings(n, map[string]string{"streams.session.timeout.ms": "5000", "streams.num.standby.replicas": "1"})
+	if s.SessionTimeout != 5*time.Second || s.HeartbeatInterval != 5*time.Second || s.NumStandbyReplicas != 1 || s.InitialRebalanceDelay != 3*time.Second {
+		t.Errorf("StreamsGroupSettings: %+v", s)
+	}
 }
 
 func TestDescribeGroup(t *testing.T) {
@@ -79,6 +99,10 @@ func TestDescribeGroup(t *testing.T) {
 		def("share.isolation.level", "read_uncommitted"),
 		def("share.record.lock.duration.ms", "30000"),
 		def("share.session.timeout.ms", "45000"),
+		def("streams.heartbeat.interval.ms", "5000"),
+		def("streams.initial.rebalance.delay.ms", "3000"),
+		def("streams.num.standby.replicas", "0"),
+		def("streams.session.timeout.ms", "45000"),
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v\nwant %+v", got, want)
@@ -171,5 +195,35 @@ func TestGroupShareBounds(t *testing.T) {
 	n.GroupShareMaxSize = 5
 	if err := n.Validate(); err == nil || !strings.Contains(err.Error(), "group.share.max.size = 5: must be at least 10") {
 		t.Errorf("max size 5: %v", err)
+	}
+}
+
+// TestGroupStreamsBounds: the node's streams group settings within their
+// bounds and relations, as Kafka's GroupCoordinatorConfig requires them.
+func TestGroupStreamsBounds(t *testing.T) {
+	for _, c := range []struct {
+		set  func(*Node)
+		want string
+	}{
+		{func(n *Node) { n.GroupStreamsSessionTimeoutMs = 30000 }, "group.streams.session.timeout.ms = 30000: must be at least group.streams.min.session.timeout.ms (45000)"},
+		{func(n *Node) { n.GroupStreamsMaxSessionTimeoutMs = 40000 }, "group.streams.max.session.timeout.ms = 40000: must be at least 45000"},
+		{func(n *Node) { n.GroupStreamsHeartbeatIntervalMs = 20000 }, "group.streams.heartbeat.interval.ms = 20000: must be at most group.streams.max.heartbeat.interval.ms (15000)"},
+		{func(n *Node) {
+			n.GroupStreamsMinSessionTimeoutMs, n.GroupStreamsSessionTimeoutMs = 1000, 5000
+		}, "group.streams.heartbeat.interval.ms = 5000: must be less than group.streams.session.timeout.ms (5000)"},
+		{func(n *Node) { n.GroupStreamsNumStandbyReplicas = 3 }, "group.streams.num.standby.replicas = 3: must be at most group.streams.max.standby.replicas (2)"},
+		{func(n *Node) { n.GroupStreamsMaxSize = 0 }, "group.streams.max.size = 0: must be at least 1"},
+		{func(n *Node) { n.GroupStreamsInitialRebalanceDelayMs = -1 }, "group.streams.initial.rebalance.delay.ms = -1: must be at least 0"},
+	} {
+		n := Default()
+		c.set(&n)
+		if err := n.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v, want %q", err, c.want)
+		}
+	}
+	n := Default()
+	n.GroupStreamsMinSessionTimeoutMs, n.GroupStreamsSessionTimeoutMs, n.GroupStreamsMinHeartbeatIntervalMs, n.GroupStreamsHeartbeatIntervalMs = 1000, 6000, 100, 1000
+	if err := n.Validate(); err != nil {
+		t.Errorf("lowered bounds: %v", err)
 	}
 }

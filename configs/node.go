@@ -457,6 +457,66 @@ type Node struct {
 	// group.share.partition.max.record.locks.
 	GroupSharePartitionMaxRecordLocks int32 `mapstructure:"group.share.partition.max.record.locks" yaml:"group.share.partition.max.record.locks"`
 
+	// GroupStreamsSessionTimeoutMs is how long a member of a streams
+	// group (KIP-1071) may go without a heartbeat before it is removed and
+	// its tasks given to others, unless the group sets
+	// streams.session.timeout.ms. Default 45000, within
+	// group.streams.min.session.timeout.ms and
+	// group.streams.max.session.timeout.ms. Kafka:
+	// group.streams.session.timeout.ms.
+	GroupStreamsSessionTimeoutMs int32 `mapstructure:"group.streams.session.timeout.ms" yaml:"group.streams.session.timeout.ms"`
+
+	// GroupStreamsMinSessionTimeoutMs and GroupStreamsMaxSessionTimeoutMs
+	// bound group.streams.session.timeout.ms and every streams group's
+	// streams.session.timeout.ms. Defaults 45000 and 60000. Kafka:
+	// group.streams.min.session.timeout.ms,
+	// group.streams.max.session.timeout.ms.
+	GroupStreamsMinSessionTimeoutMs int32 `mapstructure:"group.streams.min.session.timeout.ms" yaml:"group.streams.min.session.timeout.ms"`
+	GroupStreamsMaxSessionTimeoutMs int32 `mapstructure:"group.streams.max.session.timeout.ms" yaml:"group.streams.max.session.timeout.ms"`
+
+	// GroupStreamsHeartbeatIntervalMs is the heartbeat interval a streams
+	// group gives its members, unless it sets
+	// streams.heartbeat.interval.ms. Default 5000, within
+	// group.streams.min.heartbeat.interval.ms and
+	// group.streams.max.heartbeat.interval.ms, and below
+	// group.streams.session.timeout.ms. Kafka:
+	// group.streams.heartbeat.interval.ms.
+	GroupStreamsHeartbeatIntervalMs int32 `mapstructure:"group.streams.heartbeat.interval.ms" yaml:"group.streams.heartbeat.interval.ms"`
+
+	// GroupStreamsMinHeartbeatIntervalMs and
+	// GroupStreamsMaxHeartbeatIntervalMs bound
+	// group.streams.heartbeat.interval.ms and every streams group's
+	// streams.heartbeat.interval.ms. Defaults 5000 and 15000. Kafka:
+	// group.streams.min.heartbeat.interval.ms,
+	// group.streams.max.heartbeat.interval.ms.
+	GroupStreamsMinHeartbeatIntervalMs int32 `mapstructure:"group.streams.min.heartbeat.interval.ms" yaml:"group.streams.min.heartbeat.interval.ms"`
+	GroupStreamsMaxHeartbeatIntervalMs int32 `mapstructure:"group.streams.max.heartbeat.interval.ms" yaml:"group.streams.max.heartbeat.interval.ms"`
+
+	// GroupStreamsMaxSize is the most members a streams group may have;
+	// one more is refused GROUP_MAX_SIZE_REACHED. Default 2147483647 (no
+	// limit), at least 1. Kafka: group.streams.max.size.
+	GroupStreamsMaxSize int32 `mapstructure:"group.streams.max.size" yaml:"group.streams.max.size"`
+
+	// GroupStreamsNumStandbyReplicas is how many standby replicas of each
+	// stateful task a streams group's assignor places, unless the group
+	// sets streams.num.standby.replicas. Default 0, at most
+	// group.streams.max.standby.replicas. Kafka:
+	// group.streams.num.standby.replicas.
+	GroupStreamsNumStandbyReplicas int32 `mapstructure:"group.streams.num.standby.replicas" yaml:"group.streams.num.standby.replicas"`
+
+	// GroupStreamsMaxStandbyReplicas bounds
+	// group.streams.num.standby.replicas and every streams group's
+	// streams.num.standby.replicas. Default 2, at least 0. Kafka:
+	// group.streams.max.standby.replicas.
+	GroupStreamsMaxStandbyReplicas int32 `mapstructure:"group.streams.max.standby.replicas" yaml:"group.streams.max.standby.replicas"`
+
+	// GroupStreamsInitialRebalanceDelayMs is how long a new streams group
+	// waits for more members before its first assignment (members get an
+	// empty one meanwhile), unless the group sets
+	// streams.initial.rebalance.delay.ms. Default 3000, at least 0. Kafka:
+	// group.streams.initial.rebalance.delay.ms.
+	GroupStreamsInitialRebalanceDelayMs int32 `mapstructure:"group.streams.initial.rebalance.delay.ms" yaml:"group.streams.initial.rebalance.delay.ms"`
+
 	// OffsetsRetentionMinutes is how long the committed offsets of a group
 	// with no members are kept after it became empty (or, for offsets
 	// committed by standalone consumers, after the last commit); then they
@@ -772,6 +832,16 @@ func Default() Node {
 		GroupShareMaxDeliveryCountLimit:                  10,
 		GroupShareMaxSize:                                200,
 		GroupSharePartitionMaxRecordLocks:                2000,
+		GroupStreamsSessionTimeoutMs:                     45000,
+		GroupStreamsMinSessionTimeoutMs:                  45000,
+		GroupStreamsMaxSessionTimeoutMs:                  60000,
+		GroupStreamsHeartbeatIntervalMs:                  5000,
+		GroupStreamsMinHeartbeatIntervalMs:               5000,
+		GroupStreamsMaxHeartbeatIntervalMs:               15000,
+		GroupStreamsMaxSize:                              math.MaxInt32,
+		GroupStreamsNumStandbyReplicas:                   0,
+		GroupStreamsMaxStandbyReplicas:                   2,
+		GroupStreamsInitialRebalanceDelayMs:              3000,
 		OffsetsRetentionMinutes:                          10080,
 		ProcessRoles:                                     "broker,controller",
 		ClusterListen:                                    "127.0.0.1:9093",
@@ -876,6 +946,7 @@ func (n Node) Validate() error {
 		"group.consumer.min.heartbeat.interval.ms", int64(n.GroupConsumerMinHeartbeatIntervalMs),
 		"group.consumer.max.heartbeat.interval.ms", int64(n.GroupConsumerMaxHeartbeatIntervalMs))
 	n.validateShareGroups(&v)
+	n.validateStreamsGroups(&v)
 	v.atLeast("offsets.retention.minutes", int64(n.OffsetsRetentionMinutes), 1)
 	v.atLeast("log.max.open.files", int64(n.LogMaxOpenFiles), 0)
 	n.validateCluster(&v)

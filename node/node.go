@@ -724,7 +724,17 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 			s := configs.ShareGroupSettings(n.cfg, overrides)
 			return s.SessionTimeout, s.HeartbeatInterval
 		},
-		ShareMaxSize:    int(n.cfg.GroupShareMaxSize),
+		ShareMaxSize: int(n.cfg.GroupShareMaxSize),
+		StreamsSettings: func(group string) coordinator.StreamsSettings {
+			var overrides map[string]string
+			if im := n.image.Load(); im != nil {
+				overrides = im.GroupConfigs[group]
+			}
+			s := configs.StreamsGroupSettings(n.cfg, overrides)
+			return coordinator.StreamsSettings{SessionTimeout: s.SessionTimeout, HeartbeatInterval: s.HeartbeatInterval,
+				NumStandbyReplicas: s.NumStandbyReplicas, InitialRebalanceDelay: s.InitialRebalanceDelay}
+		},
+		StreamsMaxSize:  int(n.cfg.GroupStreamsMaxSize),
 		ShareStates:     groupShareStates{n},
 		ShareMemberGone: n.shareMemberGone,
 		HighWatermark: func(topic string, p int32) (int64, bool) {

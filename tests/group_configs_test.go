@@ -98,7 +98,9 @@ func TestGroupConfigs(t *testing.T) {
 		{"tuned", "consumer.heartbeat.interval.ms", "50", kerr.InvalidConfig, "consumer.heartbeat.interval.ms must be greater than or equal to group.consumer.min.heartbeat.interval.ms"},
 		{"tuned", "consumer.session.timeout.ms", "60001", kerr.InvalidConfig, "consumer.session.timeout.ms must be less than or equal to group.consumer.max.session.timeout.ms"},
 		{"tuned", "consumer.session.timeout.ms", "soon", kerr.InvalidConfig, "Invalid value soon for configuration consumer.session.timeout.ms: Not a number of type INT"},
-		{"tuned", "streams.session.timeout.ms", "50000", kerr.InvalidConfig, "Unknown group config name: streams.session.timeout.ms"},
+		{"tuned", "streams.session.timeout.ms", "44999", kerr.InvalidConfig, "streams.session.timeout.ms must be greater than or equal to group.streams.min.session.timeout.ms"},
+		{"tuned", "streams.num.standby.replicas", "3", kerr.InvalidConfig, "streams.num.standby.replicas must be less than or equal to group.streams.max.standby.replicas"},
+		{"tuned", "streams.unknown", "1", kerr.InvalidConfig, "Unknown group config name: streams.unknown"},
 		{"tuned", "share.session.timeout.ms", "44999", kerr.InvalidConfig, "share.session.timeout.ms must be greater than or equal to group.share.min.session.timeout.ms"},
 		{"", "consumer.session.timeout.ms", "50000", kerr.InvalidRequest, "Default group resources are not allowed."},
 	} {

@@ -182,3 +182,44 @@ func TestStreamsGroupSurvivesRestart(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamsGroupConfigs: a streams group's streams.* group configs
+// (IncrementalAlterConfigs on the GROUP resource) are in force at its
+// coordinator: the heartbeat interval it gives its members, and the node's
+// group.streams.initial.rebalance.delay.ms, 0 here, assigns at once.
+func TestStreamsGroupConfigs(t *testing.T) {
+	b := startBroker(t, func(c *configs.Node) {
+		c.OffsetsTopicNumPartitions = 3
+		c.GroupStreamsMinHeartbeatIntervalMs, c.GroupStreamsInitialRebalanceDelayMs = 100, 0
+	})
+	const group, source = "streams-configs", "streams-configs-in"
+	if _, err := b.admin().CreateTopic(ctxFor(t), 2, 1, nil, source); err != nil {
+		t.Fatal(err)
+	}
+	cl := b.client()
+	alter := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+	rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
+	for k, v := range map[string]string{"streams.heartbeat.interval.ms": "500", "streams.session.timeout.ms": "45000"} {
+		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		c.Name, c.Value = k, kmsg.StringPtr(v)
+		rr.Configs = append(rr.Configs, c)
+	}
+	alter.Resources = append(alter.Resources, rr)
+	if r := rawReq[*kmsg.IncrementalAlterConfigsResponse](t, cl, alter); r.Resources[0].ErrorCode != 0 {
+		t.Fatalf("alter: %+v", r.Resources[0])
+	}
+	var r *kmsg.StreamsGroupHeartbeatResponse
+	eventually(t, "the group config applied", func() bool {
+		r = streamsHeartbeat(t, cl, group, "a", source, 0, nil)
+		return r.ErrorCode == 0 && r.HeartbeatIntervalMillis == 500
+	})
+	owned := activeTasksOf(r)
+	eventually(t, "both tasks, with no initial delay", func() bool {
+		r = streamsHeartbeat(t, cl, group, "a", source, r.MemberEpoch, owned)
+		if r.ActiveTasks != nil {
+			owned = activeTasksOf(r)
+		}
+		return r.ErrorCode == 0 && len(owned) == 2
+	})
+}

@@ -69,8 +69,6 @@ var differences = slices.Concat([]Intended{
 	// --- configs -----------------------------------------------------
 	{Case: "TestGroupConfigs/describe*", Path: "Resources[*].Configs[share.delivery.count.limit]", Kafka: absent,
 		Reason: "share.delivery.count.limit is a group config from Kafka 4.3 (KIP-1240); Skein takes it already (configs/group.go)"},
-	{Case: "TestGroupConfigs/describe*", Path: "Resources[*].Configs[streams.*]", Skein: absent,
-		Reason: "Skein has no streams groups (KIP-1071), so none of their group configs"},
 	{Case: "TestGroupConfigs/list_groups_after", Path: "ConfigResources[diff-gc]", Skein: absent,
 		Reason: "Kafka keeps listing a group whose last config was deleted (its metadata keeps the group's empty config entry); Skein lists the groups that have configs, as it does before any was set"},
 	{Case: "*", Path: "**Configs[min.insync.replicas]**Source", Kafka: "3",

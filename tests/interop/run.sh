@@ -287,9 +287,13 @@ make -C "$ROOT" --no-print-directory build || die "make build"
 # to take it, and the node logs the address it bound. No
 # group.initial.rebalance.delay.ms (Kafka's 3 s): each group check would
 # wait it out, and none is about it (tests/group_initial_delay_test.go is).
+# Streams groups may be given session timeouts and heartbeat intervals
+# down to 6 s and 1 s (streams.sh sets them, so that the killed instance's
+# tasks move quickly).
 mkdir -p "$WORK/data"
 "$ROOT/bin/skein" node --data-dir "$WORK/data" --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 \
-	--log-format json --set num.partitions=3 --set group.initial.rebalance.delay.ms=0 >"$WORK/node.log" 2>&1 &
+	--log-format json --set num.partitions=3 --set group.initial.rebalance.delay.ms=0 \
+	--set group.streams.min.session.timeout.ms=6000 --set group.streams.min.heartbeat.interval.ms=1000 >"$WORK/node.log" 2>&1 &
 NODE_PID=$!
 
 # A bounded poll of observable conditions: the "node started" line with the

@@ -7,12 +7,17 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.CountDownLatch;
 
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.AlterConfigOp;
+import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.serialization.LongDeserializer;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.serialization.StringDeserializer;
@@ -34,6 +39,8 @@ import org.apache.kafka.streams.kstream.Produced;
  *   Main run BOOTSTRAP APP INPUT OUTPUT DIR  runs until killed; prints "running" once RUNNING
  *   Main verify BOOTSTRAP OUTPUT N KEYS      reads OUTPUT read_committed: each key's last count
  *                                            must be N/KEYS; prints "ok" or the differences
+ *   Main group-config BOOTSTRAP GROUP K=V... sets group configs (incrementalAlterConfigs on the
+ *                                            GROUP resource, as kafka-configs --entity-type groups)
  * </pre>
  */
 public final class Main {
@@ -42,8 +49,23 @@ public final class Main {
             case "produce" -> produce(args[1], args[2], Integer.parseInt(args[3]), Integer.parseInt(args[4]));
             case "run" -> run(args[1], args[2], args[3], args[4], args[5]);
             case "verify" -> System.exit(verify(args[1], args[2], Integer.parseInt(args[3]), Integer.parseInt(args[4])) ? 0 : 1);
+            case "group-config" -> groupConfig(args[1], args[2], List.of(args).subList(3, args.length));
             default -> throw new IllegalArgumentException(args[0]);
         }
+    }
+
+    static void groupConfig(String bootstrap, String group, List<String> settings) throws Exception {
+        Properties p = new Properties();
+        p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        List<AlterConfigOp> ops = new java.util.ArrayList<>();
+        for (String kv : settings) {
+            String[] parts = kv.split("=", 2);
+            ops.add(new AlterConfigOp(new ConfigEntry(parts[0], parts[1]), AlterConfigOp.OpType.SET));
+        }
+        try (Admin admin = Admin.create(p)) {
+            admin.incrementalAlterConfigs(Map.of(new ConfigResource(ConfigResource.Type.GROUP, group), ops)).all().get();
+        }
+        System.out.println("set " + settings);
     }
 
     static void produce(String bootstrap, String topic, int n, int keys) {
