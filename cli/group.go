@@ -2,8 +2,9 @@ package cli
 
 // skein group list|describe|delete|seek|delete-offsets, on kadm: consumer
 // groups, their members, committed offsets and lag, as kafka-consumer-groups
-// and rpk group show them; and share groups (KIP-932, group_share.go), as
-// kafka-share-groups does.
+// and rpk group show them; share groups (KIP-932, group_share.go), as
+// kafka-share-groups does; and streams groups (KIP-1071,
+// group_streams.go), as kafka-streams-groups does.
 
 import (
 	"context"
@@ -24,16 +25,17 @@ import (
 )
 
 func newGroupCommand(environ []string, stdout io.Writer) *cobra.Command {
-	return clientCommand("group", "List, describe, delete consumer and share groups and set or delete their offsets", environ, stdout,
+	return clientCommand("group", "List, describe, delete consumer, share and streams groups and set or delete their offsets", environ, stdout,
 		newGroupListCommand, newGroupDescribeCommand, newGroupDeleteCommand, newGroupSeekCommand, newGroupDeleteOffsetsCommand)
 }
 
 // groupStates are the group states of Kafka's ListGroups filter (KIP-518),
-// classic (the first five) and consumer (KIP-848), by their lower case; a
-// share group (KIP-932) is Empty, Stable or Dead.
+// classic (the first five), consumer (KIP-848) and streams (KIP-1071,
+// NotReady), by their lower case; a share group (KIP-932) is Empty, Stable
+// or Dead.
 var groupStates = func() map[string]string {
 	m := map[string]string{}
-	for _, s := range []string{"PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty", "Assigning", "Reconciling"} {
+	for _, s := range []string{"PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty", "Assigning", "Reconciling", "NotReady"} {
 		m[strings.ToLower(s)] = s
 	}
 	return m
@@ -49,31 +51,32 @@ func newGroupListCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
 		Aliases: []string{"ls"},
 		Short:   "List groups with their state, type, protocol type and number of members",
 		Long: "List the groups of every broker (ListGroups), with their group type (classic,\n" +
-			"consumer or share), state, protocol type and number of members\n" +
+			"consumer, share or streams), state, protocol type and number of members\n" +
 			"(DescribeGroups, or ConsumerGroupDescribe for consumer groups,\n" +
-			"ShareGroupDescribe for share groups). --state keeps the groups in one of the\n" +
-			"given states (Stable, Empty, PreparingRebalance, CompletingRebalance, Dead,\n" +
-			"and for consumer groups Assigning, Reconciling; any case); --type the groups\n" +
-			"of one of the given types.",
+			"ShareGroupDescribe for share groups, StreamsGroupDescribe for streams\n" +
+			"groups). --state keeps the groups in one of the given states (Stable, Empty,\n" +
+			"PreparingRebalance, CompletingRebalance, Dead, for consumer and streams\n" +
+			"groups Assigning, Reconciling, for streams groups NotReady; any case);\n" +
+			"--type the groups of one of the given types.",
 		Example: "  skein group list --state stable,empty --type classic\n" +
-			"  skein group list --type share",
+			"  skein group list --type share,streams",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var filter []string
 			for _, s := range states {
 				state, ok := groupStates[strings.ToLower(strings.TrimSpace(s))]
 				if !ok {
-					return usageError(fmt.Sprintf("--state %q: want Stable, Empty, PreparingRebalance, CompletingRebalance, Dead, Assigning or Reconciling", s))
+					return usageError(fmt.Sprintf("--state %q: want Stable, Empty, PreparingRebalance, CompletingRebalance, Dead, Assigning, Reconciling or NotReady", s))
 				}
 				filter = append(filter, state)
 			}
 			var typeFilter []string
 			for _, t := range types {
 				switch t = strings.ToLower(strings.TrimSpace(t)); t {
-				case "classic", "consumer", "share":
+				case "classic", "consumer", "share", "streams":
 					typeFilter = append(typeFilter, t)
 				default:
-					return usageError(fmt.Sprintf("--type %q: want classic, consumer or share", t))
+					return usageError(fmt.Sprintf("--type %q: want classic, consumer, share or streams", t))
 				}
 			}
 			return flags.withAdmin(cmd, func(ctx context.Context, adm *kadm.Client) error {
@@ -83,8 +86,9 @@ func newGroupListCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
 				}
 				// The member counts: of the classic groups from DescribeGroups,
 				// of the consumer groups (KIP-848) from ConsumerGroupDescribe,
-				// of the share groups (KIP-932) from ShareGroupDescribe.
-				var classic, consumer, share []string
+				// of the share groups (KIP-932) from ShareGroupDescribe, of the
+				// streams groups (KIP-1071) from StreamsGroupDescribe.
+				var classic, consumer, share, streams []string
 				for _, g := range listed.Sorted() {
 					switch g.GroupType {
 					case "", "classic":
@@ -93,6 +97,8 @@ func newGroupListCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
 						consumer = append(consumer, g.Group)
 					case "share":
 						share = append(share, g.Group)
+					case "streams":
+						streams = append(streams, g.Group)
 					}
 				}
 				// NB: a group deleted between the requests is simply not
@@ -131,6 +137,13 @@ func newGroupListCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
 						}
 					}
 				}
+				described, err := describeStreamsGroups(ctx, flags, adm, streams)
+				if err != nil {
+					return err
+				}
+				for g, d := range described {
+					counts[g] = len(d.Members)
+				}
 				rows := [][]string{{"GROUP", "TYPE", "STATE", "PROTOCOL-TYPE", "MEMBERS"}}
 				for _, g := range listed.Sorted() {
 					members := "-"
@@ -144,7 +157,7 @@ func newGroupListCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringSliceVar(&states, "state", nil, "keep the groups in these states (comma-separated or repeated)")
-	cmd.Flags().StringSliceVar(&types, "type", nil, "keep the groups of these types: classic, consumer, share")
+	cmd.Flags().StringSliceVar(&types, "type", nil, "keep the groups of these types: classic, consumer, share, streams")
 	return cmd
 }
 
@@ -185,7 +198,12 @@ func newGroupDescribeCommand(flags *clientFlags, stdout io.Writer) *cobra.Comman
 			"consumer under a lock; ARCHIVED, those rejected or past the delivery limit\n" +
 			"still above the SPSO (once the SPSO passes them they are no longer counted).\n" +
 			"A partition shows - there when no node given serves it: no consumer fetched\n" +
-			"it since its leader took it, or its leader was not in --admin.",
+			"it since its leader took it, or its leader was not in --admin.\n\n" +
+			"A streams group (KIP-1071) is described by StreamsGroupDescribe: its state,\n" +
+			"group, assignment and topology epochs, each member with its process id,\n" +
+			"client, host, epoch and its active and standby tasks (subtopology:[partitions]),\n" +
+			"the topology's subtopologies, and the lag of the offsets the application\n" +
+			"committed, each source partition with the member whose active task reads it.",
 		Example: "  skein group describe billing\n" +
 			"  skein group describe jobs --admin 127.0.0.1:9644,127.0.0.1:9645",
 		Args: cobra.MinimumNArgs(1),
@@ -230,6 +248,17 @@ func newGroupDescribeCommand(flags *clientFlags, stdout io.Writer) *cobra.Comman
 					// the first error.
 					shares, _ = adm.DescribeShareGroups(ctx, notConsumer...)
 				}
+				// Nor share: a streams group (KIP-1071)?
+				var notShare []string
+				for _, g := range notConsumer {
+					if s, ok := shares[g]; !ok || s.Err != nil {
+						notShare = append(notShare, g)
+					}
+				}
+				streams, err := describeStreamsGroups(ctx, flags, adm, notShare)
+				if err != nil {
+					return err
+				}
 				var (
 					errs    []error
 					printed bool
@@ -240,10 +269,11 @@ func newGroupDescribeCommand(flags *clientFlags, stdout io.Writer) *cobra.Comman
 					isConsumer = isConsumer && cg.Err == nil
 					sg, isShare := shares[g]
 					isShare = isShare && sg.Err == nil
+					stg, isStreams := streams[g]
 					switch {
 					case !ok:
 						errs = append(errs, fmt.Errorf("describe group %s: not in the broker's response", g))
-					case l.Error() != nil && !isConsumer && !isShare:
+					case l.Error() != nil && !isConsumer && !isShare && !isStreams:
 						errs = append(errs, fmt.Errorf("describe group %s: %w", g, l.Error()))
 					default:
 						if printed {
@@ -251,6 +281,8 @@ func newGroupDescribeCommand(flags *clientFlags, stdout io.Writer) *cobra.Comman
 						}
 						printed = true
 						switch {
+						case isStreams:
+							err = printStreamsGroup(ctx, adm, stdout, stg)
 						case isShare:
 							if err = printShareGroup(ctx, adm, stdout, sg, admin, access); err != nil {
 								err = fmt.Errorf("describe group %s: %w", g, err)

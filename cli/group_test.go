@@ -133,7 +133,7 @@ func TestGroupCommands(t *testing.T) {
 		}
 	}
 	fails(t, addr, 2, `--state "busy"`, "", "group", "list", "--state", "busy")
-	fails(t, addr, 2, `--type "bogus": want classic, consumer or share`, "", "group", "list", "--type", "bogus")
+	fails(t, addr, 2, `--type "bogus": want classic, consumer, share or streams`, "", "group", "list", "--type", "bogus")
 
 	// An active group can be neither deleted nor sought.
 	fails(t, addr, 1, "skein: delete group billing: NON_EMPTY_GROUP", "", "group", "delete", "billing")
