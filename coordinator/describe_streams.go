@@ -4,11 +4,13 @@ package coordinator
 // answers it: an unknown group id is GROUP_ID_NOT_FOUND "Group X not
 // found.", one of another kind "Group X is not a streams group."; a
 // streams group shows its state, epochs, topology (subtopologies with
-// their internal topics' partition counts as configured, null while the
-// topology is not ready) and members with their assignments and targets.
+// their internal topics' partition counts as configured, or as declared
+// while the topology is not ready) and members with their assignments
+// and targets.
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -53,6 +55,25 @@ func (g *Group) describeStreams() kmsg.StreamsGroupDescribeResponseGroup {
 					_, k, _ := g.topics().Topic(ti.name)
 					return k
 				})
+				t.Subtopologies = append(t.Subtopologies, ds)
+			}
+		} else {
+			// Not configured against the topics (yet): the topology as
+			// the members declared it, as Kafka's
+			// StreamsTopology.asStreamsGroupDescribeTopology, topics
+			// sorted by name.
+			t.Subtopologies = []kmsg.StreamsGroupDescribeResponseGroupTopologySubtopology{}
+			declared := func(ti streamsTopicInfo) int32 { return ti.partitions }
+			byName := func(ts []kmsg.TopicInfo) []kmsg.TopicInfo {
+				slices.SortFunc(ts, func(a, b kmsg.TopicInfo) int { return strings.Compare(a.Topic, b.Topic) })
+				return ts
+			}
+			for _, st := range s.topology.subs {
+				ds := kmsg.NewStreamsGroupDescribeResponseGroupTopologySubtopology()
+				ds.SubtopologyID = st.id
+				ds.SourceTopics, ds.RepartitionSinkTopics = slices.Sorted(slices.Values(nonNil(st.sourceTopics))), slices.Sorted(slices.Values(nonNil(st.sinks)))
+				ds.StateChangelogTopics = byName(describeTopicInfos(st.changelogs, declared))
+				ds.RepartitionSourceTopics = byName(describeTopicInfos(st.repartitionSources, declared))
 				t.Subtopologies = append(t.Subtopologies, ds)
 			}
 		}

@@ -356,17 +356,19 @@ func (g *Group) Join(req *kmsg.JoinGroupRequest, clientID, host string, reply Re
 	case req.ProtocolType == "" || len(req.Protocols) == 0:
 		fail(kerr.InconsistentGroupProtocol, req.MemberID)
 		return
-	case g.IsShare():
+	case g.IsShare() || g.IsStreams() && len(g.streams.members) > 0:
 		// Kafka's classicGroupJoin: a group that exists and is neither
-		// classic nor consumer is INCONSISTENT_GROUP_PROTOCOL
-		// with no member id (tests/diff TestShareGroupOtherTypes).
+		// classic nor consumer (nor an empty streams group) is
+		// INCONSISTENT_GROUP_PROTOCOL with no member id (tests/diff
+		// TestShareGroupOtherTypes, TestStreamsGroupRequests).
 		fail(kerr.InconsistentGroupProtocol, "")
 		return
 	case g.IsStreams():
-		// Kafka's getOrMaybeCreateClassicGroup: "Group X is not a
-		// classic group."
-		fail(kerr.GroupIDNotFound, req.MemberID)
-		return
+		// An empty streams group becomes a classic group, its offsets
+		// kept (Kafka's maybeDeleteEmptyStreamsGroup): its records get
+		// tombstones.
+		g.out.extra = append(g.out.extra, g.StreamsTombstones()...)
+		g.streams = newStreamsGroup()
 	case g.IsConsumer():
 		g.consumerJoin(req, clientID, host, instance, session, rebalance, reply)
 		return

@@ -275,24 +275,24 @@ func (g *Group) StreamsHeartbeat(req *kmsg.StreamsGroupHeartbeatRequest, clientI
 		o := streamsTasks{active: tasksOf(req.ActiveTasks), standby: tasksOf(req.StandbyTasks), warmup: tasksOf(req.WarmupTasks)}
 		owned = &o
 	}
+	// Nothing changes until the request is found valid (Kafka validates
+	// before it writes any record): a new group and a new member are
+	// kept aside, the member's changes made to a copy.
 	bump := false
+	newGroup, newMember := false, false
 	switch {
 	case req.MemberEpoch == 0 && m == nil:
-		if len(s.members) >= g.cfg.StreamsMaxSize && g.cfg.StreamsMaxSize > 0 {
+		if len(s.members) >= g.cfg.StreamsMaxSize && g.cfg.StreamsMaxSize > 0 && g.IsStreams() {
 			fail(kerr.GroupMaxSizeReached, fmt.Sprintf("The streams group has reached its maximum capacity of %d members.", g.cfg.StreamsMaxSize))
 			return
 		}
 		if !g.IsStreams() {
-			g.streams = newStreamsGroup()
-			s = g.streams
-			s.exists = true
+			s = newStreamsGroup()
+			s.exists, newGroup = true, true
 		}
 		m = &streamsMember{id: req.MemberID, assigned: newStreamsTasks(), revoking: newStreamsTasks(), rebalanceTimeout: -1}
-		s.members[m.id] = m
-		bump = true
+		newMember, bump = true, true
 	case req.MemberEpoch == 0:
-		// A member joining again owns nothing: what it held is free.
-		m.assigned, m.revoking, m.state, m.epoch = newStreamsTasks(), newStreamsTasks(), streamsStable, 0
 	case m == nil:
 		fail(kerr.UnknownMemberID, fmt.Sprintf("Member %s is not a member of group %s.", req.MemberID, g.ID))
 		return
@@ -303,45 +303,57 @@ func (g *Group) StreamsHeartbeat(req *kmsg.StreamsGroupHeartbeatRequest, clientI
 		fail(kerr.FencedMemberEpoch, fmt.Sprintf("The streams group member has a smaller member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its partitions and rejoin.", req.MemberEpoch, m.epoch))
 		return
 	}
+	nm := *m
+	if req.MemberEpoch == 0 && !newMember {
+		// A member joining again owns nothing: what it held is free.
+		nm.assigned, nm.revoking, nm.state, nm.epoch = newStreamsTasks(), newStreamsTasks(), streamsStable, 0
+	}
 	// 1. The member's metadata.
-	before := fmt.Sprint(m.rack, m.clientID, m.host, m.rebalanceTimeout, m.topologyEpoch, m.processID, m.endpoint, m.tags)
+	before := fmt.Sprint(nm.rack, nm.clientID, nm.host, nm.rebalanceTimeout, nm.topologyEpoch, nm.processID, nm.endpoint, nm.tags)
 	if req.RackID != nil {
-		m.rack = *req.RackID
+		nm.rack = *req.RackID
 	}
 	if req.RebalanceTimeoutMillis != -1 {
-		m.rebalanceTimeout = req.RebalanceTimeoutMillis
+		nm.rebalanceTimeout = req.RebalanceTimeoutMillis
 	}
 	if req.Topology != nil {
-		m.topologyEpoch = req.Topology.Epoch
+		nm.topologyEpoch = req.Topology.Epoch
 	}
-	m.clientID, m.host = clientID, host
+	nm.clientID, nm.host = clientID, host
 	if req.ProcessID != nil {
-		m.processID = *req.ProcessID
+		nm.processID = *req.ProcessID
 	}
 	if req.UserEndpoint != nil {
 		e := *req.UserEndpoint
-		m.endpoint = &e
+		nm.endpoint = &e
 	}
 	if req.ClientTags != nil {
-		m.tags = nil
+		nm.tags = nil
 		for _, t := range req.ClientTags {
-			m.tags = append(m.tags, [2]string{t.Key, t.Value})
+			nm.tags = append(nm.tags, [2]string{t.Key, t.Value})
 		}
 	}
-	if fmt.Sprint(m.rack, m.clientID, m.host, m.rebalanceTimeout, m.topologyEpoch, m.processID, m.endpoint, m.tags) != before {
+	if fmt.Sprint(nm.rack, nm.clientID, nm.host, nm.rebalanceTimeout, nm.topologyEpoch, nm.processID, nm.endpoint, nm.tags) != before {
 		bump = true
 	}
 	// 2. The topology.
+	topology := s.topology
 	if req.Topology != nil {
 		t := topologyFromRequest(req.Topology)
 		switch {
-		case s.topology == nil:
-			s.topology, s.configured = t, nil
-		case s.topology.epoch > t.epoch:
-		case !s.topology.equal(t):
+		case topology == nil:
+			topology = t
+		case topology.epoch > t.epoch:
+		case !topology.equal(t):
 			fail(kerr.InvalidRequest, "Topology updates are not supported yet.")
 			return
 		}
+	}
+	if topology == nil {
+		// Only a damaged log leaves a member without its group's
+		// topology (loadStreams drops such members).
+		fail(kerr.InvalidRequest, "Topology must be non-null when (re-)joining.")
+		return
 	}
 	var status []kmsg.StreamsGroupHeartbeatResponseStatus
 	addStatus := func(code int8, detail string) {
@@ -349,26 +361,26 @@ func (g *Group) StreamsHeartbeat(req *kmsg.StreamsGroupHeartbeatRequest, clientI
 		st.StatusCode, st.StatusDetail = code, detail
 		status = append(status, st)
 	}
-	if m.topologyEpoch < s.topology.epoch {
-		addStatus(streamsStatusStaleTopology, fmt.Sprintf("The member's topology epoch %d is behind the group's topology epoch %d.", m.topologyEpoch, s.topology.epoch))
+	if nm.topologyEpoch < topology.epoch {
+		addStatus(streamsStatusStaleTopology, fmt.Sprintf("The member's topology epoch %d is behind the group's topology epoch %d.", nm.topologyEpoch, topology.epoch))
 	}
 	// 3. The topology against the topics.
 	topics := g.topics()
-	hash := streamsMetadataHash(s.topology, topics)
+	hash := streamsMetadataHash(topology, topics)
 	if hash != s.hash {
 		bump = true
 	}
-	if s.configured == nil || s.configured.hash != hash {
-		s.configured = configureTopology(s.topology, topics, hash)
-	}
 	c := s.configured
+	if c == nil || c.hash != hash || topology != s.topology {
+		c = configureTopology(topology, topics, hash)
+	}
 	if c.invalid != "" {
 		fail(kerr.StreamsInvalidTopology, c.invalid)
 		return
 	}
 	validated := int32(-1)
 	if c.ready() {
-		validated = s.topology.epoch
+		validated = topology.epoch
 		for _, ts := range []taskSet{owned.orEmpty().active, owned.orEmpty().standby} {
 			for t := range ts {
 				n, ok := c.tasks[t.sub]
@@ -383,6 +395,15 @@ func (g *Group) StreamsHeartbeat(req *kmsg.StreamsGroupHeartbeatRequest, clientI
 			}
 		}
 	}
+	// The request is valid: from here on the group changes.
+	if newGroup {
+		g.streams = s
+	}
+	if newMember {
+		s.members[m.id] = m
+	}
+	*m = nm
+	s.topology, s.configured = topology, c
 	if validated != s.validatedEpoch {
 		bump = true
 	}
@@ -406,11 +427,10 @@ func (g *Group) StreamsHeartbeat(req *kmsg.StreamsGroupHeartbeatRequest, clientI
 		}
 	}
 	// 4. The target assignment.
+	delayed := false
 	if s.epoch > s.targetEpoch {
 		if s.delaySeq != 0 {
-			// Members get an empty assignment, at epoch 1 at least, until
-			// the delay ends.
-			s.targetEpoch = max(1, s.targetEpoch)
+			delayed = true
 			addStatus(streamsStatusAssignmentDelayed, "Assignment delayed due to the configured initial rebalance delay.")
 		} else {
 			g.computeStreamsTarget()
@@ -418,7 +438,18 @@ func (g *Group) StreamsHeartbeat(req *kmsg.StreamsGroupHeartbeatRequest, clientI
 	}
 	// 5. The member's assignment.
 	prev := m.assigned.clone()
-	g.reconcileStreams(m, owned)
+	if delayed {
+		// Members get an empty assignment, at epoch 1 at least, until
+		// the delay ends; the group's assignment epoch stays (Kafka's
+		// streamsGroupHeartbeat reconciles with a targetAssignmentEpoch
+		// of its own, max(1, the group's), and writes no target).
+		saved := s.targetEpoch
+		s.targetEpoch = max(1, saved)
+		g.reconcileStreams(m, owned)
+		s.targetEpoch = saved
+	} else {
+		g.reconcileStreams(m, owned)
+	}
 	g.touchStreams(m)
 	if req.ShutdownApplication {
 		s.shutdownBy = m.id

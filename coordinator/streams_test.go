@@ -3,6 +3,7 @@ package coordinator
 import (
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -93,3 +94,78 @@ func (f *fakeStreamsTopics) Topic(name string) ([16]byte, int32, bool) {
 }
 func (f *fakeStreamsTopics) Name([16]byte) (string, bool) { return "", false }
 func (f *fakeStreamsTopics) Names() ([]string, int64)     { return nil, 0 }
+
+// TestKIP1071InvalidJoinChangesNothing: a heartbeat refused after its
+// member and topology were read (another topology, an invalid one) leaves
+// the group as it was, as Kafka, which validates before it writes: no
+// member added, no epoch moved, and no group made of a refused first
+// join.
+func TestKIP1071InvalidJoinChangesNothing(t *testing.T) {
+	h := newHarness(t)
+	h.topics.set("app-store-changelog", [16]byte{2}, 4)
+	h.sth("a0", "a", "p1", 0, nil, true)
+	before := streamsDump(h.g)
+	records := len(h.records)
+
+	req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+	req.Group, req.MemberID, req.RebalanceTimeoutMillis = "g", "b", 30000
+	tp := kmsg.NewStreamsGroupHeartbeatRequestTopology()
+	tp.Epoch = 1
+	st := kmsg.NewStreamsGroupHeartbeatRequestTopologySubtopology()
+	st.SubtopologyID, st.SourceTopics = "0", []string{"other"}
+	tp.Subtopologies = []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{st}
+	req.Topology = &tp
+	h.g.StreamsHeartbeat(req, "c", "h", h.to("b0"))
+	h.step()
+	if r := h.got["b0"].(*kmsg.StreamsGroupHeartbeatResponse); r.ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("another topology: %+v", r)
+	}
+	if after := streamsDump(h.g); after != before || len(h.records) != records {
+		t.Fatalf("the group changed:\n%s\nwas\n%s", after, before)
+	}
+
+	// A first join with a topology that cannot be configured (a
+	// repartition topic read and never written) makes no group.
+	fresh := newHarness(t)
+	ri := kmsg.NewTopicInfo()
+	ri.Topic = "unwritten-repartition"
+	st.SourceTopics, st.RepartitionSourceTopics = nil, []kmsg.TopicInfo{ri}
+	tp.Subtopologies = []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{st}
+	req.MemberID = "a"
+	fresh.g.StreamsHeartbeat(req, "c", "h", fresh.to("a0"))
+	fresh.step()
+	if r := fresh.got["a0"].(*kmsg.StreamsGroupHeartbeatResponse); r.ErrorCode != kerr.StreamsInvalidTopology.Code {
+		t.Fatalf("an invalid topology: %+v", r)
+	}
+	if fresh.g.Exists() || len(fresh.records) != 0 {
+		t.Fatalf("a group made of a refused join: %s, %d records", streamsDump(fresh.g), len(fresh.records))
+	}
+}
+
+// TestKIP1071ClassicJoin: a classic JoinGroup to a streams group with
+// members is INCONSISTENT_GROUP_PROTOCOL with no member id; to an empty
+// one it makes the group a classic group, the streams group's records
+// tombstoned, as Kafka's classicGroupJoin and maybeDeleteEmptyStreamsGroup.
+func TestKIP1071ClassicJoin(t *testing.T) {
+	h := newHarness(t)
+	h.topics.set("app-store-changelog", [16]byte{2}, 4)
+	h.sth("a0", "a", "p1", 0, nil, true)
+	h.join("k0", "", "")
+	if r := h.got["k0"].(*kmsg.JoinGroupResponse); r.ErrorCode != kerr.InconsistentGroupProtocol.Code || r.MemberID != "" {
+		t.Fatalf("classic join of a streams group with a member: %+v", r)
+	}
+	req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+	req.Group, req.MemberID, req.MemberEpoch = "g", "a", -1
+	h.g.StreamsHeartbeat(req, "c", "h", h.to("a1"))
+	h.step()
+	h.join("k1", "", "")
+	if r := h.got["k1"].(*kmsg.JoinGroupResponse); r.ErrorCode != kerr.MemberIDRequired.Code {
+		t.Fatalf("classic join of an empty streams group: %+v", r)
+	}
+	if h.g.IsStreams() {
+		t.Fatal("still a streams group")
+	}
+	if g := h.restored(); g.IsStreams() {
+		t.Fatalf("a restart finds the streams group: %s", streamsDump(g))
+	}
+}

@@ -25,6 +25,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -392,7 +393,7 @@ func enforceCopartitioning(t *streamsTopology, count func(string) (int32, bool),
 				for n := range fixed {
 					k, _ := count(n)
 					if first >= 0 && k != first {
-						return streamsStatusIncorrectlyPartitionedTopics, "Following topics do not have the same number of partitions: " + fmt.Sprint(repart), ""
+						return streamsStatusIncorrectlyPartitionedTopics, "Following topics do not have the same number of partitions: [" + javaTreeMap(repart) + "]", ""
 					}
 					first = k
 				}
@@ -408,7 +409,7 @@ func enforceCopartitioning(t *streamsTopology, count func(string) (int32, bool),
 				use = -1
 				for _, k := range external {
 					if use >= 0 && k != use {
-						return streamsStatusIncorrectlyPartitionedTopics, "Following topics do not have the same number of partitions: " + fmt.Sprint(external), ""
+						return streamsStatusIncorrectlyPartitionedTopics, "Following topics do not have the same number of partitions: [" + javaTreeMap(external) + "]", ""
 					}
 					use = k
 				}
@@ -425,6 +426,16 @@ func enforceCopartitioning(t *streamsTopology, count func(string) (int32, bool),
 }
 
 // summarizeTopics names at most three topics, as Kafka's messages do.
+// javaTreeMap prints a map of partition counts as Java prints a TreeMap,
+// which Kafka's messages show: {a=2, b=3}.
+func javaTreeMap(m map[string]int32) string {
+	parts := make([]string, 0, len(m))
+	for _, n := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s=%d", n, m[n]))
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
 func summarizeTopics(ts []string) string {
 	if len(ts) == 0 {
 		return "<none>"

@@ -57,6 +57,13 @@
 //   - sharefetch_test.go: ShareFetch and ShareAcknowledge of one share
 //     group member: acquisitions, acknowledgements and their errors,
 //     redelivery counts, the last attempt alone, archival, sessions;
+//   - streamsgroups_test.go: streams groups (KIP-1071):
+//     StreamsGroupHeartbeat joins with a small topology (internal topics
+//     created, the initial rebalance delay), missing source topics,
+//     invalid and mis-partitioned topologies, malformed requests,
+//     StreamsGroupDescribe, ListGroups by type, DeleteGroups with and
+//     without members, the other types' APIs on a streams group, and a
+//     classic join turning an empty streams group into a classic one;
 //   - groupconfigs_test.go: group configs (KIP-848) and
 //     ListConfigResources;
 //   - metadata_test.go, admin_test.go: Metadata and auto-creation,
