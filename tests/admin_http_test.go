@@ -226,7 +226,7 @@ func TestAdminActors(t *testing.T) {
 	for _, c := range root.Children {
 		children = append(children, c.Name)
 	}
-	if got := strings.Join(children, " "); got != "node/1/appends node/1/controller node/1/extensions node/1/fetchers node/1/groups node/1/metadata node/1/partitions node/1/txns" {
+	if got := strings.Join(children, " "); got != "node/1/appends node/1/controller node/1/extensions node/1/fetchers node/1/groups node/1/metadata node/1/partitions node/1/shares node/1/sharestate node/1/txns" {
 		t.Errorf("node/1's children: %s", got)
 	}
 	if k := as["node/1/controller"].Kind; k != "*controller.Controller" {

@@ -34,6 +34,12 @@ func permCases(t *testing.T, s *permSuite) []permCase {
 		configsDenied = []*kerr.Error{kerr.TopicAuthorizationFailed, kerr.GroupAuthorizationFailed, kerr.ClusterAuthorizationFailed}
 		badProducer   = []*kerr.Error{kerr.InvalidProducerIDMapping}
 	)
+	// ShareFetch and ShareAcknowledge name topics by id.
+	topics, err := s.adm.ListTopics(s.ctx, permTopic)
+	if err != nil || topics[permTopic].Err != nil {
+		t.Fatalf("topic id of %s: %v %v", permTopic, err, topics[permTopic].Err)
+	}
+	permTopicID := topics[permTopic].ID
 	return []permCase{
 		{key: 0, topic: permTopic, version: 12, // v13 names topics by id
 			// Records produced: one more on perm-t.
@@ -554,6 +560,44 @@ func permCases(t *testing.T, s *permSuite) []permCase {
 				return r
 			},
 			denied: groupDenied, allowed: []*kerr.Error{kerr.GroupIDNotFound}},
+		{key: 78, topic: permTopic, group: "perm-78-share",
+			// Opens a share session on perm-t: nothing there to acquire
+			// from the latest offset, and no wait.
+			build: func(string) kmsg.Request {
+				r := kmsg.NewPtrShareFetchRequest()
+				r.GroupID, r.MemberID, r.ShareSessionEpoch = kmsg.StringPtr("perm-78-share"), kmsg.StringPtr("perm-member"), 0
+				r.MaxWaitMillis, r.MaxRecords, r.BatchSize = 0, 1, 1
+				r.Topics = []kmsg.ShareFetchRequestTopic{{TopicID: permTopicID, Partitions: []kmsg.ShareFetchRequestTopicPartition{{Partition: 0}}}}
+				return r
+			},
+			denied: groupDenied},
+		{key: 79, topic: permTopic, group: "perm-79-share",
+			// Closes a share session it never opened: nothing acknowledged.
+			build: func(string) kmsg.Request {
+				r := kmsg.NewPtrShareAcknowledgeRequest()
+				r.GroupID, r.MemberID, r.ShareSessionEpoch = kmsg.StringPtr("perm-79-share"), kmsg.StringPtr("perm-member"), -1
+				r.Topics = []kmsg.ShareAcknowledgeRequestTopic{{TopicID: permTopicID, Partitions: []kmsg.ShareAcknowledgeRequestTopicPartition{{Partition: 0,
+					AcknowledgementBatches: []kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch{{FirstOffset: 0, LastOffset: 0, AcknowledgeTypes: []int8{1}}}}}}}
+				return r
+			},
+			denied: groupDenied, allowed: []*kerr.Error{kerr.ShareSessionNotFound}},
+		{key: 88, group: "perm-88-streams",
+			// A member of no group, past joining: nothing joins, no topic
+			// is made.
+			build: func(string) kmsg.Request {
+				r := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+				r.Group, r.MemberID, r.MemberEpoch = "perm-88-streams", "perm-member", 5
+				return r
+			},
+			denied: groupDenied, allowed: []*kerr.Error{kerr.GroupIDNotFound}},
+		{key: 89, group: "perm-89-streams", describe: true,
+			// No such streams group.
+			build: func(string) kmsg.Request {
+				r := kmsg.NewPtrStreamsGroupDescribeRequest()
+				r.Groups = []string{"perm-89-streams"}
+				return r
+			},
+			denied: groupDenied, allowed: []*kerr.Error{kerr.GroupIDNotFound}},
 		// The share-group state APIs name a topic by an id no topic has:
 		// authorized, the share coordinator refuses them (a write of a
 		// share-partition without state first of all), so they change
@@ -605,14 +649,15 @@ func permCases(t *testing.T, s *permSuite) []permCase {
 			},
 			denied: clusterDenied},
 		{key: 90, topic: permTopic, group: "perm-90-share", describe: true,
-			// No such share group.
+			// No such share group: as in Kafka, answered as having no
+			// state (start offset -1), without an error.
 			build: func(topic string) kmsg.Request {
 				r := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
 				r.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: "perm-90-share",
 					Topics: []kmsg.DescribeShareGroupOffsetsRequestGroupTopic{{Topic: topic, Partitions: []int32{0}}}}}
 				return r
 			},
-			denied: groupDenied, allowed: []*kerr.Error{kerr.GroupIDNotFound}},
+			denied: groupDenied},
 		{key: 91, topic: permTopic, group: permConsumerGroup,
 			// A consumer group's id: not a share group, nothing altered.
 			build: func(topic string) kmsg.Request {
