@@ -107,12 +107,25 @@
 // partitions have state. A share group is written as Kafka's ShareGroup*
 // records (share_records.go), answered once durable.
 //
+// # Streams groups (KIP-1071)
+//
+// A group id may instead be a streams group (streams.go): its first
+// member's topology (streams_topology.go) is configured against the
+// topics, its missing internal topics handed to transport to create, and
+// its tasks assigned by the sticky task assignor (streams_assignor.go) and
+// reconciled as Kafka's streams CurrentAssignmentBuilder does. A refused
+// heartbeat changes nothing. A streams group is written as Kafka's
+// StreamsGroup* records (streams_records.go), the topology included,
+// answered once durable, so a coordinator restart or move keeps its
+// members, epochs, tasks and topology.
+//
 // # Persistence
 //
 // Records use Kafka's own formats (kmsg.OffsetCommitKey v1 with
 // OffsetCommitValue v3, GroupMetadataKey v2 with GroupMetadataValue v3, and
-// for consumer groups the ConsumerGroup* records of consumer_records.go; a
-// null value is a tombstone), appended with acks=-1 to the group's partition
+// for consumer, share and streams groups the records of
+// consumer_records.go, share_records.go and streams_records.go; a null
+// value is a tombstone), appended with acks=-1 to the group's partition
 // abs(javaStringHashCode(group)) % offsets.topic.num.partitions. Commits and
 // consumer-group heartbeats that changed the group are answered once
 // durable. The classic group metadata record is written without waiting: a
@@ -128,9 +141,9 @@
 // their coordinator, the Directory keeps, per __consumer_offsets partition
 // this node leads, an index (index.go) holding per group what compaction
 // would leave of its records with the transaction markers applied: the
-// last record of each key (a tombstone removes its key; a consumer
-// group's tombstone removes the group's other consumer-group records, as
-// Restore forgets them) and the offset records of transactions not ended,
+// last record of each key (a tombstone removes its key; a consumer, share
+// or streams group's tombstone removes the group's other records of its
+// kind, as Restore forgets them) and the offset records of transactions not ended,
 // by producer. Restore gives from these what it gives from the whole log.
 //
 // The first use of a partition since this node leads it (a group's load,
