@@ -113,6 +113,9 @@ type streamsGroup struct {
 	// restore collects the group's records during Restore
 	// (streams_records.go).
 	restore *streamsRestore
+	// topologyValue is topology's StreamsGroupTopologyValue, encoded at
+	// its first write.
+	topologyValue []byte
 }
 
 type streamsMember struct {
@@ -403,6 +406,9 @@ func (g *Group) StreamsHeartbeat(req *kmsg.StreamsGroupHeartbeatRequest, clientI
 		s.members[m.id] = m
 	}
 	*m = nm
+	if topology != s.topology {
+		s.topologyValue = nil
+	}
 	s.topology, s.configured = topology, c
 	if validated != s.validatedEpoch {
 		bump = true

@@ -160,7 +160,12 @@ func (g *Group) streamsValues() map[string][]byte {
 	out[string(consumerKey(recStreamsTargetHdr, g.ID, "", false))] =
 		appendTags(kbin.AppendInt32(kbin.AppendInt16(nil, 0), s.targetEpoch))
 	if s.topology != nil {
-		out[string(consumerKey(recStreamsTopology, g.ID, "", false))] = s.topology.value()
+		// NB: a topology never changes once set (updates are refused),
+		// so it is encoded once.
+		if s.topologyValue == nil {
+			s.topologyValue = s.topology.value()
+		}
+		out[string(consumerKey(recStreamsTopology, g.ID, "", false))] = s.topologyValue
 	}
 	for id, m := range s.members {
 		out[string(consumerKey(recStreamsMember, g.ID, id, true))] = m.metadataValue()
