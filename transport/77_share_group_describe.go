@@ -34,48 +34,22 @@ func init() {
 
 func (a *API) handleShareGroupDescribe(c *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.ShareGroupDescribeRequest)
-	type ask struct {
-		call *groupCall
-		err  *kerr.Error
-	}
-	asks := make([]ask, len(req.GroupIDs))
-	z := c.authz()
-	describable := z.memo(describe, topicResource)
-	for i, g := range req.GroupIDs {
-		if !z.may(describe, groupResource, g) {
-			asks[i].err = kerr.GroupAuthorizationFailed
-			continue
-		}
-		if g == "" {
-			asks[i].err = kerr.InvalidGroupID
-			continue
-		}
+	describable := c.authz().memo(describe, topicResource)
+	answers := a.describeGroups(c, req.GroupIDs, func(g string) kmsg.Request {
 		one := kmsg.NewPtrShareGroupDescribeRequest()
 		one.Version, one.GroupIDs = req.Version, []string{g}
-		asks[i].call, asks[i].err = a.startGroupRequest(c, g, one)
-	}
+		return one
+	})
 	return func() kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.ShareGroupDescribeResponse)
-		for i, g := range req.GroupIDs {
+		for i, ans := range answers() {
+			g := req.GroupIDs[i]
 			rg := kmsg.NewShareGroupDescribeResponseGroup()
 			rg.GroupID = g
-			err := asks[i].err
-			if err == nil {
-				var r kmsg.Response
-				if r, err = asks[i].call.wait(c, a.RequestTimeout); err == nil {
-					rg = r.(*kmsg.ShareGroupDescribeResponse).Groups[0]
-				}
+			if ans.err == nil {
+				rg = ans.resp.(*kmsg.ShareGroupDescribeResponse).Groups[0]
 			}
-			if err != nil {
-				rg.ErrorCode = err.Code
-			}
-			rg.AuthorizedOperations = authorizedOperationsUnset
-			if rg.ErrorCode == 0 {
-				hideShareMembers(&rg, describable)
-			}
-			if req.IncludeAuthorizedOperations && rg.ErrorCode == 0 {
-				rg.AuthorizedOperations = z.operations(groupResource, g)
-			}
+			fillDescribed(c, g, ans.err, &rg.ErrorCode, &rg.AuthorizedOperations, req.IncludeAuthorizedOperations, func() { hideShareMembers(&rg, describable) })
 			resp.Groups = append(resp.Groups, rg)
 		}
 		return resp

@@ -32,48 +32,22 @@ func init() {
 
 func (a *API) handleStreamsGroupDescribe(c *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.StreamsGroupDescribeRequest)
-	type ask struct {
-		call *groupCall
-		err  *kerr.Error
-	}
-	asks := make([]ask, len(req.Groups))
-	z := c.authz()
-	describable := z.memo(describe, topicResource)
-	for i, g := range req.Groups {
-		if !z.may(describe, groupResource, g) {
-			asks[i].err = kerr.GroupAuthorizationFailed
-			continue
-		}
-		if g == "" {
-			asks[i].err = kerr.InvalidGroupID
-			continue
-		}
+	describable := c.authz().memo(describe, topicResource)
+	answers := a.describeGroups(c, req.Groups, func(g string) kmsg.Request {
 		one := kmsg.NewPtrStreamsGroupDescribeRequest()
 		one.Version, one.Groups = req.Version, []string{g}
-		asks[i].call, asks[i].err = a.startGroupRequest(c, g, one)
-	}
+		return one
+	})
 	return func() kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.StreamsGroupDescribeResponse)
-		for i, g := range req.Groups {
+		for i, ans := range answers() {
+			g := req.Groups[i]
 			rg := kmsg.NewStreamsGroupDescribeResponseGroup()
 			rg.Group = g
-			err := asks[i].err
-			if err == nil {
-				var r kmsg.Response
-				if r, err = asks[i].call.wait(c, a.RequestTimeout); err == nil {
-					rg = r.(*kmsg.StreamsGroupDescribeResponse).Groups[0]
-				}
+			if ans.err == nil {
+				rg = ans.resp.(*kmsg.StreamsGroupDescribeResponse).Groups[0]
 			}
-			if err != nil {
-				rg.ErrorCode = err.Code
-			}
-			rg.AuthorizedOperations = authorizedOperationsUnset
-			if rg.ErrorCode == 0 {
-				hideStreamsGroup(&rg, describable)
-			}
-			if req.IncludeAuthorizedOperations && rg.ErrorCode == 0 {
-				rg.AuthorizedOperations = z.operations(groupResource, g)
-			}
+			fillDescribed(c, g, ans.err, &rg.ErrorCode, &rg.AuthorizedOperations, req.IncludeAuthorizedOperations, func() { hideStreamsGroup(&rg, describable) })
 			resp.Groups = append(resp.Groups, rg)
 		}
 		return resp
