@@ -329,21 +329,23 @@ func DefaultValue(key string) (string, bool) {
 // kafkaTypes are the broker configs whose Kafka type is not the one their
 // Go field's kind gives (tests/diff compares them with Kafka's).
 var kafkaTypes = map[string]ConfigType{
-	"offsets.topic.replication.factor":         TypeShort,
-	"transaction.state.log.replication.factor": TypeShort,
-	"transactional.id.expiration.ms":           TypeInt,
-	"producer.id.expiration.ms":                TypeInt,
-	"replica.lag.time.max.ms":                  TypeLong,
-	"leader.imbalance.check.interval.seconds":  TypeLong,
-	"process.roles":                            TypeList,
-	"controller.quorum.voters":                 TypeList,
-	"listeners":                                TypeList,
-	"advertised.listeners":                     TypeList,
-	"controller.listener.names":                TypeList,
-	"ssl.enabled.protocols":                    TypeList,
-	"ssl.cipher.suites":                        TypeList,
-	"sasl.enabled.mechanisms":                  TypeList,
-	"sasl.oauthbearer.expected.audience":       TypeList,
+	"offsets.topic.replication.factor":                 TypeShort,
+	"transaction.state.log.replication.factor":         TypeShort,
+	"share.coordinator.state.topic.replication.factor": TypeShort,
+	"share.coordinator.state.topic.min.isr":            TypeShort,
+	"transactional.id.expiration.ms":                   TypeInt,
+	"producer.id.expiration.ms":                        TypeInt,
+	"replica.lag.time.max.ms":                          TypeLong,
+	"leader.imbalance.check.interval.seconds":          TypeLong,
+	"process.roles":                                    TypeList,
+	"controller.quorum.voters":                         TypeList,
+	"listeners":                                        TypeList,
+	"advertised.listeners":                             TypeList,
+	"controller.listener.names":                        TypeList,
+	"ssl.enabled.protocols":                            TypeList,
+	"ssl.cipher.suites":                                TypeList,
+	"sasl.enabled.mechanisms":                          TypeList,
+	"sasl.oauthbearer.expected.audience":               TypeList,
 }
 
 // ConfigType is a config's type as DescribeConfigs v3+ reports it, with

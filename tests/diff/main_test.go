@@ -30,12 +30,14 @@ var classpath = flag.String("kafkaref.classpath", os.Getenv("KAFKAREF_CLASSPATH"
 // delay (each group case would wait 3 s for it), internal topics that fit
 // one node.
 var shared = map[string]string{
-	"num.partitions":                           "1",
-	"auto.create.topics.enable":                "true",
-	"group.initial.rebalance.delay.ms":         "0",
-	"offsets.topic.replication.factor":         "1",
-	"transaction.state.log.replication.factor": "1",
-	"transaction.state.log.min.isr":            "1",
+	"num.partitions":                                   "1",
+	"auto.create.topics.enable":                        "true",
+	"group.initial.rebalance.delay.ms":                 "0",
+	"offsets.topic.replication.factor":                 "1",
+	"transaction.state.log.replication.factor":         "1",
+	"transaction.state.log.min.isr":                    "1",
+	"share.coordinator.state.topic.replication.factor": "1",
+	"share.coordinator.state.topic.min.isr":            "1",
 }
 
 func TestMain(m *testing.M) {
