@@ -56,6 +56,9 @@ type Acquire struct {
 	Member     string
 	MaxRecords int
 	MaxBytes   int64
+	// WholeBatches: batch-optimized mode, where the batch that reaches
+	// MaxRecords is acquired whole (Kafka's ShareAcquireMode 0).
+	WholeBatches bool
 	// Wake, if not nil, gets a value (without blocking: give it a buffer
 	// of one) when records this answer could not give may have become
 	// available: released, expired, or the window freed.
@@ -346,7 +349,7 @@ func (a *partitionActor) acquire(m *Acquire, reply func(Acquired)) {
 		bound = v.Log.LastStableOffset
 	}
 	l := limits{member: m.Member, maxRecords: m.MaxRecords, maxBytes: m.MaxBytes, lock: s.LockDuration,
-		countLimit: s.DeliveryCountLimit, maxLocks: s.MaxRecordLocks, readCommitd: s.ReadCommitted}
+		countLimit: s.DeliveryCountLimit, maxLocks: s.MaxRecordLocks, readCommitd: s.ReadCommitted, wholeBatches: m.WholeBatches}
 	now := time.Now()
 	got, err := a.w.acquire(v.Log, bound, l, now, a.dec)
 	if err != nil {

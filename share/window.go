@@ -113,6 +113,10 @@ type limits struct {
 	countLimit  int16
 	maxLocks    int  // group.share.partition.max.record.locks
 	readCommitd bool // share.isolation.level=read_committed
+	// wholeBatches finishes the log batch that reaches maxRecords
+	// (ShareFetch's batch-optimized mode, Kafka's default): a fetch may
+	// get more than maxRecords, never part of a batch it read anew.
+	wholeBatches bool
 }
 
 // span is a run of acquired offsets with the same delivery count.
@@ -158,7 +162,8 @@ func (a *acquisition) take(s *slot, o int64, l limits, now time.Time) bool {
 	return true
 }
 
-// acquire takes up to l.maxRecords available records: first those in the
+// acquire takes up to l.maxRecords available records (or, with
+// wholeBatches, the rest of the log batch that reaches it): first those in the
 // window that were released or whose lock expired, then new ones read
 // from the log up to bound (the high watermark, or the last stable offset
 // under read_committed), never holding more than l.maxLocks offsets in
@@ -222,7 +227,7 @@ func (w *window) acquire(v *store.View, bound int64, l limits, now time.Time, de
 				if o < w.end() {
 					continue // read before, in part
 				}
-				if a.n >= l.maxRecords {
+				if a.n >= l.maxRecords && !l.wholeBatches {
 					break
 				}
 				s := slot{state: Archived} // a gap: nothing to deliver

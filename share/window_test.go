@@ -336,3 +336,19 @@ func TestLastDeliveryAttemptAlone(t *testing.T) {
 		t.Fatalf("limit 2: %+v", a)
 	}
 }
+
+// TestWholeBatches: in batch-optimized mode the log batch that reaches
+// MaxRecords is acquired whole; in record-limit mode never more than
+// MaxRecords.
+func TestWholeBatches(t *testing.T) {
+	v := testLog(t, 4, 4)
+	var w window
+	l := lim("m", 3)
+	l.wholeBatches = true
+	if a, _ := w.acquire(v, v.HighWatermark, l, now, nil); a.n != 4 || a.spans[0] != (span{0, 3, 1}) {
+		t.Fatalf("batch-optimized: %+v, want the first batch whole", a)
+	}
+	if a, _ := w.acquire(v, v.HighWatermark, lim("m", 3), now, nil); a.n != 3 || a.spans[0] != (span{4, 6, 1}) {
+		t.Fatalf("record-limit: %+v, want three records", a)
+	}
+}

@@ -17,9 +17,11 @@ package transport
 //     ForgottenTopicsData; -1 applies the acknowledgements, releases what
 //     the member still holds and ends the session, acquiring nothing.
 //   - MaxRecords bounds the records acquired by the whole request (0 or
-//     less: 500, as franz-go's default), in both acquire modes, never
-//     exceeded (Kafka's batch-optimized mode may exceed it to acquire
-//     whole batches); MaxBytes bounds the batches read past the first. In
+//     less: 500, as franz-go's default): in record-limit mode (KIP-1206)
+//     never exceeded; in batch-optimized mode (0, the default) the log
+//     batch that reaches it is acquired whole, as Kafka does, so that a
+//     round trip carries whole batches. MaxBytes bounds the batches read
+//     past the first. In
 //     batch-optimized mode (ShareAcquireMode 0) the AcquiredRecords
 //     ranges hold at most BatchSize records each. With
 //     nothing acquired the answer waits up to MaxWaitMillis for records
@@ -217,7 +219,8 @@ func (a *API) shareFetch(c *conn, req *kmsg.ShareFetchRequest, resp *kmsg.ShareF
 				p.out.ErrorCode = err.Code
 				continue
 			}
-			r := a.shareAcquire(pid, &share.Acquire{Member: member, MaxRecords: maxRecords - got, MaxBytes: maxBytes, Wake: wake, Until: deadline})
+			r := a.shareAcquire(pid, &share.Acquire{Member: member, MaxRecords: maxRecords - got, MaxBytes: maxBytes, Wake: wake, Until: deadline,
+				WholeBatches: req.ShareAcquireMode == 0})
 			if r.Err != nil {
 				p.out.ErrorCode = r.Err.Code
 				continue
