@@ -896,7 +896,12 @@ public final class Main {
             for (int i = 0; i < n; i++) {
                 recs.add(new Rec(SharedRun.key(i), "value " + i, null, System.currentTimeMillis()));
             }
-            try (KafkaProducer<String, String> p = new KafkaProducer<>(producerProps())) {
+            // One record per batch: a ShareFetch in the consumers' default
+            // batch-optimized mode acquires whole batches (as Kafka does, past
+            // max.poll.records), and the three consumers must each get some.
+            Properties pp = producerProps();
+            pp.put(ProducerConfig.BATCH_SIZE_CONFIG, "1");
+            try (KafkaProducer<String, String> p = new KafkaProducer<>(pp)) {
                 produce(p, topic, recs);
             }
             SharedRun run = new SharedRun(topic, group, n, consumers);
