@@ -78,8 +78,20 @@ func TestShareGroupDeliversEachRecordOnce(t *testing.T) {
 	// records come, so they poll under a context that ends then.
 	pollCtx, allAccepted := context.WithCancel(ctx)
 	defer allAccepted()
+	// The releasing consumer starts alone and the others join once it has
+	// released something: ShareFetch acquires whole batches, so consumers
+	// that start together may take every record before it fetches at all.
+	firstRelease := make(chan struct{})
+	var releasedOnce sync.Once
 	var wg sync.WaitGroup
 	for c := range 4 {
+		if c == 1 {
+			select {
+			case <-firstRelease:
+			case <-ctx.Done():
+				t.Fatal("the releasing consumer got no records before the deadline")
+			}
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -95,6 +107,7 @@ func TestShareGroupDeliversEachRecordOnce(t *testing.T) {
 					if c == 0 && r.DeliveryCount() == 1 {
 						r.Ack(kgo.AckRelease)
 						l.released[key]++
+						releasedOnce.Do(func() { close(firstRelease) })
 						return
 					}
 					r.Ack(kgo.AckAccept)
