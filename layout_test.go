@@ -50,8 +50,11 @@ var layers = map[string]int{
 	"extension":         4,
 	"extension/library": 5,
 	"transport":         5,
-	"node":              6,
-	"node/nodetest":     6,
+	// console is the web console's pages and JSON: the node serves it
+	// on its admin listener and hands it a Kafka client.
+	"console":       5,
+	"node":          6,
+	"node/nodetest": 6,
 	// cli is the command line, a package of its own so that a binary
 	// with more extension kinds can import it; cmd/skein is the binary,
 	// whose main only calls cli.Main.

@@ -25,6 +25,8 @@ package node
 //	                         "in_flight", "acquired", "archived", ...}]} (see shares.go)
 //	GET    /v1/node, /v1/faults, /v1/links, /v1/clock, /v1/disk, and their
 //	       POST and DELETE: the faults `skein chaos` injects (see chaos.go)
+//	GET    /ui/              the web console (package console): its pages, and
+//	                         its JSON under /ui/api/
 //	GET    /v1/extension-kinds, /v1/extensions[/{name}], POST /v1/extensions,
 //	       DELETE /v1/extensions/{name}: the extension kinds of this binary
 //	       and the cluster's extension instances (see extensions.go)
@@ -49,6 +51,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/skeinlog/skein/actors"
+	"github.com/skeinlog/skein/console"
 	"github.com/skeinlog/skein/partition"
 	"github.com/skeinlog/skein/security"
 	"github.com/skeinlog/skein/txn"
@@ -95,6 +98,8 @@ func (n *Node) startAdmin() (*adminServer, error) {
 	mux.HandleFunc("GET /v1/share-partitions", a.sharePartitions)
 	a.chaosRoutes(mux)
 	a.extensionRoutes(mux)
+	mux.Handle("/ui/", console.Handler(console.Config{ChaosEnabled: n.cfg.ChaosEnable}))
+	mux.Handle("GET /ui", http.RedirectHandler("/ui/", http.StatusMovedPermanently))
 	a.srv = &http.Server{
 		Handler:           guardAdmin(n.cfg, n.kafka.sasls(), n.authorizer, n.log, mux),
 		ReadHeaderTimeout: 10 * time.Second,
