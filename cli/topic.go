@@ -26,7 +26,8 @@ func newTopicCommand(environ []string, stdout io.Writer) *cobra.Command {
 	return clientCommand("topic", "Create, list, describe, alter and delete topics, and elect their leaders", environ, stdout,
 		newTopicCreateCommand, newTopicListCommand, newTopicDescribeCommand,
 		newTopicDeleteCommand, newTopicAlterConfigCommand, newTopicElectLeadersCommand,
-		newTopicReassignCommand, newTopicReassignmentsCommand)
+		newTopicReassignCommand, newTopicReassignmentsCommand,
+		newTopicAddPartitionsCommand, newTopicTrimPrefixCommand)
 }
 
 func newTopicReassignCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
