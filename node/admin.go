@@ -18,6 +18,11 @@ package node
 //	GET    /v1/actors        the live actor tree: {"actors": [{"name", "kind",
 //	                         "mailbox_length", "restarts", "children": [...]}]}
 //	GET    /v1/events        actor events (?since=SEQ&limit=N): {"events": [...], "next": SEQ}
+//	GET    /v1/cluster       the cluster as this node knows it: {"cluster_id", "node",
+//	                         "quorum": {"leader", "term", "commit_index", "applied_index",
+//	                         "voters", "observers": [{"id", "log_end", "lag",
+//	                         "last_fetch_ms", "last_caught_up_ms"}]}, "brokers": [{"id",
+//	                         "host", "port", "rack", "cluster_addr", "incarnation", "fenced"}]}
 //	GET    /v1/share-partitions  the share-partitions this node leads that have an
 //	                         actor (?group=G: of one share group), with what each
 //	                         holds in flight: {"node", "share_partitions": [{"group",
@@ -52,6 +57,7 @@ import (
 
 	"github.com/skeinlog/skein/actors"
 	"github.com/skeinlog/skein/console"
+	"github.com/skeinlog/skein/controller"
 	"github.com/skeinlog/skein/partition"
 	"github.com/skeinlog/skein/security"
 	"github.com/skeinlog/skein/txn"
@@ -167,6 +173,21 @@ type quorumJSON struct {
 	Term    uint64 `json:"term"`
 	Commit  uint64 `json:"commit_index"`
 	Applied uint64 `json:"applied_index"`
+	// Voters and Observers are the active controller's view of them
+	// (DescribeQuorum's), absent when it does not answer in time.
+	Voters    []voterJSON `json:"voters,omitempty"`
+	Observers []voterJSON `json:"observers,omitempty"`
+}
+
+// voterJSON is a member of the quorum as the active controller sees it:
+// its log's end (a raft index), how far that is behind the commit index,
+// and when it last fetched and was caught up (Unix ms, -1 unknown).
+type voterJSON struct {
+	ID             int32  `json:"id"`
+	LogEnd         uint64 `json:"log_end"`
+	Lag            uint64 `json:"lag"`
+	LastFetchMs    int64  `json:"last_fetch_ms"`
+	LastCaughtUpMs int64  `json:"last_caught_up_ms"`
 }
 
 type brokerJSON struct {
@@ -183,12 +204,45 @@ func (a *adminServer) cluster(w http.ResponseWriter, _ *http.Request) {
 	im, s := a.n.image.Load(), a.n.quorumStatus()
 	out := clusterJSON{ClusterID: im.ClusterID, Node: a.n.cfg.NodeID, Brokers: []brokerJSON{},
 		Quorum: quorumJSON{Leader: s.Leader, Term: s.Term, Commit: s.Commit, Applied: s.Applied}}
+	if d := a.n.describeQuorum(s.Leader); d != nil {
+		out.Quorum.Voters, out.Quorum.Observers = votersJSON(d.HighWatermark, d.Voters), votersJSON(d.HighWatermark, d.Observers)
+	}
 	for _, id := range im.BrokerIDs() {
 		b := im.Brokers[id]
 		out.Brokers = append(out.Brokers, brokerJSON{ID: b.ID, Host: b.Host, Port: b.Port, Rack: b.Rack,
 			ClusterAddr: b.ClusterAddr, Incarnation: b.Incarnation, Fenced: b.Fenced})
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// describeQuorum asks the active controller, leader, for the quorum's
+// state, as DescribeQuorum does; nil when there is none or it does not
+// answer within a second.
+func (n *Node) describeQuorum(leader int32) *controller.QuorumDescription {
+	pid := n.peers[leader]
+	if leader == n.cfg.NodeID {
+		pid = n.children.Load().controller
+	}
+	if leader < 0 || pid == nil {
+		return nil
+	}
+	res, err := actors.Ask(n.sys, pid, &controller.DescribeQuorum{}, time.Second)
+	if d, ok := res.(*controller.QuorumDescription); ok && err == nil && d.Err == nil {
+		return d
+	}
+	return nil
+}
+
+func votersJSON(commit uint64, vs []controller.VoterState) []voterJSON {
+	var out []voterJSON
+	for _, v := range vs {
+		lag := uint64(0)
+		if commit > v.LogEnd {
+			lag = commit - v.LogEnd
+		}
+		out = append(out, voterJSON{ID: v.ID, LogEnd: v.LogEnd, Lag: lag, LastFetchMs: v.LastFetchMs, LastCaughtUpMs: v.LastCaughtUpMs})
+	}
+	return out
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -10,8 +10,10 @@ package nodetest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"testing"
 	"time"
@@ -241,6 +243,44 @@ func TestMajorityLost(t *testing.T) {
 			return err.Error()
 		case res.Err != nil && !errors.Is(res.Err, kerr.TopicAlreadyExists):
 			return res.Err.Error()
+		}
+		return ""
+	})
+}
+
+// /v1/cluster on any node lists the quorum's voters as the active
+// controller sees them: all three, each caught up once the cluster is
+// idle.
+func TestClusterListsVoters(t *testing.T) {
+	c := Start(t, 3)
+	type voter struct {
+		ID     int32  `json:"id"`
+		LogEnd uint64 `json:"log_end"`
+		Lag    uint64 `json:"lag"`
+	}
+	var got struct {
+		Quorum struct {
+			Leader int32   `json:"leader"`
+			Voters []voter `json:"voters"`
+		} `json:"quorum"`
+	}
+	waitFor(t, "node 2's /v1/cluster listing three caught-up voters", func() string {
+		resp, err := http.Get("http://" + c.Nodes[1].AdminAddr().String() + "/v1/cluster")
+		if err != nil {
+			return err.Error()
+		}
+		defer resp.Body.Close()
+		if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
+			return err.Error()
+		}
+		v := got.Quorum.Voters
+		if len(v) != 3 || v[0].ID != 1 || v[1].ID != 2 || v[2].ID != 3 {
+			return fmt.Sprintf("voters %+v", v)
+		}
+		for _, x := range v {
+			if x.Lag != 0 || x.LogEnd == 0 {
+				return fmt.Sprintf("voters %+v", v)
+			}
 		}
 		return ""
 	})
