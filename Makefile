@@ -10,10 +10,27 @@ BENCH     ?= .
 BENCHTIME ?= 1x
 PKGS      ?= ./...
 
-.PHONY: build run test diff bench bench-broker fuzz lint generate clean
+# What `skein --version` says: VERSION from git describe (a tag, or the
+# commit, -dirty with uncommitted changes), COMMIT the full revision. Both
+# go in LDFLAGS, which every target that links bin/skein uses; without
+# them (plain go build or go install) skein reads its module version and
+# commit from the build information instead.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS  = -X github.com/skeinlog/skein/cli.version=$(VERSION) -X github.com/skeinlog/skein/cli.commit=$(COMMIT)
+
+# make install copies bin/skein to $(DESTDIR)$(PREFIX)/bin/skein
+# (/usr/local/bin/skein: on PATH; PREFIX=$HOME/.local for yourself alone).
+PREFIX  ?= /usr/local
+
+.PHONY: build install run test diff bench bench-broker fuzz lint generate clean
 
 build:
-	$(GO) build -o bin/skein ./cmd/skein
+	$(GO) build -ldflags '$(LDFLAGS)' -o bin/skein ./cmd/skein
+
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 bin/skein $(DESTDIR)$(PREFIX)/bin/skein
 
 run: build
 	./bin/skein node

@@ -94,6 +94,10 @@ func newRootCommand(environ []string, stdin io.Reader, stdout, stderr io.Writer)
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
 	}
 	root.Long += "\n\n" + exitCodesHelp
+	// --version (and -v) prints what `skein version` does.
+	bv := buildInfo()
+	root.Version = bv.Version
+	root.SetVersionTemplate(bv.text())
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -110,6 +114,7 @@ func newRootCommand(environ []string, stdin io.Reader, stdout, stderr io.Writer)
 	root.AddCommand(newQuotaCommand(environ, stdout))
 	root.AddCommand(newChaosCommand(environ, stdout))
 	root.AddCommand(newExtensionCommand(environ, stdout))
+	root.AddCommand(newVersionCommand(stdout))
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return usageError(fmt.Sprintf("%v (see %s --help)", err, cmd.CommandPath()))
 	})
