@@ -41,8 +41,9 @@ type Roled interface {
 // keeps the name (its id, a stable path such as node/1/partitions/orders-0),
 // its kind, its role (Roled), its mailbox length and its restart count; it
 // installs Faults' middleware on the same actors. It exports these as
-// Prometheus metrics (it is a prometheus.Collector) and as a snapshot for
-// the admin API, and journals what happens to each actor (Events): started,
+// Prometheus metrics (it is a prometheus.Collector), aggregated by kind so
+// that their number stays bounded however many actors run, and one by one
+// as a snapshot for the admin API, and journals what happens to each actor (Events): started,
 // failed with its cause, restarted with the time it took to recover,
 // stopped, role and epoch changes.
 //
@@ -88,11 +89,17 @@ type Tree struct {
 
 	events *Journal
 
-	restarts *prometheus.CounterVec
-	failures *prometheus.CounterVec
-	recovery *prometheus.HistogramVec
-	mailbox  *prometheus.Desc
+	restarts   *prometheus.CounterVec
+	failures   *prometheus.CounterVec
+	recovery   *prometheus.HistogramVec
+	mailbox    *prometheus.Desc
+	mailboxMax *prometheus.Desc
+	count      *prometheus.Desc
 }
+
+// unknownKind labels the metrics of an actor whose first Started has not
+// run yet, which has no kind.
+const unknownKind = "unknown"
 
 // NewTree returns a Tree for sys that installs faults' middleware (nil
 // for none). Close it when the system stops.
@@ -106,8 +113,8 @@ func NewTree(sys *actor.ActorSystem, faults *Faults) *Tree {
 		dispatcher: NewDispatcher(300, 128, 5*time.Second),
 		events:     NewJournal(DefaultJournalCapacity),
 		restarts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "skein_actor_restarts_total", Help: "Actor restarts by supervisors, by actor name.",
-		}, []string{"actor"}),
+			Name: "skein_actor_restarts_total", Help: "Actor restarts by supervisors, by actor kind.",
+		}, []string{"kind"}),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "skein_actor_failures_total", Help: "Actor failures (panics a supervisor handled), by actor kind.",
 		}, []string{"kind"}),
@@ -117,7 +124,11 @@ func NewTree(sys *actor.ActorSystem, faults *Faults) *Tree {
 			Buckets: []float64{.0001, .0005, .001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}, []string{"kind"}),
 		mailbox: prometheus.NewDesc("skein_actor_mailbox_length",
-			"Messages queued for an actor, the one it is handling included, by actor name.", []string{"actor"}, nil),
+			"Messages queued for the live actors of a kind, the ones they are handling included: the sum over the actors.", []string{"kind"}, nil),
+		mailboxMax: prometheus.NewDesc("skein_actor_mailbox_length_max",
+			"The longest mailbox among the live actors of a kind (messages queued, the one being handled included).", []string{"kind"}, nil),
+		count: prometheus.NewDesc("skein_actors",
+			"Live actors, by kind.", []string{"kind"}, nil),
 	}
 	t.sub = sys.EventStream.SubscribeWithPredicate(t.onSupervision, func(evt any) bool {
 		switch evt.(type) {
@@ -208,10 +219,11 @@ func (t *Tree) onSupervision(evt any) {
 		}
 		s := t.lookup(e.Child)
 		if e.Directive == actor.RestartDirective {
-			t.restarts.WithLabelValues(e.Child.Id).Inc()
 			if s == nil {
+				t.restarts.WithLabelValues(unknownKind).Inc()
 				return
 			}
+			t.restarts.WithLabelValues(s.metricKind()).Inc()
 			s.restarts.Add(1)
 			if s.scheduled.Swap(false) {
 				return // journaled at the failure, from RestartScheduled
@@ -343,18 +355,43 @@ func (t *Tree) Describe(ch chan<- *prometheus.Desc) {
 	t.failures.Describe(ch)
 	t.recovery.Describe(ch)
 	ch <- t.mailbox
+	ch <- t.mailboxMax
+	ch <- t.count
 }
 
-// Collect implements prometheus.Collector: mailbox lengths are read at
-// scrape time.
+// kindStats is the live actors of one kind, for Collect.
+type kindStats struct {
+	actors, queued, maxQueued int64
+}
+
+// Collect implements prometheus.Collector: the live actors and their
+// mailbox lengths are read at scrape time and summed by kind. No series
+// names an actor: a node runs an actor per partition, group and
+// transactional id, so per-actor series would grow with the cluster; the
+// admin API's /v1/actors (Snapshot) has them one by one.
 func (t *Tree) Collect(ch chan<- prometheus.Metric) {
 	t.restarts.Collect(ch)
 	t.failures.Collect(ch)
 	t.recovery.Collect(ch)
+	byKind := map[string]*kindStats{}
 	t.mu.RLock()
-	defer t.mu.RUnlock()
-	for id, s := range t.byID {
-		ch <- prometheus.MustNewConstMetric(t.mailbox, prometheus.GaugeValue, float64(s.mailboxLength()), id)
+	for _, s := range t.byID {
+		k := s.metricKind()
+		ks := byKind[k]
+		if ks == nil {
+			ks = &kindStats{}
+			byKind[k] = ks
+		}
+		n := s.mailboxLength()
+		ks.actors++
+		ks.queued += n
+		ks.maxQueued = max(ks.maxQueued, n)
+	}
+	t.mu.RUnlock()
+	for k, ks := range byKind {
+		ch <- prometheus.MustNewConstMetric(t.count, prometheus.GaugeValue, float64(ks.actors), k)
+		ch <- prometheus.MustNewConstMetric(t.mailbox, prometheus.GaugeValue, float64(ks.queued), k)
+		ch <- prometheus.MustNewConstMetric(t.mailboxMax, prometheus.GaugeValue, float64(ks.maxQueued), k)
 	}
 }
 
@@ -403,6 +440,15 @@ func (s *actorStats) MailboxEmpty()           {}
 func (s *actorStats) mailboxLength() int64    { r := s.received.Load(); return s.posted.Load() - r }
 func (s *actorStats) setKind(a actor.Actor)   { k := kindOf(a); s.kind.Store(&k) }
 func (s *actorStats) kindName() (kind string) { return deref(s.kind.Load()) }
+
+// metricKind is the actor's kind as its metrics are labelled: unknownKind
+// before its first Started.
+func (s *actorStats) metricKind() string {
+	if k := s.kindName(); k != "" {
+		return k
+	}
+	return unknownKind
+}
 
 func (s *actorStats) info() *ActorInfo {
 	i := &ActorInfo{Name: s.id, Kind: s.kindName(), MailboxLength: s.mailboxLength(),

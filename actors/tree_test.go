@@ -74,8 +74,8 @@ func TestTreeNameExists(t *testing.T) {
 	}
 }
 
-// TestTreeMetrics: restarts by actor name and mailbox lengths are
-// exported.
+// TestTreeMetrics: restarts, mailbox lengths (their sum and their max)
+// and the live actors are exported by actor kind, never by actor name.
 func TestTreeMetrics(t *testing.T) {
 	ts := make(timers, 10)
 	f := newFamily(t, NewBackoffStrategy(Backoff{AfterFunc: ts.afterFunc}), nil)
@@ -85,18 +85,37 @@ func TestTreeMetrics(t *testing.T) {
 	f.sys.Root.Send(f.child, "queued")
 	c := ts.next(t)
 	eventually(t, "one message queued behind the failure", func() bool { return f.tree.Find(f.child.Id).MailboxLength == 1 })
-	if got := gather(t, reg, "skein_actor_mailbox_length", "parent/child"); got != 1 {
-		t.Fatalf("mailbox gauge = %v, want 1", got)
+	const kind = "*actors.probe"
+	for name, want := range map[string]float64{"skein_actor_mailbox_length": 1, "skein_actor_mailbox_length_max": 1, "skein_actors": 1} {
+		if got := gather(t, reg, name, kind); got != want {
+			t.Fatalf("%s{kind=%q} = %v, want %v", name, kind, got, want)
+		}
+	}
+	if got := gather(t, reg, "skein_actors", "actor.ReceiveFunc"); got != 1 {
+		t.Fatalf("skein_actors{parent's kind} = %v, want 1", got)
 	}
 	c.f()
 	f.expect(t, "restarting@1", "started@2", "msg:queued@2")
-	if got := gather(t, reg, "skein_actor_restarts_total", "parent/child"); got != 1 {
+	if got := gather(t, reg, "skein_actor_restarts_total", kind); got != 1 {
 		t.Fatalf("restart counter = %v, want 1", got)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() != "kind" {
+					t.Errorf("%s has label %s=%q: only kind is bounded", mf.GetName(), l.GetName(), l.GetValue())
+				}
+			}
+		}
 	}
 }
 
-// gather returns the value of the metric name with label actor=actorName.
-func gather(t *testing.T, reg *prometheus.Registry, name, actorName string) float64 {
+// gather returns the value of the metric name with label kind=kind.
+func gather(t *testing.T, reg *prometheus.Registry, name, kind string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -108,7 +127,7 @@ func gather(t *testing.T, reg *prometheus.Registry, name, actorName string) floa
 		}
 		for _, m := range mf.GetMetric() {
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "actor" && l.GetValue() == actorName {
+				if l.GetName() == "kind" && l.GetValue() == kind {
 					if m.Counter != nil {
 						return m.Counter.GetValue()
 					}
@@ -117,6 +136,6 @@ func gather(t *testing.T, reg *prometheus.Registry, name, actorName string) floa
 			}
 		}
 	}
-	t.Fatalf("no %s{actor=%q}", name, actorName)
+	t.Fatalf("no %s{kind=%q}", name, kind)
 	return 0
 }

@@ -136,7 +136,7 @@ next:
 
 // TestAdminMetrics: after clients have produced, /metrics has the request
 // counters, each partition's log size and segment count, the actors'
-// mailbox gauges, the sync rounds and the Go runtime's metrics.
+// mailbox gauges by kind, the sync rounds and the Go runtime's metrics.
 func TestAdminMetrics(t *testing.T) {
 	b := startBroker(t)
 	ctx := ctxFor(t)
@@ -165,9 +165,15 @@ func TestAdminMetrics(t *testing.T) {
 		if v, ok := metricValue(mfs, "skein_partition_log_segments", labels); !ok || v != 1 {
 			t.Errorf("skein_partition_log_segments%v = %v, %v; want 1", labels, v, ok)
 		}
-		name := "node/1/partitions/metered-" + part
-		if _, ok := metricValue(mfs, "skein_actor_mailbox_length", map[string]string{"actor": name}); !ok {
-			t.Errorf("no skein_actor_mailbox_length for %s", name)
+	}
+	// Actors are counted by kind: this node's two partitions of metered
+	// and its __consumer_offsets partitions, none named.
+	if v, ok := metricValue(mfs, "skein_actors", map[string]string{"kind": "*partition.partition"}); !ok || v < 2 {
+		t.Errorf("skein_actors{kind=*partition.partition} = %v, %v; want at least 2", v, ok)
+	}
+	for _, name := range []string{"skein_actor_mailbox_length", "skein_actor_mailbox_length_max"} {
+		if _, ok := metricValue(mfs, name, map[string]string{"kind": "*partition.partition"}); !ok {
+			t.Errorf("no %s{kind=*partition.partition}", name)
 		}
 	}
 	// Under durability fsync every acknowledged produce waited for a sync

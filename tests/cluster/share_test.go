@@ -188,11 +188,9 @@ func TestShareGroupUnderFaults(t *testing.T) {
 	}
 	restarted := map[string]float64{}
 	for i := 1; i <= numNodes; i++ {
-		for a, n := range c.restarts(t, i) {
-			for _, k := range []string{"/shares/", "/sharestate/"} {
-				if strings.Contains(a, k) {
-					restarted[k] += n
-				}
+		for k, n := range c.restarts(t, i) {
+			if k == kindSharePartition || k == kindShareState {
+				restarted[k] += n
 			}
 		}
 	}
@@ -203,7 +201,7 @@ func TestShareGroupUnderFaults(t *testing.T) {
 	if v.Accepted == 0 || v.Rejected == 0 || v.Confirmed[history.Release] == 0 || v.ArchivedAtLimit == 0 || v.MaxDeliveryCount != shareLimit {
 		t.Errorf("the workload did not accept, reject, release, and release to the delivery count limit: %v", v)
 	}
-	for _, k := range []string{"/shares/", "/sharestate/"} {
+	for _, k := range []string{kindSharePartition, kindShareState} {
 		if restarted[k] == 0 {
 			t.Errorf("no %s actor was restarted after an injected panic", k)
 		}
