@@ -23,7 +23,7 @@ import (
 )
 
 func newClusterCommand(environ []string, stdout io.Writer) *cobra.Command {
-	return clientCommand("cluster", "Show the cluster", environ, stdout, newClusterInfoCommand)
+	return clientCommand("cluster", "Show the cluster and its broker configs", environ, stdout, newClusterInfoCommand, newClusterConfigCommand)
 }
 
 func newClusterInfoCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {

@@ -26,7 +26,8 @@ import (
 
 func newGroupCommand(environ []string, stdout io.Writer) *cobra.Command {
 	return clientCommand("group", "List, describe, delete consumer, share and streams groups and set or delete their offsets", environ, stdout,
-		newGroupListCommand, newGroupDescribeCommand, newGroupDeleteCommand, newGroupSeekCommand, newGroupDeleteOffsetsCommand)
+		newGroupListCommand, newGroupDescribeCommand, newGroupDeleteCommand, newGroupSeekCommand, newGroupDeleteOffsetsCommand,
+		newGroupConfigCommand)
 }
 
 // groupStates are the group states of Kafka's ListGroups filter (KIP-518),
