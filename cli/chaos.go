@@ -57,6 +57,7 @@ func newChaosCommand(environ []string, stdout io.Writer) *cobra.Command {
 	fs.StringVar(&f.admin, "admin", admin, "comma-separated admin addresses of the nodes, host:port (env "+envAdmin+")")
 	fs.DurationVar(&f.timeout, "timeout", defaultTimeout, "bound on each admin request")
 	f.security.register(fs, environ)
+	f.security.completions(cmd)
 	cmd.AddCommand(newChaosListCommand(f, stdout))
 	for _, kind := range []string{"panic", "stop", "delay", "drop"} {
 		cmd.AddCommand(newChaosActorCommand(f, stdout, kind))

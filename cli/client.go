@@ -62,6 +62,7 @@ func (f *clientFlags) register(cmd *cobra.Command, environ []string) {
 	f.brokersGiven = func() bool { return fromEnv || fs.Changed("brokers") }
 	fs.DurationVar(&f.timeout, "timeout", defaultTimeout, "bound on connecting to a broker and on each request")
 	f.security.register(fs, environ)
+	f.security.completions(cmd)
 }
 
 // seeds returns the --brokers list.

@@ -94,6 +94,7 @@ func newExtensionCommand(environ []string, stdout io.Writer) *cobra.Command {
 	fs.StringVar(&f.admin, "admin", f.admin, "a node's admin listener, host:port; of a comma-separated list, the first that answers (env "+envAdmin+")")
 	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "bound on each admin request (a change waits for the cluster to commit it)")
 	f.security.register(fs, environ)
+	f.security.completions(cmd)
 	cmd.AddCommand(newExtensionCreateCommand(f, stdout), newExtensionListCommand(f, stdout),
 		newExtensionDescribeCommand(f, stdout), newExtensionDeleteCommand(f, stdout), newExtensionKindsCommand(f, stdout))
 	return cmd

@@ -89,8 +89,10 @@ func newRootCommand(environ []string, stdin io.Reader, stdout, stderr io.Writer)
 			"brokers to ask); chaos injects faults into a running cluster and extension\n" +
 			"manages its extension instances (--admin, or SKEIN_ADMIN, names a node's\n" +
 			"admin API).",
-		SilenceErrors:     true, // run prints them
-		SilenceUsage:      true,
+		SilenceErrors: true, // run prints them
+		SilenceUsage:  true,
+		// skein completion is ours (completion.go), with only the shells
+		// it documents.
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
 	}
 	root.Long += "\n\n" + exitCodesHelp
@@ -115,6 +117,7 @@ func newRootCommand(environ []string, stdin io.Reader, stdout, stderr io.Writer)
 	root.AddCommand(newChaosCommand(environ, stdout))
 	root.AddCommand(newExtensionCommand(environ, stdout))
 	root.AddCommand(newVersionCommand(stdout))
+	root.AddCommand(newCompletionCommand(stdout))
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return usageError(fmt.Sprintf("%v (see %s --help)", err, cmd.CommandPath()))
 	})

@@ -43,6 +43,7 @@ func (o *output) Set(s string) error {
 func addOutputFlag(cmd *cobra.Command) *output {
 	o := outputText
 	cmd.Flags().VarP(&o, "output", "o", "print as text, json or yaml")
+	_ = cmd.RegisterFlagCompletionFunc("output", completeValues(string(outputText), string(outputJSON), string(outputYAML)))
 	return &o
 }
 

@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl"
@@ -67,6 +68,11 @@ func (s *securityFlags) register(fs *pflag.FlagSet, environ []string) {
 	fs.StringVar(&s.commandConfig, "command-config", envValue(environ, envCommandConfig),
 		"Kafka's client.properties: security.protocol, sasl.mechanism, sasl.jaas.config, PEM ssl.truststore/keystore.location, bootstrap.servers; flags win (env "+envCommandConfig+")")
 	s.password, s.token = envValue(environ, envPassword), envValue(environ, envOAuthToken)
+}
+
+// completions completes the values of the flags registered on cmd.
+func (s *securityFlags) completions(cmd *cobra.Command) {
+	_ = cmd.RegisterFlagCompletionFunc("sasl-mechanism", completeValues("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"))
 }
 
 // build turns the flags into kgo options, once.
