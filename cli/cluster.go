@@ -23,7 +23,8 @@ import (
 )
 
 func newClusterCommand(environ []string, stdout io.Writer) *cobra.Command {
-	return clientCommand("cluster", "Show the cluster and its broker configs", environ, stdout, newClusterInfoCommand, newClusterConfigCommand)
+	return clientCommand("cluster", "Show the cluster, its broker configs and log dirs", environ, stdout, newClusterInfoCommand, newClusterConfigCommand,
+		newClusterLogDirsCommand)
 }
 
 func newClusterInfoCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
