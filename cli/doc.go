@@ -50,7 +50,9 @@
 //     (SKEIN_PASSWORD is the connecting user's);
 //   - group describe shows kadm's Lag (DescribeGroups, OffsetFetch and
 //     ListOffsets), as rpk does; group seek commits offsets only for a
-//     group with no members, resolving --to as consume resolves --from;
+//     group with no members, resolving --to as consume resolves --from,
+//     and only with --execute: without it, it prints the plan (a dry run,
+//     kafka-consumer-groups' habit);
 //   - a share group (KIP-932) is described by ShareGroupDescribe and
 //     DescribeShareGroupOffsets, sought by AlterShareGroupOffsets and its
 //     offsets deleted by DeleteShareGroupOffsets, as kafka-share-groups

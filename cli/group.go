@@ -534,14 +534,18 @@ func newGroupDeleteCommand(flags *clientFlags, stdout io.Writer) *cobra.Command 
 
 func newGroupSeekCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
 	var (
-		to     string
-		topics []string
-		share  bool
+		to      string
+		topics  []string
+		share   bool
+		execute bool
+		out     *output
 	)
 	cmd := &cobra.Command{
-		Use:   "seek GROUP --to start|end|OFFSET|-N|@UNIX_MS|TIME [--topics t1,t2] [--share]",
-		Short: "Set an empty group's committed offsets",
-		Long: "Commit new offsets for a group that has no members, for every partition of\n" +
+		Use:   "seek GROUP --to start|end|OFFSET|-N|@UNIX_MS|TIME [--topics t1,t2] [--share] [--execute]",
+		Short: "Plan, and with --execute set, an empty group's committed offsets",
+		Long: "Show the offsets a group that has no members would get, and with --execute\n" +
+			"commit them, as kafka-consumer-groups --reset-offsets does (--dry-run is its\n" +
+			"default too): without --execute nothing is changed. It sets them for every partition of\n" +
 			"--topics, or by default of the topics the group has committed offsets for.\n" +
 			"--to is where, as consume's --from:\n" +
 			"  start          the log start offset\n" +
@@ -553,7 +557,7 @@ func newGroupSeekCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
 			"  TIME, @TIME    the same for an RFC 3339 time, 2024-06-01T12:00:00Z\n" +
 			"A group with members is refused, as rpk and kafka-consumer-groups do: its\n" +
 			"consumers would overwrite the offsets; stop them first. It prints each\n" +
-			"partition's offset before and after.\n\n" +
+			"partition's offset before and after (CURRENT-OFFSET, NEW-OFFSET).\n\n" +
 			"Of a share group (KIP-932) it sets the share-partition start offsets\n" +
 			"(AlterShareGroupOffsets, as kafka-share-groups --reset-offsets), by default\n" +
 			"of the topics the group has start offsets for; what was in flight is\n" +
@@ -561,8 +565,8 @@ func newGroupSeekCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
 			"--share makes a group that does not exist a share group (without it, the\n" +
 			"commit makes it a classic group).",
 		Example: "  skein group seek billing --to start --topics orders\n" +
-			"  skein group seek billing --to 2024-06-01T12:00:00Z\n" +
-			"  skein group seek jobs --to end --topics orders --share",
+			"  skein group seek billing --to 2024-06-01T12:00:00Z --execute\n" +
+			"  skein group seek jobs --to end --topics orders --share --execute",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if to == "" {
@@ -590,15 +594,18 @@ func newGroupSeekCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
 			rctx, cancel := flags.requestContext(cmd.Context())
 			sg, isShare := describeShareGroup(rctx, adm, group)
 			cancel()
+			opts := seekOptions{execute: execute, out: *out}
 			if isShare || share {
-				return prefixErrors("seek group "+group, flags.gaveUp(seekShareGroup(cmd.Context(), flags, cl, adm, group, len(sg.Members), start, names, stdout)))
+				return prefixErrors("seek group "+group, flags.gaveUp(seekShareGroup(cmd.Context(), flags, cl, adm, group, len(sg.Members), start, names, stdout, opts)))
 			}
-			return prefixErrors("seek group "+group, flags.gaveUp(seekGroup(cmd.Context(), flags, adm, group, start, names, stdout)))
+			return prefixErrors("seek group "+group, flags.gaveUp(seekGroup(cmd.Context(), flags, adm, group, start, names, stdout, opts)))
 		},
 	}
 	cmd.Flags().StringVar(&to, "to", "", "where to: start, end, OFFSET, -N, @UNIX_MS, RFC 3339 time")
 	cmd.Flags().StringSliceVar(&topics, "topics", nil, "the topics to seek (default: those the group has committed or start offsets for)")
 	cmd.Flags().BoolVar(&share, "share", false, "a group that does not exist is made a share group (KIP-932)")
+	cmd.Flags().BoolVar(&execute, "execute", false, "set the offsets (without it, only show them)")
+	out = addOutputFlag(cmd)
 	return cmd
 }
 
@@ -626,7 +633,9 @@ func prefixErrors(prefix string, err error) error {
 // NB: a member may join between the check and the commit; the coordinator
 // then refuses the commit (a simple commit, generation -1, is only for a
 // group with no members), so the check is for a clear message, not safety.
-func seekGroup(ctx context.Context, flags *clientFlags, adm *kadm.Client, group string, start startSpec, topics []string, w io.Writer) error {
+//
+// Without opts.execute it commits nothing and prints the plan.
+func seekGroup(ctx context.Context, flags *clientFlags, adm *kadm.Client, group string, start startSpec, topics []string, w io.Writer, opts seekOptions) error {
 	rctx, cancel := flags.requestContext(ctx)
 	defer cancel()
 	described, err := adm.DescribeGroups(rctx, group)
@@ -671,20 +680,28 @@ func seekGroup(ctx context.Context, flags *clientFlags, adm *kadm.Client, group 
 			offsets.Add(kadm.Offset{Topic: t, Partition: p, At: o, LeaderEpoch: -1})
 		}
 	}
+	plan := seekPlan{Group: group, Type: "consumer", Executed: opts.execute}
+	current := func(t string, p int32) int64 {
+		if o, ok := prior.Lookup(t, p); ok && o.Err == nil && o.At >= 0 {
+			return o.At
+		}
+		return -1
+	}
+	if !opts.execute {
+		for _, o := range offsets.Sorted() {
+			plan.Partitions = append(plan.Partitions, seekPartition{Topic: o.Topic, Partition: o.Partition, CurrentOffset: current(o.Topic, o.Partition), NewOffset: o.At})
+		}
+		return plan.write(w, opts.out)
+	}
 	rctx, cancel = flags.requestContext(ctx)
 	defer cancel()
 	committed, err := adm.CommitOffsets(rctx, group, offsets)
 	if err != nil {
 		return err
 	}
-	rows := [][]string{{"TOPIC", "PARTITION", "PRIOR-OFFSET", "NEW-OFFSET", "ERROR"}}
 	var errs []error
 	for _, o := range committed.Sorted() {
-		before := "-"
-		if p, ok := prior.Lookup(o.Topic, o.Partition); ok && p.Err == nil && p.At >= 0 {
-			before = strconv.FormatInt(p.At, 10)
-		}
-		rows = append(rows, []string{o.Topic, strconv.Itoa(int(o.Partition)), before, strconv.FormatInt(o.At, 10), errString(o.Err)})
+		plan.Partitions = append(plan.Partitions, seekPartition{Topic: o.Topic, Partition: o.Partition, CurrentOffset: current(o.Topic, o.Partition), NewOffset: o.At, Error: errString(o.Err)})
 		switch {
 		case errors.Is(o.Err, kerr.UnknownMemberID), errors.Is(o.Err, kerr.IllegalGeneration), errors.Is(o.Err, kerr.RebalanceInProgress):
 			// The check above passed, so a member joined since.
@@ -693,7 +710,7 @@ func seekGroup(ctx context.Context, flags *clientFlags, adm *kadm.Client, group 
 			errs = append(errs, fmt.Errorf("%s[%d]: %w", o.Topic, o.Partition, o.Err))
 		}
 	}
-	if err := printTable(w, dropEmptyLastColumn(rows)); err != nil {
+	if err := plan.write(w, opts.out); err != nil {
 		return err
 	}
 	return errors.Join(errs...)

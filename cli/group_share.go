@@ -245,7 +245,10 @@ func notEmpty(err error, members int) error {
 // NB: unlike a consumer group's seek, nothing is checked before: the
 // coordinator refuses the whole request with NON_EMPTY_GROUP while the
 // group has members, and that answer is shown.
-func seekShareGroup(ctx context.Context, flags *clientFlags, cl kmsg.Requestor, adm *kadm.Client, group string, members int, start startSpec, topics []string, w io.Writer) error {
+//
+// Without opts.execute it changes nothing and prints the plan; a group
+// with members is refused then too, as the broker would refuse it.
+func seekShareGroup(ctx context.Context, flags *clientFlags, cl kmsg.Requestor, adm *kadm.Client, group string, members int, start startSpec, topics []string, w io.Writer, opts seekOptions) error {
 	rctx, cancel := flags.requestContext(ctx)
 	defer cancel()
 	prior := kadm.ShareOffsets{}
@@ -288,6 +291,24 @@ func seekShareGroup(ctx context.Context, flags *clientFlags, cl kmsg.Requestor, 
 		}
 		req.Topics = append(req.Topics, rt)
 	}
+	plan := seekPlan{Group: group, Type: "share", Executed: opts.execute}
+	current := func(t string, p int32) int64 {
+		if o, ok := prior.Lookup(t, p); ok && o.Err == nil && o.StartOffset >= 0 {
+			return o.StartOffset
+		}
+		return -1
+	}
+	if !opts.execute {
+		if members > 0 {
+			return notEmpty(kerr.NonEmptyGroup, members)
+		}
+		for _, rt := range req.Topics {
+			for _, rp := range rt.Partitions {
+				plan.Partitions = append(plan.Partitions, seekPartition{Topic: rt.Topic, Partition: rp.Partition, CurrentOffset: current(rt.Topic, rp.Partition), NewOffset: rp.StartOffset})
+			}
+		}
+		return plan.write(w, opts.out)
+	}
 	rctx, cancel = flags.requestContext(ctx)
 	defer cancel()
 	resp, err := req.RequestWith(rctx, cl)
@@ -297,7 +318,6 @@ func seekShareGroup(ctx context.Context, flags *clientFlags, cl kmsg.Requestor, 
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
 		return notEmpty(kafkaError(err, derefString(resp.ErrorMessage)), members)
 	}
-	rows := [][]string{{"TOPIC", "PARTITION", "PRIOR-OFFSET", "NEW-OFFSET", "ERROR"}}
 	var errs []error
 	for _, rt := range resp.Topics {
 		asked := map[int32]int64{}
@@ -309,21 +329,18 @@ func seekShareGroup(ctx context.Context, flags *clientFlags, cl kmsg.Requestor, 
 			}
 		}
 		for _, rp := range rt.Partitions {
-			before, after := "-", "-"
-			if p, ok := prior.Lookup(rt.Topic, rp.Partition); ok && p.Err == nil && p.StartOffset >= 0 {
-				before = strconv.FormatInt(p.StartOffset, 10)
-			}
+			after := int64(-1)
 			if o, ok := asked[rp.Partition]; ok {
-				after = strconv.FormatInt(o, 10)
+				after = o
 			}
 			perr := kafkaError(kerr.ErrorForCode(rp.ErrorCode), derefString(rp.ErrorMessage))
-			rows = append(rows, []string{rt.Topic, strconv.Itoa(int(rp.Partition)), before, after, errString(perr)})
+			plan.Partitions = append(plan.Partitions, seekPartition{Topic: rt.Topic, Partition: rp.Partition, CurrentOffset: current(rt.Topic, rp.Partition), NewOffset: after, Error: errString(perr)})
 			if perr != nil {
 				errs = append(errs, fmt.Errorf("%s[%d]: %w", rt.Topic, rp.Partition, perr))
 			}
 		}
 	}
-	if err := printTable(w, dropEmptyLastColumn(rows)); err != nil {
+	if err := plan.write(w, opts.out); err != nil {
 		return err
 	}
 	return errors.Join(errs...)

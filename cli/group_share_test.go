@@ -156,7 +156,8 @@ func TestGroupShareCommands(t *testing.T) {
 	// A group with a member: Kafka refuses to change its offsets or
 	// delete it.
 	const nonEmpty = "NON_EMPTY_GROUP: The group is not empty. (The group has active members.): the share group has 1 member(s): only an empty share group's offsets can be changed, stop its consumers first"
-	fails(t, addr, 1, "skein: seek group jobs: "+nonEmpty, "", "group", "seek", "jobs", "--to", "start")
+	fails(t, addr, 1, "skein: seek group jobs: "+nonEmpty, "", "group", "seek", "jobs", "--to", "start", "--execute")
+	fails(t, addr, 1, "skein: seek group jobs: NON_EMPTY_GROUP: The group is not empty.: the share group has 1 member(s)", "", "group", "seek", "jobs", "--to", "start")
 	fails(t, addr, 1, "skein: delete offsets of group jobs: "+nonEmpty, "", "group", "delete-offsets", "jobs", "--topics", "orders")
 	fails(t, addr, 1, "skein: delete group jobs: NON_EMPTY_GROUP", "", "group", "delete", "jobs")
 
@@ -179,9 +180,15 @@ func TestGroupShareCommands(t *testing.T) {
 
 	// Seek: prior and new start offsets; what was delivered is forgotten,
 	// so the lag is every record from the start.
-	out = ok(t, addr, "", "group", "seek", "jobs", "--to", "start")
-	for _, want := range [][]string{{"TOPIC", "PARTITION", "PRIOR-OFFSET", "NEW-OFFSET"}, {"orders", "0", "3", "0"}, {"orders", "1", "2", "0"}} {
-		if r := row(out, want[:2]...); !slices.Equal(r, want) {
+	var plan seekPlan
+	decodeJSON(t, ok(t, addr, "", "group", "seek", "jobs", "--to", "start", "-o", "json"), &plan)
+	wantPlan := []seekPartition{{Topic: "orders", Partition: 0, CurrentOffset: 3, NewOffset: 0}, {Topic: "orders", Partition: 1, CurrentOffset: 2, NewOffset: 0}}
+	if plan.Type != "share" || plan.Executed || !slices.Equal(plan.Partitions, wantPlan) {
+		t.Errorf("seek --to start without --execute: %+v, want the plan %+v", plan, wantPlan)
+	}
+	out = ok(t, addr, "", "group", "seek", "jobs", "--to", "start", "--execute")
+	for _, want := range [][]string{{"GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "NEW-OFFSET"}, {"jobs", "orders", "0", "3", "0"}, {"jobs", "orders", "1", "2", "0"}} {
+		if r := row(out, want[:3]...); !slices.Equal(r, want) {
 			t.Errorf("seek --to start: row %v, want %v\n%s", r, want, out)
 		}
 	}
@@ -202,7 +209,7 @@ func TestGroupShareCommands(t *testing.T) {
 			t.Errorf("describe after seek --to start: row %v, want %v\n%s", r, want, out)
 		}
 	}
-	ok(t, addr, "", "group", "seek", "jobs", "--to", "-1", "--topics", "orders")
+	ok(t, addr, "", "group", "seek", "jobs", "--to", "-1", "--topics", "orders", "--execute")
 	out = ok(t, addr, "", "group", "describe", "jobs")
 	for _, want := range [][]string{{"orders", "0", "5", "6", "1", "-"}, {"orders", "1", "1", "2", "1", "-"}} {
 		if r := row(out, want[:2]...); !slices.Equal(r, want) {
@@ -223,8 +230,8 @@ func TestGroupShareCommands(t *testing.T) {
 	fails(t, addr, 2, "--topics is required", "", "group", "delete-offsets", "jobs")
 
 	// seek --share makes a share group of a new group id.
-	out = ok(t, addr, "", "group", "seek", "fresh", "--to", "end", "--topics", "orders", "--share")
-	if r := row(out, "orders", "0"); !slices.Equal(r, []string{"orders", "0", "-", "6"}) {
+	out = ok(t, addr, "", "group", "seek", "fresh", "--to", "end", "--topics", "orders", "--share", "--execute")
+	if r := row(out, "fresh", "orders", "0"); !slices.Equal(r, []string{"fresh", "orders", "0", "-", "6"}) {
 		t.Errorf("seek fresh --share: row %v\n%s", r, out)
 	}
 	out = ok(t, addr, "", "group", "list", "--type", "share")
@@ -247,7 +254,7 @@ func TestGroupDeleteOffsetsClassic(t *testing.T) {
 	addr := startNode(t)
 	ok(t, addr, "", "topic", "create", "orders", "-p", "2")
 	ok(t, addr, "", "topic", "create", "audit", "-p", "1")
-	ok(t, addr, "", "group", "seek", "billing", "--to", "start", "--topics", "orders,audit")
+	ok(t, addr, "", "group", "seek", "billing", "--to", "start", "--topics", "orders,audit", "--execute")
 	if out := ok(t, addr, "", "group", "delete-offsets", "billing", "--topics", "orders"); out != "deleted the offsets of billing on orders[0,1]\n" {
 		t.Errorf("delete-offsets printed %q", out)
 	}

@@ -88,9 +88,9 @@ func TestGroupCommands(t *testing.T) {
 	}
 
 	// A second group, Empty, made by seek.
-	out = ok(t, addr, "", "group", "seek", "audit", "--to", "end", "--topics", "orders")
-	for _, want := range [][]string{{"orders", "0", "-", "5"}, {"orders", "1", "-", "3"}} {
-		if r := row(out, want[:2]...); !slices.Equal(r, want) {
+	out = ok(t, addr, "", "group", "seek", "audit", "--to", "end", "--topics", "orders", "--execute")
+	for _, want := range [][]string{{"audit", "orders", "0", "-", "5"}, {"audit", "orders", "1", "-", "3"}} {
+		if r := row(out, want[:3]...); !slices.Equal(r, want) {
 			t.Errorf("seek audit --to end: row %v, want %v\n%s", r, want, out)
 		}
 	}
@@ -155,10 +155,29 @@ func TestGroupCommands(t *testing.T) {
 		}
 	}
 
-	// Seek to the start: committed 0, lag the whole partition.
+	// Seek to the start without --execute: the plan, and nothing changed.
+	var plan seekPlan
+	decodeJSON(t, ok(t, addr, "", "group", "seek", "billing", "--to", "start", "-o", "json"), &plan)
+	wantPlan := []seekPartition{{Topic: "orders", Partition: 0, CurrentOffset: 3, NewOffset: 0}, {Topic: "orders", Partition: 1, CurrentOffset: 2, NewOffset: 0}}
+	if plan.Group != "billing" || plan.Executed || !slices.Equal(plan.Partitions, wantPlan) {
+		t.Errorf("seek --to start (a dry run): %+v, want %+v", plan, wantPlan)
+	}
 	out = ok(t, addr, "", "group", "seek", "billing", "--to", "start")
-	for _, want := range [][]string{{"orders", "0", "3", "0"}, {"orders", "1", "2", "0"}} {
-		if r := row(out, want[:2]...); !slices.Equal(r, want) {
+	if !strings.Contains(out, "dry run: nothing was changed") {
+		t.Errorf("seek without --execute does not say it is a dry run:\n%s", out)
+	}
+	out = ok(t, addr, "", "group", "describe", "billing")
+	if r := row(out, "TOTAL-LAG"); !slices.Equal(r, []string{"TOTAL-LAG", "3"}) {
+		t.Errorf("describe after a dry run: %v, want the lag unchanged\n%s", r, out)
+	}
+	// With --execute: committed 0, lag the whole partition.
+	decodeJSON(t, ok(t, addr, "", "group", "seek", "billing", "--to", "start", "--execute", "-o", "json"), &plan)
+	if !plan.Executed || !slices.Equal(plan.Partitions, wantPlan) {
+		t.Errorf("seek --to start --execute: %+v, want %+v", plan, wantPlan)
+	}
+	out = ok(t, addr, "", "group", "seek", "billing", "--to", "start", "--execute")
+	for _, want := range [][]string{{"billing", "orders", "0", "0", "0"}, {"billing", "orders", "1", "0", "0"}} {
+		if r := row(out, want[:3]...); !slices.Equal(r, want) {
 			t.Errorf("seek --to start: row %v, want %v\n%s", r, want, out)
 		}
 	}
@@ -180,7 +199,7 @@ func TestGroupCommands(t *testing.T) {
 		{"-2", [2]string{"3", "1"}},
 		{"@" + fmt.Sprint(time.Now().Add(time.Hour).UnixMilli()), [2]string{"5", "3"}},
 	} {
-		ok(t, addr, "", "group", "seek", "billing", "--to", tc.to)
+		ok(t, addr, "", "group", "seek", "billing", "--to", tc.to, "--execute")
 		out = ok(t, addr, "", "group", "describe", "billing")
 		for p, want := range tc.want {
 			if r := row(out, "orders", fmt.Sprint(p)); len(r) < 3 || r[2] != want {
@@ -204,8 +223,8 @@ func TestGroupCommands(t *testing.T) {
 	fails(t, addr, 1, "skein: describe group billing: GROUP_ID_NOT_FOUND", "", "group", "describe", "billing")
 
 	// Several groups: each described in turn, the missing one an error.
-	ok(t, addr, "", "group", "seek", "one", "--to", "start", "--topics", "orders")
-	ok(t, addr, "", "group", "seek", "two", "--to", "end", "--topics", "orders")
+	ok(t, addr, "", "group", "seek", "one", "--to", "start", "--topics", "orders", "--execute")
+	ok(t, addr, "", "group", "seek", "two", "--to", "end", "--topics", "orders", "--execute")
 	r := skeinCmd(t, addr, "", "group", "describe", "one", "nope", "two")
 	if r.code != 1 || r.stderr != "skein: describe group nope: GROUP_ID_NOT_FOUND: The group id does not exist.\n" {
 		t.Errorf("describe one nope two: %v", r)
