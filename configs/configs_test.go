@@ -125,6 +125,7 @@ func TestDefaultNode(t *testing.T) {
 		"log.level":                                                   "info",
 		"log.max.open.files":                                          "0",
 		"chaos.enable":                                                "false",
+		"console.faults.without.auth":                                 "false",
 		"log.format":                                                  "auto",
 		"durability":                                                  "fsync",
 		"auto.create.topics.enable":                                   "true",

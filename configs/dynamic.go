@@ -554,6 +554,7 @@ var docs = map[string]string{
 	"share.heartbeat.interval.ms":                                 "The heartbeat interval this share group gives its members.",
 	"log.max.open.files":                                          "The most segment and index files the node keeps open; 0 derives it from the open-file limit (Skein-only).",
 	"chaos.enable":                                                "The admin API may inject faults into this node (Skein-only).",
+	"console.faults.without.auth":                                 "The web console shows its fault buttons to everyone when the node authenticates nobody and has no authorizer (needs chaos.enable; Skein-only).",
 	"offsets.retention.minutes":                                   "The committed offsets of a group with no members are deleted this long after it became empty.",
 	"log.retention.minutes":                                       "log.retention.ms in minutes, used when log.retention.ms is not set.",
 	"log.retention.hours":                                         "log.retention.ms in hours, used when log.retention.ms and log.retention.minutes are not set.",

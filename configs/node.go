@@ -618,6 +618,15 @@ type Node struct {
 	// refuses them unless it opts in. Skein-only.
 	ChaosEnable bool `mapstructure:"chaos.enable" yaml:"chaos.enable"`
 
+	// ConsoleFaultsWithoutAuth shows the web console's fault buttons to
+	// everyone when the node authenticates nobody (no SASL listener) and
+	// has no authorizer; they still need chaos.enable. Default false: a
+	// console that knows nobody is read-only, and with authentication on
+	// only super users (everyone authenticated, without an authorizer)
+	// see them. The admin API's own fault routes are not changed by it.
+	// Skein-only.
+	ConsoleFaultsWithoutAuth bool `mapstructure:"console.faults.without.auth" yaml:"console.faults.without.auth"`
+
 	// Extensions are extension instances this node sees to: once it
 	// serves, each one the cluster's metadata lacks, or holds with another
 	// definition, is set through the controller (replacing the one there),

@@ -10,9 +10,45 @@
 // listeners do, with the cluster's own users (HTTP Basic with a SASL
 // user's password, or a Bearer token), and the console's Kafka client
 // acts as that user, so the cluster's ACLs decide what the pages show.
+//
+//	GET /ui/                       the pages (static/)
+//	GET /ui/api/settings           {"chaos_enabled", "auth_enabled", "user",
+//	                               "super_user", "node_id", "can_inject"}:
+//	                               can_inject is chaos_enabled and, with
+//	                               authentication, super_user; without it,
+//	                               console.faults.without.auth (nobody is a
+//	                               super user then)
+//	GET /ui/api/topics             every topic the user may describe:
+//	                               {"topics": [{"name", "id", "internal",
+//	                               "partitions": [{"partition", "leader",
+//	                               "leader_epoch", "replicas", "isr",
+//	                               "offline_replicas", "offline",
+//	                               "under_replicated", "start_offset",
+//	                               "end_offset", "size_bytes", "error"?}],
+//	                               "size_bytes", "records", "bytes_in_total",
+//	                               "bytes_out_total", "records_in_total",
+//	                               "records_out_total", "error"?}],
+//	                               "brokers": {"at_ms", "nodes",
+//	                               "missing_nodes", "bytes_in_total", ...},
+//	                               "sizes_error"?}
+//	GET /ui/api/topics/{topic}     one topic as above, its "brokers" and
+//	                               "configs": [{"name", "value", "source",
+//	                               "sensitive"}]
+//
+// Sizes are the leader replica's (DescribeLogDirs, which needs DESCRIBE
+// on the cluster: -1 and "sizes_error" without it); offsets -1 when not
+// known. The *_total counters are cumulative, summed over the nodes in
+// "nodes" (the frontend differences two answers for rates); a node that
+// did not answer within a second is in "missing_nodes".
+//
+// Errors are {"error": "..."}, with Kafka's error name where one applies
+// (403 for an authorization failure, 404 for what does not exist, 502
+// for other Kafka errors, 504 when the cluster did not answer within 5
+// s). Every request's Kafka work is bounded by 5 s.
 package console
 
 import (
+	"context"
 	"embed"
 	"io/fs"
 	"net/http"
@@ -26,18 +62,57 @@ type Config struct {
 	// Client returns a Kafka client acting as the user who sent r (the
 	// node keeps and reuses them); the console never closes it.
 	Client ClientFunc
+	// Who returns the user the admin listener authenticated r as
+	// ("User:ANONYMOUS" without authentication) and whether that user
+	// may change things through the admin API (a super user).
+	Who func(r *http.Request) (user string, superUser bool)
+	// TopicCounters returns every topic's produce and consume counters,
+	// summed over the cluster's nodes that answer before ctx ends.
+	TopicCounters func(ctx context.Context) Counters
+	// NodeID is the node serving the console.
+	NodeID int32
 	// ChaosEnabled is the node's chaos.enable: the fault buttons show
 	// only then.
 	ChaosEnabled bool
+	// AuthEnabled is whether the admin listener authenticates its
+	// users (the node has a SASL listener).
+	AuthEnabled bool
+	// FaultsWithoutAuth is console.faults.without.auth: without
+	// authentication, everyone sees the fault buttons (with
+	// chaos.enable).
+	FaultsWithoutAuth bool
 }
 
 // Handler serves the console under /ui/: the pages, and /ui/api/.
 func Handler(cfg Config) http.Handler {
+	a := &api{cfg: cfg}
 	mux := http.NewServeMux()
 	pages, _ := fs.Sub(static, "static")
 	mux.Handle("GET /ui/", http.StripPrefix("/ui/", http.FileServerFS(pages)))
-	mux.HandleFunc("GET /ui/api/settings", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{"chaos_enabled": cfg.ChaosEnabled})
+	mux.HandleFunc("GET /ui/api/settings", a.settings)
+	mux.HandleFunc("GET /ui/api/topics", a.topics)
+	mux.HandleFunc("GET /ui/api/topics/{topic}", a.topic)
+	mux.HandleFunc("GET /ui/api/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "console: no such API: "+r.Method+" "+r.URL.Path)
 	})
 	return mux
+}
+
+type settingsJSON struct {
+	ChaosEnabled bool   `json:"chaos_enabled"`
+	AuthEnabled  bool   `json:"auth_enabled"`
+	User         string `json:"user"`
+	SuperUser    bool   `json:"super_user"`
+	NodeID       int32  `json:"node_id"`
+	CanInject    bool   `json:"can_inject"`
+}
+
+// settings is GET /ui/api/settings: what the pages show to whom.
+func (a *api) settings(w http.ResponseWriter, r *http.Request) {
+	s := settingsJSON{ChaosEnabled: a.cfg.ChaosEnabled, AuthEnabled: a.cfg.AuthEnabled, NodeID: a.cfg.NodeID}
+	if a.cfg.Who != nil {
+		s.User, s.SuperUser = a.cfg.Who(r)
+	}
+	s.CanInject = s.ChaosEnabled && (s.SuperUser || !s.AuthEnabled && a.cfg.FaultsWithoutAuth)
+	writeJSON(w, http.StatusOK, s)
 }

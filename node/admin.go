@@ -74,6 +74,8 @@ type adminServer struct {
 	// cancel ends what runs as long as the listener: the setting of the
 	// configuration's extensions.
 	cancel context.CancelFunc
+	// console are the web console's Kafka clients, one per user.
+	console *consoleClients
 }
 
 // startAdmin binds admin.listen and serves the admin API until close.
@@ -91,7 +93,7 @@ func (n *Node) startAdmin() (*adminServer, error) {
 		}
 		ln = tls.NewListener(ln, tc.Config())
 	}
-	a := &adminServer{n: n, ln: ln}
+	a := &adminServer{n: n, ln: ln, console: newConsoleClients(n)}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(n.metrics, promhttp.HandlerOpts{
 		ErrorLog: promLogger{n}, ErrorHandling: promhttp.ContinueOnError,
@@ -104,7 +106,7 @@ func (n *Node) startAdmin() (*adminServer, error) {
 	mux.HandleFunc("GET /v1/share-partitions", a.sharePartitions)
 	a.chaosRoutes(mux)
 	a.extensionRoutes(mux)
-	mux.Handle("/ui/", console.Handler(console.Config{ChaosEnabled: n.cfg.ChaosEnable}))
+	mux.Handle("/ui/", console.Handler(n.consoleConfig(a.console)))
 	mux.Handle("GET /ui", http.RedirectHandler("/ui/", http.StatusMovedPermanently))
 	a.srv = &http.Server{
 		Handler:           guardAdmin(n.cfg, n.kafka.sasls(), n.authorizer, n.log, mux),
@@ -133,6 +135,7 @@ func (a *adminServer) close(ctx context.Context) error {
 	if a.cancel != nil {
 		a.cancel()
 	}
+	defer a.console.close()
 	if err := a.srv.Shutdown(ctx); err != nil {
 		a.srv.Close()
 		return err

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"strings"
@@ -80,8 +81,20 @@ func guardAdmin(cfg configs.Node, sasls []*security.SASL, authorizer *security.A
 			http.Error(w, "admin API: "+who.String()+" may not change anything here: only super.users may", http.StatusForbidden)
 			return
 		}
-		csrf.ServeHTTP(w, r)
+		csrf.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, who)))
 	})
+}
+
+// principalKey is the request context's key of the principal the guard
+// authenticated.
+type principalKey struct{}
+
+// requestPrincipal returns who the guard found r to be
+// (User:ANONYMOUS when no listener authenticates); ok is false for a
+// request that did not pass the guard (the health probes).
+func requestPrincipal(r *http.Request) (security.Principal, bool) {
+	p, ok := r.Context().Value(principalKey{}).(security.Principal)
+	return p, ok
 }
 
 // authenticate returns who the request proves to be: anyone

@@ -137,6 +137,9 @@ type Node struct {
 	capReason string
 	// incarnation tells this run of the node from every earlier one.
 	incarnation uint64
+	// topicCounters is the node's last reading of its per-topic
+	// counters, which consoles on every node ask for.
+	topicCounters topicCountersCache
 
 	stopOnce   sync.Once
 	refuseOnce sync.Once
@@ -677,6 +680,8 @@ func (a *rootActor) Receive(c actor.Context) {
 		}
 	case *actor.Stopped:
 		close(a.node.done)
+	case *DescribeTopicCounters:
+		a.node.answerTopicCounters(c)
 	}
 }
 

@@ -145,10 +145,24 @@ func (p *plainSession) Principal() Principal { return Principal{Type: "User", Na
 // API): a SCRAM credential is checked as a SCRAM server would, by salting
 // the password with its salt and iterations and comparing the stored key.
 func (s *SASL) CheckPassword(user, password string) (Principal, bool) {
-	if want, ok := s.plain[user]; ok && subtle.ConstantTimeCompare(want, []byte(password)) == 1 {
+	if _, ok := s.PasswordMechanism(user, password); ok {
 		return Principal{Type: "User", Name: user}, true
 	}
-	for mechanism, lookup := range s.scram {
+	return Principal{}, false
+}
+
+// PasswordMechanism returns the mechanism under which user's password
+// checks, as CheckPassword checks it: PLAIN first, then the SCRAM
+// mechanisms in the listener's order. The console logs in with it.
+func (s *SASL) PasswordMechanism(user, password string) (string, bool) {
+	if want, ok := s.plain[user]; ok && subtle.ConstantTimeCompare(want, []byte(password)) == 1 {
+		return "PLAIN", true
+	}
+	for _, mechanism := range s.mechanisms {
+		lookup := s.scram[mechanism]
+		if lookup == nil {
+			continue
+		}
 		c, ok := lookup(mechanism, user)
 		if !ok {
 			continue
@@ -159,10 +173,10 @@ func (s *SASL) CheckPassword(user, password string) (Principal, bool) {
 			continue
 		}
 		if stored, _ := ScramKeys(mechanism, salted); subtle.ConstantTimeCompare(stored, c.StoredKey) == 1 {
-			return Principal{Type: "User", Name: user}, true
+			return mechanism, true
 		}
 	}
-	return Principal{}, false
+	return "", false
 }
 
 // CheckToken validates an OAUTHBEARER token for bearer authentication
