@@ -5,8 +5,12 @@
 # Kafka client, produces a record through it and reads it back. Then checks
 # that the node runs as uid 65532 and not root, stops it (SIGTERM: a clean
 # exit within the node's 10 s), starts a new container on the same volume
-# and reads the record again. Removes its containers, volume and images
-# whatever happens. Fails on any failure.
+# and reads the record again. Then starts deploy/compose.yaml's three-node
+# cluster with podman-compose (installed from Debian when missing), creates
+# a topic with replication factor 3, produces with acks=all through one
+# node and consumes through another, stops a node, produces again, starts
+# it and waits for it back in every ISR. Removes its containers, volumes,
+# network and images whatever happens. Fails on any failure.
 #
 # Where podman cannot run a container at all (no container runtime works
 # on this machine), it says so on stderr, "NOT RUN", with podman's error,
@@ -36,6 +40,7 @@ command -v kcat >/dev/null || apt_install kcat
 TAG="imagetest$$"
 IMAGE="skein-imagetest"
 NAME="skein-imagetest-$$"
+PROJECT="skein-imagetest-$$"
 VOL="skein-imagetest-$$"
 TOPIC="image-test"
 WORK="$(mktemp -d)"
@@ -43,8 +48,14 @@ fail() {
 	echo "FAIL tests/image: $*" >&2
 	exit 1
 }
+composed=0
+compose() { SKEIN_IMAGE="$IMAGE:$TAG" podman-compose -p "$PROJECT" -f deploy/compose.yaml "$@"; }
 cleanup() {
 	podman rm -f -t 0 "$NAME" >/dev/null 2>&1 || true
+	if [ "$composed" = 1 ]; then
+		compose down -v -t 0 >/dev/null 2>&1 || true
+		podman network rm -f "${PROJECT}_default" >/dev/null 2>&1 || true
+	fi
 	podman volume rm -f "$VOL" >/dev/null 2>&1 || true
 	podman rmi -f "$IMAGE:$TAG" >/dev/null 2>&1 || true
 	podman rmi -f "$IMAGE:latest" >/dev/null 2>&1 || true
@@ -96,13 +107,13 @@ export CONTAINERS_CONF="$WORK/containers.conf"
 
 # A host port nothing listens on, published on loopback and advertised.
 port=""
-for p in $(seq 29092 29192); do
+for p in $(seq 45092 45192); do
 	if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && ! (exec 3<>"/dev/tcp/127.0.0.1/$((p + 1000))") 2>/dev/null; then
 		port=$p
 		break
 	fi
 done
-[ -n "$port" ] || fail "no free port in 29092-29192"
+[ -n "$port" ] || fail "no free port in 45092-45192"
 aport=$((port + 1000))
 BROKER="127.0.0.1:$port"
 
@@ -163,4 +174,67 @@ stop
 start
 consume "a new container on the same volume"
 stop
+
+# --- deploy/compose.yaml: three nodes ---------------------------------------
+command -v podman-compose >/dev/null || apt_install podman-compose
+for p in 19092 29092 39092 19644 29644 39644; do
+	if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+		fail "compose: port $p, which deploy/compose.yaml publishes, is taken"
+	fi
+done
+SKEIN="$ROOT/bin/image/skein" # deploy/build-image.sh's linux binary
+composed=1
+compose up -d >"$WORK/compose.log" 2>&1 || { cat "$WORK/compose.log" >&2; fail "podman-compose up failed"; }
+compose_logs() {
+	for i in 1 2 3; do
+		echo "-- skein$i" >&2
+		podman logs "${PROJECT}_skein${i}_1" 2>&1 | tail -15 >&2
+	done
+}
+up=0
+for _ in $(seq 1 120); do
+	up=1
+	for p in 19092 29092 39092; do
+		n=$(timeout 5 kcat -b "localhost:$p" -L 2>/dev/null | grep -c '^  broker [123] at localhost:[123]9092') || true
+		[ "$n" = 3 ] || up=0
+	done
+	[ "$up" = 1 ] && break
+	sleep 0.5
+done
+[ "$up" = 1 ] || { compose_logs; fail "compose: the three nodes did not each list three brokers within 60 s"; }
+echo "ok  compose: three nodes, each lists the three brokers"
+"$SKEIN" topic create rf3 -p 3 -r 3 --brokers localhost:19092 >"$WORK/create.out" 2>&1 ||
+	{ cat "$WORK/create.out" >&2; compose_logs; fail "compose: skein topic create rf3 -r 3 failed"; }
+seq 1 100 | sed 's/^/k:/' >"$WORK/want"
+timeout 30 kcat -b localhost:29092 -P -t rf3 -K : -X acks=all -l "$WORK/want" 2>"$WORK/kcat.err" ||
+	{ cat "$WORK/kcat.err" >&2; compose_logs; fail "compose: kcat -P to rf3 failed"; }
+echo "ok  compose: topic rf3 (3 partitions, replication factor 3) takes 100 records with acks=all through node 2"
+BROKER=localhost:39092
+consume_sorted() {
+	timeout 30 kcat -b "$BROKER" -C -t rf3 -o beginning -e -f '%k:%s\n' 2>"$WORK/kcat.err" | sort -t: -k2n >"$WORK/got" ||
+		{ cat "$WORK/kcat.err" >&2; fail "compose: kcat -C failed ($1)"; }
+	diff -u "$WORK/want" "$WORK/got" >&2 || fail "compose: kcat -C read other records than were produced ($1)"
+	echo "ok  compose: kcat -C through node 3 reads them all back ($1)"
+}
+consume_sorted "every node up"
+podman stop -t 20 "${PROJECT}_skein3_1" >/dev/null || fail "compose: podman stop skein3 failed"
+seq 101 150 | sed 's/^/k:/' >"$WORK/more"
+timeout 60 kcat -b localhost:19092 -P -t rf3 -K : -X acks=all -l "$WORK/more" 2>"$WORK/kcat.err" ||
+	{ cat "$WORK/kcat.err" >&2; compose_logs; fail "compose: kcat -P with node 3 stopped failed"; }
+cat "$WORK/more" >>"$WORK/want"
+echo "ok  compose: node 3 stopped, 50 more records with acks=all through node 1"
+podman start "${PROJECT}_skein3_1" >/dev/null || fail "compose: podman start skein3 failed"
+back=0
+for _ in $(seq 1 120); do
+	if "$SKEIN" topic describe rf3 --brokers localhost:19092 2>/dev/null | grep -Ec '^[0-2] .*\[[123],[123],[123]\] +\[\]' | grep -qx 3; then
+		back=1
+		break
+	fi
+	sleep 0.5
+done
+[ "$back" = 1 ] || { "$SKEIN" topic describe rf3 --brokers localhost:19092 >&2; compose_logs; fail "compose: node 3 did not rejoin every ISR within 60 s"; }
+echo "ok  compose: node 3 started again and back in every partition's ISR"
+consume_sorted "after node 3's restart"
+compose down -v -t 20 >"$WORK/compose.log" 2>&1 || { cat "$WORK/compose.log" >&2; fail "podman-compose down failed"; }
+podman network rm -f "${PROJECT}_default" >/dev/null 2>&1 || true
 echo "PASS tests/image"
