@@ -1,7 +1,8 @@
 package cli
 
 // skein consume: records of a topic's partitions to stdout, on kgo with
-// direct partition assignment (no consumer group, nothing committed).
+// direct partition assignment (no consumer group, nothing committed), or
+// with -g as a member of a consumer group, committing what it printed.
 
 import (
 	"bufio"
@@ -31,6 +32,8 @@ func newConsumeCommand(environ []string, stdout, stderr io.Writer) *cobra.Comman
 		noFollow  bool
 		format    string
 		partition int32
+		group     string
+		isolation string
 	)
 	cmd := &cobra.Command{
 		Use:   "consume TOPIC",
@@ -45,9 +48,22 @@ func newConsumeCommand(environ []string, stdout, stderr io.Writer) *cobra.Comman
 			"  TIME, @TIME    the same for an RFC 3339 time, 2024-06-01T12:00:00Z\n" +
 			"It follows the partitions until interrupted, or until -n records are printed;\n" +
 			"-e (--no-follow) exits at the end the partitions had when it started, as kcat\n" +
-			"-e does.\n\n" + formatHelp,
+			"-e does.\n\n" +
+			"With -g it consumes as a member of the consumer group GROUP (kgo's group\n" +
+			"consumer, the classic protocol): the group's coordinator assigns it\n" +
+			"partitions, it starts each at the group's committed offset, or at --from\n" +
+			"where the group has none, and commits the offsets of the records it has\n" +
+			"printed (and flushed): every 5 s, when a partition is taken away, and before\n" +
+			"it leaves the group on exit; so a record is printed at least once, never\n" +
+			"skipped. -e then waits for every partition's end, so it suits a group it is\n" +
+			"alone in; -p cannot be given with -g.\n\n" +
+			"--isolation read_committed prints only committed transactions' records, and\n" +
+			"-e stops at the last stable offset (before the first open transaction)\n" +
+			"instead of the high watermark; read_uncommitted, the default, prints every\n" +
+			"record, aborted transactions' too.\n\n" + formatHelp,
 		Example: "  skein consume orders --from @1717243200000 -n 10 -f '%k %v (%p@%o)\\n'\n" +
-			"  skein consume orders --from -5 -e",
+			"  skein consume orders --from -5 -e\n" +
+			"  skein consume orders -g billing --isolation read_committed",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := parseFormat(format)
@@ -64,6 +80,17 @@ func newConsumeCommand(environ []string, stdout, stderr io.Writer) *cobra.Comman
 			if partition < -1 {
 				return usageError(fmt.Sprintf("-p %d: want a partition number, or -1 for all", partition))
 			}
+			if group != "" && partition >= 0 {
+				return usageError("-p cannot be given with -g: the group's coordinator assigns the partitions")
+			}
+			var committed bool
+			switch isolation {
+			case "read_uncommitted":
+			case "read_committed":
+				committed = true
+			default:
+				return usageError(fmt.Sprintf("--isolation %q: want read_uncommitted or read_committed", isolation))
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			adm, err := flags.admin(ctx)
@@ -72,7 +99,7 @@ func newConsumeCommand(environ []string, stdout, stderr io.Writer) *cobra.Comman
 			}
 			defer adm.Close()
 			c := &consumer{flags: &flags, topic: args[0], format: f, count: count, follow: !noFollow,
-				out: bufio.NewWriterSize(stdout, 64<<10), stderr: stderr}
+				out: bufio.NewWriterSize(stdout, 64<<10), stderr: stderr, group: group, readCommitted: committed}
 			err = c.run(ctx, adm, start, partition)
 			if ferr := c.out.Flush(); err == nil {
 				err = ferr
@@ -89,6 +116,8 @@ func newConsumeCommand(environ []string, stdout, stderr io.Writer) *cobra.Comman
 	cmd.Flags().BoolVarP(&noFollow, "no-follow", "e", false, "exit at the end of the partitions instead of waiting for more")
 	cmd.Flags().StringVarP(&format, "format", "f", `%v\n`, "record format (see above)")
 	cmd.Flags().Int32VarP(&partition, "partition", "p", -1, "consume only this partition (-1: all)")
+	cmd.Flags().StringVarP(&group, "group", "g", "", "consume as a member of this consumer group, committing what is printed")
+	cmd.Flags().StringVar(&isolation, "isolation", "read_uncommitted", "read_uncommitted (every record) or read_committed (committed transactions' only)")
 	return cmd
 }
 
@@ -154,9 +183,14 @@ type consumer struct {
 	follow bool // false: stop at ends
 	out    *bufio.Writer
 	stderr io.Writer
+	// group, when set, is the consumer group to consume in (-g).
+	group string
+	// readCommitted: --isolation read_committed.
+	readCommitted bool
 
 	printed int
 	ends    map[int32]int64 // without follow, the partitions not yet read to their end
+	marks   []*kgo.Record   // with a group, printed records not yet marked for commit
 	buf     []byte
 }
 
@@ -164,6 +198,20 @@ func (c *consumer) run(ctx context.Context, adm *kadm.Client, start startSpec, p
 	offsets, ends, err := c.startOffsets(ctx, adm, start, partition)
 	if err != nil {
 		return err
+	}
+	if c.group != "" {
+		// A member starts where its group committed.
+		rctx, cancel := c.flags.requestContext(ctx)
+		committed, err := adm.FetchOffsetsForTopics(rctx, c.group, c.topic)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("the offsets of group %s: %w", c.group, err)
+		}
+		for p := range offsets {
+			if o, ok := committed.Lookup(c.topic, p); ok && o.Err == nil && o.At >= 0 {
+				offsets[p] = o.At
+			}
+		}
 	}
 	if !c.follow {
 		c.ends = map[int32]int64{}
@@ -176,21 +224,37 @@ func (c *consumer) run(ctx context.Context, adm *kadm.Client, start startSpec, p
 			return nil
 		}
 	}
-	assign := map[int32]kgo.Offset{}
-	for p, o := range offsets {
-		assign[p] = kgo.NewOffset().At(o)
-	}
 	seeds, _ := c.flags.seeds() // checked by admin
-	cl, err := kgo.NewClient(append(c.flags.baseOpts(seeds),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{c.topic: assign}),
+	opts := append(c.flags.baseOpts(seeds),
 		// NB: without follow, the end is an offset; a transaction marker
 		// can be the last one, so keep control records to see it.
 		kgo.KeepControlRecords(),
-	)...)
+	)
+	if c.readCommitted {
+		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	}
+	if c.group != "" {
+		// The group's committed offsets win; --from is where a partition
+		// without one starts. Only what was printed is marked, and
+		// autocommit commits the marks (every 5 s, at a revocation and
+		// when the client leaves).
+		opts = append(opts, kgo.ConsumerGroup(c.group), kgo.ConsumeTopics(c.topic),
+			kgo.ConsumeResetOffset(resetOffset(start)), kgo.AutoCommitMarks())
+	} else {
+		assign := map[int32]kgo.Offset{}
+		for p, o := range offsets {
+			assign[p] = kgo.NewOffset().At(o)
+		}
+		opts = append(opts, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{c.topic: assign}))
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
+	if c.group != "" {
+		defer c.commit(cl)
+	}
 	for {
 		// NB: following waits for records as long as it is let; without
 		// it, the ends are there to be read, and a partition whose leader
@@ -218,15 +282,52 @@ func (c *consumer) run(ctx context.Context, adm *kadm.Client, start startSpec, p
 			}
 			return fmt.Errorf("partition %d: %w", fe.Partition, fe.Err)
 		}
+		var printed []*kgo.Record
 		for it := fetches.RecordIter(); !it.Done(); {
-			if c.record(it.Next()) {
+			r := it.Next()
+			printed = append(printed, r)
+			if c.record(r) {
+				c.marks = printed
 				return nil
 			}
 		}
 		if err := c.out.Flush(); err != nil {
 			return err
 		}
+		if c.group != "" {
+			cl.MarkCommitRecords(printed...)
+		}
 	}
+}
+
+// commit flushes what was printed and commits its offsets, before the
+// client leaves the group; a failure is said on stderr.
+func (c *consumer) commit(cl *kgo.Client) {
+	if c.out.Flush() != nil {
+		return // not printed: not committed
+	}
+	cl.MarkCommitRecords(c.marks...)
+	ctx, cancel := c.flags.requestContext(context.Background())
+	defer cancel()
+	if err := cl.CommitMarkedOffsets(ctx); err != nil {
+		fmt.Fprintf(c.stderr, "skein: committing the offsets of group %s: %v\n", c.group, err)
+	}
+}
+
+// resetOffset is where a group member starts a partition its group has no
+// committed offset for: --from.
+func resetOffset(start startSpec) kgo.Offset {
+	switch start.kind {
+	case startEnd:
+		return kgo.NewOffset().AtEnd()
+	case startOffset:
+		return kgo.NewOffset().At(start.offset)
+	case startRelative:
+		return kgo.NewOffset().AtEnd().Relative(-start.offset)
+	case startTime:
+		return kgo.NewOffset().AfterMilli(start.ms)
+	}
+	return kgo.NewOffset().AtStart()
 }
 
 // endsString prints the ends not yet reached: "[0:5,2:7]".
@@ -302,7 +403,13 @@ func (c *consumer) startOffsets(ctx context.Context, adm *kadm.Client, start sta
 	if err != nil {
 		return nil, nil, err
 	}
-	if ends, err = list(adm.ListEndOffsets(ctx, c.topic)); err != nil {
+	// NB: read_committed reads up to the last stable offset, the end -e
+	// waits for then.
+	listEnds := adm.ListEndOffsets
+	if c.readCommitted {
+		listEnds = adm.ListCommittedOffsets
+	}
+	if ends, err = list(listEnds(ctx, c.topic)); err != nil {
 		return nil, nil, err
 	}
 	offsets = make(map[int32]int64, len(parts))

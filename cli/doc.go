@@ -41,7 +41,11 @@
 //   - consume assigns partitions directly (no group, nothing committed),
 //     resolves --from to one offset per partition first (ListOffsets, by
 //     timestamp for a time), and with -e stops at the high watermarks it
-//     saw then, or gives up when no record comes for --timeout;
+//     saw then (the last stable offsets with --isolation read_committed),
+//     or gives up when no record comes for --timeout; with -g it is a
+//     group member instead, and commits the offsets of what it printed
+//     (kgo's AutoCommitMarks, marked after each flush, and a last commit
+//     before it leaves);
 //   - acl create, list and delete are kafka-acls' --add, --list and
 //     --remove; delete selects as list does, and refuses to run without
 //     --principal or a resource flag unless --all is given;
