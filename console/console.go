@@ -92,6 +92,11 @@ func Handler(cfg Config) http.Handler {
 	mux.HandleFunc("GET /ui/api/settings", a.settings)
 	mux.HandleFunc("GET /ui/api/topics", a.topics)
 	mux.HandleFunc("GET /ui/api/topics/{topic}", a.topic)
+	mux.HandleFunc("GET /ui/api/messages", a.messages)
+	mux.HandleFunc("GET /ui/api/groups", a.groups)
+	mux.HandleFunc("GET /ui/api/groups/{group}", a.group)
+	mux.HandleFunc("GET /ui/api/transactions", a.transactions)
+	mux.HandleFunc("GET /ui/api/producers", a.producers)
 	mux.HandleFunc("GET /ui/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "console: no such API: "+r.Method+" "+r.URL.Path)
 	})

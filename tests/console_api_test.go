@@ -2,9 +2,12 @@ package tests
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"testing"
+	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -126,5 +129,186 @@ func TestConsoleSettings(t *testing.T) {
 	b.consoleGet("/ui/api/settings", &s)
 	if !s.ChaosEnabled || s.AuthEnabled || s.SuperUser || s.CanInject || s.User != "User:ANONYMOUS" || s.NodeID != b.cfg.NodeID {
 		t.Fatalf("settings: %+v", s)
+	}
+}
+
+type consoleMessages struct {
+	Partition   int32 `json:"partition"`
+	StartOffset int64 `json:"start_offset"`
+	EndOffset   int64 `json:"end_offset"`
+	Scanned     int   `json:"scanned"`
+	Complete    bool  `json:"complete"`
+	Records     []struct {
+		Partition     int32   `json:"partition"`
+		Offset        int64   `json:"offset"`
+		Timestamp     int64   `json:"timestamp"`
+		Key           *string `json:"key"`
+		KeyEncoding   string  `json:"key_encoding"`
+		Value         *string `json:"value"`
+		ValueEncoding string  `json:"value_encoding"`
+		Truncated     bool    `json:"truncated"`
+		Headers       []struct {
+			Key   string  `json:"key"`
+			Value *string `json:"value"`
+		} `json:"headers"`
+	} `json:"records"`
+}
+
+// TestConsoleMessages: the message browser reads a partition by offset,
+// the last N, by time, and by key, reading only the partition Kafka's
+// partitioner puts the key on (as kgo's producer did).
+func TestConsoleMessages(t *testing.T) {
+	b := startBroker(t)
+	ctx := ctxFor(t)
+	mustCreate(t, ctx, b.admin(), "events", 4, nil)
+	// kgo's default partitioner hashes keys as Java's does (murmur2).
+	cl := b.client(kgo.DefaultProduceTopic("events"))
+	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+	var wanted *kgo.Record
+	for i := range 40 {
+		rec := &kgo.Record{Key: []byte(fmt.Sprintf("key-%d", i)), Value: []byte(fmt.Sprintf(`{"n":%d}`, i)),
+			Timestamp: base.Add(time.Duration(i) * time.Second), Headers: []kgo.RecordHeader{{Key: "h", Value: []byte("v")}}}
+		res := produce(t, ctx, cl, rec)
+		if i == 17 {
+			wanted = res[0].Record
+		}
+	}
+	binary := produce(t, ctx, cl, &kgo.Record{Key: []byte("bin"), Value: []byte{0xff, 0x00, 0xfe}})[0].Record
+
+	var m consoleMessages
+	path := fmt.Sprintf("/ui/api/messages?topic=events&partition=%d&offset=0&limit=100", wanted.Partition)
+	if s := b.consoleGet(path, &m); s != http.StatusOK || !m.Complete || len(m.Records) == 0 || m.Records[0].Offset != 0 {
+		t.Fatalf("by offset: %d %+v", s, m)
+	}
+	n := len(m.Records)
+	if int64(n) != m.EndOffset-m.StartOffset || m.Records[0].Headers[0].Key != "h" || m.Records[0].ValueEncoding != "text" {
+		t.Fatalf("by offset: %d records of %d-%d: %+v", n, m.StartOffset, m.EndOffset, m.Records[0])
+	}
+	m = consoleMessages{}
+	b.consoleGet(fmt.Sprintf("/ui/api/messages?topic=events&partition=%d&offset=-2&decode=json", wanted.Partition), &m)
+	if len(m.Records) != min(2, n) || m.Records[len(m.Records)-1].Offset != m.EndOffset-1 {
+		t.Fatalf("last 2: %+v", m)
+	}
+	m = consoleMessages{}
+	b.consoleGet(fmt.Sprintf("/ui/api/messages?topic=events&partition=%d&timestamp=%d&limit=1", wanted.Partition, wanted.Timestamp.UnixMilli()), &m)
+	if len(m.Records) != 1 || m.Records[0].Offset != wanted.Offset || m.Records[0].Timestamp != wanted.Timestamp.UnixMilli() {
+		t.Fatalf("by time: want offset %d: %+v", wanted.Offset, m)
+	}
+	m = consoleMessages{}
+	b.consoleGet("/ui/api/messages?topic=events&key=key-17&decode=json", &m)
+	if m.Partition != wanted.Partition || len(m.Records) != 1 || m.Records[0].Offset != wanted.Offset ||
+		*m.Records[0].Key != "key-17" || m.Records[0].ValueEncoding != "json" || !m.Complete {
+		t.Fatalf("by key: want partition %d offset %d: %+v", wanted.Partition, wanted.Offset, m)
+	}
+	if m.Scanned != int(m.EndOffset-m.StartOffset) {
+		t.Fatalf("by key: scanned %d of a partition of %d records", m.Scanned, m.EndOffset-m.StartOffset)
+	}
+	m = consoleMessages{}
+	b.consoleGet(fmt.Sprintf("/ui/api/messages?topic=events&partition=%d&offset=%d&limit=1", binary.Partition, binary.Offset), &m)
+	if len(m.Records) != 1 || m.Records[0].ValueEncoding != "hex" || *m.Records[0].Value != "ff00fe" {
+		t.Fatalf("binary value: %+v", m)
+	}
+	for _, bad := range []string{"?partition=0", "?topic=events", "?topic=events&partition=0&offset=x", "?topic=events&key=a&offset=1"} {
+		if s := b.consoleGet("/ui/api/messages"+bad, nil); s != http.StatusBadRequest {
+			t.Errorf("%s: %d, want 400", bad, s)
+		}
+	}
+	if s := b.consoleGet("/ui/api/messages?topic=nosuch&partition=0", nil); s != http.StatusNotFound {
+		t.Errorf("unknown topic: %d", s)
+	}
+}
+
+// TestConsoleGroupsAndTransactions: a group's lag after it committed
+// part of a topic, and an open transaction with its partitions and the
+// producer state of its partition.
+func TestConsoleGroupsAndTransactions(t *testing.T) {
+	b := startBroker(t)
+	ctx := ctxFor(t)
+	adm := b.admin()
+	mustCreate(t, ctx, adm, "work", 2, nil)
+	cl := b.client(kgo.DefaultProduceTopic("work"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for i := range 10 {
+		produce(t, ctx, cl, &kgo.Record{Partition: int32(i % 2), Value: []byte("x")})
+	}
+	// Committed: 2 of partition 0's 5; partition 1 none.
+	if err := adm.CommitAllOffsets(ctx, "readers", kadm.Offsets{"work": {0: {Topic: "work", Partition: 0, At: 2, LeaderEpoch: -1}}}); err != nil {
+		t.Fatal(err)
+	}
+	var groups struct {
+		Groups []struct {
+			Name  string `json:"name"`
+			Type  string `json:"type"`
+			State string `json:"state"`
+			Lag   int64  `json:"lag"`
+		} `json:"groups"`
+	}
+	b.consoleGet("/ui/api/groups", &groups)
+	if len(groups.Groups) != 1 || groups.Groups[0].Name != "readers" || groups.Groups[0].Lag != 3 || groups.Groups[0].Type != "classic" {
+		t.Fatalf("groups: %+v", groups)
+	}
+	var g struct {
+		State   string `json:"state"`
+		Lag     int64  `json:"lag"`
+		Offsets []struct {
+			Topic     string `json:"topic"`
+			Partition int32  `json:"partition"`
+			Committed int64  `json:"committed"`
+			EndOffset int64  `json:"end_offset"`
+			Lag       int64  `json:"lag"`
+		} `json:"offsets"`
+	}
+	if s := b.consoleGet("/ui/api/groups/readers", &g); s != http.StatusOK || g.Lag != 3 || len(g.Offsets) != 1 ||
+		g.Offsets[0].Committed != 2 || g.Offsets[0].EndOffset != 5 || g.State != "Empty" {
+		t.Fatalf("group: %d %+v", s, g)
+	}
+	if s := b.consoleGet("/ui/api/groups/nosuch", nil); s != http.StatusNotFound {
+		t.Fatalf("unknown group: %d", s)
+	}
+
+	txn := b.client(kgo.TransactionalID("console-txn"), kgo.DefaultProduceTopic("work"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, ctx, txn, &kgo.Record{Partition: 1, Value: []byte("in a transaction")})
+	var txns struct {
+		Transactions []struct {
+			TransactionalID string `json:"transactional_id"`
+			State           string `json:"state"`
+			ProducerID      int64  `json:"producer_id"`
+			StartMs         int64  `json:"start_ms"`
+			Partitions      []struct {
+				Topic     string `json:"topic"`
+				Partition int32  `json:"partition"`
+			} `json:"partitions"`
+		} `json:"transactions"`
+	}
+	b.consoleGet("/ui/api/transactions", &txns)
+	if len(txns.Transactions) != 1 || txns.Transactions[0].State != "Ongoing" || len(txns.Transactions[0].Partitions) != 1 ||
+		txns.Transactions[0].Partitions[0].Partition != 1 || txns.Transactions[0].StartMs <= 0 {
+		t.Fatalf("transactions: %+v", txns)
+	}
+	var prods struct {
+		Partitions []struct {
+			Partition int32 `json:"partition"`
+			Producers []struct {
+				ProducerID            int64 `json:"producer_id"`
+				CurrentTxnStartOffset int64 `json:"current_txn_start_offset"`
+			} `json:"producers"`
+		} `json:"partitions"`
+	}
+	b.consoleGet("/ui/api/producers?topic=work", &prods)
+	found := false
+	for _, p := range prods.Partitions {
+		for _, x := range p.Producers {
+			if p.Partition == 1 && x.ProducerID == txns.Transactions[0].ProducerID && x.CurrentTxnStartOffset == 5 {
+				found = true
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("producers: no open transaction from offset 5 on work-1: %+v", prods)
+	}
+	if err := txn.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatal(err)
 	}
 }
