@@ -20,7 +20,8 @@ import (
 )
 
 func newTxnCommand(environ []string, stdout io.Writer) *cobra.Command {
-	return clientCommand("txn", "List and describe transactions", environ, stdout, newTxnListCommand, newTxnDescribeCommand)
+	return clientCommand("txn", "List, describe and abort transactions, and find hanging ones", environ, stdout, newTxnListCommand, newTxnDescribeCommand,
+		newTxnAbortCommand, newTxnFindHangingCommand)
 }
 
 func newProducerCommand(environ []string, stdout io.Writer) *cobra.Command {
