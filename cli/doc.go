@@ -46,6 +46,14 @@
 //     group member instead, and commits the offsets of what it printed
 //     (kgo's AutoCommitMarks, marked after each flush, and a last commit
 //     before it leaves);
+//   - cluster config and group config describe broker and group
+//     resources with DescribeConfigs asking for documentation and
+//     synonyms, as kmsg requests (kadm asks for no documentation and knows
+//     no group resources), and alter them with IncrementalAlterConfigs;
+//     txn abort writes one partition's abort marker (WriteTxnMarkers), as
+//     kafka-transactions abort, and find-hanging compares the partitions'
+//     open transactions (DescribeProducers) with what the coordinators
+//     know, as kafka-transactions find-hanging;
 //   - acl create, list and delete are kafka-acls' --add, --list and
 //     --remove; delete selects as list does, and refuses to run without
 //     --principal or a resource flag unless --all is given;
