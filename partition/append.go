@@ -53,8 +53,10 @@ type appendOutcome struct {
 	answered bool
 	// duplicate, when not nil: a retry, answered with its original's offsets.
 	duplicate *batchMetadata
-	// res: where its records go, when neither of the above.
-	res store.AppendResult
+	// res: where its records go, when neither of the above; bytes: their
+	// size.
+	res   store.AppendResult
+	bytes int64
 }
 
 // writeAppends handles every queued Append and writes their records with
@@ -144,6 +146,9 @@ func (p *partition) writeAppends() {
 		case o.duplicate != nil:
 			p.answerDuplicate(m, o.duplicate)
 		default:
+			if m.Counter != nil {
+				m.Counter.Appended(o.res.LastOffset-o.res.BaseOffset+1, o.bytes)
+			}
 			p.answerAppended(m, o.res)
 		}
 	}
@@ -222,7 +227,7 @@ func (p *partition) stageAppend(m *Append, now int64) appendOutcome {
 		}
 		p.producers.update(&h, now)
 	}
-	return appendOutcome{res: res}
+	return appendOutcome{res: res, bytes: int64(len(m.Records))}
 }
 
 // belowMinISR refuses an acks=all Append with NOT_ENOUGH_REPLICAS when the

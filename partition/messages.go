@@ -46,6 +46,10 @@ import (
 // request the Append belongs to (Syncer.Announce): the actor reports the
 // Append to it once, when the Append's log has asked for its sync or the
 // Append is answered without one (refused, not the leader, restarting).
+//
+// Counter, when set, counts the records once the log has written them
+// (not a duplicate's, nor a refused Append's): transport sets its topic's
+// counters on a Produce's Appends.
 type Append struct {
 	Records     []byte
 	Acks        int16
@@ -55,11 +59,20 @@ type Append struct {
 	Verify      func(reply func(*kerr.Error))
 	Coordinator bool
 	Announced   *Announced
+	Counter     AppendCounter
 
 	// guard is the verification this Append passed (txns.go); held marks
 	// an Append waiting for one, which the actor must not release yet.
 	guard uint64
 	held  bool
+}
+
+// AppendCounter counts what Appends wrote, for /metrics. The partition's
+// actor calls Appended once per Append whose records the log wrote, on its
+// goroutine, with their record count and bytes: it must be cheap and must
+// not block.
+type AppendCounter interface {
+	Appended(records, bytes int64)
 }
 
 // AppendResult answers Append. Err is nil on success; a definite error

@@ -325,7 +325,7 @@ func (a *API) startAppend(c *conn, req *kmsg.ProduceRequest, topic string, topic
 		c.producerID = bh.ProducerID
 		pc.Seen(bh.ProducerID, ProducerClient{ClientID: c.client, Address: c.nc.RemoteAddr().String()})
 	}
-	m := &partition.Append{Records: records, Acks: req.Acks, Reply: reply, Release: release}
+	m := &partition.Append{Records: records, Acks: req.Acks, Reply: reply, Release: release, Counter: a.metrics.topic(topic)}
 	if bh.Transactional() {
 		id, version, v := *req.TransactionID, req.Version, a.Verifier
 		m.Verify = func(reply func(*kerr.Error)) {

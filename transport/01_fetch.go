@@ -130,6 +130,7 @@ type fetchResult struct {
 	topicID [16]byte
 	part    kmsg.FetchResponseTopicPartition // RecordBatches always empty
 	slice   store.Slice                      // the records, Size 0 for none
+	from    int64                            // the fetch offset, for the records served
 }
 
 // fetched is what one pass over a fetch found.
@@ -245,7 +246,7 @@ func (a *API) fetchPartition(topic string, topicErr *kerr.Error, w *fetchWant, r
 			p.AbortedTransactions = append(p.AbortedTransactions, at)
 		}
 	}
-	r.slice = sl
+	r.slice, r.from = sl, w.fetchOffset
 	f.bytes += sl.Size
 	*budget -= sl.Size
 	return nil
@@ -275,6 +276,10 @@ func (a *API) fetchAnswer(req *kmsg.FetchRequest, listener string, fc *fetchCont
 	if keep != nil {
 		n = len(keep)
 	}
+	// The counters of the last topic served: a response's partitions come
+	// by topic.
+	var counted *topicCounters
+	var countedTopic string
 	for j := 0; j < n; j++ {
 		i := j
 		if keep != nil {
@@ -283,6 +288,12 @@ func (a *API) fetchAnswer(req *kmsg.FetchRequest, listener string, fc *fetchCont
 		r := &res[i]
 		fr.add(r.topic, r.topicID, r.part, r.slice)
 		a.metrics.errorCode(1, req.Version, r.part.ErrorCode)
+		if sl := &r.slice; sl.Size > 0 {
+			if counted == nil || countedTopic != r.topic {
+				counted, countedTopic = a.metrics.topic(r.topic), r.topic
+			}
+			counted.served(sl.NextOffset-max(sl.FirstOffset, r.from), sl.Size)
+		}
 	}
 	if req.Version >= 12 {
 		fetchLeaderHints(a.Image(), listener, resp)

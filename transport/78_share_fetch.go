@@ -233,8 +233,9 @@ func (a *API) shareFetch(c *conn, req *kmsg.ShareFetchRequest, resp *kmsg.ShareF
 				continue
 			}
 			p.out.Records = r.Records
+			acquired := 0
 			for _, rg := range r.Ranges {
-				got += int(rg.Last - rg.First + 1)
+				acquired += int(rg.Last - rg.First + 1)
 				// Batch-optimized mode answers ranges of at most BatchSize
 				// records, which the client acknowledges as units.
 				step := rg.Last - rg.First + 1
@@ -247,6 +248,8 @@ func (a *API) shareFetch(c *conn, req *kmsg.ShareFetchRequest, resp *kmsg.ShareF
 					p.out.AcquiredRecords = append(p.out.AcquiredRecords, ar)
 				}
 			}
+			got += acquired
+			a.metrics.topic(p.topic).served(int64(acquired), int64(len(r.Records)))
 			maxBytes -= int64(len(r.Records))
 		}
 		if got > 0 || !time.Now().Before(deadline) || !waitShare(wake, deadline, c) {

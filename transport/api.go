@@ -157,6 +157,9 @@ func NewAPI(deps Deps, metrics *Metrics) *API {
 	if deps.RequestTimeout <= 0 {
 		deps.RequestTimeout = 30 * time.Second
 	}
+	if deps.Image != nil {
+		metrics.topics.image.Store(&deps.Image)
+	}
 	a := &API{metrics: metrics, Deps: deps, denials: logging.NewLimiter(10, time.Minute),
 		quotas: newQuotas(int(deps.Node.QuotaWindowNum), time.Duration(deps.Node.QuotaWindowSizeSeconds)*time.Second)}
 	for _, r := range registrations {

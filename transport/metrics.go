@@ -31,6 +31,8 @@ type Metrics struct {
 	acceptThrottle *prometheus.CounterVec
 	// throttle counts the time clients were told to wait, by quota.
 	throttle *prometheus.CounterVec
+	// topics count records and bytes in and out by topic.
+	topics *topicMetrics
 }
 
 // NewMetrics registers the listener's metrics on reg.
@@ -64,9 +66,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		throttle: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "skein_quota_throttle_seconds_total", Help: "Time clients were told to wait (throttle_time_ms, their connections muted meanwhile), by quota.",
 		}, []string{"quota"}),
+		topics: newTopicMetrics(),
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.errors, m.latency, m.connections, m.authentications, m.refused, m.denials, m.acceptThrottle, m.throttle)
+		reg.MustRegister(m.requests, m.errors, m.latency, m.connections, m.authentications, m.refused, m.denials, m.acceptThrottle, m.throttle, m.topics)
 	}
 	return m
 }
@@ -93,6 +96,9 @@ func (m *Metrics) errorCode(key, version int16, code int16) {
 	}
 	m.errors.WithLabelValues(apiName(key), strconv.Itoa(int(version)), errorName(code)).Inc()
 }
+
+// topic returns a topic's counters of records and bytes in and out.
+func (m *Metrics) topic(name string) *topicCounters { return m.topics.counters(name) }
 
 func (m *Metrics) connectionOpened(listener string) { m.connections.WithLabelValues(listener).Inc() }
 func (m *Metrics) connectionClosed(listener string) { m.connections.WithLabelValues(listener).Dec() }
