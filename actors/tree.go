@@ -256,6 +256,7 @@ func (t *Tree) failed(s *actorStats, reason any, d actor.Directive, delay time.D
 		// earlier one: the actor has been down since then.
 		s.failure.CompareAndSwap(nil, &pendingFailure{at: now, cause: cause})
 	}
+	s.lastFailure.Store(&Failure{Time: now, Cause: cause, Directive: directiveName(d)})
 	t.failures.WithLabelValues(kind).Inc()
 	t.events.Append(Event{Time: now, Actor: s.id, Kind: kind, Type: EventFailed, Cause: cause,
 		Directive: directiveName(d), DelaySeconds: delay.Seconds()})
@@ -288,9 +289,20 @@ type ActorInfo struct {
 	Restarts int64 `json:"restarts"`
 	// Role and Epoch are what a Roled actor reported after the last
 	// message it handled.
-	Role     string       `json:"role,omitempty"`
-	Epoch    int32        `json:"epoch,omitempty"`
-	Children []*ActorInfo `json:"children"`
+	Role  string `json:"role,omitempty"`
+	Epoch int32  `json:"epoch,omitempty"`
+	// LastFailure is the actor's latest failure since it was spawned,
+	// absent when it has not failed.
+	LastFailure *Failure     `json:"last_failure,omitempty"`
+	Children    []*ActorInfo `json:"children"`
+}
+
+// Failure is a failure of an actor: when, what it panicked with or why
+// it stopped, and what its supervisor decided (restart, stop, ...).
+type Failure struct {
+	Time      time.Time `json:"time"`
+	Cause     string    `json:"cause"`
+	Directive string    `json:"directive"`
 }
 
 // Snapshot returns the live actors as trees, by name: an actor's parent is
@@ -417,6 +429,9 @@ type actorStats struct {
 	// role is what the actor reported after the last message it handled
 	// (nil: none yet).
 	role atomic.Pointer[roleSeen]
+	// lastFailure is the actor's latest failure (nil: none since it was
+	// spawned), kept past the journal's window.
+	lastFailure atomic.Pointer[Failure]
 
 	// Touched only by the receiver middleware, on the actor's goroutine.
 	roled   Roled // the current instance, if Roled
@@ -456,6 +471,7 @@ func (s *actorStats) info() *ActorInfo {
 	if r := s.role.Load(); r != nil {
 		i.Role, i.Epoch = r.role, r.epoch
 	}
+	i.LastFailure = s.lastFailure.Load()
 	return i
 }
 

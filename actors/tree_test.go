@@ -69,6 +69,12 @@ func TestTreeNameExists(t *testing.T) {
 	if p := f.tree.Find("parent/child"); p == nil || p.Restarts != 1 {
 		t.Fatalf("child entry: %+v", p)
 	}
+	if lf := f.tree.Find("parent/child").LastFailure; lf == nil || lf.Directive != "restart" || lf.Cause != "boom" {
+		t.Fatalf("the child's last failure: %+v", lf)
+	}
+	if p := f.tree.Find("parent"); p.LastFailure != nil {
+		t.Fatalf("the parent never failed, but: %+v", p.LastFailure)
+	}
 	if p := f.tree.Find("parent"); p == nil || p.Kind != "actor.ReceiveFunc" {
 		t.Fatalf("parent entry: %+v", p)
 	}
