@@ -32,6 +32,9 @@ package node
 //	                           synced since the node started is dropped,
 //	                           and the node dies (SIGKILL) after answering
 //	                           {"files": N, "dropped_bytes": B}
+//	POST   /v1/pause           {"for": "10s"}: the node stops (SIGSTOP) for that
+//	                           long, at most 10m, and continues; 202 before it
+//	                           begins (pause.go)
 //
 // Every fault has a lifetime: "for", default 60s, at most 24h; it ends by
 // itself then, with a line in the node's log, as it began with one. The
@@ -260,6 +263,7 @@ func (a *adminServer) chaosRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("DELETE /v1/disk", a.healDisk)
 	mux.HandleFunc("DELETE /v1/chaos", a.healAll)
 	mux.HandleFunc("POST /v1/power-loss", a.chaos(a.powerLoss))
+	mux.HandleFunc("POST /v1/pause", a.chaos(a.pause))
 }
 
 // chaos refuses h's requests on a node without chaos.enable.

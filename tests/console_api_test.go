@@ -4,11 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/skeinlog/skein/configs"
 )
 
 // consoleGet gets one of the console's JSON endpoints into out and
@@ -310,5 +313,59 @@ func TestConsoleGroupsAndTransactions(t *testing.T) {
 	}
 	if err := txn.EndTransaction(ctx, kgo.TryAbort); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestAdminPause: POST /v1/pause stops the node's process (SIGSTOP, from
+// a child of its own binary) for the time asked and continues it. The
+// node runs in this test's process, so the pause shows as a gap in a
+// goroutine that notes the time every few milliseconds; the node answers
+// again after.
+func TestAdminPause(t *testing.T) {
+	b := startBroker(t)
+	var (
+		mu      sync.Mutex
+		gap     time.Duration
+		stopped = make(chan struct{})
+	)
+	go func() {
+		last := time.Now()
+		for {
+			select {
+			case <-stopped:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+			now := time.Now()
+			mu.Lock()
+			gap = max(gap, now.Sub(last))
+			mu.Unlock()
+			last = now
+		}
+	}()
+	defer close(stopped)
+	// A pause of an earlier test's node in this process may still be
+	// ending (its child exiting): 409 until then.
+	eventually(t, "the pause accepted", func() bool {
+		s, body := b.adminDo(http.MethodPost, "/v1/pause", `{"for": "1s"}`)
+		if s != http.StatusAccepted && s != http.StatusConflict {
+			t.Fatalf("pause: %d %s", s, body)
+		}
+		return s == http.StatusAccepted
+	})
+	eventually(t, "a gap of a second", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return gap >= 900*time.Millisecond
+	})
+	if s, _ := b.adminDo(http.MethodGet, "/healthz", ""); s != http.StatusOK {
+		t.Fatalf("after the pause: %d", s)
+	}
+	if s, body := b.adminDo(http.MethodPost, "/v1/pause", `{"for": "11m"}`); s != http.StatusBadRequest {
+		t.Fatalf("an 11m pause: %d %s", s, body)
+	}
+	off := startBroker(t, func(c *configs.Node) { c.ChaosEnable = false })
+	if s, _ := off.adminDo(http.MethodPost, "/v1/pause", `{"for": "1s"}`); s != http.StatusForbidden {
+		t.Fatalf("pause without chaos.enable: %d", s)
 	}
 }
