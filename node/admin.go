@@ -2,13 +2,8 @@ package node
 
 // The admin HTTP listener (admin.listen, default 127.0.0.1:9644):
 //
-//	GET    /metrics          Prometheus text: the node's registry (Kafka requests,
-//	                         errors, latencies, connections; actor restarts and
-//	                         mailbox lengths; log size and segments by partition;
-//	                         open files against their cap, the file cache's hits,
-//	                         misses and evictions, failed partitions by cause,
-//	                         failure lines the rate limit held back;
-//	                         Go runtime and process)
+//	GET    /metrics          Prometheus text: the node's registry, the series
+//	                         below, and the Go runtime's and the process's
 //	GET    /healthz          200 while the process is up
 //	GET    /readyz           200 once the metadata is loaded and the Kafka
 //	                         listener serves, until Stop begins, while the
@@ -35,6 +30,59 @@ package node
 //	GET    /v1/extension-kinds, /v1/extensions[/{name}], POST /v1/extensions,
 //	       DELETE /v1/extensions/{name}: the extension kinds of this binary
 //	       and the cluster's extension instances (see extensions.go)
+//
+// The series of /metrics, by what they describe. Every label takes a
+// bounded set of values: API names and versions served, error names,
+// listeners, actor kinds (never an actor's name: /v1/actors has each
+// actor), and topics, partitions and groups of the cluster; the series of
+// a deleted topic go at the next scrape.
+//
+//	Kafka requests (transport/metrics.go)
+//	  skein_requests_total{api,version}          requests decoded, by API name (Produce, Fetch, ...) and version
+//	  skein_request_errors_total{api,version,error}  error codes answered (per partition where the API answers so),
+//	                                             by Kafka error name; code 0 is never counted
+//	  skein_request_duration_seconds{api}        histogram: decode to response
+//	  skein_open_connections{listener}, skein_authentications_total{listener,mechanism,result},
+//	  skein_connections_refused_total{listener,reason}, skein_authorization_denials_total{resource_type,operation},
+//	  skein_connection_accept_throttle_seconds_total{listener}, skein_quota_throttle_seconds_total{quota}
+//	Topics (transport/topic_metrics.go)
+//	  skein_topic_records_in_total{topic}        records produced and appended by this node's leaders, once per append
+//	  skein_topic_bytes_in_total{topic}          their batches' bytes as stored
+//	  skein_topic_records_out_total{topic}       records served to consumers (Fetch: offsets from the fetch offset to
+//	                                             the end of the batches served; ShareFetch: records acquired)
+//	  skein_topic_bytes_out_total{topic}         their bytes; followers' fetches are skein_replication_bytes_out_total
+//	Consumer groups, from the group's coordinator (group_lag.go)
+//	  skein_consumer_group_committed_offset{group,topic,partition}
+//	  skein_consumer_group_lag{group,topic,partition}  high watermark minus committed offset, never below 0
+//	Partitions and replication (this file)
+//	  skein_partition_log_size_bytes{topic,partition}, skein_partition_log_segments{topic,partition},
+//	  skein_partition_lso_lag_offsets{topic,partition}  high watermark minus last stable offset, on the leader
+//	  skein_isr_shrinks_total, skein_isr_expands_total, skein_replication_bytes_in_total,
+//	  skein_replication_bytes_out_total, skein_follower_lag_offsets{topic,partition,replica},
+//	  skein_follower_lag_seconds{topic,partition,replica}
+//	Actors (actors/tree.go), by kind: the Go type of the actor, or the kind it names
+//	  skein_actors{kind}                         live actors
+//	  skein_actor_mailbox_length{kind}           messages queued, summed over the kind's actors
+//	  skein_actor_mailbox_length_max{kind}       the longest mailbox of the kind
+//	  skein_actor_restarts_total{kind}, skein_actor_failures_total{kind},
+//	  skein_actor_recovery_seconds{kind}         histogram: failure to restarted
+//	Files and durability (files.go)
+//	  skein_open_files, skein_open_files_max, skein_file_cache_{hits,misses,evictions}_total,
+//	  skein_sync_rounds_total, skein_sync_logs_total, skein_log_lines_suppressed_total,
+//	  skein_partitions_failed{cause}
+//	Cluster and remoting (cluster_metrics.go)
+//	  skein_quorum_{leader,term,commit_index,applied_index}, skein_broker_heartbeats_sent_total,
+//	  skein_controller_heartbeats_received_total, skein_cluster_brokers{state},
+//	  skein_cluster_offline_partitions, skein_under_replicated_partitions,
+//	  skein_remote_frames_{sent,received}_total{type}, skein_remote_dropped_total{reason},
+//	  skein_remote_queued_bytes{peer}
+//	Transactions (this file), share groups (shares.go), extensions (extension_runtime.go), chaos (chaos.go)
+//	  skein_transactions_{ongoing,committed_total,aborted_total,timed_out_total},
+//	  skein_share_records_total{event}, skein_share_state_writes_total, skein_share_state_write_failures_total,
+//	  skein_extension_records_{processed,emitted,skipped}_total{instance,kind},
+//	  skein_extension_restarts_total{instance,kind}, skein_extension_lag{instance,kind},
+//	  skein_extension_partitions{instance,kind,state}, skein_chaos_faults_active{type},
+//	  skein_chaos_faults_injected_total{type}
 //
 // Errors are JSON, {"error": "..."}. The listener has no authentication:
 // bind it to loopback or a private network (its fault API breaks the
@@ -277,6 +325,7 @@ func (n *Node) registerNodeMetrics() {
 		replicationCollector{n},
 		txnCollector{&n.txnStats},
 		shareCollector{&n.shareStats},
+		newGroupLagCollector(n),
 		extensionCollector{n.extensions},
 		fileCollector{n.files, n.syncer, n.registry, n.failures},
 		clusterCollector{n},

@@ -93,7 +93,8 @@ type Node struct {
 	shareAPI    atomic.Pointer[transport.API]
 	producerIDs producerIDs
 	// extensions are the statuses of the node's extension actors;
-	// extClient their client of the cluster (positions).
+	// extClient their client of the cluster (positions), which /metrics'
+	// consumer lag also asks for other nodes' end offsets (group_lag.go).
 	extensions *extension.Runtime
 	extClient  extensionClient
 	// producerClients are the clients seen producing with each producer
