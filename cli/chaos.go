@@ -29,7 +29,7 @@ const (
 
 // chaosFlags are the flags every chaos command shares.
 type chaosFlags struct {
-	admin   string
+	admin   adminFlag
 	timeout time.Duration
 	// HTTPS and credentials for the admin APIs (security.go).
 	security securityFlags
@@ -37,12 +37,6 @@ type chaosFlags struct {
 
 func newChaosCommand(environ []string, stdout io.Writer) *cobra.Command {
 	f := &chaosFlags{}
-	admin := defaultAdmin
-	for _, kv := range environ {
-		if v, ok := strings.CutPrefix(kv, envAdmin+"="); ok && v != "" {
-			admin = v
-		}
-	}
 	cmd := &cobra.Command{
 		Use:   "chaos",
 		Short: "Inject faults into a running cluster and check what they did",
@@ -54,10 +48,10 @@ func newChaosCommand(environ []string, stdout io.Writer) *cobra.Command {
 		Args: cobra.NoArgs,
 	}
 	fs := cmd.PersistentFlags()
-	fs.StringVar(&f.admin, "admin", admin, "comma-separated admin addresses of the nodes, host:port (env "+envAdmin+")")
+	f.admin.register(cmd, environ, "comma-separated admin addresses of the nodes, host:port")
 	fs.DurationVar(&f.timeout, "timeout", defaultTimeout, "bound on each admin request")
 	f.security.register(fs, environ)
-	f.security.completions(cmd)
+	f.security.bind(cmd)
 	cmd.AddCommand(newChaosListCommand(f, stdout))
 	for _, kind := range []string{"panic", "stop", "delay", "drop"} {
 		cmd.AddCommand(newChaosActorCommand(f, stdout, kind))
@@ -76,18 +70,9 @@ func newChaosCommand(environ []string, stdout io.Writer) *cobra.Command {
 	return cmd
 }
 
-func (f *chaosFlags) addrs() ([]string, error) {
-	var out []string
-	for a := range strings.SplitSeq(f.admin, ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			out = append(out, a)
-		}
-	}
-	if len(out) == 0 {
-		return nil, usageError("--admin is empty")
-	}
-	return out, nil
-}
+// addrs returns the nodes' admin addresses: --admin, SKEIN_ADMIN or the
+// profile's.
+func (f *chaosFlags) addrs() ([]string, error) { return f.admin.addrs(&f.security) }
 
 // dial reaches every node of --admin, and returns them with a context
 // that bounds the command's requests by --timeout.

@@ -58,20 +58,26 @@ func (f *clientFlags) register(cmd *cobra.Command, environ []string) {
 		}
 	}
 	fs := cmd.PersistentFlags()
-	fs.StringVar(&f.brokers, "brokers", brokers, "comma-separated seed brokers, host:port (env "+envBrokers+")")
+	fs.StringVar(&f.brokers, "brokers", brokers, "comma-separated seed brokers, host:port (env "+envBrokers+"; else the profile's)")
 	f.brokersGiven = func() bool { return fromEnv || fs.Changed("brokers") }
 	fs.DurationVar(&f.timeout, "timeout", defaultTimeout, "bound on connecting to a broker and on each request")
 	f.security.register(fs, environ)
-	f.security.completions(cmd)
+	f.security.bind(cmd)
 }
 
 // seeds returns the --brokers list.
+// Unless --brokers or SKEIN_BROKERS named them, they are
+// --command-config's bootstrap.servers, or else the profile's.
 func (f *clientFlags) seeds() ([]string, error) {
-	if err := f.security.applyCommandConfig(); err != nil {
+	if err := f.security.resolve(); err != nil {
 		return nil, usageError(err.Error())
 	}
-	if f.security.bootstrap != "" && !f.brokersGiven() {
-		f.brokers = f.security.bootstrap
+	if !f.brokersGiven() {
+		if f.security.bootstrap != "" {
+			f.brokers = f.security.bootstrap
+		} else if p := f.security.profile; p != nil && p.Brokers != "" {
+			f.brokers = string(p.Brokers)
+		}
 	}
 	var seeds []string
 	for s := range strings.SplitSeq(f.brokers, ",") {

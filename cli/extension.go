@@ -67,19 +67,14 @@ type extensionKind struct {
 
 // extensionFlags are the flags every extension command shares.
 type extensionFlags struct {
-	admin   string
+	admin   adminFlag
 	timeout time.Duration
 	// HTTPS and credentials for the admin APIs (security.go).
 	security securityFlags
 }
 
 func newExtensionCommand(environ []string, stdout io.Writer) *cobra.Command {
-	f := &extensionFlags{admin: defaultAdmin}
-	for _, kv := range environ {
-		if v, ok := strings.CutPrefix(kv, envAdmin+"="); ok && v != "" {
-			f.admin = v
-		}
-	}
+	f := &extensionFlags{}
 	cmd := &cobra.Command{
 		Use:   "extension",
 		Short: "Create, list, describe and delete the cluster's extension instances",
@@ -91,10 +86,10 @@ func newExtensionCommand(environ []string, stdout io.Writer) *cobra.Command {
 		Args: cobra.NoArgs,
 	}
 	fs := cmd.PersistentFlags()
-	fs.StringVar(&f.admin, "admin", f.admin, "a node's admin listener, host:port; of a comma-separated list, the first that answers (env "+envAdmin+")")
+	f.admin.register(cmd, environ, "a node's admin listener, host:port; of a comma-separated list, the first that answers")
 	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "bound on each admin request (a change waits for the cluster to commit it)")
 	f.security.register(fs, environ)
-	f.security.completions(cmd)
+	f.security.bind(cmd)
 	cmd.AddCommand(newExtensionCreateCommand(f, stdout), newExtensionListCommand(f, stdout),
 		newExtensionDescribeCommand(f, stdout), newExtensionDeleteCommand(f, stdout), newExtensionKindsCommand(f, stdout))
 	return cmd
@@ -104,14 +99,9 @@ func newExtensionCommand(environ []string, stdout io.Writer) *cobra.Command {
 // (nil for none) as JSON, and decodes the answer into out when its status
 // is want; any other answer is an error with the node's message.
 func (f *extensionFlags) do(ctx context.Context, method, path string, body any, want int, out any) error {
-	var addrs []string
-	for a := range strings.SplitSeq(f.admin, ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			addrs = append(addrs, a)
-		}
-	}
-	if len(addrs) == 0 {
-		return usageError("--admin is empty")
+	addrs, err := f.admin.addrs(&f.security)
+	if err != nil {
+		return err
 	}
 	if f.timeout <= 0 {
 		return usageError("--timeout must be positive")
@@ -302,11 +292,17 @@ func newExtensionDescribeCommand(f *extensionFlags, stdout io.Writer) *cobra.Com
 // adds none.
 func (f *extensionFlags) partitions(ctx context.Context, name string) []extensionPartition {
 	var out []extensionPartition
-	for a := range strings.SplitSeq(f.admin, ",") {
-		if a = strings.TrimSpace(a); a == "" {
-			continue
+	addrs, err := f.admin.addrs(&f.security)
+	if err != nil {
+		return nil
+	}
+	for _, a := range addrs {
+		// NB: with --admin's security: a secured admin API asks each
+		// node for the same credentials.
+		one := &extensionFlags{admin: adminFlag{value: a, given: func() bool { return true }}, timeout: f.timeout, security: f.security}
+		if f.security.adminHTTPS {
+			one.admin.value = "https://" + a
 		}
-		one := &extensionFlags{admin: a, timeout: f.timeout}
 		var e extensionDef
 		if one.do(ctx, http.MethodGet, "/v1/extensions/"+url.PathEscape(name), nil, http.StatusOK, &e) == nil {
 			out = append(out, e.Partitions...)

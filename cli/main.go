@@ -118,6 +118,8 @@ func newRootCommand(environ []string, stdin io.Reader, stdout, stderr io.Writer)
 	root.AddCommand(newExtensionCommand(environ, stdout))
 	root.AddCommand(newVersionCommand(stdout))
 	root.AddCommand(newCompletionCommand(stdout))
+	root.AddCommand(newProfileCommand(environ, stdout))
+	addProfileFlag(root, environ)
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return usageError(fmt.Sprintf("%v (see %s --help)", err, cmd.CommandPath()))
 	})

@@ -37,7 +37,10 @@ func TestMain(m *testing.M) {
 }
 
 // environ is the test's environment without SKEIN_* variables, so that the
-// developer's settings do not leak into the node under test.
+// developer's settings do not leak into the node under test, and with a
+// profiles file that does not exist (SKEIN_CONFIG_FILE), so that no test
+// reads the developer's ~/.config/skein/config.yaml; extra may name
+// another.
 func environ(extra ...string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
@@ -45,6 +48,7 @@ func environ(extra ...string) []string {
 			env = append(env, kv)
 		}
 	}
+	env = append(env, envConfigFile+"="+filepath.Join(filepath.Dir(skein), "no-config.yaml"))
 	return append(env, extra...)
 }
 

@@ -44,7 +44,19 @@ type securityFlags struct {
 	commandConfig string
 	applied       bool
 	bootstrap     string
-	opts          []kgo.Opt
+	// insecure skips verifying the brokers' certificates (a profile's
+	// tls.insecure_skip_verify).
+	insecure bool
+	// The profile (profiles.go): environ and cmd find it, profile is the
+	// one selected (nil for none), adminHTTPS is an https:// admin
+	// address; resolved once, with the error of doing so.
+	environ    []string
+	cmd        *cobra.Command
+	profile    *profile
+	adminHTTPS bool
+	resolved   bool
+	resolveErr error
+	opts       []kgo.Opt
 }
 
 func envValue(environ []string, name string) string {
@@ -68,17 +80,34 @@ func (s *securityFlags) register(fs *pflag.FlagSet, environ []string) {
 	fs.StringVar(&s.commandConfig, "command-config", envValue(environ, envCommandConfig),
 		"Kafka's client.properties: security.protocol, sasl.mechanism, sasl.jaas.config, PEM ssl.truststore/keystore.location, bootstrap.servers; flags win (env "+envCommandConfig+")")
 	s.password, s.token = envValue(environ, envPassword), envValue(environ, envOAuthToken)
+	s.environ = environ
 }
 
-// completions completes the values of the flags registered on cmd.
-func (s *securityFlags) completions(cmd *cobra.Command) {
+// bind ties the flags to cmd, the family of commands they were registered
+// on: the values of its flags complete, and its root's --profile selects
+// the profile when a command runs.
+func (s *securityFlags) bind(cmd *cobra.Command) {
+	s.cmd = cmd
 	_ = cmd.RegisterFlagCompletionFunc("sasl-mechanism", completeValues("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"))
+}
+
+// resolve fills what the flags and the environment left unset from
+// --command-config, and then from the selected profile; once.
+func (s *securityFlags) resolve() error {
+	if !s.resolved {
+		s.resolved = true
+		s.resolveErr = s.applyCommandConfig()
+		if s.resolveErr == nil {
+			s.resolveErr = s.applyProfile()
+		}
+	}
+	return s.resolveErr
 }
 
 // build turns the flags into kgo options, once.
 func (s *securityFlags) build() error {
 	s.opts = nil
-	if err := s.applyCommandConfig(); err != nil {
+	if err := s.resolve(); err != nil {
 		return err
 	}
 	c, err := s.tlsConfig()
@@ -133,7 +162,7 @@ func (s *securityFlags) tlsConfig() (*tls.Config, error) {
 	if !s.tls && s.ca == "" && s.cert == "" && s.key == "" {
 		return nil, nil
 	}
-	c := &tls.Config{MinVersion: tls.VersionTLS12}
+	c := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: s.insecure}
 	if s.ca != "" {
 		pem, err := os.ReadFile(s.ca)
 		if err != nil {
@@ -174,16 +203,19 @@ func (s *securityFlags) readPassword() (string, error) {
 }
 
 // access returns how to reach admin APIs with these flags: HTTPS with
-// --tls or --tls-ca, HTTP Basic with --user and its password, or the
+// --tls or --tls-ca (or an https:// admin address), HTTP Basic with --user and its password, or the
 // OAUTHBEARER token of SKEIN_OAUTH_TOKEN as a Bearer token with
 // --sasl-mechanism OAUTHBEARER.
 func (s *securityFlags) access() (chaos.Access, error) {
-	if err := s.applyCommandConfig(); err != nil {
+	if err := s.resolve(); err != nil {
 		return chaos.Access{}, err
 	}
 	c, err := s.tlsConfig()
 	if err != nil {
 		return chaos.Access{}, err
+	}
+	if c == nil && s.adminHTTPS {
+		c = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
 	ac := chaos.Access{HTTPS: c != nil, TLS: c}
 	if strings.EqualFold(s.mechanism, "OAUTHBEARER") {
