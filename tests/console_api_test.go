@@ -369,3 +369,70 @@ func TestAdminPause(t *testing.T) {
 		t.Fatalf("pause without chaos.enable: %d", s)
 	}
 }
+
+// consoleSettings is GET /ui/api/settings.
+type consoleSettings struct {
+	ChaosEnabled bool   `json:"chaos_enabled"`
+	AuthEnabled  bool   `json:"auth_enabled"`
+	User         string `json:"user"`
+	SuperUser    bool   `json:"super_user"`
+	CanInject    bool   `json:"can_inject"`
+}
+
+// TestConsoleAsUser: with SASL listeners and an authorizer, the console
+// knows who logged in (HTTP Basic with a SASL user's password), shows
+// the fault buttons only to a super user, and reads the cluster as that
+// user: alice, allowed to describe and read one topic, sees only that
+// one, and reading the other is refused as Kafka refuses her.
+func TestConsoleAsUser(t *testing.T) {
+	b := aclBroker(t, func(c *configs.Node) { c.SuperUsers = "User:ANONYMOUS;User:bob" })
+	ctx := ctxFor(t)
+	adm := b.admin()
+	mustCreate(t, ctx, adm, "orders", 1, nil)
+	mustCreate(t, ctx, adm, "secret", 1, nil)
+	mustCreateACLs(t, ctx, adm, kadm.NewACLs().Allow("User:alice").Topics("orders").Operations(kadm.OpDescribe, kadm.OpRead))
+	produce(t, ctx, b.client(), &kgo.Record{Topic: "orders", Value: []byte("for alice")}, &kgo.Record{Topic: "secret", Value: []byte("not for alice")})
+
+	if s, _ := b.adminDo(http.MethodGet, "/ui/api/settings", ""); s != http.StatusUnauthorized {
+		t.Fatalf("settings without credentials: %d, want 401", s)
+	}
+	names := func() map[string]bool {
+		var out consoleTopics
+		if s := b.consoleGet("/ui/api/topics", &out); s != http.StatusOK {
+			t.Fatalf("topics as %s: %d", b.adminUser, s)
+		}
+		m := map[string]bool{}
+		for _, tp := range out.Topics {
+			m[tp.Name] = true
+		}
+		return m
+	}
+
+	b.adminUser, b.adminPassword = "alice", "alice-secret"
+	var s consoleSettings
+	b.consoleGet("/ui/api/settings", &s)
+	if !s.AuthEnabled || s.User != "User:alice" || s.SuperUser || s.CanInject || !s.ChaosEnabled {
+		t.Fatalf("alice's settings: %+v", s)
+	}
+	eventually(t, "alice sees orders only", func() bool {
+		got := names()
+		return got["orders"] && !got["secret"] && len(got) == 1
+	})
+	var m consoleMessages
+	if st := b.consoleGet("/ui/api/messages?topic=orders&partition=0", &m); st != http.StatusOK || len(m.Records) != 1 || *m.Records[0].Value != "for alice" {
+		t.Fatalf("alice reads orders: %d %+v", st, m)
+	}
+	if st := b.consoleGet("/ui/api/messages?topic=secret&partition=0", nil); st != http.StatusForbidden {
+		t.Fatalf("alice reads secret: %d, want 403", st)
+	}
+
+	b.adminUser, b.adminPassword = "bob", "bob-secret"
+	s = consoleSettings{}
+	b.consoleGet("/ui/api/settings", &s)
+	if s.User != "User:bob" || !s.SuperUser || !s.CanInject {
+		t.Fatalf("bob's settings: %+v", s)
+	}
+	if got := names(); !got["orders"] || !got["secret"] {
+		t.Fatalf("bob, a super user, sees %v", got)
+	}
+}
