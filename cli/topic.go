@@ -87,7 +87,7 @@ func newTopicReassignCommand(flags *clientFlags, stdout io.Writer) *cobra.Comman
 	cmd.Flags().Int32SliceVarP(&partitions, "partition", "p", nil, "partitions to move")
 	cmd.Flags().Int32SliceVar(&replicas, "replicas", nil, "the brokers to move them to, the preferred leader first")
 	cmd.Flags().BoolVar(&cancel, "cancel", false, "cancel the reassignments in progress instead")
-	return cmd
+	return withReassignPlans(flags, stdout, cmd)
 }
 
 func newTopicReassignmentsCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
