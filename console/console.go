@@ -34,12 +34,63 @@
 //	GET /ui/api/topics/{topic}     one topic as above, its "brokers" and
 //	                               "configs": [{"name", "value", "source",
 //	                               "sensitive"}]
+//	GET /ui/api/messages?topic=T&partition=P&offset=O|timestamp=MS|key=K
+//	                    &limit=N&decode=text|json|hex
+//	                               {"topic", "partition", "start_offset",
+//	                               "end_offset", "from", "records":
+//	                               [{"partition", "offset", "timestamp",
+//	                               "key", "key_encoding", "value",
+//	                               "value_encoding", "headers": [{"key",
+//	                               "value", "value_encoding"}],
+//	                               "truncated"}], "scanned", "complete",
+//	                               "next_offset", "key"?}: from an offset
+//	                               (negative: the last -O), the first at or
+//	                               after a time (ListOffsets by time), or the
+//	                               records of key K in the one partition
+//	                               Kafka's default partitioner (murmur2) gives
+//	                               it, read from its start; limit 50 by
+//	                               default, at most 500
+//	GET /ui/api/groups             {"groups": [{"name", "type", "state",
+//	                               "protocol", "coordinator", "members",
+//	                               "lag", "error"?}]}
+//	GET /ui/api/groups/{group}     {"name", "type", "state", "protocol",
+//	                               "coordinator", "epoch", "assignment_epoch",
+//	                               "members": [{"member_id", "instance_id",
+//	                               "client_id", "host", "assignment": {topic:
+//	                               [partitions]}}], "offsets": [{"topic",
+//	                               "partition", "member", "committed",
+//	                               "start_offset"? (share groups),
+//	                               "end_offset", "lag", "error"?}], "lag"}
+//	GET /ui/api/transactions       {"transactions": [{"transactional_id",
+//	                               "state", "producer_id", "producer_epoch",
+//	                               "timeout_ms", "start_ms", "coordinator",
+//	                               "partitions": [{"topic", "partition"}],
+//	                               "error"?}], "truncated"}
+//	GET /ui/api/producers?topic=T  {"topic", "partitions": [{"partition",
+//	                               "leader", "producers": [{"producer_id",
+//	                               "producer_epoch", "last_sequence",
+//	                               "last_timestamp", "coordinator_epoch",
+//	                               "current_txn_start_offset"}], "error"?}]}
 //
 // Sizes are the leader replica's (DescribeLogDirs, which needs DESCRIBE
 // on the cluster: -1 and "sizes_error" without it); offsets -1 when not
 // known. The *_total counters are cumulative, summed over the nodes in
 // "nodes" (the frontend differences two answers for rates); a node that
 // did not answer within a second is in "missing_nodes".
+//
+// Messages: keys, values and header values come as decode asks: "hex";
+// "json", indented, when the bytes parse as JSON; "text" when they are
+// UTF-8; hex otherwise. Each is cut at 64 KiB ("truncated"); a null key
+// or value (a tombstone) is null. A read is a consumer of its own acting
+// as the user (read_uncommitted), from "from" to the end offset seen at
+// the start, and stops at the limit, that end, 5 s, or, for a key, after
+// 200,000 records or 256 MiB scanned ("complete" false when it stopped
+// short; "next_offset" continues).
+//
+// Groups: lag is end offset less the committed offset (of a share
+// group, less the share-partition start offset); an assigned partition
+// with no commit shows committed -1 and the whole partition as lag.
+// Streams groups are listed but not described here (501).
 //
 // Errors are {"error": "..."}, with Kafka's error name where one applies
 // (403 for an authorization failure, 404 for what does not exist, 502
