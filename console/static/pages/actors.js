@@ -21,6 +21,8 @@ export async function render(root) {
   const filter = h("input", {type: "search", placeholder: "filter: actor, type, cause", size: 30, id: "journal-filter"});
   const events = h("div.events", {id: "journal"});
   root.append(h("h1", "Actors"), err, result,
+    h("div.tree-help.muted", "▾ folds a subtree; an actor restarted in the last 15 s is highlighted" +
+      (s.can_inject ? "; fault buttons show on the row under the mouse" : "")),
     h("div.cols",
       h("div.tree", {id: "tree"}, treeRoot),
       h("div.journal", h("h2", "Event journal ", filter), events)));

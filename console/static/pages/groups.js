@@ -42,7 +42,7 @@ function lagOf(v) {
 async function renderGroup(root, name) {
   const err = h("div");
   const cards = h("div.cards");
-  const chart = h("div.chart#lag-chart");
+  const chart = h("div#lag-chart.chart");
   const members = h("div");
   const offsets = h("div");
   root.append(h("h1", "Group ", h("code", name)), err, cards,
@@ -54,7 +54,7 @@ async function renderGroup(root, name) {
     series.push(name, total);
     for (const p of parts) series.push(`${name}\u0000${p.topic}-${p.partition}`, Math.max(0, p.lag ?? 0));
     cards.replaceChildren(
-      h("div.card", h("div.v#group-lag", {"data-lag": total}, fmtNum(total)), h("div.k", "lag (records)")),
+      h("div.card", h("div#group-lag.v", {"data-lag": total}, fmtNum(total)), h("div.k", "lag (records)")),
       h("div.card", h("div.v", stateMark(g.state)), h("div.k", "state")),
       h("div.card", h("div.v", String((g.members || []).length)), h("div.k", "members")),
       h("div.card", h("div.v", g.type || ""), h("div.k", g.protocol ? "protocol " + g.protocol : "type")),

@@ -1,9 +1,9 @@
 // The message browser (/ui/api/messages): records of one partition from
 // an offset, the last N, from a timestamp, or those with a key (the
 // partitioner names the one partition to read). Keys and values show as
-// text, JSON or hex; headers beside them. #/messages/TOPIC/PARTITION
+// text, JSON or hex (rendered by the node); headers beside them. #/messages/TOPIC/PARTITION
 // fills the form.
-import {api, fmtTime, h, link, showError, table} from "../lib.js";
+import {api, fmtTime, h, link, mark, showError, table} from "../lib.js";
 
 const modes = [
   ["last", "last N"],
@@ -34,14 +34,34 @@ export async function render(root, [topic, partition]) {
   };
   mode.addEventListener("change", show);
   show();
+  let lastQuery;
+  const read = async q => {
+    lastQuery = q;
+    q.set("decode", decode);
+    out.replaceChildren(h("div.muted", "reading…"));
+    try {
+      draw(out, await api("/ui/api/messages?" + q), q.get("topic"), next);
+    } catch (e) {
+      showError(out, e);
+    }
+  };
+  // next reads the page after the one shown.
+  const next = d => {
+    const q = new URLSearchParams(lastQuery);
+    q.delete("key");
+    q.delete("timestamp");
+    q.set("partition", String(d.partition));
+    q.set("offset", String(d.next_offset));
+    if (d.key !== undefined) q.set("key", d.key);
+    read(q);
+  };
   const decodeBar = h("span.seg", ["text", "json", "hex"].map(d =>
     h("button", {type: "button", "data-decode": d, class: d === decode ? "on" : null, onclick: () => {
       decode = d;
       decodeBar.querySelectorAll("button").forEach(b => b.classList.toggle("on", b.dataset.decode === d));
-      if (last) draw(out, last);
+      if (lastQuery) read(lastQuery);
     }}, d)));
-  let last;
-  const form = h("form.bar", {onsubmit: async ev => {
+  const form = h("form.bar", {onsubmit: ev => {
     ev.preventDefault();
     const q = new URLSearchParams({topic: topicSel.value, limit: limit.value});
     if (mode.value === "key") q.set("key", key.value);
@@ -51,13 +71,7 @@ export async function render(root, [topic, partition]) {
       if (mode.value === "offset") q.set("offset", offset.value);
       if (mode.value === "timestamp") q.set("timestamp", String(new Date(time.value).getTime()));
     }
-    out.replaceChildren(h("div.muted", "reading…"));
-    try {
-      last = {...await api("/ui/api/messages?" + q), topic: topicSel.value, key: mode.value === "key" ? key.value : null};
-      draw(out, last);
-    } catch (e) {
-      showError(out, e);
-    }
+    read(q);
   }},
     field("topic", topicSel), field("read", mode), fPart, fOffset, fTime, fKey, field("limit", limit),
     h("button#msg-go", {type: "submit"}, "Read"), h("span", {style: "margin-left:auto"}, "show as ", decodeBar));
@@ -71,48 +85,37 @@ export async function render(root, [topic, partition]) {
   }
 }
 
-function draw(out, d) {
+function draw(out, d, topic, next) {
   const head = [];
-  if (d.key !== null) {
+  if (d.key !== undefined && d.key !== null) {
     head.push(h("div.lookup", {"data-partition": d.partition},
-      "key ", h("code", d.key), " → partition ", link(String(d.partition), "topics", d.topic),
+      "key ", h("code", d.key), " → partition ", link(String(d.partition), "topics", topic),
       " (the default partitioner's choice: only that partition was read)"));
   }
-  head.push(h("div.muted", `partition ${d.partition}: offsets ${d.start_offset} to ${d.end_offset}; ${d.records.length} record(s) shown`));
+  head.push(h("div.muted", `partition ${d.partition}: offsets ${d.start_offset} to ${d.end_offset}; ` +
+    `read from ${d.from}, ${d.scanned} record(s) scanned, ${d.records.length} shown` +
+    (d.complete ? "" : " (stopped before the end: the scan's bounds or deadline)")));
   out.replaceChildren(...head, table([
     {title: "partition", class: "num", value: r => String(r.partition)},
     {title: "offset", class: "num", value: r => String(r.offset)},
     {title: "timestamp", value: r => h("span", {title: String(r.timestamp)}, fmtTime(r.timestamp))},
     {title: "key", value: r => show(r.key, r.key_encoding)},
-    {title: "value", value: r => show(r.value, r.value_encoding)},
+    {title: "value", value: r => [show(r.value, r.value_encoding), r.truncated ? mark("truncated", "warn") : null]},
     {title: "headers", value: r => (r.headers || []).length ? table([
       {title: "key", value: x => x.key},
       {title: "value", value: x => show(x.value, x.value_encoding)},
     ], r.headers) : ""},
-  ], d.records, {empty: "no record", rowAttrs: r => ({"data-offset": r.offset, "data-record-partition": r.partition})}));
+  ], d.records, {empty: "no record", rowAttrs: r => ({"data-offset": r.offset, "data-record-partition": r.partition})}),
+  d.next_offset < d.end_offset ? h("button", {onclick: () => next(d)}, `next from offset ${d.next_offset}`) : null);
 }
 
-// bytesOf returns the bytes of a field the API sent as text or base64.
-function bytesOf(s, enc) {
-  if (enc === "base64") return Uint8Array.from(atob(s), c => c.charCodeAt(0));
-  return new TextEncoder().encode(s);
-}
-
-// show renders a key, value or header value in the chosen decoding; null
-// (no key, a tombstone) shows as such.
+// show renders a key, value or header value as the API rendered it
+// (text, indented JSON, or hex: bytes that are not UTF-8 come as hex
+// whatever was asked); null (no key, a tombstone) shows as such.
 function show(s, enc) {
   if (s === null || s === undefined) return h("span.muted", "null");
-  const bytes = bytesOf(s, enc);
-  if (decode === "hex") {
-    return h("pre", [...bytes].map(b => b.toString(16).padStart(2, "0")).join(" "));
+  if (enc === "hex") {
+    return h("pre", decode === "hex" ? null : mark("hex", "info"), s.replace(/(..)(?!$)/g, "$1 "));
   }
-  const text = enc === "base64" ? new TextDecoder("utf-8", {fatal: false}).decode(bytes) : s;
-  if (decode === "json") {
-    try {
-      return h("pre", JSON.stringify(JSON.parse(text), null, 2));
-    } catch {
-      return h("pre", h("span.mark.warn", "not JSON"), text);
-    }
-  }
-  return h("pre", text);
+  return h("pre", s);
 }

@@ -38,12 +38,13 @@ export async function render(root, [name]) {
     for (const t of d.topics) count(t.name, t, now);
     count("", d.brokers, now);
     last = d;
-    cards.replaceChildren(
+    cards.replaceChildren(...[
       rateCard("bytes in/s", "in:", fmtBytes), rateCard("bytes out/s", "out:", fmtBytes),
       rateCard("records in/s", "rin:", fmtRate), rateCard("records out/s", "rout:", fmtRate),
       h("div.card", h("div.v", String(d.topics.filter(t => !t.internal).length)), h("div.k", "topics")),
       d.brokers.missing_nodes && d.brokers.missing_nodes.length
-        ? h("div.card", h("div.v", ids(d.brokers.missing_nodes)), h("div.k", "nodes not counted")) : null);
+        ? h("div.card", h("div.v", ids(d.brokers.missing_nodes)), h("div.k", "nodes not counted")) : null,
+    ].filter(Boolean));
     if (d.sizes_error) err.replaceChildren(h("div.error", "sizes unknown: " + d.sizes_error));
     draw();
   }, POLL_MS, err);
@@ -61,7 +62,7 @@ function count(name, c, now) {
 function rateCell(key, fmt) {
   const s = series.get(key);
   const v = s.length ? s[s.length - 1] : 0;
-  return h("span.rate", sparkline(s, {width: 90, height: 18, title: fmt(v) + "/s"}), " ", h("span.muted", fmt(v)));
+  return h("span.rate", {"data-rate": v}, sparkline(s, {width: 90, height: 18, title: fmt(v) + "/s"}), " ", h("span.muted", fmt(v)));
 }
 
 function rateCard(title, prefix, fmt) {
