@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -255,5 +256,24 @@ func TestConsole(t *testing.T) {
 		if n := eval[int](t, alice, `document.querySelectorAll("button[data-fault]").length`); n != 0 {
 			t.Errorf("alice sees %d fault buttons on the cluster page; want none", n)
 		}
+	})
+
+	// The cut button on node 2's row, confirmed, cuts node 1's side of
+	// their link (the page says so); heal ends it. Last: the cluster is
+	// not itself for a moment.
+	t.Run("link faults", func(t *testing.T) {
+		do(t, admin, pageTimeout, "the cluster page", chromedp.Navigate(ui+"#/cluster"),
+			chromedp.WaitVisible(chromedp.CSS(`tr[data-node="2"] button[data-fault="cut"]`)))
+		click(t, admin, `tr[data-node="2"] button[data-fault="cut"]`)
+		do(t, admin, pageTimeout, "the cut's confirmation", chromedp.WaitVisible(chromedp.CSS(`dialog.confirm button.ok`)))
+		if what := eval[string](t, admin, `document.querySelector("dialog.confirm p").textContent`); !strings.Contains(what, "This node's side only") {
+			t.Errorf("the confirmation says %q: want it to say only this node's side is cut", what)
+		}
+		click(t, admin, `dialog.confirm button.ok`)
+		waitFor(t, admin, pageTimeout, "node 2's row marks the cut link", `document.querySelector('tr[data-node="2"]').textContent.includes("link cut")`)
+		click(t, admin, `tr[data-node="2"] button[data-fault="heal"]`)
+		do(t, admin, pageTimeout, "the heal's confirmation", chromedp.WaitVisible(chromedp.CSS(`dialog.confirm button.ok`)))
+		click(t, admin, `dialog.confirm button.ok`)
+		waitFor(t, admin, pageTimeout, "node 2's link healed", `!document.querySelector('tr[data-node="2"]').textContent.includes("link cut")`)
 	})
 }
