@@ -132,6 +132,22 @@ func (e aclEntry) row() []string {
 	return []string{e.Type.String(), e.Name, e.Pattern.String(), e.Principal, e.Host, e.Operation.String(), e.Permission.String()}
 }
 
+// aclView is an ACL as -o json and yaml print it.
+type aclView struct {
+	ResourceType string `json:"resource_type"`
+	ResourceName string `json:"resource_name"`
+	PatternType  string `json:"pattern_type"`
+	Principal    string `json:"principal"`
+	Host         string `json:"host"`
+	Operation    string `json:"operation"`
+	Permission   string `json:"permission"`
+}
+
+func (e aclEntry) view() aclView {
+	r := e.row()
+	return aclView{r[0], r[1], r[2], r[3], r[4], r[5], r[6]}
+}
+
 // String is the ACL as a line: ALLOW User:alice READ on TOPIC orders
 // (LITERAL) from host *.
 func (e aclEntry) String() string {
@@ -306,7 +322,10 @@ func sortedUnique(entries []aclEntry) []aclEntry {
 }
 
 func newACLListCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
-	var f aclFilter
+	var (
+		f   aclFilter
+		out *output
+	)
 	cmd := &cobra.Command{
 		Use:     "list [--principal P] [--topic T] [--group G] [--cluster] [--transactional-id ID] [--operation OP]",
 		Aliases: []string{"ls"},
@@ -346,15 +365,23 @@ func newACLListCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
 				if len(errs) > 0 {
 					return uniqueErrors(errs)
 				}
-				rows := [][]string{aclHeader}
-				for _, e := range sortedUnique(entries) {
-					rows = append(rows, e.row())
+				entries = sortedUnique(entries)
+				views := []aclView{}
+				for _, e := range entries {
+					views = append(views, e.view())
 				}
-				return printTable(stdout, rows)
+				return out.write(stdout, views, func() error {
+					rows := [][]string{aclHeader}
+					for _, e := range entries {
+						rows = append(rows, e.row())
+					}
+					return printTable(stdout, rows)
+				})
 			})
 		},
 	}
 	f.register(cmd.Flags(), "list")
+	out = addOutputFlag(cmd)
 	return cmd
 }
 

@@ -28,7 +28,10 @@ func newClusterCommand(environ []string, stdout io.Writer) *cobra.Command {
 }
 
 func newClusterInfoCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
-	var admin string
+	var (
+		admin string
+		out   *output
+	)
 	cmd := &cobra.Command{
 		Use:   "info",
 		Short: "Show the cluster id, the nodes (roles, addresses, fenced or live) and the controller quorum",
@@ -78,7 +81,7 @@ func newClusterInfoCommand(flags *clientFlags, stdout io.Writer) *cobra.Command 
 			}
 			// Kafka's answers carry no incarnation or remoting address: a
 			// node's admin API has them.
-			extra := map[int32][]string{}
+			var extra map[int32]adminBroker
 			if admin != "" {
 				access, err := flags.security.access()
 				if err != nil {
@@ -88,89 +91,176 @@ func newClusterInfoCommand(flags *clientFlags, stdout io.Writer) *cobra.Command 
 					return err
 				}
 			}
-			controller := strconv.Itoa(int(dc.ControllerID))
-			if noQuorum {
-				controller = "none: no quorum"
-			}
-			fmt.Fprintf(stdout, "CLUSTER     %s\nCONTROLLER  %s\nTOPICS      %d (%d internal)\n\n",
-				dc.ClusterID, controller, len(m.Topics), internal)
-			voters := map[int32]kmsg.DescribeQuorumResponseTopicPartitionReplicaState{}
+			v := clusterView{ClusterID: dc.ClusterID, ControllerID: dc.ControllerID, Topics: len(m.Topics), InternalTopics: internal, Nodes: []clusterNode{}}
+			voters := map[int32]bool{}
 			if q != nil {
-				for _, v := range q.CurrentVoters {
-					voters[v.ReplicaID] = v
+				for _, r := range q.CurrentVoters {
+					voters[r.ReplicaID] = true
 				}
-			}
-			rows := [][]string{{"NODE", "ROLES", "HOST", "PORT", "RACK", "STATE"}}
-			if noQuorum {
-				// Fenced or live as the broker last knew it from an active
-				// controller: QUORUM says how long ago.
-				rows[0][5] = "LAST-KNOWN-STATE"
-			}
-			if admin != "" {
-				rows[0] = append(rows[0], "CLUSTER ADDR", "INCARNATION")
 			}
 			for _, b := range dc.Brokers {
-				id := strconv.Itoa(int(b.NodeID))
-				if b.NodeID == dc.ControllerID {
-					id += "*"
+				n := clusterNode{ID: b.NodeID, Roles: []string{"broker"}, Host: b.Host, Port: b.Port, State: "live", Controller: b.NodeID == dc.ControllerID}
+				if voters[b.NodeID] {
+					n.Roles = append(n.Roles, "controller")
 				}
-				roles := []string{"broker"}
-				if _, ok := voters[b.NodeID]; ok {
-					roles = append(roles, "controller")
-				}
-				rack, state := "", "live"
 				if b.Rack != nil {
-					rack = *b.Rack
+					n.Rack = *b.Rack
 				}
 				if b.IsFenced {
-					state = "fenced"
+					n.State = "fenced"
 				}
-				row := []string{id, strings.Join(roles, ","), b.Host, strconv.Itoa(int(b.Port)), rack, state}
-				if admin != "" {
-					row = append(row, append(extra[b.NodeID], "?", "?")[:2]...)
+				if a, ok := extra[b.NodeID]; ok {
+					n.ClusterAddr, n.Incarnation = a.ClusterAddr, &a.Incarnation
 				}
-				rows = append(rows, row)
+				v.Nodes = append(v.Nodes, n)
 			}
-			if err := printTable(stdout, rows); err != nil {
-				return err
-			}
-			fmt.Fprintln(stdout)
-			if noQuorum {
-				why := "no broker of --brokers answered"
+			var quorumErr error
+			switch {
+			case noQuorum:
+				v.QuorumError = "no broker of --brokers answered"
 				switch {
 				case q != nil && q.ErrorMessage != nil:
-					why = *q.ErrorMessage // since when it has known no active controller
+					v.QuorumError = *q.ErrorMessage // since when it has known no active controller
 				case qerr != nil:
-					why = qerr.Error()
+					v.QuorumError = qerr.Error()
 				}
-				fmt.Fprintf(stdout, "QUORUM      none: %s\n", why)
-				return errors.New("the cluster has no quorum: no active controller, so nothing can change and the nodes' states are as the brokers last knew them")
-			}
-			if qerr != nil {
-				fmt.Fprintf(stdout, "QUORUM      unknown: %v\n", qerr)
-				return nil
-			}
-			fmt.Fprintf(stdout, "QUORUM      leader %d, epoch %d, high watermark %d\n\n", q.LeaderID, q.LeaderEpoch, q.HighWatermark)
-			rows = [][]string{{"VOTER", "LOG END", "LAG", "LAST FETCH"}}
-			now := time.Now().UnixMilli()
-			for _, v := range q.CurrentVoters {
-				fetch := "never"
-				if v.LastFetchTimestamp >= 0 {
-					fetch = (time.Duration(max(now-v.LastFetchTimestamp, 0)) * time.Millisecond).Round(time.Millisecond).String() + " ago"
+				quorumErr = errors.New("the cluster has no quorum: no active controller, so nothing can change and the nodes' states are as the brokers last knew them")
+			case qerr != nil:
+				v.QuorumError = qerr.Error()
+			default:
+				v.Quorum = &clusterQuorum{LeaderID: q.LeaderID, LeaderEpoch: q.LeaderEpoch, HighWatermark: q.HighWatermark, Voters: []quorumVoter{}}
+				for _, r := range q.CurrentVoters {
+					v.Quorum.Voters = append(v.Quorum.Voters, quorumVoter{ID: r.ReplicaID, LogEndOffset: r.LogEndOffset,
+						Lag: max(q.HighWatermark-r.LogEndOffset, 0), LastFetchTimestamp: r.LastFetchTimestamp})
 				}
-				rows = append(rows, []string{strconv.Itoa(int(v.ReplicaID)), strconv.FormatInt(v.LogEndOffset, 10),
-					strconv.FormatInt(max(q.HighWatermark-v.LogEndOffset, 0), 10), fetch})
 			}
-			return printTable(stdout, rows)
+			if err := out.write(stdout, v, func() error { return v.text(stdout, admin != "") }); err != nil {
+				return err
+			}
+			return quorumErr
 		},
 	}
 	cmd.Flags().StringVar(&admin, "admin", "", "a node's admin listener, host:port, to show incarnations and remoting addresses too")
+	out = addOutputFlag(cmd)
 	return cmd
+}
+
+// clusterView is what cluster info shows, as -o json and yaml print it.
+type clusterView struct {
+	ClusterID string `json:"cluster_id"`
+	// ControllerID is the active controller, -1 for none (no quorum).
+	ControllerID   int32         `json:"controller_id"`
+	Topics         int           `json:"topics"`
+	InternalTopics int           `json:"internal_topics"`
+	Nodes          []clusterNode `json:"nodes"`
+	// Quorum is the controller quorum, nil when there is none or
+	// DescribeQuorum failed, QuorumError says why.
+	Quorum      *clusterQuorum `json:"quorum,omitempty"`
+	QuorumError string         `json:"quorum_error,omitempty"`
+}
+
+// clusterNode is a broker. Without a quorum, State is as the broker
+// last knew it from an active controller. ClusterAddr and Incarnation
+// come from --admin.
+type clusterNode struct {
+	ID          int32    `json:"id"`
+	Roles       []string `json:"roles"`
+	Host        string   `json:"host"`
+	Port        int32    `json:"port"`
+	Rack        string   `json:"rack,omitempty"`
+	State       string   `json:"state"` // live or fenced
+	Controller  bool     `json:"active_controller,omitempty"`
+	ClusterAddr string   `json:"cluster_addr,omitempty"`
+	Incarnation *uint64  `json:"incarnation,omitempty"`
+}
+
+type clusterQuorum struct {
+	LeaderID      int32         `json:"leader_id"`
+	LeaderEpoch   int32         `json:"leader_epoch"`
+	HighWatermark int64         `json:"high_watermark"`
+	Voters        []quorumVoter `json:"voters"`
+}
+
+type quorumVoter struct {
+	ID           int32 `json:"id"`
+	LogEndOffset int64 `json:"log_end_offset"`
+	Lag          int64 `json:"lag"`
+	// LastFetchTimestamp is in Unix milliseconds, -1 for never.
+	LastFetchTimestamp int64 `json:"last_fetch_timestamp"`
+}
+
+// text prints v as cluster info's tables; withAdmin adds the columns of
+// --admin.
+func (v clusterView) text(w io.Writer, withAdmin bool) error {
+	noQuorum := v.ControllerID < 0
+	controller := strconv.Itoa(int(v.ControllerID))
+	if noQuorum {
+		controller = "none: no quorum"
+	}
+	fmt.Fprintf(w, "CLUSTER     %s\nCONTROLLER  %s\nTOPICS      %d (%d internal)\n\n",
+		v.ClusterID, controller, v.Topics, v.InternalTopics)
+	rows := [][]string{{"NODE", "ROLES", "HOST", "PORT", "RACK", "STATE"}}
+	if noQuorum {
+		// Fenced or live as the broker last knew it from an active
+		// controller: QUORUM says how long ago.
+		rows[0][5] = "LAST-KNOWN-STATE"
+	}
+	if withAdmin {
+		rows[0] = append(rows[0], "CLUSTER ADDR", "INCARNATION")
+	}
+	for _, n := range v.Nodes {
+		id := strconv.Itoa(int(n.ID))
+		if n.Controller {
+			id += "*"
+		}
+		row := []string{id, strings.Join(n.Roles, ","), n.Host, strconv.Itoa(int(n.Port)), n.Rack, n.State}
+		if withAdmin {
+			switch {
+			case n.Incarnation == nil:
+				row = append(row, "?", "?")
+			case n.ClusterAddr == "":
+				row = append(row, "-", strconv.FormatUint(*n.Incarnation, 10)) // a one-node cluster has no remoting
+			default:
+				row = append(row, n.ClusterAddr, strconv.FormatUint(*n.Incarnation, 10))
+			}
+		}
+		rows = append(rows, row)
+	}
+	if err := printTable(w, rows); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	switch {
+	case noQuorum:
+		fmt.Fprintf(w, "QUORUM      none: %s\n", v.QuorumError)
+		return nil
+	case v.Quorum == nil:
+		fmt.Fprintf(w, "QUORUM      unknown: %v\n", v.QuorumError)
+		return nil
+	}
+	q := v.Quorum
+	fmt.Fprintf(w, "QUORUM      leader %d, epoch %d, high watermark %d\n\n", q.LeaderID, q.LeaderEpoch, q.HighWatermark)
+	rows = [][]string{{"VOTER", "LOG END", "LAG", "LAST FETCH"}}
+	now := time.Now().UnixMilli()
+	for _, r := range q.Voters {
+		fetch := "never"
+		if r.LastFetchTimestamp >= 0 {
+			fetch = (time.Duration(max(now-r.LastFetchTimestamp, 0)) * time.Millisecond).Round(time.Millisecond).String() + " ago"
+		}
+		rows = append(rows, []string{strconv.Itoa(int(r.ID)), strconv.FormatInt(r.LogEndOffset, 10), strconv.FormatInt(r.Lag, 10), fetch})
+	}
+	return printTable(w, rows)
+}
+
+// adminBroker is what a node's admin API adds about a broker.
+type adminBroker struct {
+	ClusterAddr string `json:"cluster_addr"` // "" in a one-node cluster, which has no remoting
+	Incarnation uint64 `json:"incarnation"`
 }
 
 // adminBrokers reads the brokers' remoting address and incarnation from a
 // node's /v1/cluster.
-func adminBrokers(ctx context.Context, admin string, access chaos.Access) (map[int32][]string, error) {
+func adminBrokers(ctx context.Context, admin string, access chaos.Access) (map[int32]adminBroker, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, access.URL(admin, "/v1/cluster"), nil)
 	if err != nil {
 		return nil, usageError(fmt.Sprintf("--admin %s: %v", admin, err))
@@ -186,21 +276,16 @@ func adminBrokers(ctx context.Context, admin string, access chaos.Access) (map[i
 	}
 	var c struct {
 		Brokers []struct {
-			ID          int32  `json:"id"`
-			ClusterAddr string `json:"cluster_addr"`
-			Incarnation uint64 `json:"incarnation"`
+			ID int32 `json:"id"`
+			adminBroker
 		} `json:"brokers"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&c); err != nil {
 		return nil, fmt.Errorf("--admin %s: /v1/cluster: %w", admin, err)
 	}
-	out := map[int32][]string{}
+	out := map[int32]adminBroker{}
 	for _, b := range c.Brokers {
-		addr := b.ClusterAddr
-		if addr == "" {
-			addr = "-" // a one-node cluster has no remoting
-		}
-		out[b.ID] = []string{addr, strconv.FormatUint(b.Incarnation, 10)}
+		out[b.ID] = b.adminBroker
 	}
 	return out, nil
 }

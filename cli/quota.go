@@ -52,8 +52,27 @@ func entityString(e kadm.ClientQuotaEntity) string {
 	return strings.Join(parts, ",")
 }
 
+// quotaView is an entity's quotas as -o json and yaml print them.
+type quotaView struct {
+	// Entity is written as the commands' argument: user=alice,client-id=app.
+	Entity     string             `json:"entity"`
+	Components []quotaComponent   `json:"components"`
+	Quotas     map[string]float64 `json:"quotas"`
+}
+
+// quotaComponent is one part of an entity: a user, client id or IP, or
+// (Default) the default one.
+type quotaComponent struct {
+	Type    string `json:"type"`
+	Name    string `json:"name,omitempty"`
+	Default bool   `json:"default,omitempty"`
+}
+
 func newQuotaDescribeCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
-	var strict bool
+	var (
+		strict bool
+		out    *output
+	)
 	cmd := &cobra.Command{
 		Use:     "describe [ENTITY] [--strict]",
 		Aliases: []string{"list"},
@@ -84,20 +103,41 @@ func newQuotaDescribeCommand(flags *clientFlags, stdout io.Writer) *cobra.Comman
 				if err != nil {
 					return err
 				}
-				rows := [][]string{{"ENTITY", "QUOTA", "VALUE"}}
+				described = slices.Clone(described)
+				slices.SortStableFunc(described, func(a, b kadm.DescribedClientQuota) int {
+					return strings.Compare(entityString(a.Entity), entityString(b.Entity))
+				})
+				views := []quotaView{}
 				for _, d := range described {
-					values := slices.Clone(d.Values)
-					slices.SortFunc(values, func(a, b kadm.ClientQuotaValue) int { return strings.Compare(a.Key, b.Key) })
-					for _, v := range values {
-						rows = append(rows, []string{entityString(d.Entity), v.Key, strconv.FormatFloat(v.Value, 'f', -1, 64)})
+					v := quotaView{Entity: entityString(d.Entity), Components: []quotaComponent{}, Quotas: map[string]float64{}}
+					for _, c := range d.Entity {
+						qc := quotaComponent{Type: c.Type, Default: c.Name == nil}
+						if c.Name != nil {
+							qc.Name = *c.Name
+						}
+						v.Components = append(v.Components, qc)
 					}
+					for _, q := range d.Values {
+						v.Quotas[q.Key] = q.Value
+					}
+					views = append(views, v)
 				}
-				slices.SortStableFunc(rows[1:], func(a, b []string) int { return strings.Compare(a[0], b[0]) })
-				return printTable(stdout, rows)
+				return out.write(stdout, views, func() error {
+					rows := [][]string{{"ENTITY", "QUOTA", "VALUE"}}
+					for _, d := range described {
+						values := slices.Clone(d.Values)
+						slices.SortFunc(values, func(a, b kadm.ClientQuotaValue) int { return strings.Compare(a.Key, b.Key) })
+						for _, v := range values {
+							rows = append(rows, []string{entityString(d.Entity), v.Key, strconv.FormatFloat(v.Value, 'f', -1, 64)})
+						}
+					}
+					return printTable(stdout, rows)
+				})
 			})
 		},
 	}
 	cmd.Flags().BoolVar(&strict, "strict", false, "only entities with exactly the parts given")
+	out = addOutputFlag(cmd)
 	return cmd
 }
 

@@ -178,8 +178,20 @@ func alteredError(altered kadm.AlteredUserSCRAMs, user string) error {
 	return kafkaError(r.Err, r.ErrMessage)
 }
 
+// userView is a user's SCRAM credentials as -o json and yaml print them.
+type userView struct {
+	User        string           `json:"user"`
+	Credentials []userCredential `json:"credentials"`
+}
+
+type userCredential struct {
+	Mechanism  string `json:"mechanism"`
+	Iterations int32  `json:"iterations"`
+}
+
 func newUserListCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
-	return &cobra.Command{
+	var out *output
+	cmd := &cobra.Command{
 		Use:     "list [NAME...]",
 		Aliases: []string{"ls"},
 		Short:   "List users' SCRAM credentials: mechanisms and iterations",
@@ -198,7 +210,7 @@ func newUserListCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				rows := [][]string{{"USER", "MECHANISM", "ITERATIONS"}}
+				users := []userView{}
 				var errs []error
 				for _, d := range described.Sorted() {
 					if d.Err != nil {
@@ -207,17 +219,29 @@ func newUserListCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
 					}
 					creds := slices.Clone(d.CredInfos)
 					slices.SortFunc(creds, func(a, b kadm.CredInfo) int { return int(a.Mechanism) - int(b.Mechanism) })
+					u := userView{User: d.User, Credentials: []userCredential{}}
 					for _, c := range creds {
-						rows = append(rows, []string{d.User, c.Mechanism.String(), fmt.Sprint(c.Iterations)})
+						u.Credentials = append(u.Credentials, userCredential{c.Mechanism.String(), c.Iterations})
 					}
+					users = append(users, u)
 				}
-				if err := printTable(stdout, rows); err != nil {
+				if err := out.write(stdout, users, func() error {
+					rows := [][]string{{"USER", "MECHANISM", "ITERATIONS"}}
+					for _, u := range users {
+						for _, c := range u.Credentials {
+							rows = append(rows, []string{u.User, c.Mechanism, fmt.Sprint(c.Iterations)})
+						}
+					}
+					return printTable(stdout, rows)
+				}); err != nil {
 					return err
 				}
 				return errors.Join(errs...)
 			})
 		},
 	}
+	out = addOutputFlag(cmd)
+	return cmd
 }
 
 func newUserDeleteCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {

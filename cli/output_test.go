@@ -1,0 +1,118 @@
+package cli
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/skeinlog/skein/configs"
+)
+
+// jsonOf runs `skein args... -o json` against addr, which must
+// succeed, and decodes what it printed into a value of type T.
+func jsonOf[T any](t *testing.T, addr string, args ...string) T {
+	t.Helper()
+	var v T
+	out := ok(t, addr, "", append(args, "-o", "json")...)
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&v); err != nil {
+		t.Fatalf("skein %s -o json: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return v
+}
+
+// yamlOf is jsonOf with -o yaml, through the same json tags.
+func yamlOf[T any](t *testing.T, addr string, args ...string) T {
+	t.Helper()
+	out := ok(t, addr, "", append(args, "-o", "yaml")...)
+	var generic any
+	if err := yaml.Unmarshal([]byte(out), &generic); err != nil {
+		t.Fatalf("skein %s -o yaml: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	data, err := json.Marshal(generic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v T
+	if err := json.Unmarshal(data, &v); err != nil {
+		t.Fatalf("skein %s -o yaml: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return v
+}
+
+// TestOutputSecurity: acl list, user list and quota describe print, with
+// -o json and yaml, what their tables show.
+func TestOutputSecurity(t *testing.T) {
+	addr := startLoopback11(t, func(c *configs.Node) {
+		c.AuthorizerClassName = configs.StandardAuthorizer
+		c.SuperUsers = "User:ANONYMOUS"
+	}).Addr().String()
+
+	ok(t, addr, "", "acl", "create", "--allow-principal", "User:alice", "--operation", "Read", "--topic", "orders", "--resource-pattern-type", "prefixed")
+	acls := jsonOf[[]aclView](t, addr, "acl", "list")
+	want := aclView{ResourceType: "TOPIC", ResourceName: "orders", PatternType: "PREFIXED", Principal: "User:alice", Host: "*", Operation: "READ", Permission: "ALLOW"}
+	if len(acls) != 1 || acls[0] != want {
+		t.Errorf("acl list -o json: %+v; want [%+v]", acls, want)
+	}
+	if acls := yamlOf[[]aclView](t, addr, "acl", "list", "--principal", "User:alice"); len(acls) != 1 || acls[0] != want {
+		t.Errorf("acl list -o yaml: %+v; want [%+v]", acls, want)
+	}
+	if acls := jsonOf[[]aclView](t, addr, "acl", "list", "--principal", "User:bob"); acls == nil || len(acls) != 0 {
+		t.Errorf("acl list -o json of none: %#v; want []", acls)
+	}
+
+	r := skeinWith(t, []string{envBrokers + "=" + addr, "SKEIN_NEW_PASSWORD=alice-secret"}, "user", "create", "alice", "--mechanism", "SCRAM-SHA-512", "--iterations", "8192")
+	if r.code != 0 {
+		t.Fatalf("user create: %v", r)
+	}
+	users := jsonOf[[]userView](t, addr, "user", "list")
+	if len(users) != 1 || users[0].User != "alice" || len(users[0].Credentials) != 1 ||
+		users[0].Credentials[0] != (userCredential{"SCRAM-SHA-512", 8192}) {
+		t.Errorf("user list -o json: %+v", users)
+	}
+
+	ok(t, addr, "", "quota", "alter", "user=alice,client-id=app", "--set", "producer_byte_rate=1048576", "--set", "request_percentage=12.5")
+	ok(t, addr, "", "quota", "alter", "client-id=<default>", "--set", "consumer_byte_rate=2048")
+	quotas := jsonOf[[]quotaView](t, addr, "quota", "describe")
+	if len(quotas) != 2 {
+		t.Fatalf("quota describe -o json: %+v", quotas)
+	}
+	byEntity := map[string]quotaView{}
+	for _, q := range quotas {
+		byEntity[q.Entity] = q
+	}
+	if q := byEntity["user=alice,client-id=app"]; q.Quotas["producer_byte_rate"] != 1048576 || q.Quotas["request_percentage"] != 12.5 || len(q.Components) != 2 ||
+		q.Components[0] != (quotaComponent{Type: "user", Name: "alice"}) {
+		t.Errorf("quota describe -o json, alice's app: %+v", q)
+	}
+	if q := byEntity["client-id=<default>"]; q.Quotas["consumer_byte_rate"] != 2048 || len(q.Components) != 1 || q.Components[0] != (quotaComponent{Type: "client-id", Default: true}) {
+		t.Errorf("quota describe -o json, the default client id: %+v", q)
+	}
+}
+
+// TestOutputClusterInfo: cluster info -o json has the node, its roles,
+// the controller and the quorum, and -o yaml the same.
+func TestOutputClusterInfo(t *testing.T) {
+	n := startLoopback11(t)
+	addr := n.Addr().String()
+	ok(t, addr, "", "topic", "create", "counted")
+	for _, v := range []clusterView{
+		jsonOf[clusterView](t, addr, "cluster", "info", "--admin", n.AdminAddr().String()),
+		yamlOf[clusterView](t, addr, "cluster", "info"),
+	} {
+		if v.ClusterID == "" || v.ControllerID < 0 || v.Topics < 1 || len(v.Nodes) != 1 || v.Quorum == nil || len(v.Quorum.Voters) != 1 {
+			t.Fatalf("cluster info: %+v", v)
+		}
+		node := v.Nodes[0]
+		if node.ID != v.ControllerID || !node.Controller || strings.Join(node.Roles, ",") != "broker,controller" || node.State != "live" ||
+			node.Host != "127.0.11.1" || v.Quorum.LeaderID != node.ID || v.Quorum.Voters[0].ID != node.ID {
+			t.Errorf("cluster info's node: %+v in %+v", node, v)
+		}
+	}
+	if v := jsonOf[clusterView](t, addr, "cluster", "info", "--admin", n.AdminAddr().String()); v.Nodes[0].Incarnation == nil {
+		t.Errorf("cluster info --admin -o json without the incarnation: %+v", v.Nodes[0])
+	}
+}
