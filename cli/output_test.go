@@ -116,3 +116,46 @@ func TestOutputClusterInfo(t *testing.T) {
 		t.Errorf("cluster info --admin -o json without the incarnation: %+v", v.Nodes[0])
 	}
 }
+
+// TestOutputTopics: topic list, describe and reassignments with -o json
+// show the topic created, its partitions, offsets and configs.
+func TestOutputTopics(t *testing.T) {
+	addr := startLoopback11(t).Addr().String()
+	ok(t, addr, "", "topic", "create", "orders", "-p", "3", "-c", "retention.ms=3600000")
+	ok(t, addr, "a\nb\n", "produce", "orders", "-p", "1")
+
+	listed := jsonOf[[]topicListed](t, addr, "topic", "list")
+	if len(listed) != 1 || listed[0] != (topicListed{Name: "orders", Partitions: 3, ReplicationFactor: 1}) {
+		t.Errorf("topic list -o json: %+v", listed)
+	}
+	if listed := yamlOf[[]topicListed](t, addr, "topic", "list"); len(listed) != 1 || listed[0].Partitions != 3 {
+		t.Errorf("topic list -o yaml: %+v", listed)
+	}
+	topics := jsonOf[[]topicView](t, addr, "topic", "describe", "orders")
+	if len(topics) != 1 || topics[0].Name != "orders" || topics[0].ID == "" || len(topics[0].Partitions) != 3 {
+		t.Fatalf("topic describe -o json: %+v", topics)
+	}
+	p := topics[0].Partitions[1]
+	if p.Partition != 1 || len(p.Replicas) != 1 || p.Leader != p.Replicas[0] || p.LogStartOffset == nil || *p.LogStartOffset != 0 ||
+		p.HighWatermark == nil || *p.HighWatermark != 2 || p.Error != "" {
+		t.Errorf("topic describe -o json, partition 1: %+v", p)
+	}
+	var retention *topicConfig
+	for i, c := range topics[0].Configs {
+		if c.Name == "retention.ms" {
+			retention = &topics[0].Configs[i]
+		}
+	}
+	if retention == nil || retention.Value == nil || *retention.Value != "3600000" || retention.Source != "DYNAMIC_TOPIC_CONFIG" {
+		t.Errorf("topic describe -o json: retention.ms is %+v", retention)
+	}
+	if r := jsonOf[[]reassignmentView](t, addr, "topic", "reassignments", "orders"); r == nil || len(r) != 0 {
+		t.Errorf("topic reassignments -o json of none: %#v; want []", r)
+	}
+	// A topic that is not there: the others are printed, and exit 1.
+	r := skeinCmd(t, addr, "", "topic", "describe", "orders", "nope", "-o", "json")
+	var some []topicView
+	if err := json.Unmarshal([]byte(r.stdout), &some); err != nil || r.code != 1 || len(some) != 1 || !strings.Contains(r.stderr, "describe topic nope") {
+		t.Errorf("topic describe orders nope -o json: %v (%v)", r, err)
+	}
+}

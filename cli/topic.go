@@ -90,8 +90,19 @@ func newTopicReassignCommand(flags *clientFlags, stdout io.Writer) *cobra.Comman
 	return withReassignPlans(flags, stdout, cmd)
 }
 
+// reassignmentView is a partition's reassignment in progress, as -o json
+// and yaml print it.
+type reassignmentView struct {
+	Topic     string  `json:"topic"`
+	Partition int32   `json:"partition"`
+	Replicas  []int32 `json:"replicas"`
+	Adding    []int32 `json:"adding_replicas"`
+	Removing  []int32 `json:"removing_replicas"`
+}
+
 func newTopicReassignmentsCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
-	return &cobra.Command{
+	var out *output
+	cmd := &cobra.Command{
 		Use:   "reassignments NAME...",
 		Short: "Show the topics' partition reassignments in progress",
 		Args:  cobra.MinimumNArgs(1),
@@ -113,21 +124,29 @@ func newTopicReassignmentsCommand(flags *clientFlags, stdout io.Writer) *cobra.C
 				if err != nil {
 					return err
 				}
-				rows := [][]string{{"TOPIC", "PARTITION", "REPLICAS", "ADDING", "REMOVING"}}
+				views := []reassignmentView{}
 				for _, name := range names {
 					for _, p := range slices.Sorted(maps.Keys(res[name])) {
 						r := res[name][p]
-						rows = append(rows, []string{name, strconv.Itoa(int(p)), int32List(r.Replicas), int32List(r.AddingReplicas), int32List(r.RemovingReplicas)})
+						views = append(views, reassignmentView{name, p, orEmpty(r.Replicas), orEmpty(r.AddingReplicas), orEmpty(r.RemovingReplicas)})
 					}
 				}
-				if len(rows) == 1 {
-					fmt.Fprintln(stdout, "no reassignment in progress")
-					return nil
-				}
-				return printTable(stdout, rows)
+				return out.write(stdout, views, func() error {
+					if len(views) == 0 {
+						fmt.Fprintln(stdout, "no reassignment in progress")
+						return nil
+					}
+					rows := [][]string{{"TOPIC", "PARTITION", "REPLICAS", "ADDING", "REMOVING"}}
+					for _, v := range views {
+						rows = append(rows, []string{v.Topic, strconv.Itoa(int(v.Partition)), int32List(v.Replicas), int32List(v.Adding), int32List(v.Removing)})
+					}
+					return printTable(stdout, rows)
+				})
 			})
 		},
 	}
+	out = addOutputFlag(cmd)
+	return cmd
 }
 
 func newTopicElectLeadersCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
@@ -274,8 +293,21 @@ func parseConfigs(kvs []string) (map[string]*string, error) {
 	return out, nil
 }
 
+// topicListed is a topic as topic list -o json and yaml print it; Error
+// is set, and the counts not, when the broker refused to describe it.
+type topicListed struct {
+	Name              string `json:"name"`
+	Partitions        int    `json:"partitions"`
+	ReplicationFactor int    `json:"replication_factor"`
+	Internal          bool   `json:"internal,omitempty"`
+	Error             string `json:"error,omitempty"`
+}
+
 func newTopicListCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
-	var internal bool
+	var (
+		internal bool
+		out      *output
+	)
 	cmd := &cobra.Command{
 		Use:     "list",
 		Aliases: []string{"ls"},
@@ -291,24 +323,38 @@ func newTopicListCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				rows := [][]string{{"NAME", "PARTITIONS", "REPLICAS"}}
+				listed := []topicListed{}
 				for _, t := range topics.Sorted() {
+					l := topicListed{Name: t.Topic, Internal: t.IsInternal}
 					if t.Err != nil {
-						rows = append(rows, []string{t.Topic, "-", t.Err.Error()})
-						continue
+						l.Error = t.Err.Error()
+					} else {
+						l.Partitions, l.ReplicationFactor = len(t.Partitions), t.Partitions.NumReplicas()
 					}
-					rows = append(rows, []string{t.Topic, strconv.Itoa(len(t.Partitions)), strconv.Itoa(t.Partitions.NumReplicas())})
+					listed = append(listed, l)
 				}
-				return printTable(stdout, rows)
+				return out.write(stdout, listed, func() error {
+					rows := [][]string{{"NAME", "PARTITIONS", "REPLICAS"}}
+					for _, l := range listed {
+						if l.Error != "" {
+							rows = append(rows, []string{l.Name, "-", l.Error})
+							continue
+						}
+						rows = append(rows, []string{l.Name, strconv.Itoa(l.Partitions), strconv.Itoa(l.ReplicationFactor)})
+					}
+					return printTable(stdout, rows)
+				})
 			})
 		},
 	}
 	cmd.Flags().BoolVarP(&internal, "internal", "i", false, "include internal topics")
+	out = addOutputFlag(cmd)
 	return cmd
 }
 
 func newTopicDescribeCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
-	return &cobra.Command{
+	var out *output
+	cmd := &cobra.Command{
 		Use:   "describe NAME...",
 		Short: "Show topics' partitions (leader, replicas, ISR, offsets) and configs (values and sources)",
 		Long: "Show a topic: its id; each partition's leader, leader epoch, replicas, in-sync\n" +
@@ -327,37 +373,120 @@ func newTopicDescribeCommand(flags *clientFlags, stdout io.Writer) *cobra.Comman
 			}
 			defer adm.Close()
 			var errs []error
+			views := []*topicView{}
 			for i, name := range names {
-				if i > 0 {
+				if i > 0 && *out == outputText {
 					fmt.Fprintln(stdout)
 				}
-				if err := describeTopic(cmd.Context(), flags, adm, name, stdout); err != nil {
+				v, err := describeTopic(cmd.Context(), flags, adm, name)
+				if v != nil {
+					if *out == outputText {
+						if err := v.text(stdout); err != nil {
+							return err
+						}
+					}
+					views = append(views, v)
+				}
+				if err != nil {
 					errs = append(errs, fmt.Errorf("describe topic %s: %w", name, flags.gaveUp(err)))
+				}
+			}
+			if *out != outputText {
+				if err := out.write(stdout, views, nil); err != nil {
+					return err
 				}
 			}
 			return errors.Join(errs...)
 		},
 	}
+	out = addOutputFlag(cmd)
+	return cmd
 }
 
-// describeTopic prints a topic. A partition whose leader does not answer
-// ListOffsets (down, and not yet fenced) gets "-" offsets and the reason
-// in its ERROR column, the other partitions their offsets: the table is
-// printed whole, and the error returned says how many could not be read.
+// topicView is what topic describe shows of a topic, as -o json and yaml
+// print it.
+type topicView struct {
+	Name              string          `json:"name"`
+	ID                string          `json:"id"`
+	ReplicationFactor int             `json:"replication_factor"`
+	Partitions        []partitionView `json:"partitions"`
+	Configs           []topicConfig   `json:"configs"`
+}
+
+// topicConfig is a config of the topic: its value (null when Kafka's is,
+// or when it is sensitive) and its source.
+type topicConfig struct {
+	Name      string  `json:"name"`
+	Value     *string `json:"value"`
+	Source    string  `json:"source"`
+	Sensitive bool    `json:"sensitive,omitempty"`
+}
+
+// partitionView is a partition of topic describe. An offset is null when
+// its leader did not answer, with the reason in Error.
+type partitionView struct {
+	Partition       int32   `json:"partition"`
+	Leader          int32   `json:"leader"`
+	LeaderEpoch     int32   `json:"leader_epoch"`
+	Replicas        []int32 `json:"replicas"`
+	ISR             []int32 `json:"isr"`
+	OfflineReplicas []int32 `json:"offline_replicas"`
+	LogStartOffset  *int64  `json:"log_start_offset"`
+	HighWatermark   *int64  `json:"high_watermark"`
+	Error           string  `json:"error,omitempty"`
+	// The offsets' column as text shows them: the offset, "-" or the
+	// partition's ListOffsets error.
+	logStartText, highWatermarkText string
+}
+
+// text prints the topic as topic describe's tables.
+func (v *topicView) text(w io.Writer) error {
+	fmt.Fprintf(w, "NAME        %s\nID          %s\nPARTITIONS  %d\nREPLICAS    %d\n\n",
+		v.Name, v.ID, len(v.Partitions), v.ReplicationFactor)
+	rows := [][]string{{"PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR", "OFFLINE", "LOG-START-OFFSET", "HIGH-WATERMARK", "ERROR"}}
+	for _, p := range v.Partitions {
+		rows = append(rows, []string{
+			strconv.Itoa(int(p.Partition)), strconv.Itoa(int(p.Leader)), strconv.Itoa(int(p.LeaderEpoch)),
+			int32List(p.Replicas), int32List(p.ISR), int32List(p.OfflineReplicas),
+			p.logStartText, p.highWatermarkText, p.Error,
+		})
+	}
+	if err := printTable(w, dropEmptyLastColumn(rows)); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	rows = [][]string{{"CONFIG", "VALUE", "SOURCE"}}
+	for _, c := range v.Configs {
+		value := "(null)"
+		switch {
+		case c.Sensitive:
+			value = "(sensitive)"
+		case c.Value != nil:
+			value = *c.Value
+		}
+		rows = append(rows, []string{c.Name, value, c.Source})
+	}
+	return printTable(w, rows)
+}
+
+// describeTopic describes a topic. A partition whose leader does not
+// answer ListOffsets (down, and not yet fenced) gets no offsets and the
+// reason in its Error, the other partitions their offsets: the view is
+// whole, and the error returned with it says how many could not be read.
 // Each request is bounded by --timeout.
-func describeTopic(ctx context.Context, flags *clientFlags, adm *kadm.Client, name string, w io.Writer) error {
+func describeTopic(ctx context.Context, flags *clientFlags, adm *kadm.Client, name string) (*topicView, error) {
 	rctx, cancel := flags.requestContext(ctx)
 	defer cancel()
 	topics, err := adm.ListTopics(rctx, name)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	t, ok := topics[name]
 	if !ok {
-		return errors.New("not in the broker's response")
+		return nil, errors.New("not in the broker's response")
 	}
 	if t.Err != nil {
-		return t.Err
+		return nil, t.Err
 	}
 	unreached := map[int32]string{}
 	list := func(l func(context.Context, ...string) (kadm.ListedOffsets, error)) (kadm.ListedOffsets, error) {
@@ -382,64 +511,55 @@ func describeTopic(ctx context.Context, flags *clientFlags, adm *kadm.Client, na
 	}
 	starts, err := list(adm.ListStartOffsets)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ends, err := list(adm.ListEndOffsets)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	rctx, cancel = flags.requestContext(ctx)
 	defer cancel()
 	configs, err := adm.DescribeTopicConfigs(rctx, name)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	rc, err := configs.On(name, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if rc.Err != nil {
-		return kafkaError(rc.Err, rc.ErrMessage)
+		return nil, kafkaError(rc.Err, rc.ErrMessage)
 	}
 
-	fmt.Fprintf(w, "NAME        %s\nID          %s\nPARTITIONS  %d\nREPLICAS    %d\n\n",
-		name, topicID(t.ID), len(t.Partitions), t.Partitions.NumReplicas())
-	rows := [][]string{{"PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR", "OFFLINE", "LOG-START-OFFSET", "HIGH-WATERMARK", "ERROR"}}
+	v := &topicView{Name: name, ID: topicID(t.ID), ReplicationFactor: t.Partitions.NumReplicas(), Partitions: []partitionView{}, Configs: []topicConfig{}}
 	for _, p := range t.Partitions.Sorted() {
 		problem := errString(p.Err)
 		if why, ok := unreached[p.Partition]; ok && problem == "" {
 			problem = why
 		}
-		rows = append(rows, []string{
-			strconv.Itoa(int(p.Partition)), strconv.Itoa(int(p.Leader)), strconv.Itoa(int(p.LeaderEpoch)),
-			int32List(p.Replicas), int32List(p.ISR), int32List(p.OfflineReplicas),
-			listedOffset(starts, name, p.Partition), listedOffset(ends, name, p.Partition),
-			problem,
-		})
+		pv := partitionView{Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
+			Replicas: orEmpty(p.Replicas), ISR: orEmpty(p.ISR), OfflineReplicas: orEmpty(p.OfflineReplicas), Error: problem,
+			logStartText: listedOffset(starts, name, p.Partition), highWatermarkText: listedOffset(ends, name, p.Partition)}
+		if o, ok := starts.Lookup(name, p.Partition); ok && o.Err == nil {
+			pv.LogStartOffset = &o.Offset
+		}
+		if o, ok := ends.Lookup(name, p.Partition); ok && o.Err == nil {
+			pv.HighWatermark = &o.Offset
+		}
+		v.Partitions = append(v.Partitions, pv)
 	}
-	if err := printTable(w, dropEmptyLastColumn(rows)); err != nil {
-		return err
-	}
-	fmt.Fprintln(w)
-	rows = [][]string{{"CONFIG", "VALUE", "SOURCE"}}
 	slices.SortFunc(rc.Configs, func(a, b kadm.Config) int { return strings.Compare(a.Key, b.Key) })
 	for _, c := range rc.Configs {
-		value := c.MaybeValue()
-		switch {
-		case c.Sensitive:
-			value = "(sensitive)"
-		case c.Value == nil:
-			value = "(null)"
+		e := topicConfig{Name: c.Key, Value: c.Value, Source: c.Source.String(), Sensitive: c.Sensitive}
+		if c.Sensitive {
+			e.Value = nil
 		}
-		rows = append(rows, []string{c.Key, value, c.Source.String()})
-	}
-	if err := printTable(w, rows); err != nil {
-		return err
+		v.Configs = append(v.Configs, e)
 	}
 	if len(unreached) > 0 {
-		return fmt.Errorf("the offsets of %d of %d partitions could not be read: their leaders did not answer (see ERROR)", len(unreached), len(t.Partitions))
+		return v, fmt.Errorf("the offsets of %d of %d partitions could not be read: their leaders did not answer (see ERROR)", len(unreached), len(t.Partitions))
 	}
-	return nil
+	return v, nil
 }
 
 // topicID prints a topic id as Kafka's tools do (Uuid.toString): URL-safe
