@@ -60,6 +60,9 @@ func TestDefaultTopicIsKafkas(t *testing.T) {
 		"flush.ms":                       "9223372036854775807",
 		"compression.type":               "producer",
 		"unclean.leader.election.enable": "false",
+		// Empty lists (QuotaConfig's *_THROTTLED_REPLICAS_DEFAULT).
+		"leader.replication.throttled.replicas":   "",
+		"follower.replication.throttled.replicas": "",
 	}
 	def := DefaultTopic()
 	for _, f := range topicFields {
@@ -114,6 +117,8 @@ func TestDefaultNode(t *testing.T) {
 		"max.connections.per.ip.overrides":                            "",
 		"max.connection.creation.rate":                                "2147483647",
 		"quota.window.num":                                            "11",
+		"leader.replication.throttled.rate":                           "9223372036854775807",
+		"follower.replication.throttled.rate":                         "9223372036854775807",
 		"quota.window.size.seconds":                                   "1",
 		"authorizer.class.name":                                       "",
 		"super.users":                                                 "",
@@ -241,6 +246,9 @@ func TestDefaultNode(t *testing.T) {
 // into it.
 func TestBrokerSynonymsMapToTopic(t *testing.T) {
 	for _, name := range TopicConfigNames() {
+		if len(topicKeys[name].broker) == 0 {
+			continue // no broker default, as in Kafka
+		}
 		brokerKey := brokerName(name)
 		bf, ok := nodeByKey[brokerKey]
 		if !ok {
@@ -648,6 +656,14 @@ func TestDescribeTopic(t *testing.T) {
 			for i, e := range entries {
 				if i > 0 && entries[i-1].Name >= e.Name {
 					t.Errorf("entries not sorted: %s before %s", entries[i-1].Name, e.Name)
+				}
+				if len(topicKeys[e.Name].broker) == 0 && tc.overrides[e.Name] == "" {
+					// No broker default (the throttled replicas): no
+					// synonym, as in Kafka.
+					if e.Source != SourceDefault || len(e.Synonyms) != 0 || e.Value != "" {
+						t.Errorf("%s: %+v, want the empty default without synonyms", e.Name, e)
+					}
+					continue
 				}
 				if len(e.Synonyms) == 0 || e.Source != e.Synonyms[0].Source || e.Synonyms[len(e.Synonyms)-1].Source != SourceDefault {
 					t.Errorf("%s: source %v, synonyms %v: want the first synonym's source and a default last", e.Name, e.Source, e.Synonyms)

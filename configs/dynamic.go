@@ -39,9 +39,10 @@ const (
 type dynamicLayers struct {
 	clusterDefault map[string]string // resource name ""
 	broker         map[string]string // resource name: this node's id
-	// static are the TopicDefaults before the layers were applied, for
-	// describing where each value comes from.
-	static TopicDefaults
+	// static are the TopicDefaults and the replication rates before the
+	// layers were applied, for describing where each value comes from.
+	static         TopicDefaults
+	staticThrottle ReplicationThrottle
 }
 
 // IsBrokerConfig reports whether key is a node config Skein knows,
@@ -49,10 +50,15 @@ type dynamicLayers struct {
 func IsBrokerConfig(key string) bool { return known(key) }
 
 // IsDynamicBrokerConfig reports whether key may be changed at run time with
-// AlterConfigs on a broker resource: the broker name of a topic config.
+// AlterConfigs on a broker resource: the broker name of a topic config, or
+// a replication rate (leader.replication.throttled.rate,
+// follower.replication.throttled.rate).
 func IsDynamicBrokerConfig(key string) bool {
+	if slices.Contains(replicationThrottleKeys, key) {
+		return true
+	}
 	for _, k := range topicKeys {
-		if k.broker[0] == key {
+		if len(k.broker) > 0 && k.broker[0] == key {
 			return true
 		}
 	}
@@ -116,6 +122,11 @@ func validateDynamicEntry(key, value string) error {
 	if err := nodeByKey[key].set(reflect.ValueOf(&n), value); err != nil {
 		return err
 	}
+	if slices.Contains(replicationThrottleKeys, key) {
+		var v validator
+		n.ReplicationThrottle.validate(&v)
+		return v.err()
+	}
 	return n.validateTopicDefaults()
 }
 
@@ -143,13 +154,13 @@ func (n Node) validateTopicDefaults() error {
 func (n Node) WithDynamic(clusterDefault, broker map[string]string) (Node, error) {
 	out := n
 	if n.dynamic != nil {
-		out.TopicDefaults = n.dynamic.static
+		out.TopicDefaults, out.ReplicationThrottle = n.dynamic.static, n.dynamic.staticThrottle
 	}
 	out.dynamic = nil
 	if len(clusterDefault) == 0 && len(broker) == 0 {
 		return out, nil
 	}
-	static := out.TopicDefaults
+	static, staticThrottle := out.TopicDefaults, out.ReplicationThrottle
 	dst := reflect.ValueOf(&out)
 	var errs []error
 	for _, layer := range []map[string]string{clusterDefault, broker} {
@@ -162,7 +173,7 @@ func (n Node) WithDynamic(clusterDefault, broker map[string]string) (Node, error
 			_ = nodeByKey[key].set(dst, layer[key])
 		}
 	}
-	out.dynamic = &dynamicLayers{clusterDefault: maps.Clone(clusterDefault), broker: maps.Clone(broker), static: static}
+	out.dynamic = &dynamicLayers{clusterDefault: maps.Clone(clusterDefault), broker: maps.Clone(broker), static: static, staticThrottle: staticThrottle}
 	return out, errors.Join(errs...)
 }
 
@@ -272,6 +283,9 @@ func (n Node) describeBrokerKey(key string, clusterOnly bool) (ConfigEntry, bool
 		// other than the default was still set on the broker.
 		static := n
 		static.TopicDefaults = n.staticTopicDefaults()
+		if n.dynamic != nil {
+			static.ReplicationThrottle = n.dynamic.staticThrottle
+		}
 		if v := f.format(static); !explicit && v != f.format(def) {
 			e.Synonyms = append(e.Synonyms, Synonym{Name: key, Value: v, Source: SourceBroker})
 		}
@@ -330,6 +344,8 @@ func DefaultValue(key string) (string, bool) {
 // Go field's kind gives (tests/diff compares them with Kafka's).
 var kafkaTypes = map[string]ConfigType{
 	"offsets.topic.replication.factor":                 TypeShort,
+	"leader.replication.throttled.replicas":            TypeList,
+	"follower.replication.throttled.replicas":          TypeList,
 	"transaction.state.log.replication.factor":         TypeShort,
 	"share.coordinator.state.topic.replication.factor": TypeShort,
 	"share.coordinator.state.topic.min.isr":            TypeShort,
@@ -425,21 +441,25 @@ func lowerFirst(s string) string {
 // docs describes the topic configs and the broker configs that are not
 // broker names of topic configs.
 var docs = map[string]string{
-	"retention.ms":           "Segments whose newest record is older than this many milliseconds are deleted (cleanup.policy delete); -1 keeps them forever.",
-	"retention.bytes":        "The oldest segments are deleted while the partition is larger than this many bytes (cleanup.policy delete); -1 means no limit.",
-	"segment.bytes":          "The active segment rolls before it would grow past this many bytes.",
-	"segment.ms":             "The active segment rolls once its first record is this many milliseconds old, even if not full.",
-	"segment.index.bytes":    "The most bytes the offset and time indexes of a segment may hold; a segment rolls when its index is full.",
-	"index.interval.bytes":   "An offset index entry is added after at least this many bytes of batches.",
-	"cleanup.policy":         "delete (retention by time and size), compact (keep the newest record per key), or both.",
-	"delete.retention.ms":    "How long compaction keeps tombstones, in milliseconds.",
-	"min.compaction.lag.ms":  "A record stays uncompacted for at least this many milliseconds.",
-	"max.message.bytes":      "The largest record batch accepted, after compression, in bytes.",
-	"message.timestamp.type": "CreateTime keeps the producer's timestamps; LogAppendTime replaces them with the broker's clock.",
-	"min.insync.replicas":    "An acks=all produce fails with NOT_ENOUGH_REPLICAS when fewer replicas than this are in sync.",
-	"flush.messages":         "Under durability replicated, fsync after this many records.",
-	"flush.ms":               "Under durability replicated, fsync when the oldest unsynced record is this many milliseconds old.",
-	"compression.type":       "producer keeps batches as the producer compressed them; any other codec makes the broker recompress to it.",
+	"retention.ms":                            "Segments whose newest record is older than this many milliseconds are deleted (cleanup.policy delete); -1 keeps them forever.",
+	"retention.bytes":                         "The oldest segments are deleted while the partition is larger than this many bytes (cleanup.policy delete); -1 means no limit.",
+	"segment.bytes":                           "The active segment rolls before it would grow past this many bytes.",
+	"segment.ms":                              "The active segment rolls once its first record is this many milliseconds old, even if not full.",
+	"segment.index.bytes":                     "The most bytes the offset and time indexes of a segment may hold; a segment rolls when its index is full.",
+	"index.interval.bytes":                    "An offset index entry is added after at least this many bytes of batches.",
+	"cleanup.policy":                          "delete (retention by time and size), compact (keep the newest record per key), or both.",
+	"delete.retention.ms":                     "How long compaction keeps tombstones, in milliseconds.",
+	"min.compaction.lag.ms":                   "A record stays uncompacted for at least this many milliseconds.",
+	"max.message.bytes":                       "The largest record batch accepted, after compression, in bytes.",
+	"message.timestamp.type":                  "CreateTime keeps the producer's timestamps; LogAppendTime replaces them with the broker's clock.",
+	"min.insync.replicas":                     "An acks=all produce fails with NOT_ENOUGH_REPLICAS when fewer replicas than this are in sync.",
+	"leader.replication.throttled.replicas":   "The replicas whose leader throttles replication to followers outside the ISR, as partition:broker pairs (partitionId:brokerId,...), or * for every replica of the topic; the rate is the leader broker's leader.replication.throttled.rate.",
+	"follower.replication.throttled.replicas": "The replicas whose follower throttles its fetches while behind the leader's high watermark, as partition:broker pairs (partitionId:brokerId,...), or * for every replica of the topic; the rate is the follower broker's follower.replication.throttled.rate.",
+	"leader.replication.throttled.rate":       "The upper bound, in bytes per second, on what this broker's leaders serve to the followers their topics' leader.replication.throttled.replicas lists; Kafka suggests keeping it above 1 MB/s.",
+	"follower.replication.throttled.rate":     "The upper bound, in bytes per second, on what this broker's followers fetch for the replicas their topics' follower.replication.throttled.replicas lists; Kafka suggests keeping it above 1 MB/s.",
+	"flush.messages":                          "Under durability replicated, fsync after this many records.",
+	"flush.ms":                                "Under durability replicated, fsync when the oldest unsynced record is this many milliseconds old.",
+	"compression.type":                        "producer keeps batches as the producer compressed them; any other codec makes the broker recompress to it.",
 
 	"node.id":                                                     "This node's id in the cluster.",
 	"data.dir":                                                    "The directory holding this node's partitions and metadata (Skein takes exactly one log directory).",

@@ -19,12 +19,19 @@ func TestIsDynamicBrokerConfig(t *testing.T) {
 		"retention.ms":          false, // a topic name, not a broker one
 		"no.such.config":        false,
 		"log.retention.minutes": false,
+		// KIP-73's rates are dynamic; the topic lists have no broker name.
+		"leader.replication.throttled.rate":     true,
+		"follower.replication.throttled.rate":   true,
+		"leader.replication.throttled.replicas": false,
 	} {
 		if got := IsDynamicBrokerConfig(key); got != want {
 			t.Errorf("IsDynamicBrokerConfig(%s) = %v, want %v", key, got, want)
 		}
 	}
 	for _, name := range TopicConfigNames() {
+		if len(topicKeys[name].broker) == 0 {
+			continue
+		}
 		if !IsDynamicBrokerConfig(brokerName(name)) {
 			t.Errorf("%s, the broker name of %s, is not dynamic", brokerName(name), name)
 		}
@@ -191,15 +198,18 @@ func checkEntries(t *testing.T, what string, entries []ConfigEntry, want map[str
 
 func TestTypeOfAndDoc(t *testing.T) {
 	for key, want := range map[string]ConfigType{
-		"retention.ms":               TypeLong,
-		"max.message.bytes":          TypeInt,
-		"cleanup.policy":             TypeList,
-		"log.cleanup.policy":         TypeList,
-		"message.timestamp.type":     TypeString,
-		"auto.create.topics.enable":  TypeBoolean,
-		"default.replication.factor": TypeInt,
-		"log.retention.hours":        TypeInt,
-		"nope":                       TypeUnknown,
+		"retention.ms":                            TypeLong,
+		"max.message.bytes":                       TypeInt,
+		"cleanup.policy":                          TypeList,
+		"log.cleanup.policy":                      TypeList,
+		"message.timestamp.type":                  TypeString,
+		"auto.create.topics.enable":               TypeBoolean,
+		"default.replication.factor":              TypeInt,
+		"log.retention.hours":                     TypeInt,
+		"nope":                                    TypeUnknown,
+		"leader.replication.throttled.replicas":   TypeList,
+		"follower.replication.throttled.replicas": TypeList,
+		"leader.replication.throttled.rate":       TypeLong,
 	} {
 		if got := TypeOf(key); got != want {
 			t.Errorf("TypeOf(%s) = %d, want %d", key, got, want)
@@ -218,8 +228,19 @@ func TestTypeOfAndDoc(t *testing.T) {
 		t.Error("IsListConfig")
 	}
 	for _, name := range TopicConfigNames() {
+		if len(topicKeys[name].broker) == 0 {
+			if Doc(name) == "" {
+				t.Errorf("%s has no documentation", name)
+			}
+			continue
+		}
 		if Doc(name) == "" || Doc(brokerName(name)) == "" {
 			t.Errorf("%s or %s has no documentation", name, brokerName(name))
+		}
+	}
+	for _, key := range replicationThrottleKeys {
+		if Doc(key) == "" {
+			t.Errorf("%s has no documentation", key)
 		}
 	}
 	if Doc("nope") != "" {

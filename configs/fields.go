@@ -71,6 +71,11 @@ func (f field) set(root reflect.Value, s string) error {
 		v.Set(reflect.ValueOf(p))
 		return nil
 	}
+	if f.typ == throttledReplicasType {
+		if err := ValidThrottledReplicas(s); err != nil {
+			return &Error{Key: f.key, Value: s, Reason: err.Error()}
+		}
+	}
 	switch f.typ.Kind() {
 	case reflect.String:
 		v.SetString(s)

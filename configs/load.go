@@ -82,7 +82,7 @@ func group(key string) []string {
 		key = a.of
 	}
 	for _, k := range topicKeys {
-		if k.broker[0] == key && len(k.broker) > 1 {
+		if len(k.broker) > 1 && k.broker[0] == key {
 			return k.broker
 		}
 	}

@@ -645,6 +645,10 @@ type Node struct {
 	// TopicDefaults are the broker-level defaults of the topic configs.
 	TopicDefaults `mapstructure:",squash" yaml:",inline"`
 
+	// ReplicationThrottle are the replication rates (KIP-73), dynamic
+	// broker configs.
+	ReplicationThrottle `mapstructure:",squash" yaml:",inline"`
+
 	// ListenerSettings are the per-listener keys given
 	// (listener.name.<name>.<key>), by listener name in upper case, then
 	// by the key they set; see ListenerTLS.
@@ -865,6 +869,7 @@ func Default() Node {
 		AutoLeaderRebalanceEnable:                        true,
 		LeaderImbalanceCheckIntervalSeconds:              300,
 		TopicDefaults:                                    DefaultTopic().brokerDefaults(),
+		ReplicationThrottle:                              ReplicationThrottle{LeaderReplicationThrottledRate: Unlimited, FollowerReplicationThrottledRate: Unlimited},
 	}
 }
 
@@ -959,6 +964,7 @@ func (n Node) Validate() error {
 	v.atLeast("offsets.retention.minutes", int64(n.OffsetsRetentionMinutes), 1)
 	v.atLeast("log.max.open.files", int64(n.LogMaxOpenFiles), 0)
 	n.validateCluster(&v)
+	n.ReplicationThrottle.validate(&v)
 	seen := map[string]bool{}
 	for i, e := range n.Extensions {
 		key := fmt.Sprintf("%s[%d]", keyExtensions, i)

@@ -98,6 +98,22 @@ type Topic struct {
 	// comes back at once, losing what only the ISR held. Default false.
 	// Kafka: unclean.leader.election.enable.
 	UncleanLeaderElectionEnable bool `mapstructure:"unclean.leader.election.enable" yaml:"unclean.leader.election.enable"`
+
+	// LeaderReplicationThrottledReplicas: the replicas, as
+	// "partition:broker" pairs or "*" for all, whose leader throttles
+	// what it serves to followers outside the ISR to its broker's
+	// leader.replication.throttled.rate (KIP-73). Default "" (none); no
+	// broker default, as in Kafka. Kafka:
+	// leader.replication.throttled.replicas.
+	LeaderReplicationThrottledReplicas ThrottledReplicas `mapstructure:"leader.replication.throttled.replicas" yaml:"leader.replication.throttled.replicas"`
+
+	// FollowerReplicationThrottledReplicas: the replicas, as
+	// "partition:broker" pairs or "*" for all, whose follower on that
+	// broker fetches within the broker's
+	// follower.replication.throttled.rate while behind its leader's high
+	// watermark (KIP-73). Default "" (none); no broker default. Kafka:
+	// follower.replication.throttled.replicas.
+	FollowerReplicationThrottledReplicas ThrottledReplicas `mapstructure:"follower.replication.throttled.replicas" yaml:"follower.replication.throttled.replicas"`
 }
 
 // MinSegmentBytes is the smallest segment.bytes (and log.segment.bytes)
@@ -159,6 +175,16 @@ func (t Topic) validate(v *validator, name func(string) string) {
 	v.atLeast(name("flush.messages"), t.FlushMessages, 1)
 	v.atLeast(name("flush.ms"), t.FlushMs, 0)
 	v.oneOf(name("compression.type"), string(t.CompressionType), compressionTypes...)
+	// NB: these two have no broker name (no broker default), so name is
+	// not called for them unless a topic's own value is bad.
+	for key, l := range map[string]ThrottledReplicas{
+		"leader.replication.throttled.replicas":   t.LeaderReplicationThrottledReplicas,
+		"follower.replication.throttled.replicas": t.FollowerReplicationThrottledReplicas,
+	} {
+		if err := ValidThrottledReplicas(string(l)); err != nil {
+			v.fail(key, string(l), err.Error())
+		}
+	}
 }
 
 // Topic returns the topic configuration these broker defaults give a topic
@@ -285,6 +311,8 @@ type topicKey struct {
 	// broker lists the broker synonyms in Kafka's order of precedence
 	// (ServerTopicConfigSynonyms): broker[0] is the TopicDefaults field,
 	// the others are the alternative names Load converts (see aliases).
+	// Empty for a topic config without a broker default (Kafka's
+	// CONFIGS_WITH_NO_SERVER_DEFAULTS: the throttled replicas).
 	broker []string
 	// defaultName is the broker config under which Kafka reports the
 	// default: the one with a non-null default in KafkaConfig, which for
@@ -311,6 +339,9 @@ var topicKeys = map[string]topicKey{
 	"flush.ms":                       {broker: []string{"log.flush.interval.ms"}},
 	"compression.type":               {broker: []string{"compression.type"}},
 	"unclean.leader.election.enable": {broker: []string{"unclean.leader.election.enable"}},
+	// No broker defaults (Kafka's CONFIGS_WITH_NO_SERVER_DEFAULTS).
+	"leader.replication.throttled.replicas":   {},
+	"follower.replication.throttled.replicas": {},
 }
 
 // brokerName maps a topic config name to its broker config name.
@@ -451,15 +482,22 @@ func DescribeTopic(broker Node, overrides map[string]string) ([]ConfigEntry, err
 		}
 		// A Node built in code rather than loaded has no Explicit: a value
 		// other than the default was still set on the broker.
-		if v := f.format(brokerTopic); !explicit && v != f.format(def) {
+		if v := f.format(brokerTopic); !explicit && len(k.broker) > 0 && v != f.format(def) {
 			e.Synonyms = append(e.Synonyms, Synonym{Name: k.broker[0], Value: v, Source: SourceBroker})
 		}
-		d := Synonym{Name: k.broker[0], Value: f.format(def), Source: SourceDefault}
-		if k.defaultName != "" {
-			d.Name, d.Value = k.defaultName, k.defaultValue
+		if len(k.broker) > 0 {
+			d := Synonym{Name: k.broker[0], Value: f.format(def), Source: SourceDefault}
+			if k.defaultName != "" {
+				d.Name, d.Value = k.defaultName, k.defaultValue
+			}
+			e.Synonyms = append(e.Synonyms, d)
 		}
-		e.Synonyms = append(e.Synonyms, d)
-		e.Source = e.Synonyms[0].Source
+		// A config without a broker default and not set on the topic has
+		// no synonym at all, as in Kafka: its source is the default.
+		e.Source = SourceDefault
+		if len(e.Synonyms) > 0 {
+			e.Source = e.Synonyms[0].Source
+		}
 		entries = append(entries, e)
 	}
 	return entries, nil
