@@ -178,6 +178,8 @@ type Link struct {
 	Jitter  string  `json:"jitter,omitempty"`
 	For     string  `json:"for,omitempty"`
 	Expires string  `json:"expires,omitempty"`
+	// Both: the peer sets the same fault on its side, toward this node.
+	Both bool `json:"both,omitempty"`
 }
 
 // Links lists the node's link faults.

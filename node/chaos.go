@@ -19,8 +19,10 @@ package node
 //	POST   /v1/links           {"peer": 2, "cut": true, "drop": 0.2, "delay": "200ms",
 //	                           "jitter": "100ms", "for": "60s"}: messages this
 //	                           node's actors send to node 2 are dropped or
-//	                           delayed (set it on both nodes for both ways)
+//	                           delayed; with "both": true node 2 sets the same
+//	                           on its side, asked over remoting (chaos_peer.go)
 //	DELETE /v1/links           heal every link; DELETE /v1/links/{peer} one
+//	                           (?both=true: and node {peer}'s side toward this node)
 //	GET    /v1/clock           the clock's offset from the system's
 //	POST   /v1/clock           {"offset": "90s"} or {"jump": "-30s"}, "for": "60s"
 //	DELETE /v1/clock           back to the system's time
@@ -488,6 +490,14 @@ func (a *adminServer) setLink(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
+	if j.Both {
+		// The peer first, while the link still carries the request.
+		pf := &PeerLinkFault{Cut: f.Cut, Drop: f.DropRate, Delay: f.Delay, Jitter: f.Jitter, For: f.For}
+		if err := a.n.askPeerLink(j.Peer, pf); err != nil {
+			writeError(w, http.StatusBadGateway, fmt.Sprintf("node %d did not set its side of the link: %v", j.Peer, err))
+			return
+		}
+	}
 	f = a.n.links.Set(addr, f)
 	a.n.chaos.injected[chaosLink].Add(1)
 	a.n.log.Warn().Int32("peer", j.Peer).Str("address", addr).Bool("cut", f.Cut).Float64("drop", f.DropRate).
@@ -511,11 +521,23 @@ func (a *adminServer) healLink(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	addr, err := a.n.peerAddr(int32(peer))
-	if err != nil || !a.n.links.Remove(addr) {
+	removed := err == nil && a.n.links.Remove(addr)
+	if removed {
+		a.n.log.Warn().Int64("peer", peer).Msg("chaos: link fault removed")
+	}
+	if err == nil && r.URL.Query().Get("both") == "true" {
+		// The peer after this side, so that the request gets through.
+		if err := a.n.askPeerLink(int32(peer), &PeerLinkFault{Heal: true}); err != nil {
+			writeError(w, http.StatusBadGateway, fmt.Sprintf("node %d did not heal its side of the link: %v", peer, err))
+			return
+		}
+		writeRemoved(w, 2)
+		return
+	}
+	if !removed {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no fault on the link to node %d", peer))
 		return
 	}
-	a.n.log.Warn().Int64("peer", peer).Msg("chaos: link fault removed")
 	writeRemoved(w, 1)
 }
 

@@ -674,7 +674,7 @@ type rootActor struct {
 }
 
 func (a *rootActor) Receive(c actor.Context) {
-	switch c.Message().(type) {
+	switch m := c.Message().(type) {
 	case *actor.Started:
 		if err := a.spawnChildren(c); err != nil {
 			panic(err)
@@ -683,6 +683,8 @@ func (a *rootActor) Receive(c actor.Context) {
 		close(a.node.done)
 	case *DescribeTopicCounters:
 		a.node.answerTopicCounters(c)
+	case *PeerLinkFault:
+		a.node.answerPeerLink(c, m)
 	}
 }
 

@@ -258,22 +258,37 @@ func TestConsole(t *testing.T) {
 		}
 	})
 
-	// The cut button on node 2's row, confirmed, cuts node 1's side of
-	// their link (the page says so); heal ends it. Last: the cluster is
-	// not itself for a moment.
+	// The cut button on node 2's row, confirmed, cuts the link between
+	// nodes 1 and 2 both ways (node 2's own admin API lists its side);
+	// heal ends both. Last: the cluster is not itself for a moment.
 	t.Run("link faults", func(t *testing.T) {
 		do(t, admin, pageTimeout, "the cluster page", chromedp.Navigate(ui+"#/cluster"),
 			chromedp.WaitVisible(chromedp.CSS(`tr[data-node="2"] button[data-fault="cut"]`)))
 		click(t, admin, `tr[data-node="2"] button[data-fault="cut"]`)
 		do(t, admin, pageTimeout, "the cut's confirmation", chromedp.WaitVisible(chromedp.CSS(`dialog.confirm button.ok`)))
-		if what := eval[string](t, admin, `document.querySelector("dialog.confirm p").textContent`); !strings.Contains(what, "This node's side only") {
-			t.Errorf("the confirmation says %q: want it to say only this node's side is cut", what)
+		if what := eval[string](t, admin, `document.querySelector("dialog.confirm p").textContent`); !strings.Contains(what, "both ways") {
+			t.Errorf("the confirmation says %q: want it to say the link is cut both ways", what)
 		}
 		click(t, admin, `dialog.confirm button.ok`)
 		waitFor(t, admin, pageTimeout, "node 2's row marks the cut link", `document.querySelector('tr[data-node="2"]').textContent.includes("link cut")`)
+		node2Links := func() string {
+			code, body, err := get(2, "/v1/links", adminUser, adminPassword)
+			if err != nil || code != http.StatusOK {
+				t.Fatalf("node 2's /v1/links: %d %s %v", code, body, err)
+			}
+			return body
+		}
+		pollUntil(t, "node 2's side of the link cut", func() (bool, string) {
+			body := node2Links()
+			return strings.Contains(body, `"peer": 1`) && strings.Contains(body, `"cut": true`), body
+		})
 		click(t, admin, `tr[data-node="2"] button[data-fault="heal"]`)
 		do(t, admin, pageTimeout, "the heal's confirmation", chromedp.WaitVisible(chromedp.CSS(`dialog.confirm button.ok`)))
 		click(t, admin, `dialog.confirm button.ok`)
 		waitFor(t, admin, pageTimeout, "node 2's link healed", `!document.querySelector('tr[data-node="2"]').textContent.includes("link cut")`)
+		pollUntil(t, "node 2's side of the link healed", func() (bool, string) {
+			body := node2Links()
+			return !strings.Contains(body, `"peer"`), body
+		})
 	})
 }

@@ -447,3 +447,20 @@ func get(i int, path, user, password string) (int, string, error) {
 	b, err := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b), err
 }
+
+// pollUntil asks cond until it holds, for at most pageTimeout; then the
+// test fails with what cond last said.
+func pollUntil(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(pageTimeout)
+	for {
+		ok, last := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v; last: %s", what, pageTimeout, last)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -70,18 +70,16 @@ function linkText(l) {
   return "link " + parts.join(", ");
 }
 
-// linkButtons cut and heal the link from this node to peer. The admin API
-// of a node sets faults on its own side only, and the console talks to
-// its own node: the confirmation says so.
+// linkButtons cut and heal the link between this node and peer, both
+// ways: this node asks peer, over remoting, to set or heal its side too.
 function linkButtons(self, peer, isCut, result) {
   const cut = h("button.small.danger", {"data-fault": "cut", onclick: () => confirmThen(
-    `Cut the link from node ${self} to node ${peer} for 30 s: node ${self} drops every message it sends to node ${peer} ` +
-    `(replication, controller traffic). This node's side only: node ${peer} still sends to node ${self} ` +
-    `unless its own admin API cuts its side too.`,
-    () => api("/v1/links", {method: "POST", body: {peer, cut: true, for: "30s"}}), result)}, "cut");
+    `Cut the link between node ${self} and node ${peer} for 30 s, both ways: each drops every message ` +
+    `it sends to the other (replication, controller traffic).`,
+    () => api("/v1/links", {method: "POST", body: {peer, cut: true, both: true, for: "30s"}}), result)}, "cut");
   const heal = h("button.small", {"data-fault": "heal", onclick: () => confirmThen(
-    `Heal the link from node ${self} to node ${peer}: remove every fault on it (this node's side).`,
-    () => api("/v1/links/" + peer, {method: "DELETE"}), result)}, "heal");
+    `Heal the link between node ${self} and node ${peer}: remove every fault on it, on both sides.`,
+    () => api("/v1/links/" + peer + "?both=true", {method: "DELETE"}), result)}, "heal");
   return h("span.faults", cut, isCut ? heal : null);
 }
 
