@@ -11,8 +11,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -97,4 +99,32 @@ func numbersAsYAML(v any) any {
 		}
 	}
 	return v
+}
+
+// topicPartitions is a topic's partitions in the json and yaml of the
+// commands that list them.
+type topicPartitions struct {
+	Topic      string  `json:"topic"`
+	Partitions []int32 `json:"partitions"`
+}
+
+// topicPartitionsOf lists the topics of s that have partitions, sorted.
+func topicPartitionsOf(s kadm.TopicsSet) []topicPartitions {
+	out := []topicPartitions{}
+	for _, t := range s.Sorted() {
+		if len(t.Partitions) > 0 {
+			out = append(out, topicPartitions{t.Topic, t.Partitions})
+		}
+	}
+	return out
+}
+
+// topicPartitionsText prints tps as topicsSet does: topic[0,1] other[2],
+// or "-" when there are none.
+func topicPartitionsText(tps []topicPartitions) string {
+	parts := make([]string, 0, len(tps))
+	for _, t := range tps {
+		parts = append(parts, t.Topic+int32List(t.Partitions))
+	}
+	return orDash(strings.Join(parts, " "))
 }

@@ -1,10 +1,13 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/skeinlog/skein/configs"
@@ -157,5 +160,45 @@ func TestOutputTopics(t *testing.T) {
 	var some []topicView
 	if err := json.Unmarshal([]byte(r.stdout), &some); err != nil || r.code != 1 || len(some) != 1 || !strings.Contains(r.stderr, "describe topic nope") {
 		t.Errorf("topic describe orders nope -o json: %v (%v)", r, err)
+	}
+}
+
+// TestOutputTransactions: a transaction left open shows in txn list,
+// txn describe and producer describe with -o json: its state, producer
+// id, partitions and the offset it started at.
+func TestOutputTransactions(t *testing.T) {
+	addr := startLoopback11(t).Addr().String()
+	ok(t, addr, "", "topic", "create", "payments", "-p", "2")
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	p, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.TransactionalID("billing-1"), kgo.DefaultProduceTopic("payments"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ProduceSync(ctx, &kgo.Record{Value: []byte("x"), Partition: 1}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	listed := jsonOf[[]txnListed](t, addr, "txn", "list")
+	if len(listed) != 1 || listed[0].TransactionalID != "billing-1" || listed[0].State != "Ongoing" || listed[0].ProducerID < 0 {
+		t.Fatalf("txn list -o json: %+v", listed)
+	}
+	pid := listed[0].ProducerID
+	txns := jsonOf[[]txnView](t, addr, "txn", "describe", "billing-1")
+	if len(txns) != 1 || txns[0].ProducerID != pid || txns[0].State != "Ongoing" || txns[0].StartTimestamp == nil ||
+		len(txns[0].Partitions) != 1 || txns[0].Partitions[0].Topic != "payments" || !slices.Equal(txns[0].Partitions[0].Partitions, []int32{1}) {
+		t.Errorf("txn describe -o json: %+v", txns)
+	}
+	parts := jsonOf[[]producersView](t, addr, "producer", "describe", "payments")
+	if len(parts) != 2 || parts[1].Partition != 1 || len(parts[1].Producers) != 1 || len(parts[0].Producers) != 0 {
+		t.Fatalf("producer describe -o json: %+v", parts)
+	}
+	if s := parts[1].Producers[0]; s.ProducerID != pid || s.CurrentTxnStartOffset != 0 || s.LastSequence != 0 {
+		t.Errorf("producer describe -o json, partition 1's producer: %+v", s)
 	}
 }

@@ -38,8 +38,20 @@ var txnStates = func() map[string]string {
 	return m
 }()
 
+// txnListed is a transactional id of txn list, as -o json and yaml print
+// it.
+type txnListed struct {
+	TransactionalID string `json:"transactional_id"`
+	Coordinator     int32  `json:"coordinator"`
+	ProducerID      int64  `json:"producer_id"`
+	State           string `json:"state"`
+}
+
 func newTxnListCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
-	var states []string
+	var (
+		states []string
+		out    *output
+	)
 	cmd := &cobra.Command{
 		Use:     "list",
 		Aliases: []string{"ls"},
@@ -65,11 +77,17 @@ func newTxnListCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
 				if err != nil && listed == nil {
 					return err
 				}
-				rows := [][]string{{"TRANSACTIONAL-ID", "COORDINATOR", "PRODUCER-ID", "STATE"}}
+				txns := []txnListed{}
 				for _, l := range listed.Sorted() {
-					rows = append(rows, []string{l.TxnID, strconv.Itoa(int(l.Coordinator)), strconv.FormatInt(l.ProducerID, 10), l.State})
+					txns = append(txns, txnListed{l.TxnID, l.Coordinator, l.ProducerID, l.State})
 				}
-				if err := printTable(stdout, rows); err != nil {
+				if err := out.write(stdout, txns, func() error {
+					rows := [][]string{{"TRANSACTIONAL-ID", "COORDINATOR", "PRODUCER-ID", "STATE"}}
+					for _, l := range txns {
+						rows = append(rows, []string{l.TransactionalID, strconv.Itoa(int(l.Coordinator)), strconv.FormatInt(l.ProducerID, 10), l.State})
+					}
+					return printTable(stdout, rows)
+				}); err != nil {
 					return err
 				}
 				return err // some coordinators did not answer
@@ -77,11 +95,27 @@ func newTxnListCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringSliceVar(&states, "state", nil, "keep the ids in these states (comma-separated or repeated)")
+	out = addOutputFlag(cmd)
 	return cmd
 }
 
+// txnView is a transaction of txn describe, as -o json and yaml print
+// it. StartTimestamp (Unix milliseconds) is set while the transaction is
+// in progress (Ongoing, PrepareCommit, PrepareAbort).
+type txnView struct {
+	TransactionalID string            `json:"transactional_id"`
+	Coordinator     int32             `json:"coordinator"`
+	State           string            `json:"state"`
+	ProducerID      int64             `json:"producer_id"`
+	ProducerEpoch   int16             `json:"producer_epoch"`
+	TimeoutMs       int32             `json:"timeout_ms"`
+	StartTimestamp  *int64            `json:"start_timestamp,omitempty"`
+	Partitions      []topicPartitions `json:"partitions"`
+}
+
 func newTxnDescribeCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
-	return &cobra.Command{
+	var out *output
+	cmd := &cobra.Command{
 		Use:   "describe TRANSACTIONAL-ID...",
 		Short: "Show transactions: state, producer id and epoch, timeout, start, partitions",
 		Long: "Show what each id's coordinator holds (DescribeTransactions): its state,\n" +
@@ -95,7 +129,7 @@ func newTxnDescribeCommand(flags *clientFlags, stdout io.Writer) *cobra.Command 
 					return err
 				}
 				var errs []error
-				rows := [][]string{{"TRANSACTIONAL-ID", "COORDINATOR", "STATE", "PRODUCER-ID", "EPOCH", "TIMEOUT-MS", "STARTED", "PARTITIONS"}}
+				txns := []txnView{}
 				for _, id := range ids {
 					d, ok := described[id]
 					switch {
@@ -106,27 +140,63 @@ func newTxnDescribeCommand(flags *clientFlags, stdout io.Writer) *cobra.Command 
 						errs = append(errs, fmt.Errorf("describe transaction %s: %w", id, d.Err))
 						continue
 					}
-					started := "-"
+					v := txnView{TransactionalID: d.TxnID, Coordinator: d.Coordinator, State: d.State, ProducerID: d.ProducerID,
+						ProducerEpoch: d.ProducerEpoch, TimeoutMs: d.TimeoutMillis, Partitions: topicPartitionsOf(d.Topics)}
 					if d.StartTimestamp >= 0 && (d.State == "Ongoing" || d.State == "PrepareCommit" || d.State == "PrepareAbort") {
-						age := time.Since(time.UnixMilli(d.StartTimestamp)).Round(time.Millisecond)
-						started = time.UnixMilli(d.StartTimestamp).UTC().Format(time.RFC3339) + " (" + age.String() + " ago)"
+						v.StartTimestamp = &d.StartTimestamp
 					}
-					rows = append(rows, []string{d.TxnID, strconv.Itoa(int(d.Coordinator)), d.State, strconv.FormatInt(d.ProducerID, 10),
-						strconv.Itoa(int(d.ProducerEpoch)), strconv.Itoa(int(d.TimeoutMillis)), started, orDash(topicsSet(d.Topics))})
+					txns = append(txns, v)
 				}
-				if len(rows) > 1 {
-					if err := printTable(stdout, rows); err != nil {
-						return err
+				if werr := out.write(stdout, txns, func() error {
+					if len(txns) == 0 {
+						return nil
 					}
+					rows := [][]string{{"TRANSACTIONAL-ID", "COORDINATOR", "STATE", "PRODUCER-ID", "EPOCH", "TIMEOUT-MS", "STARTED", "PARTITIONS"}}
+					for _, v := range txns {
+						started := "-"
+						if v.StartTimestamp != nil {
+							age := time.Since(time.UnixMilli(*v.StartTimestamp)).Round(time.Millisecond)
+							started = time.UnixMilli(*v.StartTimestamp).UTC().Format(time.RFC3339) + " (" + age.String() + " ago)"
+						}
+						rows = append(rows, []string{v.TransactionalID, strconv.Itoa(int(v.Coordinator)), v.State, strconv.FormatInt(v.ProducerID, 10),
+							strconv.Itoa(int(v.ProducerEpoch)), strconv.Itoa(int(v.TimeoutMs)), started, topicPartitionsText(v.Partitions)})
+					}
+					return printTable(stdout, rows)
+				}); werr != nil {
+					return werr
 				}
 				return errors.Join(append(errs, err)...)
 			})
 		},
 	}
+	out = addOutputFlag(cmd)
+	return cmd
+}
+
+// producersView is a partition's producers of producer describe, as -o
+// json and yaml print them.
+type producersView struct {
+	Topic     string         `json:"topic"`
+	Partition int32          `json:"partition"`
+	Leader    int32          `json:"leader"`
+	Producers []producerView `json:"producers"`
+}
+
+// producerView is a producer a partition's leader knows.
+// CurrentTxnStartOffset is -1 when it has no transaction in progress
+// there; LastTimestamp is in Unix milliseconds.
+type producerView struct {
+	ProducerID            int64 `json:"producer_id"`
+	ProducerEpoch         int16 `json:"producer_epoch"`
+	LastSequence          int32 `json:"last_sequence"`
+	LastTimestamp         int64 `json:"last_timestamp"`
+	CoordinatorEpoch      int32 `json:"coordinator_epoch"`
+	CurrentTxnStartOffset int64 `json:"current_txn_start_offset"`
 }
 
 func newProducerDescribeCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
-	return &cobra.Command{
+	var out *output
+	cmd := &cobra.Command{
 		Use:   "describe TOPIC [PARTITION...]",
 		Short: "Show the producers a partition's leader knows",
 		Long: "Show, for each partition (all of the topic's if none is given), the\n" +
@@ -154,7 +224,7 @@ func newProducerDescribeCommand(flags *clientFlags, stdout io.Writer) *cobra.Com
 					return err
 				}
 				var errs []error
-				rows := [][]string{{"PARTITION", "LEADER", "PRODUCER-ID", "EPOCH", "LAST-SEQUENCE", "LAST-WRITE", "COORDINATOR-EPOCH", "TXN-START-OFFSET"}}
+				partitions := []producersView{}
 				for _, p := range described.SortedPartitions() {
 					if p.Err != nil {
 						errs = append(errs, fmt.Errorf("describe producers of %s-%d: %w", p.Topic, p.Partition, p.Err))
@@ -162,21 +232,33 @@ func newProducerDescribeCommand(flags *clientFlags, stdout io.Writer) *cobra.Com
 					}
 					ps := p.ActiveProducers.Sorted()
 					slices.SortFunc(ps, func(a, b kadm.DescribedProducer) int { return cmp.Compare(a.ProducerID, b.ProducerID) })
+					v := producersView{Topic: p.Topic, Partition: p.Partition, Leader: p.Leader, Producers: []producerView{}}
 					for _, s := range ps {
-						start := "-"
-						if s.CurrentTxnStartOffset >= 0 {
-							start = strconv.FormatInt(s.CurrentTxnStartOffset, 10)
-						}
-						rows = append(rows, []string{strconv.Itoa(int(p.Partition)), strconv.Itoa(int(p.Leader)), strconv.FormatInt(s.ProducerID, 10),
-							strconv.Itoa(int(s.ProducerEpoch)), strconv.Itoa(int(s.LastSequence)),
-							time.UnixMilli(s.LastTimestamp).UTC().Format(time.RFC3339), strconv.Itoa(int(s.CoordinatorEpoch)), start})
+						v.Producers = append(v.Producers, producerView{s.ProducerID, s.ProducerEpoch, s.LastSequence, s.LastTimestamp, s.CoordinatorEpoch, s.CurrentTxnStartOffset})
 					}
+					partitions = append(partitions, v)
 				}
-				if err := printTable(stdout, rows); err != nil {
-					return err
+				if werr := out.write(stdout, partitions, func() error {
+					rows := [][]string{{"PARTITION", "LEADER", "PRODUCER-ID", "EPOCH", "LAST-SEQUENCE", "LAST-WRITE", "COORDINATOR-EPOCH", "TXN-START-OFFSET"}}
+					for _, p := range partitions {
+						for _, s := range p.Producers {
+							start := "-"
+							if s.CurrentTxnStartOffset >= 0 {
+								start = strconv.FormatInt(s.CurrentTxnStartOffset, 10)
+							}
+							rows = append(rows, []string{strconv.Itoa(int(p.Partition)), strconv.Itoa(int(p.Leader)), strconv.FormatInt(s.ProducerID, 10),
+								strconv.Itoa(int(s.ProducerEpoch)), strconv.Itoa(int(s.LastSequence)),
+								time.UnixMilli(s.LastTimestamp).UTC().Format(time.RFC3339), strconv.Itoa(int(s.CoordinatorEpoch)), start})
+						}
+					}
+					return printTable(stdout, rows)
+				}); werr != nil {
+					return werr
 				}
 				return errors.Join(append(errs, err)...)
 			})
 		},
 	}
+	out = addOutputFlag(cmd)
+	return cmd
 }
