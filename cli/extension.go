@@ -198,8 +198,17 @@ func newExtensionCreateCommand(f *extensionFlags, stdout io.Writer) *cobra.Comma
 	return cmd
 }
 
+// extensionListed is an instance of extension list, as -o json and yaml
+// print it.
+type extensionListed struct {
+	Name     string            `json:"name"`
+	Kind     string            `json:"kind"`
+	Settings map[string]string `json:"settings"`
+}
+
 func newExtensionListCommand(f *extensionFlags, stdout io.Writer) *cobra.Command {
-	return &cobra.Command{
+	var o *output
+	cmd := &cobra.Command{
 		Use:     "list",
 		Aliases: []string{"ls"},
 		Short:   "List the extension instances with their kinds and settings",
@@ -211,21 +220,55 @@ func newExtensionListCommand(f *extensionFlags, stdout io.Writer) *cobra.Command
 			if err := f.do(cmd.Context(), http.MethodGet, "/v1/extensions", nil, http.StatusOK, &out); err != nil {
 				return err
 			}
-			rows := [][]string{{"NAME", "KIND", "SETTINGS"}}
+			listed := []extensionListed{}
 			for _, e := range out.Extensions {
-				var kvs []string
-				for _, k := range slices.Sorted(maps.Keys(e.Settings)) {
-					kvs = append(kvs, k+"="+e.Settings[k])
-				}
-				rows = append(rows, []string{e.Name, e.Kind, strings.Join(kvs, ",")})
+				listed = append(listed, extensionListed{e.Name, e.Kind, orEmptyMap(e.Settings)})
 			}
-			return printTable(stdout, rows)
+			return o.write(stdout, listed, func() error {
+				rows := [][]string{{"NAME", "KIND", "SETTINGS"}}
+				for _, e := range listed {
+					var kvs []string
+					for _, k := range slices.Sorted(maps.Keys(e.Settings)) {
+						kvs = append(kvs, k+"="+e.Settings[k])
+					}
+					rows = append(rows, []string{e.Name, e.Kind, strings.Join(kvs, ",")})
+				}
+				return printTable(stdout, rows)
+			})
 		},
 	}
+	o = addOutputFlag(cmd)
+	return cmd
+}
+
+// orEmptyMap makes a nil map an empty one, which json prints as {}.
+func orEmptyMap[K comparable, V any](m map[K]V) map[K]V {
+	if m == nil {
+		return map[K]V{}
+	}
+	return m
+}
+
+// extensionView is what extension describe shows of an instance, as -o
+// json and yaml print it.
+type extensionView struct {
+	Name       string               `json:"name"`
+	Kind       string               `json:"kind"`
+	Settings   []extensionSetting   `json:"settings"`
+	Partitions []extensionPartition `json:"partitions"`
+}
+
+// extensionSetting is a setting's value and its source: set, or the
+// kind's default.
+type extensionSetting struct {
+	Name   string `json:"name"`
+	Value  string `json:"value"`
+	Source string `json:"source"`
 }
 
 func newExtensionDescribeCommand(f *extensionFlags, stdout io.Writer) *cobra.Command {
-	return &cobra.Command{
+	var o *output
+	cmd := &cobra.Command{
 		Use:   "describe NAME",
 		Short: "Show an extension instance: its kind, and each setting with its value and source",
 		Long: "Show an extension instance: its kind and every setting of the kind with its\n" +
@@ -245,8 +288,7 @@ func newExtensionDescribeCommand(f *extensionFlags, stdout io.Writer) *cobra.Com
 			if err := f.do(cmd.Context(), http.MethodGet, "/v1/extension-kinds", nil, http.StatusOK, &kinds); err != nil {
 				return err
 			}
-			fmt.Fprintf(stdout, "NAME  %s\nKIND  %s\n\n", e.Name, e.Kind)
-			rows := [][]string{{"SETTING", "VALUE", "SOURCE"}}
+			v := extensionView{Name: e.Name, Kind: e.Kind, Settings: []extensionSetting{}}
 			shown := map[string]bool{}
 			for _, k := range kinds.Kinds {
 				if k.Name != e.Kind {
@@ -254,37 +296,46 @@ func newExtensionDescribeCommand(f *extensionFlags, stdout io.Writer) *cobra.Com
 				}
 				for _, s := range k.Settings {
 					shown[s.Name] = true
-					if v, ok := e.Settings[s.Name]; ok {
-						rows = append(rows, []string{s.Name, v, "set"})
+					if val, ok := e.Settings[s.Name]; ok {
+						v.Settings = append(v.Settings, extensionSetting{s.Name, val, "set"})
 					} else if !s.Required {
-						rows = append(rows, []string{s.Name, s.Default, "default"})
+						v.Settings = append(v.Settings, extensionSetting{s.Name, s.Default, "default"})
 					}
 				}
 			}
 			for _, name := range slices.Sorted(maps.Keys(e.Settings)) {
 				if !shown[name] {
-					rows = append(rows, []string{name, e.Settings[name], "set"})
+					v.Settings = append(v.Settings, extensionSetting{name, e.Settings[name], "set"})
 				}
-			}
-			if err := printTable(stdout, rows); err != nil {
-				return err
 			}
 			// Each node processes the source partitions it leads: ask
 			// every node given.
-			parts := f.partitions(cmd.Context(), args[0])
-			if len(parts) == 0 {
-				return nil
-			}
-			fmt.Fprintln(stdout)
-			rows = [][]string{{"TOPIC", "PARTITION", "NODE", "STATE", "POSITION", "END", "LAG", "PROCESSED", "EMITTED", "RESTARTS", "REASON"}}
-			for _, p := range parts {
-				rows = append(rows, []string{p.Topic, strconv.Itoa(int(p.Partition)), strconv.Itoa(int(p.Node)), p.State,
-					strconv.FormatInt(p.Position, 10), strconv.FormatInt(p.End, 10), strconv.FormatInt(p.Lag, 10),
-					strconv.FormatInt(p.Processed, 10), strconv.FormatInt(p.Emitted, 10), strconv.FormatInt(p.Restarts, 10), p.Reason})
-			}
-			return printTable(stdout, rows)
+			v.Partitions = orEmpty(f.partitions(cmd.Context(), args[0]))
+			return o.write(stdout, v, func() error {
+				fmt.Fprintf(stdout, "NAME  %s\nKIND  %s\n\n", v.Name, v.Kind)
+				rows := [][]string{{"SETTING", "VALUE", "SOURCE"}}
+				for _, s := range v.Settings {
+					rows = append(rows, []string{s.Name, s.Value, s.Source})
+				}
+				if err := printTable(stdout, rows); err != nil {
+					return err
+				}
+				if len(v.Partitions) == 0 {
+					return nil
+				}
+				fmt.Fprintln(stdout)
+				rows = [][]string{{"TOPIC", "PARTITION", "NODE", "STATE", "POSITION", "END", "LAG", "PROCESSED", "EMITTED", "RESTARTS", "REASON"}}
+				for _, p := range v.Partitions {
+					rows = append(rows, []string{p.Topic, strconv.Itoa(int(p.Partition)), strconv.Itoa(int(p.Node)), p.State,
+						strconv.FormatInt(p.Position, 10), strconv.FormatInt(p.End, 10), strconv.FormatInt(p.Lag, 10),
+						strconv.FormatInt(p.Processed, 10), strconv.FormatInt(p.Emitted, 10), strconv.FormatInt(p.Restarts, 10), p.Reason})
+				}
+				return printTable(stdout, rows)
+			})
 		},
 	}
+	o = addOutputFlag(cmd)
+	return cmd
 }
 
 // partitions returns the source partitions of an instance that the nodes
@@ -330,7 +381,8 @@ func newExtensionDeleteCommand(f *extensionFlags, stdout io.Writer) *cobra.Comma
 }
 
 func newExtensionKindsCommand(f *extensionFlags, stdout io.Writer) *cobra.Command {
-	return &cobra.Command{
+	var o *output
+	cmd := &cobra.Command{
 		Use:   "kinds",
 		Short: "List the kinds of extension the node has, with their settings",
 		Args:  cobra.NoArgs,
@@ -341,27 +393,31 @@ func newExtensionKindsCommand(f *extensionFlags, stdout io.Writer) *cobra.Comman
 			if err := f.do(cmd.Context(), http.MethodGet, "/v1/extension-kinds", nil, http.StatusOK, &out); err != nil {
 				return err
 			}
-			if len(out.Kinds) == 0 {
-				fmt.Fprintln(stdout, "no kinds of extension")
-			}
-			for i, k := range out.Kinds {
-				if i > 0 {
-					fmt.Fprintln(stdout)
+			return o.write(stdout, orEmpty(out.Kinds), func() error {
+				if len(out.Kinds) == 0 {
+					fmt.Fprintln(stdout, "no kinds of extension")
 				}
-				fmt.Fprintf(stdout, "KIND %s: %s\n", k.Name, k.Doc)
-				rows := [][]string{{"SETTING", "DEFAULT", "REQUIRED", "DOC"}}
-				for _, s := range k.Settings {
-					req := ""
-					if s.Required {
-						req = "yes"
+				for i, k := range out.Kinds {
+					if i > 0 {
+						fmt.Fprintln(stdout)
 					}
-					rows = append(rows, []string{s.Name, s.Default, req, s.Doc})
+					fmt.Fprintf(stdout, "KIND %s: %s\n", k.Name, k.Doc)
+					rows := [][]string{{"SETTING", "DEFAULT", "REQUIRED", "DOC"}}
+					for _, s := range k.Settings {
+						req := ""
+						if s.Required {
+							req = "yes"
+						}
+						rows = append(rows, []string{s.Name, s.Default, req, s.Doc})
+					}
+					if err := printTable(stdout, rows); err != nil {
+						return err
+					}
 				}
-				if err := printTable(stdout, rows); err != nil {
-					return err
-				}
-			}
-			return nil
+				return nil
+			})
 		},
 	}
+	o = addOutputFlag(cmd)
+	return cmd
 }

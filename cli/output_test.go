@@ -202,3 +202,25 @@ func TestOutputTransactions(t *testing.T) {
 		t.Errorf("producer describe -o json, partition 1's producer: %+v", s)
 	}
 }
+
+// TestOutputExtensions: extension list, describe and kinds with -o json
+// show the instance created, its settings with their sources, and the
+// kinds the node has.
+func TestOutputExtensions(t *testing.T) {
+	n := startLoopback11(t)
+	addr, admin := n.Addr().String(), "--admin="+n.AdminAddr().String()
+	kinds := jsonOf[[]extensionKind](t, addr, "extension", "kinds", admin)
+	if !slices.ContainsFunc(kinds, func(k extensionKind) bool { return k.Name == cliKind && len(k.Settings) > 0 }) {
+		t.Errorf("extension kinds -o json lacks %s: %+v", cliKind, kinds)
+	}
+	ok(t, addr, "", "extension", "create", "mirror", "--kind", cliKind, "--set", "source.topics=orders", "--set", "target=t", admin)
+	listed := jsonOf[[]extensionListed](t, addr, "extension", "list", admin)
+	if len(listed) != 1 || listed[0].Name != "mirror" || listed[0].Kind != cliKind || listed[0].Settings["target"] != "t" {
+		t.Errorf("extension list -o json: %+v", listed)
+	}
+	v := jsonOf[extensionView](t, addr, "extension", "describe", "mirror", admin)
+	if v.Name != "mirror" || v.Kind != cliKind || v.Partitions == nil ||
+		!slices.Contains(v.Settings, extensionSetting{"target", "t", "set"}) || !slices.Contains(v.Settings, extensionSetting{"source.start", "earliest", "default"}) {
+		t.Errorf("extension describe -o json: %+v", v)
+	}
+}
