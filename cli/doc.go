@@ -1,7 +1,7 @@
 // Package cli is the skein command line: `skein node` runs a node; the other
 // subcommands are the command-line client (topic, group, txn, producer,
 // produce, consume, cluster, acl, user, quota) and the admin API commands (chaos,
-// extension).
+// extension); profile, version and completion serve the command line itself.
 // Main runs it; cmd/skein is the binary whose main calls Main and nothing
 // else.
 //
@@ -71,6 +71,32 @@
 //     does; the broker's NON_EMPTY_GROUP is shown, not pre-empted. What a
 //     share-partition holds in flight only its leader's admin API says
 //     (group describe --admin, GET /v1/share-partitions).
+//
+// # Settings, output and the shell
+//
+// Every client and admin API command resolves its settings in one order:
+// its flag, its environment variable (SKEIN_BROKERS, SKEIN_ADMIN,
+// SKEIN_TLS_CA, ...), --command-config (Kafka's client.properties,
+// profile.go), the profile --profile or SKEIN_PROFILE selects, or the
+// config file's current one (profiles.go: ~/.config/skein/config.yaml,
+// XDG_CONFIG_HOME, SKEIN_CONFIG_FILE), and the default. The files fill only
+// what the flags and the environment left unset (securityFlags.resolve,
+// once per command); the root's --profile is read through the command the
+// flags were bound to (securityFlags.bind). A profile file with a key it
+// may not have, or a selected profile that is not there, is a usage error.
+// skein profile manages the file, writing it 0600 (it may hold a
+// password).
+//
+// The commands that list and describe take -o text|json|yaml (output.go):
+// each builds one value of its answer, with json tags in snake_case and
+// numbers as numbers, prints it as json or yaml, or prints its text
+// tables from the same value. A command that fails for some of its names
+// prints the others and exits 1, in every format.
+//
+// skein version and --version print the version the Makefile links in
+// (-X cli.version, from git describe), else the build information's; skein
+// completion prints cobra's scripts, whose __complete calls back into run
+// with the same environment (profile names complete from the same file).
 //
 // # Admin API commands
 //

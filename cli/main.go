@@ -88,7 +88,8 @@ func newRootCommand(environ []string, stdin io.Reader, stdout, stderr io.Writer)
 			"consume, cluster, acl, user, quota (--brokers, or SKEIN_BROKERS, names the\n" +
 			"brokers to ask); chaos injects faults into a running cluster and extension\n" +
 			"manages its extension instances (--admin, or SKEIN_ADMIN, names a node's\n" +
-			"admin API).",
+			"admin API). --profile NAME (or SKEIN_PROFILE) takes the brokers, admin API, TLS\n" +
+			"and SASL settings from a profile of ~/.config/skein/config.yaml (skein profile).",
 		SilenceErrors: true, // run prints them
 		SilenceUsage:  true,
 		// skein completion is ours (completion.go), with only the shells
