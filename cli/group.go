@@ -42,10 +42,21 @@ var groupStates = func() map[string]string {
 	return m
 }()
 
+// groupListed is a group of group list, as -o json and yaml print it;
+// Members is null when the group could not be described.
+type groupListed struct {
+	Group        string `json:"group"`
+	Type         string `json:"type,omitempty"`
+	State        string `json:"state,omitempty"`
+	ProtocolType string `json:"protocol_type,omitempty"`
+	Members      *int   `json:"members"`
+}
+
 func newGroupListCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
 	var (
 		states []string
 		types  []string
+		out    *output
 	)
 	cmd := &cobra.Command{
 		Use:     "list",
@@ -145,20 +156,32 @@ func newGroupListCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {
 				for g, d := range described {
 					counts[g] = len(d.Members)
 				}
-				rows := [][]string{{"GROUP", "TYPE", "STATE", "PROTOCOL-TYPE", "MEMBERS"}}
+				groups := []groupListed{}
 				for _, g := range listed.Sorted() {
-					members := "-"
+					l := groupListed{Group: g.Group, Type: g.GroupType, State: g.State, ProtocolType: g.ProtocolType}
 					if n, ok := counts[g.Group]; ok {
-						members = strconv.Itoa(n)
+						l.Members = &n
 					}
-					rows = append(rows, []string{g.Group, orDash(g.GroupType), orDash(g.State), orDash(g.ProtocolType), members})
+					groups = append(groups, l)
 				}
-				return printTable(stdout, rows)
+				return out.write(stdout, groups, func() error {
+					rows := [][]string{{"GROUP", "TYPE", "STATE", "PROTOCOL-TYPE", "MEMBERS"}}
+					for _, g := range groups {
+						members := "-"
+						if g.Members != nil {
+							members = strconv.Itoa(*g.Members)
+						}
+						rows = append(rows, []string{g.Group, orDash(g.Type), orDash(g.State), orDash(g.ProtocolType), members})
+					}
+					return printTable(stdout, rows)
+				})
 			})
 		},
 	}
 	cmd.Flags().StringSliceVar(&states, "state", nil, "keep the groups in these states (comma-separated or repeated)")
 	cmd.Flags().StringSliceVar(&types, "type", nil, "keep the groups of these types: classic, consumer, share, streams")
+	_ = cmd.RegisterFlagCompletionFunc("type", completeValues("classic", "consumer", "share", "streams"))
+	out = addOutputFlag(cmd)
 	return cmd
 }
 

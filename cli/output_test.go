@@ -224,3 +224,15 @@ func TestOutputExtensions(t *testing.T) {
 		t.Errorf("extension describe -o json: %+v", v)
 	}
 }
+
+// TestOutputGroupList: group list -o json shows a group with committed
+// offsets and no members.
+func TestOutputGroupList(t *testing.T) {
+	addr := startLoopback11(t).Addr().String()
+	ok(t, addr, "", "topic", "create", "orders")
+	ok(t, addr, "", "group", "seek", "billing", "--to", "start", "--topics", "orders", "--execute")
+	groups := jsonOf[[]groupListed](t, addr, "group", "list")
+	if len(groups) != 1 || groups[0].Group != "billing" || groups[0].State != "Empty" || groups[0].Members == nil || *groups[0].Members != 0 {
+		t.Errorf("group list -o json: %+v", groups)
+	}
+}
