@@ -173,6 +173,12 @@ func (r *remoteEnds) get(n *Node, want map[topicPartition]bool, into map[topicPa
 // Called with r.mu held.
 func (r *remoteEnds) ask(n *Node, want map[topicPartition]bool) {
 	r.at = time.Now()
+	if !n.serving.Load() {
+		// NB: not before the Kafka listener serves, whom the client
+		// would dial, nor once Stop began: Stop closes the client before
+		// the admin listener, and one made after would never close.
+		return
+	}
 	adm, err := n.extClient.client()
 	if err != nil {
 		r.log.Event(n.log.Warn()).Err(err).Msg("consumer lag: no client to ask other nodes for end offsets")
