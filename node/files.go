@@ -77,7 +77,7 @@ func newSyncer(dataDir string, disk *diskFault) (*partition.Syncer, error) {
 	}
 	syncFS := func() error {
 		var serr error
-		if err := raw.Control(func(fd uintptr) { serr = unix.Syncfs(int(fd)) }); err != nil {
+		if err := raw.Control(func(fd uintptr) { serr = syncfs(int(fd)) }); err != nil {
 			return err
 		}
 		return serr

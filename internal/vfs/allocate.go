@@ -40,7 +40,7 @@ func Preallocate(f File, off, n int64) error {
 	var ferr error
 	err = raw.Control(func(fd uintptr) {
 		for {
-			ferr = unix.Fallocate(int(fd), unix.FALLOC_FL_KEEP_SIZE, off, n)
+			ferr = fallocateKeepSize(int(fd), off, n)
 			if ferr != unix.EINTR {
 				return
 			}
