@@ -96,6 +96,26 @@ func permCases(t *testing.T, s *permSuite) []permCase {
 			shows: func(resp kmsg.Response) int {
 				return count(resp.(*kmsg.MetadataResponse).Topics, func(t kmsg.MetadataResponseTopic) bool { return t.Topic != nil && *t.Topic == permTopic })
 			}},
+		{key: 75, topic: permTopic, describe: true,
+			build: func(topic string) kmsg.Request {
+				r := kmsg.NewPtrDescribeTopicPartitionsRequest()
+				r.ResponsePartitionLimit = 10
+				r.Topics = []kmsg.DescribeTopicPartitionsRequestTopic{{Topic: topic}}
+				return r
+			},
+			denied: topicDenied},
+		{key: 75, name: "all", topic: permTopic, describe: true,
+			// Of all topics, those alice may DESCRIBE.
+			build: func(string) kmsg.Request {
+				r := kmsg.NewPtrDescribeTopicPartitionsRequest()
+				r.ResponsePartitionLimit = 2000
+				return r
+			},
+			shows: func(resp kmsg.Response) int {
+				return count(resp.(*kmsg.DescribeTopicPartitionsResponse).Topics, func(t kmsg.DescribeTopicPartitionsResponseTopic) bool {
+					return t.Topic != nil && *t.Topic == permTopic
+				})
+			}},
 		{key: 8, topic: permTopic, group: permGroup, version: 9, // v10 names topics by id
 			// A simple commit (no member, generation -1) of offset 2.
 			build: func(topic string) kmsg.Request {

@@ -101,6 +101,7 @@ var permissions = map[int16][]access{
 	78: {{read, groupResource}, {read, topicResource}},                                                           // ShareFetch
 	79: {{read, groupResource}, {read, topicResource}},                                                           // ShareAcknowledge
 	74: {{describeConfigs, clusterResource}},                                                                     // ListConfigResources
+	75: {{describe, topicResource}},                                                                              // DescribeTopicPartitions
 	83: {{clusterAction, clusterResource}},                                                                       // InitializeShareGroupState
 	84: {{clusterAction, clusterResource}},                                                                       // ReadShareGroupState
 	85: {{clusterAction, clusterResource}},                                                                       // WriteShareGroupState

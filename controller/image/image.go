@@ -208,6 +208,13 @@ type Partition struct {
 	// adding replica is in the ISR, the removing ones go.
 	Adding   []int32 `msgpack:",omitempty"`
 	Removing []int32 `msgpack:",omitempty"`
+	// ELR are the eligible leader replicas (KIP-966): replicas out of the
+	// ISR that still hold every committed record, because they left it
+	// only when it shrank below min.insync.replicas, and so may lead.
+	// LastKnownELR are the ELR members fenced while the ISR was empty,
+	// kept for an operator's unclean recovery.
+	ELR          []int32 `msgpack:",omitempty"`
+	LastKnownELR []int32 `msgpack:",omitempty"`
 }
 
 // Extension is an extension instance: a name, the kind of extension it

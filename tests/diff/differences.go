@@ -157,8 +157,6 @@ var differences = slices.Concat([]Intended{
 			Reason: "Skein's brokers are its controller quorum's static voters (controller.quorum.voters): there is no broker registration to remove"},
 		{Case: "TestApiVersions/*", Path: "ApiKeys[*RaftVoter]", Skein: absent,
 			Reason: "Skein's controller quorum is static (controller.quorum.voters), not KIP-853's dynamic quorum"},
-		{Case: "TestApiVersions/*", Path: "ApiKeys[DescribeTopicPartitions]", Skein: absent,
-			Reason: "not implemented: KIP-966's paged describe; clients fall back to Metadata, which Skein serves"},
 		{Case: "TestApiVersions/*", Path: "*Features[metadata.version]", Skein: absent,
 			Reason: "metadata.version versions Kafka's own metadata log records; Skein's controller log is its own format, which no client reads"},
 		{Case: "TestApiVersions/*", Path: "SupportedFeatures[kraft.version]", Skein: absent,
