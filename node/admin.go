@@ -59,7 +59,12 @@ package node
 //	  skein_partition_lso_lag_offsets{topic,partition}  high watermark minus last stable offset, on the leader
 //	  skein_isr_shrinks_total, skein_isr_expands_total, skein_replication_bytes_in_total,
 //	  skein_replication_bytes_out_total, skein_follower_lag_offsets{topic,partition,replica},
-//	  skein_follower_lag_seconds{topic,partition,replica}
+//	  skein_follower_lag_seconds{topic,partition,replica},
+//	  skein_replication_throttled_bytes_total{side}   record bytes of throttled replicas (KIP-73) counted against
+//	                                             leader.replication.throttled.rate (side="leader") or
+//	                                             follower.replication.throttled.rate (side="follower")
+//	  skein_replication_throttled_partitions_total{side}  partitions held back because that rate was exceeded:
+//	                                             answered without records (leader), left out of a fetch (follower)
 //	Actors (actors/tree.go), by kind: the Go type of the actor, or the kind it names
 //	  skein_actors{kind}                         live actors
 //	  skein_actor_mailbox_length{kind}           messages queued, summed over the kind's actors
@@ -366,12 +371,17 @@ var (
 		"Record bytes this node's leaders served to followers on other nodes.", nil, nil)
 	followerLagOffsetsDesc = prometheus.NewDesc("skein_follower_lag_offsets",
 		"How far a follower's last fetch was behind the end of a partition this node leads.", []string{"topic", "partition", "replica"}, nil)
+	replicationThrottledBytesDesc = prometheus.NewDesc("skein_replication_throttled_bytes_total",
+		"Record bytes of throttled replicas (KIP-73) counted against this node's leader.replication.throttled.rate (side=leader) or follower.replication.throttled.rate (side=follower).", []string{"side"}, nil)
+	replicationThrottledPartitionsDesc = prometheus.NewDesc("skein_replication_throttled_partitions_total",
+		"Partitions held back because this node's replication rate was exceeded: answered without records (side=leader), left out of a fetch (side=follower).", []string{"side"}, nil)
 	followerLagSecondsDesc = prometheus.NewDesc("skein_follower_lag_seconds",
 		"Seconds since a follower of a partition this node leads was last caught up (it leaves the ISR past replica.lag.time.max.ms).", []string{"topic", "partition", "replica"}, nil)
 )
 
 func (c replicationCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{isrShrinksDesc, isrExpandsDesc, replicationBytesInDesc, replicationBytesOutDesc, followerLagOffsetsDesc, followerLagSecondsDesc} {
+	for _, d := range []*prometheus.Desc{isrShrinksDesc, isrExpandsDesc, replicationBytesInDesc, replicationBytesOutDesc, followerLagOffsetsDesc, followerLagSecondsDesc,
+		replicationThrottledBytesDesc, replicationThrottledPartitionsDesc} {
 		ch <- d
 	}
 }
@@ -381,6 +391,11 @@ func (c replicationCollector) Collect(ch chan<- prometheus.Metric) {
 	for d, v := range map[*prometheus.Desc]uint64{isrShrinksDesc: s.ISRShrinks.Load(), isrExpandsDesc: s.ISRExpands.Load(),
 		replicationBytesInDesc: s.BytesIn.Load(), replicationBytesOutDesc: s.BytesOut.Load()} {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v))
+	}
+	q := c.n.registry.Quotas()
+	for side, quota := range map[string]*partition.Quota{"leader": &q.Leader, "follower": &q.Follower} {
+		ch <- prometheus.MustNewConstMetric(replicationThrottledBytesDesc, prometheus.CounterValue, float64(quota.Bytes.Load()), side)
+		ch <- prometheus.MustNewConstMetric(replicationThrottledPartitionsDesc, prometheus.CounterValue, float64(quota.Held.Load()), side)
 	}
 	now := time.Now()
 	for _, h := range c.n.registry.All() {

@@ -114,6 +114,9 @@ func (m *metadataActor) apply(c actor.Context, im *image.Image) {
 	// WithDynamic still applies every valid one, which is the best this
 	// node can do.
 	node, _ := m.node.WithDynamic(im.BrokerConfigs, im.PerBrokerConfigs[m.node.NodeID])
+	// KIP-73's rates apply at once; the throttled replicas come with each
+	// partition's config.
+	m.registry.Quotas().SetRates(node.ReplicationThrottle, time.Now())
 	want := map[partition.Key]image.TopicID{}
 	follow := &partition.Follow{Leaders: map[int32]partition.Followed{}}
 	me := m.node.NodeID

@@ -148,7 +148,11 @@ type fetcher struct {
 	// asked are the partitions of the fetch under way, by topic id and
 	// partition, with the positions it asked from.
 	asked map[askedKey]asked
-	conn  *leaderConn
+	// leaderHW is each partition's high watermark at the leader, from the
+	// last answer: a follower whose end is below it is not in sync, and
+	// may be throttled (KIP-73, throttle.go).
+	leaderHW map[Key]int64
+	conn     *leaderConn
 	// buf is the buffer for the next answer; inUse the one of the answer
 	// being applied.
 	buf, inUse []byte
@@ -261,8 +265,10 @@ func (f *fetcher) done(c actor.Context) {
 }
 
 // fetch sends the next fetch unless one is under way. Partitions that
-// wait for newer metadata, or follow another leader now, are left out;
-// with none left it looks again after a pause.
+// wait for newer metadata, or follow another leader now, are left out, and
+// so are the throttled ones behind their leader while the node's follower
+// quota is exceeded (throttle.go); with none left it looks again after a
+// pause.
 func (f *fetcher) fetch(c actor.Context) {
 	if f.busy || len(f.partitions) == 0 {
 		return // under way, or idle until the next following
@@ -278,6 +284,7 @@ func (f *fetcher) fetch(c actor.Context) {
 	if f.asked == nil {
 		f.asked = map[askedKey]asked{}
 	}
+	quota, now := &f.cfg.Registry.Quotas().Follower, time.Now()
 	for _, k := range f.partitions {
 		h := f.cfg.Registry.Get(k.Topic, k.Partition)
 		if h == nil {
@@ -285,6 +292,9 @@ func (f *fetcher) fetch(c actor.Context) {
 		}
 		v := h.View()
 		if v == nil || v.Follow == nil || v.Follow.Leader != f.leader || v.Log == nil {
+			continue
+		}
+		if f.throttled(k, v) && quota.Exceeded(now) && quota.hold() {
 			continue
 		}
 		if t := len(req.Topics) - 1; t < 0 || req.Topics[t].TopicID != h.TopicID {
@@ -358,6 +368,7 @@ func (f *fetcher) apply(c actor.Context, m *fetchAnswer) {
 	}
 	root, self, seq := c.ActorSystem().Root, c.Self(), f.seq
 	failed, answered := 0, 0
+	var throttledBytes int64
 	for _, t := range m.resp.Topics {
 		for i := range t.Partitions {
 			fp := &t.Partitions[i]
@@ -374,6 +385,15 @@ func (f *fetcher) apply(c actor.Context, m *fetchAnswer) {
 			if h == nil {
 				continue
 			}
+			if ke == nil {
+				if f.leaderHW == nil {
+					f.leaderHW = map[Key]int64{}
+				}
+				f.leaderHW[a.key] = fp.HighWatermark
+			}
+			if v := h.View(); v != nil && v.Config.FollowerReplicationThrottledReplicas.Throttles(a.key.Partition, f.cfg.Origin.Node) {
+				throttledBytes += int64(len(fp.RecordBatches))
+			}
 			if v := h.View(); len(fp.RecordBatches) == 0 && ke == nil && fp.DivergingEpoch.EndOffset < 0 && v != nil && v.Log != nil &&
 				fp.HighWatermark <= v.Log.HighWatermark && fp.LogStartOffset <= v.Log.LogStartOffset {
 				continue // nothing new for it
@@ -385,6 +405,7 @@ func (f *fetcher) apply(c actor.Context, m *fetchAnswer) {
 				Done: func() { root.Send(self, &replicated{seq: seq}) }})
 		}
 	}
+	f.cfg.Registry.Quotas().Follower.Record(throttledBytes, time.Now())
 	// Every partition failed (a leader taking over, storage errors): the
 	// leader answered at once, and would again; the next fetch pauses.
 	f.pause = failed == answered
@@ -392,6 +413,18 @@ func (f *fetcher) apply(c actor.Context, m *fetchAnswer) {
 		f.buf, f.inUse = f.inUse, nil
 		f.done(c)
 	}
+}
+
+// throttled reports whether the follower quota applies to partition k:
+// its follower.replication.throttled.replicas names this node, and it is
+// not in sync, its end below the leader's last high watermark (unknown
+// before the first answer, as Kafka's fetch state's lag).
+func (f *fetcher) throttled(k Key, v *View) bool {
+	if !v.Config.FollowerReplicationThrottledReplicas.Throttles(k.Partition, f.cfg.Origin.Node) {
+		return false
+	}
+	hw, known := f.leaderHW[k]
+	return !known || v.Follow.FetchOffset < hw
 }
 
 // after sends msg to the fetcher after d, replacing any timer set before.

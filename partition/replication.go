@@ -1,6 +1,9 @@
 package partition
 
 import (
+	"slices"
+	"time"
+
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -43,6 +46,12 @@ type FollowerRead struct {
 	DivergingEpoch                int32 // -1 when the logs agree
 	DivergingEnd                  int64
 	Records                       store.Slice
+	// Throttled says the partition's leader.replication.throttled.replicas
+	// names this leader: its records count against the leader quota
+	// (ReplicationQuotas). Held says they were held back, the quota being
+	// exceeded and the follower outside the ISR: no records, and not
+	// Ready for the sake of them.
+	Throttled, Held bool
 	// Handle and View are the partition and the view read, for the
 	// caller to wait on; nil when this node does not lead it.
 	Handle *Handle
@@ -53,6 +62,9 @@ type FollowerRead struct {
 // it has records, an error or a divergence, or tells the follower of a
 // higher high watermark.
 func (r *FollowerRead) Ready(p FollowerPosition) bool {
+	if r.Held {
+		return false // an error or a divergence is never held
+	}
 	return r.Err != nil || r.DivergingEpoch >= 0 || r.Records.Size > 0 || r.HighWatermark > p.HighWatermark
 }
 
@@ -61,7 +73,10 @@ func (r *FollowerRead) Ready(p FollowerPosition) bool {
 // (minOne: at least one batch, however large). first says whether this
 // is the fetch's first read: only then does the partition's actor hear of
 // the follower's position (FollowerFetched), which is the leader's account
-// of its followers, and so of the high watermark and the ISR.
+// of its followers, and so of the high watermark and the ISR. A partition
+// the leader throttles (throttle.go) is read only while the node's leader
+// quota is not exceeded or the follower is in the ISR; the caller records
+// what it serves of Throttled partitions with RecordLeader.
 func (r *Registry) ReadForFollower(im *image.Image, node, follower int32, p FollowerPosition, maxBytes int64, minOne, first bool, root *actor.RootContext) FollowerRead {
 	out := FollowerRead{HighWatermark: -1, LogStartOffset: -1, DivergingEpoch: -1, DivergingEnd: -1}
 	h, v, err := r.Led(im, node, p.Topic, p.Partition)
@@ -95,6 +110,11 @@ func (r *Registry) ReadForFollower(im *image.Image, node, follower int32, p Foll
 	if maxBytes <= 0 && !minOne {
 		return out
 	}
+	out.Throttled = v.Config.LeaderReplicationThrottledReplicas.Throttles(p.Partition, node)
+	if out.Throttled && !slices.Contains(v.State.ISR, follower) && r.quotas.Leader.Exceeded(time.Now()) {
+		out.Held = r.quotas.Leader.hold()
+		return out
+	}
 	sl, rerr := lv.Read(p.FetchOffset, store.ReadOptions{MaxBytes: max(maxBytes, 0), MaxOffset: lv.LogEndOffset, MinOneBatch: minOne})
 	if rerr != nil {
 		out.Err = kerr.KafkaStorageError
@@ -102,6 +122,18 @@ func (r *Registry) ReadForFollower(im *image.Image, node, follower int32, p Foll
 	}
 	out.Records = sl
 	return out
+}
+
+// RecordLeader records against the leader quota the records an answer to
+// a follower's fetch serves of throttled partitions (FollowerRead.Throttled).
+func (r *Registry) RecordLeader(reads []FollowerRead) {
+	var n int64
+	for i := range reads {
+		if reads[i].Throttled {
+			n += reads[i].Records.Size
+		}
+	}
+	r.quotas.Leader.Record(n, time.Now())
 }
 
 // leadsInImage reports whether im makes node the leader of p's partition

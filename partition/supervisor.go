@@ -29,6 +29,7 @@ type Registry struct {
 	mu      sync.RWMutex
 	m       map[Key]*Handle
 	changed chan struct{} // closed and replaced at every change
+	quotas  ReplicationQuotas
 }
 
 // NewRegistry returns an empty registry.

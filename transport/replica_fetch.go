@@ -23,6 +23,11 @@ package transport
 //   - Faults injected on the link to the follower (actors.Links, by its
 //     remoting address) apply: a dropped fetch is not answered at all, a
 //     delayed one is answered late.
+//   - Replication throttling (KIP-73, partition/throttle.go): a partition
+//     whose leader.replication.throttled.replicas names this node, fetched
+//     by a follower outside its ISR while this node's
+//     leader.replication.throttled.rate is exceeded, is answered without
+//     records; the records served of such partitions count against it.
 //   - No sessions: every replica fetch is a full one.
 //
 // The records go out as a client's do (fetchResponse): from the segment
@@ -143,6 +148,9 @@ func (a *API) followerAnswer(req *kmsg.FetchRequest, wants []followerWant, reads
 	}
 	if a.Replication != nil {
 		a.Replication.BytesOut.Add(uint64(sent))
+	}
+	if a.Partitions != nil {
+		a.Partitions.RecordLeader(reads)
 	}
 	return fr
 }
