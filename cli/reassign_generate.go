@@ -44,9 +44,11 @@ func withReassignPlans(flags *clientFlags, stdout io.Writer, cmd *cobra.Command)
 		generate bool
 		onto     []int32
 		planFile string
+		throttle int64
+		verify   bool
 	)
 	args, run := cmd.Args, cmd.RunE
-	cmd.Use = "reassign (NAME -p N,... (--replicas B,... | --cancel) | --generate --broker-ids B,... NAME... | --plan FILE)"
+	cmd.Use = "reassign (NAME -p N,... (--replicas B,... | --cancel) | --generate --broker-ids B,... NAME... | --plan FILE [--throttle B/S] | --verify --plan FILE)"
 	cmd.Long += "\n\n" +
 		"--generate prints a plan moving every partition of the topics NAME... onto the\n" +
 		"brokers --broker-ids, as kafka-reassign-partitions --generate: each partition\n" +
@@ -58,18 +60,32 @@ func withReassignPlans(flags *clientFlags, stdout io.Writer, cmd *cobra.Command)
 		"prints both as {\"current\",\"proposed\"}. Nothing is changed.\n\n" +
 		"--plan FILE executes such a plan (the proposed one saved to a file, or\n" +
 		"Kafka's own), as kafka-reassign-partitions --execute; `skein topic\n" +
-		"reassignments` follows it."
+		"reassignments` follows it. With --throttle B/S it first throttles the\n" +
+		"replication it causes (KIP-73), as kafka-reassign-partitions --throttle: each\n" +
+		"moving partition's current replicas go into its topic's\n" +
+		"leader.replication.throttled.replicas and its added ones into\n" +
+		"follower.replication.throttled.replicas (partition:broker pairs, replacing the\n" +
+		"lists there), and every broker of either gets leader.replication.throttled.rate\n" +
+		"and follower.replication.throttled.rate of B/S. Replicas in sync are never\n" +
+		"throttled.\n\n" +
+		"--verify --plan FILE reports each partition of the plan as complete, in\n" +
+		"progress or not as planned, and once none is in progress removes the throttle:\n" +
+		"the two rates on every broker and the two lists on the plan's topics, as\n" +
+		"kafka-reassign-partitions --verify does. Run it until it says so."
 	cmd.Example += "\n  skein topic reassign --generate --broker-ids 1,2,3 orders audit\n" +
-		"  skein topic reassign --plan plan.json"
+		"  skein topic reassign --plan plan.json --throttle 50000000\n" +
+		"  skein topic reassign --verify --plan plan.json"
 	out := addOutputFlag(cmd)
 	cmd.Flags().BoolVar(&generate, "generate", false, "print a plan moving the topics' partitions onto --broker-ids")
 	cmd.Flags().Int32SliceVar(&onto, "broker-ids", nil, "with --generate, the brokers to move the partitions onto")
 	cmd.Flags().StringVar(&planFile, "plan", "", "execute a plan in kafka-reassign-partitions' JSON")
+	cmd.Flags().Int64Var(&throttle, "throttle", -1, "with --plan, throttle the replication the plan causes to this many bytes/s per broker (KIP-73)")
+	cmd.Flags().BoolVar(&verify, "verify", false, "with --plan, report the plan's progress, and remove the throttle once it is complete")
 	cmd.Args = func(c *cobra.Command, a []string) error {
 		switch {
 		case generate:
 			return cobra.MinimumNArgs(1)(c, a)
-		case planFile != "":
+		case planFile != "" || verify || c.Flags().Changed("throttle"):
 			return cobra.NoArgs(c, a)
 		}
 		return args(c, a)
@@ -85,6 +101,12 @@ func withReassignPlans(flags *clientFlags, stdout io.Writer, cmd *cobra.Command)
 		switch {
 		case generate && planFile != "":
 			return usageError("give --generate or --plan, not both")
+		case (verify || c.Flags().Changed("throttle")) && planFile == "":
+			return usageError("--throttle and --verify go with --plan FILE")
+		case verify && c.Flags().Changed("throttle"):
+			return usageError("give --throttle (with the plan's execution) or --verify, not both")
+		case c.Flags().Changed("throttle") && throttle < 0:
+			return usageError("--throttle: a rate in bytes/s, at least 0")
 		case generate:
 			if len(onto) == 0 {
 				return usageError("--generate needs --broker-ids: the brokers to move the partitions onto")
@@ -111,6 +133,23 @@ func withReassignPlans(flags *clientFlags, stdout io.Writer, cmd *cobra.Command)
 				return usageError(fmt.Sprintf("--plan %s: not a plan of kafka-reassign-partitions' JSON, version 1 (%v)", planFile, err))
 			}
 			return flags.withAdmin(c, func(ctx context.Context, adm *kadm.Client) error {
+				switch {
+				case verify:
+					v, err := verifyReassignment(ctx, adm, plan)
+					if err != nil {
+						return err
+					}
+					return out.write(stdout, v, func() error { return printVerification(stdout, v) })
+				case throttle >= 0:
+					current, err := currentAssignment(ctx, adm, plan)
+					if err != nil {
+						return err
+					}
+					if err := applyThrottle(ctx, adm, planThrottle(plan, current, throttle), stdout); err != nil {
+						return err
+					}
+					fmt.Fprintln(stdout, "Run `skein topic reassign --verify --plan FILE` until the reassignment completes, to remove the throttle.")
+				}
 				return executeReassignment(ctx, adm, plan, stdout)
 			})
 		}

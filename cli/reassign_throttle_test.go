@@ -1,0 +1,174 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skeinlog/skein/configs"
+)
+
+// TestPlanThrottle: as kafka-reassign-partitions, a moving partition's
+// current replicas are leader-throttled, its added ones follower-throttled,
+// and the rate goes on every broker of either; a partition that does not
+// move is left alone.
+func TestPlanThrottle(t *testing.T) {
+	plan := reassignmentPlan{Version: 1, Partitions: []plannedAssignment{
+		{Topic: "a", Partition: 0, Replicas: []int32{1, 3}},
+		{Topic: "a", Partition: 1, Replicas: []int32{2, 4}},
+		{Topic: "b", Partition: 0, Replicas: []int32{5}},
+	}}
+	current := map[string]map[int32][]int32{"a": {0: {1, 2}, 1: {2, 1}}, "b": {0: {5}}}
+	th := planThrottle(plan, current, 100)
+	want := reassignmentThrottle{
+		Leader:   map[string]string{"a": "0:1,0:2,1:2,1:1"},
+		Follower: map[string]string{"a": "0:3,1:4"},
+		Brokers:  []int32{1, 2, 3, 4},
+		Rate:     100,
+	}
+	if fmt.Sprint(th) != fmt.Sprint(want) {
+		t.Fatalf("planThrottle = %+v, want %+v", th, want)
+	}
+	for _, l := range []string{th.Leader["a"], th.Follower["a"]} {
+		if err := configs.ValidThrottledReplicas(l); err != nil {
+			t.Errorf("%q: %v", l, err)
+		}
+	}
+}
+
+// TestTopicReassignThrottle: on two nodes, --plan with --throttle sets
+// KIP-73's configs (each moving partition's current replicas as
+// leader.replication.throttled.replicas, its new one as
+// follower.replication.throttled.replicas, both rates on both brokers)
+// before reassigning; --verify, once the partition is on both, says it is
+// complete and removes them all.
+func TestTopicReassignThrottle(t *testing.T) {
+	cluster := func() string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		return ln.Addr().String()
+	}
+	c1, c2 := cluster(), cluster()
+	voters := "1@" + c1
+	addr := startNode(t, func(cfg *configs.Node) {
+		cfg.ControllerQuorumVoters, cfg.ClusterListen, cfg.ClusterAdvertise = voters, c1, c1
+	})
+	startNode(t, func(cfg *configs.Node) {
+		cfg.NodeID, cfg.ProcessRoles = 2, "broker"
+		cfg.ControllerQuorumVoters, cfg.ClusterListen, cfg.ClusterAdvertise = voters, c2, c2
+	})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for {
+		if m, err := adm.BrokerMetadata(ctx); err == nil && len(m.Brokers) == 2 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("node 2 never registered")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	ok(t, addr, "", "topic", "create", "moving", "-p", "1", "-r", "1")
+	ok(t, addr, "a\nb\nc\n", "produce", "moving")
+	topics, err := adm.ListTopics(ctx, "moving")
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := topics["moving"].Partitions[0].Replicas[0]
+	to := 3 - from
+	file := filepath.Join(t.TempDir(), "plan.json")
+	plan := fmt.Sprintf(`{"version":1,"partitions":[{"topic":"moving","partition":0,"replicas":[%d,%d]}]}`, from, to)
+	if err := os.WriteFile(file, []byte(plan), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := ok(t, addr, "", "topic", "reassign", "--plan", file, "--throttle", "10000000")
+	if !strings.Contains(out, "throttle limit was set to 10000000 B/s on brokers [1,2]") || !strings.Contains(out, "moving-0: reassigning to") {
+		t.Fatalf("reassign --plan --throttle:\n%s", out)
+	}
+	topicConfig := func(key string) string {
+		rc, err := adm.DescribeTopicConfigs(ctx, "moving")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range rc[0].Configs {
+			if e.Key == key && e.Source == kmsg.ConfigSourceDynamicTopicConfig {
+				return e.MaybeValue()
+			}
+		}
+		return ""
+	}
+	brokerConfig := func(b int32, key string) string {
+		rc, err := adm.DescribeBrokerConfigs(ctx, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range rc[0].Configs {
+			if e.Key == key {
+				return e.MaybeValue()
+			}
+		}
+		return ""
+	}
+	if l, f := topicConfig("leader.replication.throttled.replicas"), topicConfig("follower.replication.throttled.replicas"); l != fmt.Sprintf("0:%d", from) || f != fmt.Sprintf("0:%d", to) {
+		t.Fatalf("throttled replicas: leader %q, follower %q", l, f)
+	}
+	for _, b := range []int32{1, 2} {
+		for _, k := range []string{"leader.replication.throttled.rate", "follower.replication.throttled.rate"} {
+			if v := brokerConfig(b, k); v != "10000000" {
+				t.Fatalf("broker %d: %s = %q", b, k, v)
+			}
+		}
+	}
+	// --verify keeps the throttle while in progress and removes it once
+	// complete.
+	var v verification
+	for {
+		decodeJSON(t, ok(t, addr, "", "topic", "reassign", "--verify", "--plan", file, "-o", "json"), &v)
+		if v.ThrottlesCleared {
+			break
+		}
+		if v.Partitions[0].State != reassignmentInProgress || topicConfig("leader.replication.throttled.replicas") == "" {
+			t.Fatalf("verify before completion: %+v", v)
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the reassignment never completed: %+v", v)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if p := v.Partitions[0]; p.State != reassignmentComplete || !slices.Equal(p.Replicas, []int32{from, to}) {
+		t.Fatalf("verify: %+v", v)
+	}
+	if l, f := topicConfig("leader.replication.throttled.replicas"), topicConfig("follower.replication.throttled.replicas"); l != "" || f != "" {
+		t.Fatalf("throttled replicas after --verify: leader %q, follower %q", l, f)
+	}
+	for _, b := range []int32{1, 2} {
+		if v := brokerConfig(b, "leader.replication.throttled.rate"); v != "9223372036854775807" {
+			t.Fatalf("broker %d's rate after --verify: %q", b, v)
+		}
+	}
+	out = ok(t, addr, "", "topic", "reassign", "--verify", "--plan", file)
+	if !strings.Contains(out, "Reassignment of partition moving-0 is completed.") || !strings.Contains(out, "Throttles removed") {
+		t.Fatalf("verify:\n%s", out)
+	}
+	fails(t, addr, 2, "--throttle and --verify go with --plan FILE", "", "topic", "reassign", "--verify")
+	fails(t, addr, 2, "not both", "", "topic", "reassign", "--verify", "--plan", file, "--throttle", "1")
+}
