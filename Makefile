@@ -23,7 +23,7 @@ LDFLAGS  = -X github.com/skeinlog/skein/cli.version=$(VERSION) -X github.com/ske
 # (/usr/local/bin/skein: on PATH; PREFIX=$HOME/.local for yourself alone).
 PREFIX  ?= /usr/local
 
-.PHONY: build install run test diff bench bench-broker fuzz lint generate clean
+.PHONY: build install run test diff bench bench-broker fuzz lint generate release image clean
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/skein ./cmd/skein
@@ -86,6 +86,34 @@ PROTOC_GEN_GO_VERSION ?= $(shell $(GO) list -m -f '{{.Version}}' google.golang.o
 generate:
 	GOBIN=$(CURDIR)/bin $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
 	cd actors && protoc --plugin=protoc-gen-go=$(CURDIR)/bin/protoc-gen-go --go_out=. --go_opt=paths=source_relative frame.proto
+
+# make release: for each of RELEASE_PLATFORMS a statically linked skein
+# (CGO_ENABLED=0) in dist/skein-$(VERSION)-OS-ARCH.tar.gz, with README.md,
+# LICENSE when there is one, and deploy/skein.service and skein.yaml; and
+# dist/SHA256SUMS (`cd dist && sha256sum -c SHA256SUMS`). The archives
+# hold the files under skein-$(VERSION)-OS-ARCH/, owned by root, dated at
+# the last commit and sorted, so that the same commit and Go give the same
+# bytes (GNU tar).
+RELEASE_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+release:
+	@set -e; rm -rf dist; mkdir -p dist; \
+	mtime=$$(git log -1 --format=%ct 2>/dev/null || date +%s); \
+	for p in $(RELEASE_PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; name=skein-$(VERSION)-$$os-$$arch; \
+		echo "release: $$name.tar.gz"; mkdir -p dist/$$name; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o dist/$$name/skein ./cmd/skein; \
+		cp README.md deploy/skein.service deploy/skein.yaml dist/$$name/; \
+		if [ -f LICENSE ]; then cp LICENSE dist/$$name/; fi; \
+		tar -C dist --sort=name --owner=0 --group=0 --numeric-owner --mtime=@$$mtime -cf - $$name | gzip -9n >dist/$$name.tar.gz; \
+		rm -rf dist/$$name; \
+	done; \
+	cd dist && sha256sum skein-*.tar.gz >SHA256SUMS && cat SHA256SUMS
+
+# make image: the container image skein:$(VERSION) and skein:latest from
+# deploy/Containerfile, with podman (or buildah, or docker), downloading
+# nothing (deploy/build-image.sh; tests/image/run.sh checks it).
+image:
+	GO=$(GO) VERSION=$(VERSION) LDFLAGS='$(LDFLAGS)' deploy/build-image.sh
 
 clean:
 	rm -rf bin
