@@ -15,6 +15,14 @@ import (
 // partition as the image has it, so a leader deposed or working from an
 // older partition state is refused, and the change commits as one
 // ChangePartition with the next partition epoch.
+//
+// ISREpochs are the broker epochs of KIP-903 (AlterPartition v3's
+// NewIsrWithEpochs): for each member of ISR, in the same order, the
+// incarnation of that broker whose fetches the leader saw, 0 where the
+// leader does not know it (Kafka's -1). A member whose registered
+// incarnation is another restarted since the leader saw it caught up:
+// its log may be empty or truncated, and the change is refused with
+// INELIGIBLE_REPLICA, as one naming a fenced or unregistered broker.
 type AlterPartition struct {
 	TopicID        image.TopicID `msgpack:"topic_id"`
 	Partition      int32         `msgpack:"part"`
@@ -22,6 +30,7 @@ type AlterPartition struct {
 	LeaderEpoch    int32         `msgpack:"epoch"`
 	PartitionEpoch int32         `msgpack:"part_epoch"`
 	ISR            []int32       `msgpack:"isr"`
+	ISREpochs      []uint64      `msgpack:"isr_epochs,omitempty"`
 }
 
 // AlterPartitionResult answers AlterPartition: the partition as committed
@@ -60,6 +69,16 @@ func (m *AlterPartition) decide(c *Controller) (any, []image.Record) {
 		return refuse(kerr.InvalidUpdateVersion, fmt.Sprintf("partition epoch %d, the partition's is %d", m.PartitionEpoch, p.PartitionEpoch))
 	case !slices.Contains(m.ISR, m.Leader):
 		return refuse(kerr.InvalidRequest, "the ISR must hold the leader")
+	case len(m.ISREpochs) != 0 && len(m.ISREpochs) != len(m.ISR):
+		return refuse(kerr.InvalidRequest, fmt.Sprintf("%d broker epochs for an ISR of %d", len(m.ISREpochs), len(m.ISR)))
+	}
+	// KIP-903: a member's fetches the leader counted must be of the
+	// broker's current run.
+	for i, epoch := range m.ISREpochs {
+		r := m.ISR[i]
+		if b, ok := c.head.Brokers[r]; ok && epoch != 0 && b.Incarnation != epoch {
+			return refuse(kerr.IneligibleReplica, fmt.Sprintf("broker %d restarted: its incarnation is %d, the leader saw %d", r, b.Incarnation, epoch))
+		}
 	}
 	isr := slices.Clone(m.ISR)
 	slices.Sort(isr)
@@ -71,9 +90,10 @@ func (m *AlterPartition) decide(c *Controller) (any, []image.Record) {
 			return refuse(kerr.InvalidRequest, fmt.Sprintf("broker %d is not a replica", r))
 		}
 		// A member added must be a live broker (KIP-841): a fenced one
-		// could be elected while it cannot serve.
+		// (Skein's controlled shutdown fences too) could be elected
+		// while it cannot serve.
 		if b, ok := c.head.Brokers[r]; !slices.Contains(p.ISR, r) && (!ok || b.Fenced) {
-			return refuse(kerr.IneligibleReplica, fmt.Sprintf("broker %d is fenced", r))
+			return refuse(kerr.IneligibleReplica, fmt.Sprintf("broker %d is fenced or not registered", r))
 		}
 	}
 	cur := slices.Clone(p.ISR)

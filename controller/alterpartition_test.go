@@ -50,6 +50,25 @@ func TestAlterPartitionDecisions(t *testing.T) {
 			t.Errorf("%s: %v (%s), %d records, partition %+v; want %v and the partition as it is", tc.name, res.Err, res.Message, len(recs), res.Partition, tc.want)
 		}
 	}
+	// KIP-903: broker 2's incarnation is 1; a leader that saw another
+	// run of it may not count its fetches, and epochs must match the ISR.
+	for _, tc := range []struct {
+		name   string
+		epochs []uint64
+		want   *kerr.Error
+	}{
+		{"a stale broker epoch", []uint64{1, 2}, kerr.IneligibleReplica},
+		{"a stale epoch of a member kept", []uint64{1, 9}, kerr.IneligibleReplica},
+		{"fewer epochs than members", []uint64{1}, kerr.InvalidRequest},
+		{"the current epochs", []uint64{1, 1}, nil},
+		{"epochs unknown", []uint64{0, 0}, nil},
+	} {
+		res, _ := (&AlterPartition{TopicID: image.TopicID{1}, Leader: 1, LeaderEpoch: 4, PartitionEpoch: 7,
+			ISR: []int32{1, 2}, ISREpochs: tc.epochs}).decide(c)
+		if got := res.(*AlterPartitionResult); got.Err != tc.want {
+			t.Errorf("%s: %v (%s), want %v", tc.name, got.Err, got.Message, tc.want)
+		}
+	}
 	if res, recs := alter(1, 4, 7, 2, 1); res.Err != nil || len(recs) != 0 {
 		t.Errorf("the same ISR: %v, %d records", res.Err, len(recs))
 	}
