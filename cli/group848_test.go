@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -111,6 +112,35 @@ func TestGroupDescribeConsumerProtocol(t *testing.T) {
 		want := []string{"orders", strconv.Itoa(p), "-", end, end, o[0], o[1]}
 		if r := row(out, "orders", strconv.Itoa(p)); len(r) != 8 || !slices.Equal(r[:7], want) {
 			t.Errorf("describe: partition row %v, want %v HOST\n%s", r, want, out)
+		}
+	}
+
+	// -o json: the same, each member's assignment and target by topic.
+	gs := groupsOf[consumerGroupView](t, addr, "billing848")
+	if len(gs) != 1 {
+		t.Fatalf("describe -o json: %s", jsonText(gs))
+	}
+	g := gs[0]
+	if g.Type != "consumer" || g.State != "Stable" || g.Assignor != "uniform" || strconv.Itoa(int(g.AssignmentEpoch)) != epoch[1] ||
+		g.GroupEpoch != g.AssignmentEpoch || g.TotalLag != 3 || len(g.Members) != 2 || len(g.Offsets) != 4 {
+		t.Fatalf("describe -o json: %s", jsonText(g))
+	}
+	for _, m := range g.Members {
+		if m.MemberEpoch != g.AssignmentEpoch || m.InstanceID != nil || len(m.Assignment["orders"]) != 2 || !reflect.DeepEqual(m.Assignment, m.TargetAssignment) {
+			t.Errorf("describe -o json: member %s", jsonText(m))
+		}
+	}
+	for p, o := range g.Offsets {
+		end := int64(0)
+		if p == 0 {
+			end = 3
+		}
+		want := groupOffset{Topic: "orders", Partition: int32(p), EndOffset: &end, Lag: &end}
+		if o.MemberID != nil && o.ClientID != nil && o.Host != nil && *o.MemberID == owner[strconv.Itoa(p)][0] && *o.ClientID == owner[strconv.Itoa(p)][1] {
+			want.MemberID, want.ClientID, want.Host = o.MemberID, o.ClientID, o.Host
+		}
+		if !reflect.DeepEqual(o, want) {
+			t.Errorf("describe -o json: offset %s, want %s with member %v", jsonText(o), jsonText(want), owner[strconv.Itoa(p)])
 		}
 	}
 

@@ -87,22 +87,84 @@ func sharePartitions(ctx context.Context, admin, group string, access chaos.Acce
 	return out, nil
 }
 
-// printShareGroup prints a share group: its ShareGroupDescribe answer, its
-// members, and each partition with share state or assigned to a member
-// with its start offset (SPSO), log end offset, lag and how many members
-// it is assigned to; with admin (the nodes' admin APIs), what each
-// share-partition holds in flight.
-func printShareGroup(ctx context.Context, adm *kadm.Client, w io.Writer, d kadm.DescribedShareGroup, admin string, access chaos.Access) error {
+// shareGroupView is a share group (KIP-932): its ShareGroupDescribe
+// answer, and each partition with share state or assigned to a member
+// from DescribeShareGroupOffsets.
+type shareGroupView struct {
+	groupHeader
+	GroupEpoch      int32         `json:"group_epoch"`
+	AssignmentEpoch int32         `json:"assignment_epoch"`
+	Assignor        string        `json:"assignor"`
+	Members         []shareMember `json:"members"`
+	Offsets         []shareOffset `json:"offsets"`
+	TotalLag        int64         `json:"total_lag"`
+	// admin: the share-partitions' in-flight records were asked of the
+	// nodes (--admin).
+	admin bool
+}
+
+// shareMember is a share group's member and the partitions assigned to it.
+type shareMember struct {
+	MemberID    string             `json:"member_id"`
+	ClientID    string             `json:"client_id"`
+	Host        string             `json:"host"`
+	MemberEpoch int32              `json:"member_epoch"`
+	Assignment  map[string][]int32 `json:"assignment"`
+}
+
+// shareOffset is a share-partition: its start offset (SPSO, null when
+// the group has no state for it yet), the log end offset, the lag (the
+// records from the SPSO to the high watermark not yet acknowledged or
+// archived, KIP-1226) and how many members it is assigned to. With
+// --admin (admin), what it holds: in-flight, acquired and archived
+// records, null when no node given serves it; without, the three are
+// left out.
+type shareOffset struct {
+	Topic           string `json:"topic"`
+	Partition       int32  `json:"partition"`
+	StartOffset     *int64 `json:"start_offset"`
+	EndOffset       *int64 `json:"end_offset"`
+	Lag             *int64 `json:"lag"`
+	MembersAssigned int    `json:"members_assigned"`
+	InFlight        *int64 `json:"in_flight,omitempty"`
+	Acquired        *int   `json:"acquired,omitempty"`
+	Archived        *int   `json:"archived,omitempty"`
+	Error           string `json:"error,omitempty"`
+	admin           bool
+}
+
+// MarshalJSON prints in_flight, acquired and archived, null when not
+// known, when they were asked for.
+func (o shareOffset) MarshalJSON() ([]byte, error) {
+	type plain shareOffset // without the method
+	if !o.admin {
+		return json.Marshal(plain(o))
+	}
+	return json.Marshal(struct {
+		plain
+		InFlight *int64 `json:"in_flight"`
+		Acquired *int   `json:"acquired"`
+		Archived *int   `json:"archived"`
+		Error    string `json:"error,omitempty"`
+	}{plain(o), o.InFlight, o.Acquired, o.Archived, o.Error})
+}
+
+// describeShareGroupView describes a share group: its ShareGroupDescribe
+// answer, its members, and each partition with share state or assigned
+// to a member with its start offset (SPSO), log end offset, lag and how
+// many members it is assigned to; with admin (the nodes' admin APIs),
+// what each share-partition holds in flight.
+func describeShareGroupView(ctx context.Context, adm *kadm.Client, d kadm.DescribedShareGroup, admin string, access chaos.Access) (*shareGroupView, error) {
 	described, err := adm.DescribeShareGroupOffsets(ctx, d.GroupID)
 	if err != nil && described == nil {
-		return err
+		return nil, err
 	}
 	o, ok := described[d.GroupID]
 	switch {
 	case !ok:
-		return errors.New("DescribeShareGroupOffsets: not in the broker's response")
+		return nil, errors.New("DescribeShareGroupOffsets: not in the broker's response")
 	case o.Err != nil:
-		return fmt.Errorf("DescribeShareGroupOffsets: %w", o.Err)
+		return nil, fmt.Errorf("DescribeShareGroupOffsets: %w", o.Err)
 	}
 	offsets := o.Offsets
 	// Members per partition; a partition assigned and without share state
@@ -133,82 +195,103 @@ func printShareGroup(ctx context.Context, adm *kadm.Client, w io.Writer, d kadm.
 		// As kadm's Lag: a partition missing from a failed listing shows
 		// "-" rather than failing the command.
 		if ends, err = adm.ListEndOffsets(ctx, topics...); err != nil && ends == nil {
-			return err
+			return nil, err
 		}
 	}
 	var held map[string]map[int32]sharePartition
 	if admin != "" {
 		if held, err = sharePartitions(ctx, admin, d.GroupID, access); err != nil {
-			return err
+			return nil, err
 		}
 	}
 
-	sorted := offsets.Sorted()
-	var total int64
+	v := &shareGroupView{
+		groupHeader:     groupHeader{Group: d.GroupID, Type: "share", Coordinator: d.Coordinator.NodeID, State: d.GroupState},
+		GroupEpoch:      d.GroupEpoch,
+		AssignmentEpoch: d.AssignmentEpoch,
+		Assignor:        d.Assignor,
+		Members:         []shareMember{},
+		Offsets:         []shareOffset{},
+		admin:           admin != "",
+	}
+	for _, m := range d.Members {
+		v.Members = append(v.Members, shareMember{MemberID: m.MemberID, ClientID: m.ClientID, Host: m.ClientHost,
+			MemberEpoch: m.MemberEpoch, Assignment: topicsSetMap(m.Assignment)})
+	}
+	for _, p := range offsets.Sorted() {
+		so := shareOffset{Topic: p.Topic, Partition: p.Partition, MembersAssigned: assigned[p.Topic][p.Partition], Error: errString(p.Err), admin: v.admin}
+		if p.StartOffset >= 0 {
+			so.StartOffset = &p.StartOffset
+		}
+		if e, ok := ends.Lookup(p.Topic, p.Partition); ok && e.Err == nil {
+			so.EndOffset = &e.Offset
+		}
+		if p.Lag >= 0 {
+			so.Lag = &p.Lag
+		}
+		if h, ok := held[p.Topic][p.Partition]; ok && h.Loaded {
+			so.InFlight, so.Acquired, so.Archived = &h.InFlight, &h.Acquired, &h.Archived
+		}
+		v.Offsets = append(v.Offsets, so)
+	}
+	v.TotalLag, _ = v.totalLag()
+	return v, nil
+}
+
+// totalLag sums the lag of the partitions that have one and no error, and
+// prints it with each topic's share when there are several.
+func (v *shareGroupView) totalLag() (int64, string) {
 	byTopic := map[string]int64{}
-	for _, p := range sorted {
-		if p.Err == nil && p.Lag >= 0 {
-			total += p.Lag
-			byTopic[p.Topic] += p.Lag
+	for _, o := range v.Offsets {
+		if o.Error == "" && o.Lag != nil {
+			byTopic[o.Topic] += *o.Lag
 		}
 	}
-	totalLag := strconv.FormatInt(total, 10)
-	if len(byTopic) > 1 {
-		var parts []string
-		for _, t := range slices.Sorted(maps.Keys(byTopic)) {
-			parts = append(parts, fmt.Sprintf("%s %d", t, byTopic[t]))
-		}
-		totalLag += " (" + strings.Join(parts, ", ") + ")"
-	}
+	return totalLagText(byTopic)
+}
+
+func (v *shareGroupView) text(w io.Writer) error {
+	_, total := v.totalLag()
 	header := [][2]string{
-		{"GROUP", d.GroupID},
-		{"COORDINATOR", strconv.Itoa(int(d.Coordinator.NodeID))},
-		{"STATE", d.GroupState},
-		{"PROTOCOL", "share/" + orDash(d.Assignor)},
-		{"GROUP-EPOCH", strconv.Itoa(int(d.GroupEpoch))},
-		{"ASSIGNMENT-EPOCH", strconv.Itoa(int(d.AssignmentEpoch))},
-		{"MEMBERS", strconv.Itoa(len(d.Members))},
-		{"TOTAL-LAG", totalLag},
+		{"GROUP", v.Group},
+		{"COORDINATOR", strconv.Itoa(int(v.Coordinator))},
+		{"STATE", v.State},
+		{"PROTOCOL", "share/" + orDash(v.Assignor)},
+		{"GROUP-EPOCH", strconv.Itoa(int(v.GroupEpoch))},
+		{"ASSIGNMENT-EPOCH", strconv.Itoa(int(v.AssignmentEpoch))},
+		{"MEMBERS", strconv.Itoa(len(v.Members))},
+		{"TOTAL-LAG", total},
 	}
 	members := [][]string{{"MEMBER-ID", "CLIENT-ID", "HOST", "EPOCH", "ASSIGNMENT"}}
-	for _, m := range d.Members {
-		members = append(members, []string{m.MemberID, m.ClientID, m.ClientHost, strconv.Itoa(int(m.MemberEpoch)), topicsSet(m.Assignment)})
+	for _, m := range v.Members {
+		members = append(members, []string{m.MemberID, m.ClientID, m.Host, strconv.Itoa(int(m.MemberEpoch)), partitionsText(m.Assignment, "")})
 	}
 	if err := printDescribed(w, header, members, nil); err != nil {
 		return err
 	}
-	if len(sorted) == 0 {
+	if len(v.Offsets) == 0 {
 		return nil
 	}
 	fmt.Fprintln(w)
 	rows := [][]string{{"TOPIC", "PARTITION", "START-OFFSET", "LOG-END-OFFSET", "LAG", "MEMBERS"}}
-	if admin != "" {
+	if v.admin {
 		rows[0] = append(rows[0], "IN-FLIGHT", "ACQUIRED", "ARCHIVED")
 	}
 	rows[0] = append(rows[0], "ERROR")
-	for _, p := range sorted {
-		start, end, lag, n := "-", "-", "-", "-"
-		if p.StartOffset >= 0 {
-			start = strconv.FormatInt(p.StartOffset, 10)
+	for _, o := range v.Offsets {
+		n := "-"
+		if o.MembersAssigned > 0 {
+			n = strconv.Itoa(o.MembersAssigned)
 		}
-		if e, ok := ends.Lookup(p.Topic, p.Partition); ok && e.Err == nil {
-			end = strconv.FormatInt(e.Offset, 10)
-		}
-		if p.Lag >= 0 {
-			lag = strconv.FormatInt(p.Lag, 10)
-		}
-		if c := assigned[p.Topic][p.Partition]; c > 0 {
-			n = strconv.Itoa(c)
-		}
-		row := []string{p.Topic, strconv.Itoa(int(p.Partition)), start, end, lag, n}
-		if admin != "" {
+		row := []string{o.Topic, strconv.Itoa(int(o.Partition)), offsetText(o.StartOffset), offsetText(o.EndOffset), offsetText(o.Lag), n}
+		if v.admin {
 			inFlight, acquired, archived := "-", "-", "-"
-			if h, ok := held[p.Topic][p.Partition]; ok && h.Loaded {
-				inFlight, acquired, archived = strconv.FormatInt(h.InFlight, 10), strconv.Itoa(h.Acquired), strconv.Itoa(h.Archived)
+			if o.InFlight != nil {
+				inFlight, acquired, archived = strconv.FormatInt(*o.InFlight, 10), strconv.Itoa(*o.Acquired), strconv.Itoa(*o.Archived)
 			}
 			row = append(row, inFlight, acquired, archived)
 		}
-		rows = append(rows, append(row, errString(p.Err)))
+		rows = append(rows, append(row, o.Error))
 	}
 	return printTable(w, dropEmptyLastColumn(rows))
 }

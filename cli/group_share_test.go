@@ -2,7 +2,9 @@ package cli
 
 import (
 	"context"
+	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -151,6 +153,27 @@ func TestGroupShareCommands(t *testing.T) {
 			t.Errorf("describe --admin: partition row %v, want %v\n%s", r, want, out)
 		}
 	}
+	// -o json: the same; in_flight, acquired and archived only with --admin.
+	gs := groupsOf[shareGroupView](t, addr, "jobs", admin)
+	if len(gs) != 1 {
+		t.Fatalf("describe --admin -o json: %s", jsonText(gs))
+	}
+	g := gs[0]
+	if g.Type != "share" || g.State != "Stable" || g.Assignor != "simple" || strconv.Itoa(int(g.GroupEpoch)) != epoch[1] || g.TotalLag != 1 ||
+		len(g.Members) != 1 || g.Members[0].ClientID != "share-test" || g.Members[0].MemberEpoch != g.GroupEpoch ||
+		!reflect.DeepEqual(g.Members[0].Assignment, map[string][]int32{"orders": {0, 1}}) {
+		t.Errorf("describe --admin -o json: %s", jsonText(g))
+	}
+	wantOffsets := []shareOffset{
+		{Topic: "orders", Partition: 0, StartOffset: ptr[int64](3), EndOffset: ptr[int64](6), Lag: ptr[int64](1), MembersAssigned: 1, InFlight: ptr[int64](3), Acquired: ptr(1), Archived: ptr(1)},
+		{Topic: "orders", Partition: 1, StartOffset: ptr[int64](2), EndOffset: ptr[int64](2), Lag: ptr[int64](0), MembersAssigned: 1, InFlight: ptr[int64](0), Acquired: ptr(0), Archived: ptr(0)},
+	}
+	if !reflect.DeepEqual(g.Offsets, wantOffsets) {
+		t.Errorf("describe --admin -o json: offsets %s, want %s", jsonText(g.Offsets), jsonText(wantOffsets))
+	}
+	if out := ok(t, addr, "", "group", "describe", "jobs", "-o", "json"); strings.Contains(out, "in_flight") || !strings.Contains(out, `"start_offset": 3`) {
+		t.Errorf("describe -o json without --admin:\n%s", out)
+	}
 	fails(t, addr, 1, "skein: describe group jobs: --admin 127.0.0.1:1: ", "", "group", "describe", "jobs", "--admin=127.0.0.1:1")
 
 	// A group with a member: Kafka refuses to change its offsets or
@@ -203,6 +226,14 @@ func TestGroupShareCommands(t *testing.T) {
 			t.Fatalf("describe after seek --to start: partition 0's actor not stopped within %v\n%s", deadline, out)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	// Served by no node: null with --admin.
+	if gs := groupsOf[shareGroupView](t, addr, "jobs", admin); len(gs) != 1 || len(gs[0].Offsets) != 2 || gs[0].Offsets[0].InFlight != nil ||
+		gs[0].Offsets[0].Acquired != nil || !reflect.DeepEqual(gs[0].Offsets[0].StartOffset, ptr[int64](0)) || len(gs[0].Members) != 0 || gs[0].Members == nil {
+		t.Errorf("describe --admin -o json after seek --to start: %s", jsonText(gs))
+	}
+	if out := ok(t, addr, "", "group", "describe", "jobs", admin, "-o", "json"); !strings.Contains(out, `"in_flight": null`) {
+		t.Errorf("describe --admin -o json after seek --to start: no in_flight null\n%s", out)
 	}
 	for _, want := range [][]string{{"orders", "1", "0", "2", "2", "-", "-", "-", "-"}, {"TOTAL-LAG", "8"}} {
 		if r := row(out, want[:2]...); !slices.Equal(r, want) {

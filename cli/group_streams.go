@@ -67,66 +67,132 @@ func describeStreamsGroups(ctx context.Context, flags *clientFlags, adm *kadm.Cl
 	return out, nil
 }
 
-// tasksString prints tasks as Kafka's tools do, subtopology and
-// partitions: 0:[0,1] 1:[2], or "-" for none.
-func tasksString(ts []kmsg.TaskIDs) string {
-	ts = slices.Clone(ts)
-	slices.SortFunc(ts, func(a, b kmsg.TaskIDs) int {
-		return strings.Compare(a.SubtopologyID, b.SubtopologyID)
-	})
-	var parts []string
-	for _, t := range ts {
-		if len(t.Partitions) > 0 {
-			ps := slices.Clone(t.Partitions)
-			slices.Sort(ps)
-			parts = append(parts, t.SubtopologyID+":"+int32List(ps))
-		}
-	}
-	if len(parts) == 0 {
-		return "-"
-	}
-	return strings.Join(parts, " ")
+// streamsGroupView is a streams group (KIP-1071): its
+// StreamsGroupDescribe answer and the lag of its committed offsets.
+type streamsGroupView struct {
+	groupHeader
+	GroupEpoch      int32 `json:"group_epoch"`
+	AssignmentEpoch int32 `json:"assignment_epoch"`
+	// TopologyEpoch is null while the group has no topology.
+	TopologyEpoch *int32               `json:"topology_epoch"`
+	Members       []streamsMember      `json:"members"`
+	Subtopologies []streamsSubtopology `json:"subtopologies"`
+	Offsets       []groupOffset        `json:"offsets"`
+	TotalLag      int64                `json:"total_lag"`
 }
 
-// printStreamsGroup prints a streams group: its state, group, assignment
-// and topology epochs; each member with its process, client, host, epoch
-// and active, standby (and warm-up, if any) tasks; the topology's
+// streamsMember is a streams group's member: its tasks, partitions by
+// subtopology.
+type streamsMember struct {
+	MemberID     string             `json:"member_id"`
+	ProcessID    string             `json:"process_id"`
+	ClientID     string             `json:"client_id"`
+	Host         string             `json:"host"`
+	MemberEpoch  int32              `json:"member_epoch"`
+	ActiveTasks  map[string][]int32 `json:"active_tasks"`
+	StandbyTasks map[string][]int32 `json:"standby_tasks"`
+	WarmupTasks  map[string][]int32 `json:"warmup_tasks"`
+}
+
+// streamsSubtopology is a subtopology of a streams group's topology.
+type streamsSubtopology struct {
+	Subtopology             string   `json:"subtopology"`
+	SourceTopics            []string `json:"source_topics"`
+	RepartitionSourceTopics []string `json:"repartition_source_topics"`
+	RepartitionSinkTopics   []string `json:"repartition_sink_topics"`
+	StateChangelogTopics    []string `json:"state_changelog_topics"`
+}
+
+// tasksMap is tasks as partitions by subtopology, sorted; a subtopology
+// named twice has its partitions together.
+func tasksMap(ts []kmsg.TaskIDs) map[string][]int32 {
+	out := map[string][]int32{}
+	for _, t := range ts {
+		if len(t.Partitions) > 0 {
+			out[t.SubtopologyID] = append(out[t.SubtopologyID], t.Partitions...)
+		}
+	}
+	for _, ps := range out {
+		slices.Sort(ps)
+	}
+	return out
+}
+
+// describeStreamsGroup describes a streams group: its state, group,
+// assignment and topology epochs; each member with its process, client,
+// host, epoch and active, standby and warm-up tasks; the topology's
 // subtopologies; and the lag of its committed offsets on the source
 // topics, each partition with the member whose active task reads it.
-func printStreamsGroup(ctx context.Context, adm *kadm.Client, w io.Writer, d describedStreamsGroup) error {
-	topology := "-"
+func describeStreamsGroup(ctx context.Context, adm *kadm.Client, d describedStreamsGroup) (*streamsGroupView, error) {
 	var subs []kmsg.StreamsGroupDescribeResponseGroupTopologySubtopology
+	v := &streamsGroupView{
+		groupHeader:     groupHeader{Group: d.Group, Type: "streams", Coordinator: d.Coordinator, State: d.State},
+		GroupEpoch:      d.Epoch,
+		AssignmentEpoch: d.AssignmentEpoch,
+		Members:         []streamsMember{},
+		Subtopologies:   []streamsSubtopology{},
+	}
 	if d.Topology != nil {
-		topology = strconv.Itoa(int(d.Topology.Epoch))
+		v.TopologyEpoch = &d.Topology.Epoch
 		subs = d.Topology.Subtopologies
 	}
 	lag, err := streamsGroupLag(ctx, adm, d, subs)
 	if err != nil {
-		return fmt.Errorf("describe group %s: %w", d.Group, err)
+		return nil, err
 	}
+	v.Offsets = groupOffsetsOf(lag)
+	v.TotalLag, _ = groupTotalLag(v.Offsets)
+	for _, m := range d.Members {
+		v.Members = append(v.Members, streamsMember{MemberID: m.MemberID, ProcessID: m.ProcessID, ClientID: m.ClientID, Host: m.ClientHost,
+			MemberEpoch: m.MemberEpoch, ActiveTasks: tasksMap(m.Assignment.ActiveTasks), StandbyTasks: tasksMap(m.Assignment.StandbyTasks),
+			WarmupTasks: tasksMap(m.Assignment.WarmupTasks)})
+	}
+	names := func(ts []kmsg.TopicInfo) []string {
+		out := []string{}
+		for _, t := range ts {
+			out = append(out, t.Topic)
+		}
+		return out
+	}
+	for _, s := range subs {
+		v.Subtopologies = append(v.Subtopologies, streamsSubtopology{
+			Subtopology:             s.SubtopologyID,
+			SourceTopics:            append([]string{}, s.SourceTopics...),
+			RepartitionSourceTopics: names(s.RepartitionSourceTopics),
+			RepartitionSinkTopics:   append([]string{}, s.RepartitionSinkTopics...),
+			StateChangelogTopics:    names(s.StateChangelogTopics),
+		})
+	}
+	return v, nil
+}
+
+func (v *streamsGroupView) text(w io.Writer) error {
+	topology := "-"
+	if v.TopologyEpoch != nil {
+		topology = strconv.Itoa(int(*v.TopologyEpoch))
+	}
+	_, total := groupTotalLag(v.Offsets)
 	header := [][2]string{
-		{"GROUP", d.Group},
-		{"COORDINATOR", strconv.Itoa(int(d.Coordinator))},
-		{"STATE", d.State},
+		{"GROUP", v.Group},
+		{"COORDINATOR", strconv.Itoa(int(v.Coordinator))},
+		{"STATE", v.State},
 		{"PROTOCOL", "streams"},
-		{"GROUP-EPOCH", strconv.Itoa(int(d.Epoch))},
-		{"ASSIGNMENT-EPOCH", strconv.Itoa(int(d.AssignmentEpoch))},
+		{"GROUP-EPOCH", strconv.Itoa(int(v.GroupEpoch))},
+		{"ASSIGNMENT-EPOCH", strconv.Itoa(int(v.AssignmentEpoch))},
 		{"TOPOLOGY-EPOCH", topology},
-		{"MEMBERS", strconv.Itoa(len(d.Members))},
-		{"TOTAL-LAG", totalLag(lag)},
+		{"MEMBERS", strconv.Itoa(len(v.Members))},
+		{"TOTAL-LAG", total},
 	}
-	warmup := slices.ContainsFunc(d.Members, func(m kmsg.StreamsGroupDescribeResponseGroupMember) bool {
-		return tasksString(m.Assignment.WarmupTasks) != "-"
-	})
+	warmup := slices.ContainsFunc(v.Members, func(m streamsMember) bool { return len(m.WarmupTasks) > 0 })
 	members := [][]string{{"MEMBER-ID", "PROCESS-ID", "CLIENT-ID", "HOST", "EPOCH", "ACTIVE", "STANDBY"}}
 	if warmup {
 		members[0] = append(members[0], "WARMUP")
 	}
-	for _, m := range d.Members {
-		r := []string{m.MemberID, orDash(m.ProcessID), m.ClientID, m.ClientHost, strconv.Itoa(int(m.MemberEpoch)),
-			tasksString(m.Assignment.ActiveTasks), tasksString(m.Assignment.StandbyTasks)}
+	for _, m := range v.Members {
+		r := []string{m.MemberID, orDash(m.ProcessID), m.ClientID, m.Host, strconv.Itoa(int(m.MemberEpoch)),
+			partitionsText(m.ActiveTasks, ":"), partitionsText(m.StandbyTasks, ":")}
 		if warmup {
-			r = append(r, tasksString(m.Assignment.WarmupTasks))
+			r = append(r, partitionsText(m.WarmupTasks, ":"))
 		}
 		members = append(members, r)
 	}
@@ -140,31 +206,24 @@ func printStreamsGroup(ctx context.Context, adm *kadm.Client, w io.Writer, d des
 			return err
 		}
 	}
-	if len(subs) > 0 {
+	if len(v.Subtopologies) > 0 {
 		fmt.Fprintln(w)
 		rows := [][]string{{"SUBTOPOLOGY", "SOURCE-TOPICS", "REPARTITION-SINKS", "CHANGELOGS"}}
-		names := func(ts []kmsg.TopicInfo) []string {
-			var out []string
-			for _, t := range ts {
-				out = append(out, t.Topic)
-			}
-			return out
-		}
 		list := func(s []string) string {
 			if len(s) == 0 {
 				return "-"
 			}
 			return strings.Join(s, ",")
 		}
-		for _, s := range subs {
-			sources := append(slices.Clone(s.SourceTopics), names(s.RepartitionSourceTopics)...)
-			rows = append(rows, []string{s.SubtopologyID, list(sources), list(s.RepartitionSinkTopics), list(names(s.StateChangelogTopics))})
+		for _, s := range v.Subtopologies {
+			sources := append(slices.Clone(s.SourceTopics), s.RepartitionSourceTopics...)
+			rows = append(rows, []string{s.Subtopology, list(sources), list(s.RepartitionSinkTopics), list(s.StateChangelogTopics)})
 		}
 		if err := printTable(w, rows); err != nil {
 			return err
 		}
 	}
-	return printDescribed(w, nil, nil, lag)
+	return printDescribed(w, nil, nil, v.Offsets)
 }
 
 // streamsGroupLag returns a streams group's lag over its committed

@@ -2,7 +2,9 @@ package cli
 
 import (
 	"context"
+	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -158,5 +160,38 @@ func TestGroupStreamsCommands(t *testing.T) {
 	}
 	if strings.Contains(out, "WARMUP") {
 		t.Errorf("describe: a warm-up column with no warm-up task\n%s", out)
+	}
+
+	// -o json: the same, tasks by subtopology.
+	gs := groupsOf[streamsGroupView](t, addr, "app")
+	if len(gs) != 1 {
+		t.Fatalf("describe -o json: %s", jsonText(gs))
+	}
+	g := gs[0]
+	wantSubs := []streamsSubtopology{{Subtopology: "0", SourceTopics: []string{"words"}, RepartitionSourceTopics: []string{}, RepartitionSinkTopics: []string{},
+		StateChangelogTopics: []string{"app-store-changelog"}}}
+	if g.Type != "streams" || g.State != "Stable" || strconv.Itoa(int(g.GroupEpoch)) != epoch[1] || !reflect.DeepEqual(g.TopologyEpoch, ptr[int32](1)) ||
+		g.TotalLag != 4 || len(g.Members) != 2 || !reflect.DeepEqual(g.Subtopologies, wantSubs) {
+		t.Errorf("describe -o json: %s", jsonText(g))
+	}
+	for _, m := range g.Members {
+		want := map[string][]int32{"0": {0}}
+		if m.MemberID == other {
+			want = map[string][]int32{"0": {1}}
+		}
+		if m.ProcessID != "process-"+m.MemberID || !reflect.DeepEqual(m.ActiveTasks, want) || len(m.StandbyTasks) != 0 || len(m.WarmupTasks) != 0 {
+			t.Errorf("describe -o json: member %s", jsonText(m))
+		}
+	}
+	wantOffsets := []groupOffset{
+		{Topic: "words", Partition: 0, Committed: ptr[int64](1), EndOffset: ptr[int64](3), Lag: ptr[int64](2), MemberID: ptr(reader)},
+		{Topic: "words", Partition: 1, EndOffset: ptr[int64](2), Lag: ptr[int64](2), MemberID: ptr(other)},
+	}
+	for i := range min(len(g.Offsets), len(wantOffsets)) {
+		// The client id and host are the heartbeat's connection's.
+		wantOffsets[i].ClientID, wantOffsets[i].Host = g.Offsets[i].ClientID, g.Offsets[i].Host
+	}
+	if !reflect.DeepEqual(g.Offsets, wantOffsets) {
+		t.Errorf("describe -o json: offsets %s, want %s", jsonText(g.Offsets), jsonText(wantOffsets))
 	}
 }

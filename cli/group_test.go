@@ -2,7 +2,9 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -84,6 +86,29 @@ func TestGroupCommands(t *testing.T) {
 	} {
 		if r := row(out, want[:2]...); len(r) != 8 || !slices.Equal(r[:7], want) {
 			t.Errorf("describe: partition row %v, want %v HOST\n%s", r, want, out)
+		}
+	}
+
+	// -o json: the same, offsets and lag as numbers, the assignment by
+	// topic; -o yaml the same keys.
+	for _, gs := range [][]classicGroupView{groupsOf[classicGroupView](t, addr, "billing"), yamlOf[describedGroups[classicGroupView]](t, addr, "group", "describe", "billing").Groups} {
+		if len(gs) != 1 {
+			t.Fatalf("describe -o json: %+v", gs)
+		}
+		g := gs[0]
+		if g.Group != "billing" || g.Type != "classic" || g.State != "Stable" || g.ProtocolType != "consumer" || g.Protocol == "" || g.TotalLag != 3 ||
+			len(g.Members) != 1 {
+			t.Fatalf("describe -o json: %+v", g)
+		}
+		if m := g.Members[0]; m.MemberID != member || m.ClientID != "lag-test" || m.InstanceID != nil || !reflect.DeepEqual(m.Assignment, map[string][]int32{"orders": {0, 1}}) {
+			t.Errorf("describe -o json: member %+v", m)
+		}
+		want := []groupOffset{
+			{Topic: "orders", Partition: 0, Committed: ptr[int64](3), EndOffset: ptr[int64](5), Lag: ptr[int64](2), MemberID: &member, ClientID: ptr("lag-test"), Host: &g.Members[0].Host},
+			{Topic: "orders", Partition: 1, Committed: ptr[int64](2), EndOffset: ptr[int64](3), Lag: ptr[int64](1), MemberID: &member, ClientID: ptr("lag-test"), Host: &g.Members[0].Host},
+		}
+		if !reflect.DeepEqual(g.Offsets, want) {
+			t.Errorf("describe -o json: offsets %s, want %s", jsonText(g.Offsets), jsonText(want))
 		}
 	}
 
@@ -237,5 +262,19 @@ func TestGroupCommands(t *testing.T) {
 	}
 	if !slices.Equal(described, []string{"one", "two"}) || strings.Contains(r.stdout, "\n\n\n") {
 		t.Errorf("describe one nope two described %v:\n%s", described, r.stdout)
+	}
+	// -o json: the groups described, the error on stderr as before.
+	r = skeinCmd(t, addr, "", "group", "describe", "one", "nope", "two", "-o", "json")
+	var some describedGroups[classicGroupView]
+	if err := json.Unmarshal([]byte(r.stdout), &some); err != nil || r.code != 1 || r.stderr != "skein: describe group nope: GROUP_ID_NOT_FOUND: The group id does not exist.\n" ||
+		len(some.Groups) != 2 || some.Groups[0].Group != "one" || some.Groups[1].Group != "two" {
+		t.Errorf("describe one nope two -o json: %v (%v)", r, err)
+	}
+	// two: committed at the end, no lag, no members.
+	for _, g := range some.Groups[min(1, len(some.Groups)):] {
+		if g.State != "Empty" || g.TotalLag != 0 || g.Members == nil || len(g.Members) != 0 || len(g.Offsets) != 2 ||
+			!reflect.DeepEqual(g.Offsets[0], groupOffset{Topic: "orders", Partition: 0, Committed: ptr[int64](5), EndOffset: ptr[int64](5), Lag: ptr[int64](0)}) {
+			t.Errorf("describe two -o json: %s", jsonText(g))
+		}
 	}
 }

@@ -46,6 +46,27 @@ func yamlOf[T any](t *testing.T, addr string, args ...string) T {
 	return v
 }
 
+// groupsOf runs `skein group describe args... -o json`, which must
+// succeed, and decodes its groups, all of one type, into T.
+func groupsOf[T any](t *testing.T, addr string, args ...string) []T {
+	t.Helper()
+	return jsonOf[describedGroups[T]](t, addr, append([]string{"group", "describe"}, args...)...).Groups
+}
+
+// describedGroups is group describe's json of groups of one type.
+type describedGroups[T any] struct {
+	Groups []T `json:"groups"`
+}
+
+// ptr is a pointer to v, for comparing nullable fields.
+func ptr[T any](v T) *T { return &v }
+
+// jsonText is v as json, for failure messages of values with pointers.
+func jsonText(v any) string {
+	data, _ := json.Marshal(v)
+	return string(data)
+}
+
 // TestOutputSecurity: acl list, user list and quota describe print, with
 // -o json and yaml, what their tables show.
 func TestOutputSecurity(t *testing.T) {
