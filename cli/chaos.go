@@ -123,11 +123,37 @@ func durationString(d time.Duration) string {
 	return d.String()
 }
 
+// chaosNodeView is a node of chaos list, as -o json and yaml print it:
+// who it is, its actor tree and the faults active on it. Clock is null
+// when the node's clock is not moved, Disk when its disk does not fail;
+// Error says why the rest could not be read (what was not read is null).
+type chaosNodeView struct {
+	Node        int32          `json:"node"`
+	Admin       string         `json:"admin"`
+	Kafka       string         `json:"kafka"`
+	PID         int            `json:"pid"`
+	ChaosEnable bool           `json:"chaos_enable"`
+	Actors      []*chaos.Actor `json:"actors"`
+	Faults      []chaos.Fault  `json:"faults"`
+	Links       []chaos.Link   `json:"links"`
+	Clock       *chaos.Clock   `json:"clock"`
+	Disk        *chaos.Disk    `json:"disk"`
+	Error       string         `json:"error,omitempty"`
+	// actorsRead is whether the actor tree was read: the text shows
+	// nothing more of a node whose actors could not be.
+	actorsRead bool
+}
+
 func newChaosListCommand(f *chaosFlags, stdout io.Writer) *cobra.Command {
-	return &cobra.Command{
+	var out *output
+	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "Show every node's actor tree (path, kind, role, mailbox, restarts) and the faults active now",
-		Args:  cobra.NoArgs,
+		Long: "Show every node of --admin: its id, addresses, process and whether it accepts\n" +
+			"faults (chaos.enable); its actor tree with each actor's kind, role, epoch,\n" +
+			"mailbox length and restarts; and the faults active on it (actors, links,\n" +
+			"clock, disk) with when they end. -o json or yaml prints a list of the nodes.",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ns, ctx, cancel, err := f.dial(cmd)
 			if err != nil {
@@ -135,58 +161,108 @@ func newChaosListCommand(f *chaosFlags, stdout io.Writer) *cobra.Command {
 			}
 			defer cancel()
 			var errs []error
+			nodes := []*chaosNodeView{}
 			for _, id := range ns.IDs() {
-				a, _ := ns.Admin(id)
-				info := ns.Info(id)
-				chaosState := "refused (chaos.enable=false)"
-				if info.Chaos {
-					chaosState = "enabled"
-				}
-				fmt.Fprintf(stdout, "NODE %d  admin %s  kafka %s  pid %d  faults %s\n", id, a.Addr, info.Kafka, info.PID, chaosState)
-				actors, err := a.Actors(ctx)
-				if err != nil {
-					errs = append(errs, err)
-					continue
-				}
-				rows := [][]string{{"ACTOR", "KIND", "ROLE", "EPOCH", "MAILBOX", "RESTARTS"}}
-				var walk func(as []*chaos.Actor, depth int)
-				walk = func(as []*chaos.Actor, depth int) {
-					for _, x := range as {
-						epoch := ""
-						if x.Epoch != 0 || x.Role != "" {
-							epoch = strconv.Itoa(int(x.Epoch))
-						}
-						rows = append(rows, []string{strings.Repeat("  ", depth) + x.Name, x.Kind, x.Role, epoch,
-							strconv.FormatInt(x.MailboxLength, 10), strconv.FormatInt(x.Restarts, 10)})
-						walk(x.Children, depth+1)
-					}
-				}
-				walk(actors, 0)
-				printTable(stdout, rows)
-				faults, err := activeFaults(ctx, a)
+				v, err := chaosNodeOf(ctx, ns, id)
 				if err != nil {
 					errs = append(errs, err)
 				}
-				if len(faults) == 0 {
-					fmt.Fprintln(stdout, "no faults")
-				} else {
-					printTable(stdout, append([][]string{{"FAULT", "TARGET", "WHAT", "UNTIL"}}, faults...))
+				if *out == outputText {
+					v.text(stdout)
 				}
-				fmt.Fprintln(stdout)
+				nodes = append(nodes, v)
+			}
+			if *out != outputText {
+				if err := out.write(stdout, nodes, nil); err != nil {
+					return err
+				}
 			}
 			return errors.Join(errs...)
 		},
 	}
+	out = addOutputFlag(cmd)
+	return cmd
 }
 
-// activeFaults are a node's faults of every type as table rows.
-func activeFaults(ctx context.Context, a *chaos.Admin) ([][]string, error) {
-	var rows [][]string
-	faults, err := a.Faults(ctx)
-	if err != nil {
-		return nil, err
+// chaosNodeOf reads node id's actors and faults. A view is returned with
+// the error: what was read before it.
+func chaosNodeOf(ctx context.Context, ns *chaos.Nodes, id int32) (*chaosNodeView, error) {
+	a, _ := ns.Admin(id)
+	info := ns.Info(id)
+	v := &chaosNodeView{Node: id, Admin: a.Addr, Kafka: info.Kafka, PID: info.PID, ChaosEnable: info.Chaos}
+	fail := func(err error) (*chaosNodeView, error) {
+		v.Error = err.Error()
+		return v, err
 	}
-	for _, x := range faults {
+	var err error
+	if v.Actors, err = a.Actors(ctx); err != nil {
+		return fail(err)
+	}
+	if v.Actors == nil {
+		v.Actors = []*chaos.Actor{}
+	}
+	v.actorsRead = true
+	if v.Faults, err = a.Faults(ctx); err != nil {
+		return fail(err)
+	}
+	if v.Links, err = a.Links(ctx); err != nil {
+		return fail(err)
+	}
+	c, err := a.Clock(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	if c.Offset != "" && c.Offset != "0s" {
+		v.Clock = &c
+	}
+	d, err := a.Disk(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	if d.Fail != "" {
+		v.Disk = &d
+	}
+	return v, nil
+}
+
+// text prints the node as chaos list does: a line of who it is, its actor
+// tree and its faults.
+func (v *chaosNodeView) text(w io.Writer) {
+	chaosState := "refused (chaos.enable=false)"
+	if v.ChaosEnable {
+		chaosState = "enabled"
+	}
+	fmt.Fprintf(w, "NODE %d  admin %s  kafka %s  pid %d  faults %s\n", v.Node, v.Admin, v.Kafka, v.PID, chaosState)
+	if !v.actorsRead {
+		return
+	}
+	rows := [][]string{{"ACTOR", "KIND", "ROLE", "EPOCH", "MAILBOX", "RESTARTS"}}
+	var walk func(as []*chaos.Actor, depth int)
+	walk = func(as []*chaos.Actor, depth int) {
+		for _, x := range as {
+			epoch := ""
+			if x.Epoch != 0 || x.Role != "" {
+				epoch = strconv.Itoa(int(x.Epoch))
+			}
+			rows = append(rows, []string{strings.Repeat("  ", depth) + x.Name, x.Kind, x.Role, epoch,
+				strconv.FormatInt(x.MailboxLength, 10), strconv.FormatInt(x.Restarts, 10)})
+			walk(x.Children, depth+1)
+		}
+	}
+	walk(v.Actors, 0)
+	printTable(w, rows)
+	if faults := v.faultRows(); len(faults) == 0 {
+		fmt.Fprintln(w, "no faults")
+	} else {
+		printTable(w, append([][]string{{"FAULT", "TARGET", "WHAT", "UNTIL"}}, faults...))
+	}
+	fmt.Fprintln(w)
+}
+
+// faultRows are the node's faults of every type as table rows.
+func (v *chaosNodeView) faultRows() [][]string {
+	var rows [][]string
+	for _, x := range v.Faults {
 		what := x.Kind
 		for _, kv := range [][2]string{{"message", x.Message}, {"delay", x.Delay}, {"every", x.Every}} {
 			if kv[1] != "" {
@@ -202,11 +278,7 @@ func activeFaults(ctx context.Context, a *chaos.Admin) ([][]string, error) {
 		what += fmt.Sprintf(" (fired %d)", x.Fired)
 		rows = append(rows, []string{"actor " + strconv.FormatUint(x.ID, 10), x.Actor, what, x.Expires})
 	}
-	links, err := a.Links(ctx)
-	if err != nil {
-		return rows, err
-	}
-	for _, l := range links {
+	for _, l := range v.Links {
 		var what []string
 		if l.Cut {
 			what = append(what, "cut")
@@ -219,21 +291,13 @@ func activeFaults(ctx context.Context, a *chaos.Admin) ([][]string, error) {
 		}
 		rows = append(rows, []string{"link", fmt.Sprintf("to node %d (%s)", l.Peer, l.Address), strings.Join(what, ", "), l.Expires})
 	}
-	c, err := a.Clock(ctx)
-	if err != nil {
-		return rows, err
-	}
-	if c.Offset != "" && c.Offset != "0s" {
+	if c := v.Clock; c != nil {
 		rows = append(rows, []string{"clock", "", "offset " + c.Offset, c.Expires})
 	}
-	d, err := a.Disk(ctx)
-	if err != nil {
-		return rows, err
-	}
-	if d.Fail != "" {
+	if d := v.Disk; d != nil {
 		rows = append(rows, []string{"disk", "", "fail " + d.Fail, d.Expires})
 	}
-	return rows, nil
+	return rows
 }
 
 // nodeOfPattern is the node an actor pattern names ("node/2/..."), or -1.
@@ -604,8 +668,16 @@ func newChaosDiskCommand(f *chaosFlags, stdout io.Writer) *cobra.Command {
 	return cmd
 }
 
+// chaosEvent is an event of chaos events, as -o json and yaml print it:
+// the node's supervision journal's event with the node's id.
+type chaosEvent struct {
+	Node int32 `json:"node"`
+	chaos.Event
+}
+
 func newChaosEventsCommand(f *chaosFlags, stdout io.Writer) *cobra.Command {
-	return &cobra.Command{
+	var out *output
+	cmd := &cobra.Command{
 		Use:   "events",
 		Short: "Show each node's supervision journal: actors started, failed, restarted (with the time to recover), stopped, roles and epochs changed",
 		Args:  cobra.NoArgs,
@@ -615,7 +687,7 @@ func newChaosEventsCommand(f *chaosFlags, stdout io.Writer) *cobra.Command {
 				return err
 			}
 			defer cancel()
-			rows := [][]string{{"NODE", "TIME", "ACTOR", "EVENT", "DETAIL"}}
+			all := []chaosEvent{}
 			for _, id := range ns.IDs() {
 				a, _ := ns.Admin(id)
 				events, _, err := a.Events(ctx, 0)
@@ -623,6 +695,12 @@ func newChaosEventsCommand(f *chaosFlags, stdout io.Writer) *cobra.Command {
 					return err
 				}
 				for _, e := range events {
+					all = append(all, chaosEvent{id, e})
+				}
+			}
+			return out.write(stdout, all, func() error {
+				rows := [][]string{{"NODE", "TIME", "ACTOR", "EVENT", "DETAIL"}}
+				for _, e := range all {
 					detail := e.Cause
 					switch e.Type {
 					case "restarted":
@@ -630,11 +708,13 @@ func newChaosEventsCommand(f *chaosFlags, stdout io.Writer) *cobra.Command {
 					case "role", "epoch":
 						detail = fmt.Sprintf("%s epoch %d", e.Role, e.Epoch)
 					}
-					rows = append(rows, []string{strconv.Itoa(int(id)), e.Time.Format("15:04:05.000"), e.Actor, e.Type, detail})
+					rows = append(rows, []string{strconv.Itoa(int(e.Node)), e.Time.Format("15:04:05.000"), e.Actor, e.Type, detail})
 				}
-			}
-			printTable(stdout, rows)
-			return nil
+				printTable(stdout, rows)
+				return nil
+			})
 		},
 	}
+	out = addOutputFlag(cmd)
+	return cmd
 }

@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/skeinlog/skein/chaos"
 	"github.com/skeinlog/skein/configs"
 )
 
@@ -63,6 +65,42 @@ func TestChaosCommands(t *testing.T) {
 			t.Errorf("chaos list lacks %q:\n%s", want, out)
 		}
 	}
+	// -o json: the node, its actors and each fault.
+	nodes := jsonOf[[]chaosNodeView](t, addr, "chaos", "list", admin)
+	if len(nodes) != 1 || nodes[0].Node != 1 || !nodes[0].ChaosEnable || nodes[0].Admin != n.AdminAddr().String() || len(nodes[0].Actors) == 0 ||
+		len(nodes[0].Faults) != 2 || nodes[0].Links == nil || len(nodes[0].Links) != 0 || nodes[0].Error != "" {
+		t.Fatalf("chaos list -o json: %s", jsonText(nodes))
+	}
+	v := nodes[0]
+	if f := v.Faults[0]; f.Actor != "node/*/partitions/*" || f.Kind != "delay" || f.Delay != "1ms" || f.Expires == "" {
+		t.Errorf("chaos list -o json: the delay fault %+v", f)
+	}
+	if f := v.Faults[1]; f.Actor != "node/1/groups/*" || f.Kind != "drop" || f.Rate != 0.2 || f.Message != "Heartbeat" {
+		t.Errorf("chaos list -o json: the drop fault %+v", f)
+	}
+	if v.Clock == nil || v.Clock.Offset != "1m30s" || v.Disk == nil || v.Disk.Fail != "syncs" {
+		t.Errorf("chaos list -o json: clock %+v, disk %+v", v.Clock, v.Disk)
+	}
+	var restarts int64 = -1
+	var find func(as []*chaos.Actor)
+	find = func(as []*chaos.Actor) {
+		for _, a := range as {
+			if a.Name == "node/1/partitions/t-0" {
+				restarts = a.Restarts
+			}
+			find(a.Children)
+		}
+	}
+	if find(v.Actors); restarts != 1 {
+		t.Errorf("chaos list -o json: node/1/partitions/t-0 restarted %d times, want 1", restarts)
+	}
+	events := yamlOf[[]chaosEvent](t, addr, "chaos", "events", admin)
+	if !slices.ContainsFunc(events, func(e chaosEvent) bool {
+		return e.Node == 1 && e.Actor == "node/1/partitions/t-0" && e.Type == "restarted" && !e.Time.IsZero()
+	}) {
+		t.Errorf("chaos events -o yaml: no restart of node/1/partitions/t-0 in %s", jsonText(events))
+	}
+
 	if out := ok(t, addr, "", "chaos", "heal", admin); !strings.Contains(out, "node 1: 4 faults removed") {
 		t.Fatalf("chaos heal printed:\n%s", out)
 	}
