@@ -59,13 +59,14 @@ func TestCustomSkein(t *testing.T) {
 	}
 }
 
-// startNodeBinary runs `bin node` on free loopback ports until the test
-// ends, and returns its Kafka and admin addresses, which it logs as it
-// starts.
-func startNodeBinary(t *testing.T, bin string) (addr, admin string) {
+// startNodeBinary runs `bin node` on free loopback ports, with args
+// besides, until the test ends, and returns its Kafka and admin
+// addresses, which it logs as it starts.
+func startNodeBinary(t *testing.T, bin string, args ...string) (addr, admin string) {
 	t.Helper()
-	cmd := exec.Command(bin, "node", "--data-dir", filepath.Join(t.TempDir(), "data"),
-		"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--log-format", "json")
+	name := filepath.Base(bin)
+	cmd := exec.Command(bin, append([]string{"node", "--data-dir", filepath.Join(t.TempDir(), "data"),
+		"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--log-format", "json"}, args...)...)
 	cmd.Env = environ()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -99,21 +100,21 @@ func startNodeBinary(t *testing.T, bin string) (addr, admin string) {
 		case <-time.After(deadline):
 			cmd.Process.Kill()
 			log = <-logged
-			t.Errorf("customskein node did not stop within %v of SIGTERM", deadline)
+			t.Errorf("%s node did not stop within %v of SIGTERM", name, deadline)
 		}
 		if err := cmd.Wait(); err != nil {
-			t.Errorf("customskein node exited with %v; log:\n%s", err, strings.Join(log, "\n"))
+			t.Errorf("%s node exited with %v; log:\n%s", name, err, strings.Join(log, "\n"))
 		}
 	})
 	select {
 	case fields, ok := <-started:
 		if !ok {
-			t.Fatalf("customskein node exited before it started; log:\n%s", strings.Join(<-logged, "\n"))
+			t.Fatalf("%s node exited before it started; log:\n%s", name, strings.Join(<-logged, "\n"))
 		}
 		addr, _ = fields["listen"].(string)
 		admin, _ = fields["admin.listen"].(string)
 	case <-time.After(deadline):
-		t.Fatalf("customskein node did not start within %v", deadline)
+		t.Fatalf("%s node did not start within %v", name, deadline)
 	}
 	return addr, admin
 }

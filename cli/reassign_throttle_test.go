@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -62,14 +63,17 @@ func TestTopicReassignThrottle(t *testing.T) {
 		return ln.Addr().String()
 	}
 	c1, c2 := cluster(), cluster()
-	voters := "1@" + c1
-	addr := startNode(t, func(cfg *configs.Node) {
-		cfg.ControllerQuorumVoters, cfg.ClusterListen, cfg.ClusterAdvertise = voters, c1, c1
-	})
-	startNode(t, func(cfg *configs.Node) {
-		cfg.NodeID, cfg.ProcessRoles = 2, "broker"
-		cfg.ControllerQuorumVoters, cfg.ClusterListen, cfg.ClusterAdvertise = voters, c2, c2
-	})
+	voters := "controller.quorum.voters=1@" + c1
+	// Two processes: two nodes in this one would race on gRPC's global
+	// logger (each starts a protoactor remote) under -race.
+	bin := filepath.Join(t.TempDir(), "skein")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/skeinlog/skein/cmd/skein").CombinedOutput(); err != nil {
+		t.Fatalf("building skein: %v\n%s", err, out)
+	}
+	addr, _ := startNodeBinary(t, bin, "--set", voters, "--set", "cluster.listen="+c1, "--set", "cluster.advertise="+c1,
+		"--set", "group.initial.rebalance.delay.ms=0")
+	startNodeBinary(t, bin, "--node-id", "2", "--set", "process.roles=broker", "--set", voters,
+		"--set", "cluster.listen="+c2, "--set", "cluster.advertise="+c2)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
 		t.Fatal(err)
