@@ -203,6 +203,7 @@ func TestDefaultNode(t *testing.T) {
 		"cluster.listen":                                              "127.0.0.1:9093",
 		"cluster.advertise":                                           "127.0.0.1:9093",
 		"broker.rack":                                                 "",
+		"replica.selector.class":                                      "",
 		"broker.heartbeat.interval.ms":                                "2000",
 		"broker.session.timeout.ms":                                   "9000",
 		"metadata.log.max.record.bytes.between.snapshots":             "20971520",
@@ -483,6 +484,8 @@ func TestValidate(t *testing.T) {
 		{"log.flush.interval.messages", func(n *Node) { n.LogFlushIntervalMessages = 0 }, "configs: log.flush.interval.messages = 0: must be at least 1"},
 		{"log.flush.interval.ms", func(n *Node) { n.LogFlushIntervalMs = -1 }, "configs: log.flush.interval.ms = -1: must be at least 0"},
 		{"compression.type", func(n *Node) { n.CompressionType = "brotli" }, "configs: compression.type = brotli: must be one of producer, uncompressed, gzip, snappy, lz4, zstd"},
+		{"replica.selector.class", func(n *Node) { n.ReplicaSelectorClass = "com.example.NearestSelector" }, "configs: replica.selector.class = com.example.NearestSelector: Skein's one replica selector is org.apache.kafka.common.replica.RackAwareReplicaSelector"},
+		{"replica.selector.class rack-aware", func(n *Node) { n.ReplicaSelectorClass = RackAwareReplicaSelector }, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := Default()

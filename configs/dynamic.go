@@ -584,6 +584,7 @@ var docs = map[string]string{
 	"broker.heartbeat.interval.ms":                                "How often a broker heartbeats the active controller, in milliseconds.",
 	"broker.session.timeout.ms":                                   "How long the active controller waits for a broker's heartbeat before fencing it, in milliseconds.",
 	"broker.rack":                                                 "The rack or zone of this broker; a partition's replicas are placed in different racks.",
+	"replica.selector.class":                                      "org.apache.kafka.common.replica.RackAwareReplicaSelector sends a consumer that gives its client.rack to an in-sync replica in that rack; empty reads from the leader.",
 	"cluster.listen":                                              "The host:port the node's remoting between nodes (controller quorum, heartbeats, replication) binds when controller.quorum.voters is set (Skein-only).",
 	"cluster.advertise":                                           "The host:port other nodes reach this node's remoting at; defaults to cluster.listen (Skein-only).",
 	"controller.quorum.voters":                                    "The controller quorum's voters as id@host:port, comma-separated; empty makes the node a cluster of its own.",

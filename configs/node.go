@@ -554,6 +554,15 @@ type Node struct {
 	// broker.rack.
 	BrokerRack string `mapstructure:"broker.rack" yaml:"broker.rack"`
 
+	// ReplicaSelectorClass chooses the replica a consumer reads from
+	// (KIP-392). Default empty: the leader. Kafka's
+	// org.apache.kafka.common.replica.RackAwareReplicaSelector (the one
+	// selector Skein has) makes a leader send a consumer that gives its
+	// rack (client.rack) to an in-sync replica in that rack, when the
+	// leader is not in it. Followers serve consumers' fetches whatever
+	// this says, as Kafka's do. Kafka: replica.selector.class.
+	ReplicaSelectorClass string `mapstructure:"replica.selector.class" yaml:"replica.selector.class"`
+
 	// BrokerHeartbeatIntervalMs is how often a broker heartbeats the
 	// active controller. Default 2000, at least 1. Kafka:
 	// broker.heartbeat.interval.ms.
@@ -877,6 +886,14 @@ func Default() Node {
 // authorizer.class.name Skein serves.
 const StandardAuthorizer = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 
+// RackAwareReplicaSelector is Kafka's rack-aware replica selector, the one
+// replica.selector.class Skein serves.
+const RackAwareReplicaSelector = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+
+// RackAwareReads reports whether leaders send consumers to replicas in
+// their rack (replica.selector.class).
+func (n Node) RackAwareReads() bool { return n.ReplicaSelectorClass == RackAwareReplicaSelector }
+
 // Authorizing reports whether an authorizer is on.
 func (n Node) Authorizing() bool { return n.AuthorizerClassName != "" }
 
@@ -918,6 +935,9 @@ func (n Node) Validate() error {
 	}
 	if n.Authorizing() && n.AuthorizerClassName != StandardAuthorizer {
 		v.fail("authorizer.class.name", n.AuthorizerClassName, "Skein's one authorizer is "+StandardAuthorizer+" (ACLs in the cluster's metadata); leave it empty for none")
+	}
+	if n.ReplicaSelectorClass != "" && n.ReplicaSelectorClass != RackAwareReplicaSelector {
+		v.fail("replica.selector.class", n.ReplicaSelectorClass, "Skein's one replica selector is "+RackAwareReplicaSelector+" (consumers read from a replica in their client.rack); leave it empty for the leader only")
 	}
 	if _, err := n.BootstrapScramUsers(); err != nil {
 		v.fail(scramBootstrapKey, Hidden, err.Error())

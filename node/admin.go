@@ -51,6 +51,14 @@ package node
 //	  skein_topic_records_out_total{topic}       records served to consumers (Fetch: offsets from the fetch offset to
 //	                                             the end of the batches served; ShareFetch: records acquired)
 //	  skein_topic_bytes_out_total{topic}         their bytes; followers' fetches are skein_replication_bytes_out_total
+//	Reads from followers, KIP-392 (transport/metrics.go)
+//	  skein_fetch_follower_records_total         records served to consumers from partitions this node follows
+//	                                             (counted as skein_topic_records_out_total counts them)
+//	  skein_fetch_follower_bytes_total           their bytes
+//	  skein_fetch_preferred_read_replica_total{by}  partitions answered with a preferred read replica instead of
+//	                                             records: by="leader" sending a consumer to a replica in its rack
+//	                                             (replica.selector.class), by="follower" sending it back to the
+//	                                             leader when the follower is not in sync
 //	Consumer groups, from the group's coordinator (group_lag.go)
 //	  skein_consumer_group_committed_offset{group,topic,partition}
 //	  skein_consumer_group_lag{group,topic,partition}  high watermark minus committed offset, never below 0

@@ -407,6 +407,7 @@ func (n *Node) serve() {
 		Logger:      log,
 		Failures:    n.failures,
 		Authorizer:  n.authorizer,
+		Clock:       n.clock,
 	}, transport.NewMetrics(n.metrics))
 	n.shareAPI.Store(api)
 	server := transport.NewServer(tcfg, api)
@@ -791,7 +792,7 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 		Origin: actors.Origin{Node: n.cfg.NodeID, Incarnation: n.incarnation}, Registry: n.registry,
 		WaitMax:  time.Duration(n.cfg.ReplicaFetchWaitMaxMs) * time.Millisecond,
 		MaxBytes: n.cfg.ReplicaFetchResponseMaxBytes, PartMax: n.cfg.ReplicaFetchMaxBytes,
-		Links: n.links, Logger: n.log, TLS: n.kafka.followerTLS(),
+		Links: n.links, Logger: n.log, TLS: n.kafka.followerTLS(), Clock: n.clock,
 	}, actors.NewBackoffStrategy(actors.Backoff{})), "fetchers")
 	if err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 
 	"github.com/skeinlog/skein/actors"
 	"github.com/skeinlog/skein/controller/image"
+	"github.com/skeinlog/skein/internal/clock"
 	"github.com/skeinlog/skein/replica"
 )
 
@@ -51,6 +52,9 @@ type FetcherConfig struct {
 	// listener is SSL, and the node's certificate is its client
 	// certificate (a principal that needs CLUSTER_ACTION).
 	TLS *tls.Config
+	// Clock is the node's clock, which the partitions' Handles are
+	// stamped with (CaughtUp); nil is the real one.
+	Clock clock.Clock
 }
 
 // FetchersProps returns the props of the "fetchers" supervisor, whose
@@ -65,6 +69,10 @@ func FetchersProps(cfg FetcherConfig, strategy actor.SupervisorStrategy) *actor.
 type fetchers struct {
 	cfg      FetcherConfig
 	children map[int32]*fetcherChild
+	// stopping is set once the supervisor stops: a Follow still in its
+	// mailbox then spawns no fetcher, as protoactor has already told the
+	// children it had to stop and would wait forever for a new one.
+	stopping bool
 }
 
 // fetcherChild is a fetcher and what it is to follow: a restarted fetcher
@@ -75,8 +83,12 @@ type fetcherChild struct {
 }
 
 func (s *fetchers) Receive(c actor.Context) {
+	if _, ok := c.Message().(*actor.Stopping); ok {
+		s.stopping = true
+		return
+	}
 	m, ok := c.Message().(*Follow)
-	if !ok {
+	if !ok || s.stopping {
 		return
 	}
 	for leader, f := range m.Leaders {
@@ -396,7 +408,10 @@ func (f *fetcher) apply(c actor.Context, m *fetchAnswer) {
 			}
 			if v := h.View(); len(fp.RecordBatches) == 0 && ke == nil && fp.DivergingEpoch.EndOffset < 0 && v != nil && v.Log != nil &&
 				fp.HighWatermark <= v.Log.HighWatermark && fp.LogStartOffset <= v.Log.LogStartOffset {
-				continue // nothing new for it
+				// Nothing new for it: its log is up to the leader's high
+				// watermark (read_replica.go).
+				h.setCaughtUp(f.now())
+				continue
 			}
 			f.applying++
 			c.Send(h.PID, &Replicate{Position: a.pos, Records: fp.RecordBatches,
@@ -425,6 +440,14 @@ func (f *fetcher) throttled(k Key, v *View) bool {
 	}
 	hw, known := f.leaderHW[k]
 	return !known || v.Follow.FetchOffset < hw
+}
+
+// now returns the time by the node's clock.
+func (f *fetcher) now() time.Time {
+	if f.cfg.Clock == nil {
+		return time.Now()
+	}
+	return f.cfg.Clock.Now()
 }
 
 // after sends msg to the fetcher after d, replacing any timer set before.

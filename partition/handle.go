@@ -3,6 +3,7 @@ package partition
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -30,6 +31,14 @@ type Handle struct {
 	// before the actor of a partition whose data goes is stopped: the log
 	// is closed without a sync or a checkpoint (store.Log.Abandon).
 	deleted atomic.Bool
+	// caughtUp is, while the replica follows, when an answer of its
+	// leader last found its log up to the leader's high watermark, in
+	// Unix nanoseconds by the node's clock; 0 before the first. It is no
+	// part of the View: the fetcher sets it for the answers with nothing
+	// new for the partition, which it does not hand to the actor, so
+	// that a follower of an idle partition stays in sync without a
+	// message or a new view per answer.
+	caughtUp atomic.Int64
 
 	mu        sync.Mutex
 	waiters   map[chan<- struct{}]struct{}
@@ -80,6 +89,25 @@ func CheckLeaderEpoch(theirs, ours int32) *kerr.Error {
 	default:
 		return kerr.UnknownLeaderEpoch
 	}
+}
+
+// CaughtUp returns when, as a follower, the replica last heard from its
+// leader with its log up to the leader's high watermark (by the node's
+// clock); zero if it has not since it began following.
+func (h *Handle) CaughtUp() time.Time {
+	if n := h.caughtUp.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return time.Time{}
+}
+
+// setCaughtUp sets what CaughtUp returns; the zero time for never.
+func (h *Handle) setCaughtUp(t time.Time) {
+	var n int64
+	if !t.IsZero() {
+		n = t.UnixNano()
+	}
+	h.caughtUp.Store(n)
 }
 
 // View returns the newest view, or nil while the partition is loading.

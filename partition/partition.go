@@ -488,8 +488,8 @@ func (p *partition) publish() {
 		}
 	}
 	if p.leader != nil && p.hasFollowers() {
-		p.leader.Lag(func(r int32, offsets int64, caughtUp time.Time) {
-			v.Followers = append(v.Followers, FollowerLag{Replica: r, Offsets: offsets, CaughtUp: caughtUp})
+		p.leader.Lag(func(r int32, offset, behind int64, caughtUp time.Time) {
+			v.Followers = append(v.Followers, FollowerLag{Replica: r, FetchOffset: offset, Offsets: behind, CaughtUp: caughtUp})
 		})
 	}
 	if f := p.failure; f != nil {

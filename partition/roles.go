@@ -149,6 +149,7 @@ func (p *partition) assumeRole() {
 		return
 	}
 	p.follower = replica.NewFollower(p.state.Leader, p.state.LeaderEpoch, p.log.LogEndOffset(), p.log.LatestEpoch(), p.log.HighWatermark())
+	p.handle.setCaughtUp(time.Time{}) // until the new leader's first answer
 	p.behavior.Become(p.following)
 }
 
@@ -303,6 +304,9 @@ func (p *partition) replicate(m *Replicate) {
 		p.fail("replicate", err)
 		done()
 		return
+	}
+	if m.Answer.Err == nil && m.Answer.DivergingEpoch < 0 && p.log.LogEndOffset() >= m.Answer.HighWatermark {
+		p.handle.setCaughtUp(p.cfg.Clock.Now())
 	}
 	p.publish()
 	if p.cfg.Durability != configs.DurabilityReplicated && p.log.DurableOffset() < p.log.LogEndOffset() {

@@ -15,12 +15,15 @@ type Stats struct {
 	BytesIn, BytesOut      atomic.Uint64
 }
 
-// FollowerLag is a leader's account of one follower: how many offsets its
-// last fetch was behind the leader's end, and when it was last caught up.
+// FollowerLag is a leader's account of one follower: the offset of its
+// last fetch (the end of what it holds, -1 before its first), how many
+// offsets that was behind the leader's end, and when it was last caught
+// up.
 type FollowerLag struct {
-	Replica  int32
-	Offsets  int64
-	CaughtUp time.Time
+	Replica     int32
+	FetchOffset int64
+	Offsets     int64
+	CaughtUp    time.Time
 }
 
 // countISRChange counts a committed ISR change of a partition this node

@@ -72,12 +72,13 @@ func (l *Leader) ISR() []int32 { return slices.Clone(l.isr) }
 // min.insync.replicas is checked against.
 func (l *Leader) ISRSize() int { return len(l.isr) }
 
-// Lag calls fn for each follower, by id: how far its last fetch was
-// behind the leader's end and when it was last caught up.
-func (l *Leader) Lag(fn func(replica int32, offsets int64, caughtUp time.Time)) {
+// Lag calls fn for each follower, by id: the offset of its last fetch
+// (what it holds; -1 before its first), how far that was behind the
+// leader's end, and when it was last caught up.
+func (l *Leader) Lag(fn func(replica int32, offset, behind int64, caughtUp time.Time)) {
 	for _, r := range l.followers {
 		f := l.follow[r]
-		fn(r, max(l.end-f.offset, 0), f.caughtUp)
+		fn(r, f.offset, max(l.end-f.offset, 0), f.caughtUp)
 	}
 }
 

@@ -14,11 +14,29 @@ package transport
 //   - With fewer than MinBytes available, the request waits up to
 //     MaxWaitMillis for any of its partitions to publish a new view (no
 //     polling), then reads again.
+//   - Reads from followers (KIP-392, v11+; partition/read_replica.go): a
+//     partition this node follows is read from its own log, up to the high
+//     watermark its leader told it or its last stable offset (a follower
+//     keeps the producers' state and aborted transactions as the leader
+//     does, so read_committed is served too). A follower not in sync (out
+//     of the ISR it knows, or not brought up to its leader's high
+//     watermark within replica.lag.time.max.ms) answers with its leader as
+//     PreferredReadReplica and no records, so the consumer goes back to
+//     the leader. With replica.selector.class set to the
+//     RackAwareReplicaSelector, a leader answers a consumer whose Rack it
+//     does not share, and that an in-sync replica does, with that replica
+//     as PreferredReadReplica and no records, as Kafka's leader does. An
+//     answer that names a PreferredReadReplica goes without waiting.
 //   - Errors per partition: OFFSET_OUT_OF_RANGE below the log start or past
-//     the log end; FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH when the
-//     client's CurrentLeaderEpoch is older / newer (KIP-320);
+//     the log end (on a follower, past its log end with no
+//     CurrentLeaderEpoch given: no records and no error, as Kafka answers
+//     since KAFKA-14255, as the client may have come on stale metadata);
+//     FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH when the
+//     client's CurrentLeaderEpoch is older / newer (KIP-320; a follower
+//     compares with the epoch of the leader it follows);
 //     UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID (v13+),
-//     NOT_LEADER_OR_FOLLOWER for a partition this node does not host;
+//     NOT_LEADER_OR_FOLLOWER for a partition this node does not host (or
+//     follows, to a Fetch before v11);
 //     KAFKA_STORAGE_ERROR when the log cannot be read. A partition without
 //     records (or with an error) gets zero-length records, never null:
 //     librdkafka and sarama reject a null record set, and Kafka never
@@ -66,7 +84,7 @@ package transport
 //
 // Version notes:
 //   - v4: isolation level. v5: log start offset. v7: sessions. v9: current
-//     leader epoch. v11: rack (no read replicas: PreferredReadReplica -1).
+//     leader epoch. v11: rack and PreferredReadReplica (KIP-392).
 //     v12: flexible, diverging epoch. v13: topic ids. v15: ReplicaState (a
 //     follower's fetch: replica_fetch.go). v18: the follower's high watermark.
 
@@ -77,6 +95,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/skeinlog/skein/controller/image"
 	"github.com/skeinlog/skein/partition"
 	"github.com/skeinlog/skein/partition/store"
 )
@@ -104,8 +123,8 @@ func (a *API) handleFetch(c *conn, kreq kmsg.Request) finish {
 		}
 		deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 		for {
-			res, f := a.fetchOnce(req, fc.wants, readable)
-			if f.bytes >= int64(req.MinBytes) || f.errors || !time.Now().Before(deadline) || len(f.handles) == 0 ||
+			res, f := a.fetchOnce(req, c.listener, fc.wants, readable)
+			if f.bytes >= int64(req.MinBytes) || f.errors || f.redirects || !time.Now().Before(deadline) || len(f.handles) == 0 ||
 				!f.wait(deadline, c.stop, c.gone) {
 				resp := a.fetchAnswer(req, c.listener, fc, res)
 				a.chargeFetch(c, user, client, res, resp)
@@ -131,14 +150,19 @@ type fetchResult struct {
 	part    kmsg.FetchResponseTopicPartition // RecordBatches always empty
 	slice   store.Slice                      // the records, Size 0 for none
 	from    int64                            // the fetch offset, for the records served
+	// follower is set when this node read the records as a follower.
+	follower bool
 }
 
 // fetched is what one pass over a fetch found.
 type fetched struct {
-	bytes   int64
-	errors  bool
-	handles []*partition.Handle
-	views   []*partition.View // the views read, by handle
+	bytes  int64
+	errors bool
+	// redirects is set when a partition names a PreferredReadReplica:
+	// the answer goes at once, as Kafka's does.
+	redirects bool
+	handles   []*partition.Handle
+	views     []*partition.View // the views read, by handle
 }
 
 // wait blocks until one of the partitions publishes a view newer than the
@@ -173,7 +197,7 @@ func (f *fetched) wait(deadline time.Time, stop, gone <-chan struct{}) bool {
 // fetchOnce reads every wanted partition, in order, within the response's
 // byte budget; a topic the client may not read is
 // TOPIC_AUTHORIZATION_FAILED.
-func (a *API) fetchOnce(req *kmsg.FetchRequest, wants []fetchWant, readable func(string) bool) ([]fetchResult, *fetched) {
+func (a *API) fetchOnce(req *kmsg.FetchRequest, listener string, wants []fetchWant, readable func(string) bool) ([]fetchResult, *fetched) {
 	im := a.Image()
 	f := &fetched{}
 	budget := int64(req.MaxBytes)
@@ -194,7 +218,7 @@ func (a *API) fetchOnce(req *kmsg.FetchRequest, wants []fetchWant, readable func
 			topicErr = kerr.TopicAuthorizationFailed
 		}
 		r.topic = name
-		if err := a.fetchPartition(name, topicErr, w, req.IsolationLevel == 1, r, &budget, f); err != nil {
+		if err := a.fetchPartition(im, req, listener, name, topicErr, w, r, &budget, f); err != nil {
 			p.ErrorCode = err.Code
 			f.errors = true
 		}
@@ -202,11 +226,18 @@ func (a *API) fetchOnce(req *kmsg.FetchRequest, wants []fetchWant, readable func
 	return res, f
 }
 
-func (a *API) fetchPartition(topic string, topicErr *kerr.Error, w *fetchWant, readCommitted bool, r *fetchResult, budget *int64, f *fetched) *kerr.Error {
+func (a *API) fetchPartition(im *image.Image, req *kmsg.FetchRequest, listener, topic string, topicErr *kerr.Error, w *fetchWant, r *fetchResult, budget *int64, f *fetched) *kerr.Error {
 	if topicErr != nil {
 		return topicErr
 	}
+	readCommitted := req.IsolationLevel == 1
 	h, v, err := a.hosted(topic, w.key.partition)
+	if err == kerr.NotLeaderForPartition && req.Version >= 11 {
+		// KIP-392: a consumer's Fetch v11+ may read from a follower.
+		if fh, fv, ferr := a.Partitions.Followed(im, a.Node.NodeID, topic, w.key.partition); ferr != kerr.NotLeaderForPartition {
+			h, v, err, r.follower = fh, fv, ferr, ferr == nil
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -214,13 +245,30 @@ func (a *API) fetchPartition(topic string, topicErr *kerr.Error, w *fetchWant, r
 	lv, p := v.Log, &r.part
 	// NB: a partition answered with an error keeps -1 for its offsets,
 	// as Kafka's does.
-	if err := partition.CheckLeaderEpoch(w.currentLeaderEpoch, v.LeaderEpoch); err != nil {
+	epoch := v.LeaderEpoch
+	if r.follower {
+		epoch = v.State.LeaderEpoch
+	}
+	if err := partition.CheckLeaderEpoch(w.currentLeaderEpoch, epoch); err != nil {
 		return err
 	}
+	offsets := func() {
+		p.HighWatermark, p.LastStableOffset, p.LogStartOffset = lv.HighWatermark, lv.LastStableOffset, lv.LogStartOffset
+	}
+	if id := a.readReplica(im, req, listener, h, v, r.follower, w.fetchOffset); id >= 0 {
+		offsets()
+		p.PreferredReadReplica = id
+		f.redirects = true
+		return nil
+	}
 	if w.fetchOffset < lv.LogStartOffset || w.fetchOffset > lv.LogEndOffset {
+		if r.follower && w.currentLeaderEpoch < 0 && w.fetchOffset > lv.LogEndOffset {
+			offsets()
+			return nil
+		}
 		return kerr.OffsetOutOfRange
 	}
-	p.HighWatermark, p.LastStableOffset, p.LogStartOffset = lv.HighWatermark, lv.LastStableOffset, lv.LogStartOffset
+	offsets()
 	end := lv.HighWatermark
 	if readCommitted {
 		end = lv.LastStableOffset
@@ -250,6 +298,36 @@ func (a *API) fetchPartition(topic string, topicErr *kerr.Error, w *fetchWant, r
 	f.bytes += sl.Size
 	*budget -= sl.Size
 	return nil
+}
+
+// readReplica returns the replica a consumer's fetch of a partition
+// should go to instead of reading here, -1 for none (partition/read_replica.go):
+// on a follower not in sync, its leader, when the image has it live; on a
+// leader with the rack-aware selector, an in-sync replica in the
+// consumer's rack.
+func (a *API) readReplica(im *image.Image, req *kmsg.FetchRequest, listener string, h *partition.Handle, v *partition.View, follower bool, fetchOffset int64) int32 {
+	switch {
+	case req.Version < 11:
+		return -1
+	case follower:
+		lag := time.Duration(a.Node.ReplicaLagTimeMaxMs) * time.Millisecond
+		if partition.FollowerInSync(v, h.CaughtUp(), a.Node.NodeID, a.now(), lag) {
+			return -1
+		}
+		// With no live leader to send the consumer to, the follower serves
+		// what it has, which is committed: a new leader comes with a new
+		// epoch.
+		leader := v.State.Leader
+		if b, ok := im.Brokers[leader]; ok && !b.Fenced {
+			if _, _, ok := b.Endpoint(listener); ok {
+				return leader
+			}
+		}
+		return -1
+	case a.Node.RackAwareReads():
+		return partition.PreferredReadReplica(im, v, a.Node.NodeID, req.Rack, listener, fetchOffset)
+	}
+	return -1
 }
 
 // fetchAnswer builds the response from the last pass's results: every
@@ -288,11 +366,18 @@ func (a *API) fetchAnswer(req *kmsg.FetchRequest, listener string, fc *fetchCont
 		r := &res[i]
 		fr.add(r.topic, r.topicID, r.part, r.slice)
 		a.metrics.errorCode(1, req.Version, r.part.ErrorCode)
+		if r.part.PreferredReadReplica >= 0 {
+			a.metrics.sentElsewhere(r.follower)
+		}
 		if sl := &r.slice; sl.Size > 0 {
 			if counted == nil || countedTopic != r.topic {
 				counted, countedTopic = a.metrics.topic(r.topic), r.topic
 			}
-			counted.served(sl.NextOffset-max(sl.FirstOffset, r.from), sl.Size)
+			n := sl.NextOffset - max(sl.FirstOffset, r.from)
+			counted.served(n, sl.Size)
+			if r.follower {
+				a.metrics.servedAsFollower(n, sl.Size)
+			}
 		}
 	}
 	if req.Version >= 12 {

@@ -13,6 +13,7 @@ import (
 	"github.com/skeinlog/skein/controller"
 	"github.com/skeinlog/skein/controller/image"
 	"github.com/skeinlog/skein/coordinator"
+	"github.com/skeinlog/skein/internal/clock"
 	"github.com/skeinlog/skein/internal/logging"
 	"github.com/skeinlog/skein/partition"
 	"github.com/skeinlog/skein/security"
@@ -102,6 +103,17 @@ type Deps struct {
 	// Failures rate-limits the lines logged about storage failures
 	// (segment reads that fail), node-wide; nil means no limit.
 	Failures *logging.Limiter
+	// Clock is the node's clock, the one its partitions' views are
+	// stamped with (a follower's CaughtUp); nil is the real one.
+	Clock clock.Clock
+}
+
+// now returns the time by the node's clock.
+func (a *API) now() time.Time {
+	if a.Clock == nil {
+		return time.Now()
+	}
+	return a.Clock.Now()
 }
 
 // activeController returns the node id of the active controller, -1 if

@@ -311,11 +311,12 @@ func (c *fetchSessionCache) evict(size int) bool {
 
 // sent records the values a response gave the client for the partition,
 // and reports whether the partition belongs in an incremental response:
-// it has records, an error, or a value that changed since it was last
-// sent (Kafka's CachedPartition.maybeUpdateResponseData).
+// it has records, an error, a preferred read replica, or a value that
+// changed since it was last sent (Kafka's
+// CachedPartition.maybeUpdateResponseData).
 func (sp *sessionPartition) sent(r *fetchResult) (respond bool) {
 	p := &r.part
-	respond = r.slice.Size > 0 || p.ErrorCode != 0 ||
+	respond = r.slice.Size > 0 || p.ErrorCode != 0 || p.PreferredReadReplica >= 0 ||
 		sp.highWatermark != p.HighWatermark || sp.lastStableOffset != p.LastStableOffset ||
 		sp.logStartOffset != p.LogStartOffset
 	sp.highWatermark, sp.lastStableOffset, sp.logStartOffset = p.HighWatermark, p.LastStableOffset, p.LogStartOffset

@@ -33,6 +33,13 @@ type Metrics struct {
 	throttle *prometheus.CounterVec
 	// topics count records and bytes in and out by topic.
 	topics *topicMetrics
+	// followerRecords and followerBytes count what this node served to
+	// consumers from partitions it follows (KIP-392); readReplica the
+	// partitions of consumers' fetches answered with a preferred read
+	// replica instead of records, by whether a leader or a follower
+	// answered.
+	followerRecords, followerBytes prometheus.Counter
+	readReplica                    *prometheus.CounterVec
 }
 
 // NewMetrics registers the listener's metrics on reg.
@@ -67,9 +74,19 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "skein_quota_throttle_seconds_total", Help: "Time clients were told to wait (throttle_time_ms, their connections muted meanwhile), by quota.",
 		}, []string{"quota"}),
 		topics: newTopicMetrics(),
+		followerRecords: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "skein_fetch_follower_records_total", Help: "Records this node served to consumers from partitions it follows (KIP-392: the offsets from the fetch offset to the end of the batches served, as skein_topic_records_out_total counts them).",
+		}),
+		followerBytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "skein_fetch_follower_bytes_total", Help: "Record bytes this node served to consumers from partitions it follows (KIP-392).",
+		}),
+		readReplica: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "skein_fetch_preferred_read_replica_total", Help: "Partitions of consumers' fetches answered with a preferred read replica instead of records (KIP-392), by who answered: a leader sending the consumer to a replica in its rack, or a follower not in sync sending it back to its leader.",
+		}, []string{"by"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.errors, m.latency, m.connections, m.authentications, m.refused, m.denials, m.acceptThrottle, m.throttle, m.topics)
+		reg.MustRegister(m.requests, m.errors, m.latency, m.connections, m.authentications, m.refused, m.denials, m.acceptThrottle, m.throttle, m.topics,
+			m.followerRecords, m.followerBytes, m.readReplica)
 	}
 	return m
 }
@@ -99,6 +116,21 @@ func (m *Metrics) errorCode(key, version int16, code int16) {
 
 // topic returns a topic's counters of records and bytes in and out.
 func (m *Metrics) topic(name string) *topicCounters { return m.topics.counters(name) }
+
+// servedAsFollower counts records a follower served to a consumer.
+func (m *Metrics) servedAsFollower(records, bytes int64) {
+	m.followerRecords.Add(float64(records))
+	m.followerBytes.Add(float64(bytes))
+}
+
+// sentElsewhere counts a partition answered with a preferred read replica.
+func (m *Metrics) sentElsewhere(byFollower bool) {
+	by := "leader"
+	if byFollower {
+		by = "follower"
+	}
+	m.readReplica.WithLabelValues(by).Inc()
+}
 
 func (m *Metrics) connectionOpened(listener string) { m.connections.WithLabelValues(listener).Inc() }
 func (m *Metrics) connectionClosed(listener string) { m.connections.WithLabelValues(listener).Dec() }
