@@ -102,7 +102,8 @@
 #     Kafka's kafka-topics, kafka-producer-perf-test and
 #     kafka-consumer-perf-test run over SASL_SSL with a client.properties
 #     (PEM truststore, PLAIN JAAS); the log shows no password;
-#   - a three-node cluster (127.0.0.221-223): kafkajs-cluster.js creates a
+#   - a three-node cluster (127.0.0.221-223, in racks a, b and c, with the
+#     RackAwareReplicaSelector): kafkajs-cluster.js creates a
 #     topic of replication factor 3, checks every partition has three
 #     replicas in sync, produces idempotently through every broker and
 #     reads back with a two-member group; kcat -L shows the replicas and
@@ -110,7 +111,11 @@
 #     verifiable producer (acks=all) writes to an RF 3 topic while the
 #     leader of one partition is killed -9 and restarted, and verifiable.py
 #     checks what the verifiable consumer then reads (every acknowledged
-#     record at its offset, nothing unsent, nothing twice); the three stop
+#     record at its offset, nothing unsent, nothing twice); a KafkaConsumer
+#     with client.rack=b (Main.java's rack section) reads every record of a
+#     partition led by node 1 from node 2, the replica in its rack (KIP-392:
+#     its preferred-read-replica metric, node 2's
+#     skein_fetch_follower_records_total); the three stop
 #     cleanly on SIGTERM (controlled shutdown).
 #
 # For kcat's groups, kafkajs, the transaction scripts and the Java client it
@@ -1266,13 +1271,15 @@ VOTERS="1@127.0.0.221:9093,2@127.0.0.222:9093,3@127.0.0.223:9093"
 CBROKERS="127.0.0.221:9092,127.0.0.222:9092,127.0.0.223:9092"
 TOPIC_CLUSTER=interop-cluster
 # start_cluster_node I: starts (or restarts, on its data) node I, its pid
-# in CLUSTER_PIDS[I-1].
+# in CLUSTER_PIDS[I-1]. Nodes 1, 2 and 3 are in racks a, b and c, and
+# their leaders send consumers to a replica in their rack (KIP-392).
 start_cluster_node() {
-	local i=$1 h=${CHOSTS[$(($1 - 1))]}
+	local i=$1 h=${CHOSTS[$(($1 - 1))]} racks=(a b c)
 	mkdir -p "$WORK/c$i"
 	"$ROOT/bin/skein" node --node-id "$i" --data-dir "$WORK/c$i" --listen "$h:9092" --admin-listen "$h:9644" \
 		--cluster-listen "$h:9093" --controller-quorum "$VOTERS" --log-format json \
-		--set group.initial.rebalance.delay.ms=0 >>"$WORK/c$i.log" 2>&1 &
+		--set group.initial.rebalance.delay.ms=0 --set "broker.rack=${racks[$((i - 1))]}" \
+		--set replica.selector.class=org.apache.kafka.common.replica.RackAwareReplicaSelector >>"$WORK/c$i.log" 2>&1 &
 	CLUSTER_PIDS[$((i - 1))]=$!
 }
 for i in 1 2 3; do
@@ -1316,6 +1323,23 @@ if [ -f "$WORK/cluster.want" ]; then
 	same "kcat -C through node 3 reads back the records kafkajs produced to the cluster" "$status" "$WORK/cluster.got" "$WORK/cluster.want"
 else
 	fail "kcat -C reads back the cluster's records: kafkajs-cluster.js wrote none"
+fi
+
+# Fetch from follower (KIP-392): Main's rack section reads, with a
+# KafkaConsumer in rack b (client.rack), a partition node 1 (rack a) leads;
+# node 2, in rack b, must have served every record, as its /metrics says.
+if [ -n "$JAVA_OK" ] && [ "$cluster_up" -eq 1 ]; then
+	timeout 120 java -cp "$HERE/java/target/classes:$(cat "$HERE/java/target/classpath.txt")" skein.interop.Main "$CBROKERS" rack \
+		>"$WORK/java-rack.out" 2>"$WORK/java-rack.err"
+	report "Main.java rack" $? "$WORK/java-rack"
+	served=$(timeout 10 python3 -c 'import sys, urllib.request
+for l in urllib.request.urlopen(sys.argv[1]).read().decode().splitlines():
+    if l.startswith("skein_fetch_follower_records_total "): print(int(float(l.split()[1])))' http://127.0.0.222:9644/metrics)
+	if [ "${served:-0}" -ge 300 ]; then
+		ok "java client.rack=b: node 2 (rack b) served the 300 records as a follower"
+	else
+		fail "java client.rack=b: node 2 (rack b) served ${served:-no} records as a follower, want 300"
+	fi
 fi
 
 # Kafka's verifiable producer and consumer (the clients of Kafka's own

@@ -167,10 +167,13 @@ public final class Main {
         sections.put("transactions", this::transactions);
         sections.put("consumer", this::consumerProtocolGroup);
         sections.put("share", this::shareGroup);
+        // Sections that need a cluster, run only when named.
+        Map<String, Runnable> cluster = Map.of("rack", this::rackAwareConsumer);
         try {
             for (String s : only) {
-                if (!sections.containsKey(s)) {
-                    throw new IllegalArgumentException("no section " + s + "; sections: " + sections.keySet());
+                if (!sections.containsKey(s) && !cluster.containsKey(s)) {
+                    throw new IllegalArgumentException("no section " + s + "; sections: " + sections.keySet()
+                            + ", on a cluster: " + cluster.keySet());
                 }
             }
             sections.forEach((s, r) -> {
@@ -178,9 +181,76 @@ public final class Main {
                     r.run();
                 }
             });
+            cluster.forEach((s, r) -> {
+                if (only.contains(s)) {
+                    r.run();
+                }
+            });
         } finally {
             admin.close(Duration.ofSeconds(5));
         }
+    }
+
+    // --- Fetch from follower (KIP-392) -----------------------------------------
+
+    /**
+     * Against three brokers in racks a, b and c (ids 1, 2, 3) whose leaders
+     * run the RackAwareReplicaSelector (tests/interop/run.sh starts them so):
+     * a partition on brokers 1, 2 and 3, led by broker 1 in rack a, read by a
+     * KafkaConsumer with client.rack=b: every record once, in order, and the
+     * consumer's preferred-read-replica metric names broker 2. run.sh then
+     * checks on broker 2's /metrics that it served them.
+     */
+    private void rackAwareConsumer() {
+        String topic = name("rack");
+        int n = 300;
+        check("KafkaConsumer with client.rack=b reads all " + n + " records of a partition led in rack a,"
+                + " its preferred read replica the broker in rack b", () -> {
+            admin.createTopics(List.of(new NewTopic(topic, Map.of(0, List.of(1, 2, 3)))))
+                    .all().get(ADMIN_TIMEOUT_S, TimeUnit.SECONDS);
+            long deadline = System.nanoTime() + WAIT.toNanos();
+            while (true) {
+                TopicPartitionInfo pi = admin.describeTopics(List.of(topic)).allTopicNames()
+                        .get(ADMIN_TIMEOUT_S, TimeUnit.SECONDS).get(topic).partitions().get(0);
+                if (pi.leader() != null && pi.leader().id() == 1 && pi.isr().size() == 3) {
+                    break;
+                }
+                require(System.nanoTime() < deadline, "partition 0 of " + topic + ": leader " + pi.leader()
+                        + ", ISR " + pi.isr() + "; want broker 1 leading, three in sync");
+                Thread.sleep(100);
+            }
+            Properties pp = producerProps();
+            pp.put(ProducerConfig.ACKS_CONFIG, "all");
+            List<Rec> recs = records("rack", n, System.currentTimeMillis());
+            try (KafkaProducer<String, String> p = new KafkaProducer<>(pp)) {
+                produce(p, topic, recs);
+            }
+            Properties cp = consumerProps(null);
+            cp.put(ConsumerConfig.CLIENT_RACK_CONFIG, "b");
+            try (KafkaConsumer<String, String> c = new KafkaConsumer<>(cp)) {
+                TopicPartition tp = new TopicPartition(topic, 0);
+                c.assign(List.of(tp));
+                c.seekToBeginning(List.of(tp));
+                List<String> keys = new ArrayList<>();
+                deadline = System.nanoTime() + WAIT.toNanos();
+                while (keys.size() < n) {
+                    require(System.nanoTime() < deadline, "read " + keys.size() + " of " + n + " records in "
+                            + WAIT.toSeconds() + " s");
+                    c.poll(Duration.ofMillis(200)).forEach(r -> keys.add(r.key()));
+                }
+                List<String> want = recs.stream().map(Rec::key).toList();
+                require(keys.equals(want), "read " + keys.size() + " records, not each of the " + n
+                        + " once in order: " + keys.subList(0, Math.min(5, keys.size())) + "...");
+                Object replica = null;
+                for (var e : c.metrics().entrySet()) {
+                    if (e.getKey().name().equals("preferred-read-replica") && topic.equals(e.getKey().tags().get("topic"))) {
+                        replica = e.getValue().metricValue();
+                    }
+                }
+                require(replica instanceof Number r && r.intValue() == 2,
+                        "the consumer's preferred-read-replica metric for " + topic + "-0 is " + replica + ", want 2");
+            }
+        });
     }
 
     // --- AdminClient ---------------------------------------------------------
