@@ -48,6 +48,8 @@ const (
 	kindCreateACLs
 	kindDeleteACLs
 	kindAlterClientQuotas
+	kindUpdateFeatures
+	kindUnregisterBroker
 )
 
 func newCommand(k commandKind) command {
@@ -84,6 +86,10 @@ func newCommand(k commandKind) command {
 		return &DeleteACLs{}
 	case kindAlterClientQuotas:
 		return &AlterClientQuotas{}
+	case kindUpdateFeatures:
+		return &UpdateFeatures{}
+	case kindUnregisterBroker:
+		return &UnregisterBroker{}
 	}
 	return nil
 }
@@ -201,6 +207,11 @@ func (m *bootCluster) decide(c *Controller) (any, []image.Record) {
 	records := []image.Record{&image.Cluster{ClusterID: m.ClusterID}}
 	for i := range m.Scram {
 		records = append(records, &m.Scram[i])
+	}
+	// The feature levels the cluster starts at, written so that a later
+	// Skein with other defaults changes none of them.
+	for _, f := range bootstrapFeatures() {
+		records = append(records, &f)
 	}
 	return &commandDone{}, records
 }

@@ -498,6 +498,16 @@ func permCases(t *testing.T, s *permSuite) []permCase {
 				return r
 			},
 			denied: clusterDenied},
+		{key: 57,
+			// Validate-only, at the level share.version has: nothing changes.
+			build: func(string) kmsg.Request {
+				r := kmsg.NewPtrUpdateFeaturesRequest()
+				u := kmsg.NewUpdateFeaturesRequestFeatureUpdate()
+				u.Feature, u.MaxVersionLevel, u.UpgradeType = "share.version", 1, 1
+				r.FeatureUpdates, r.ValidateOnly = []kmsg.UpdateFeaturesRequestFeatureUpdate{u}, true
+				return r
+			},
+			denied: clusterDenied},
 		{key: 60, describe: true,
 			// Answered to anyone, as Kafka answers it: what DESCRIBE on
 			// the cluster decides is whether the cluster's authorized
@@ -520,6 +530,14 @@ func permCases(t *testing.T, s *permSuite) []permCase {
 				return r
 			},
 			denied: topicDenied},
+		{key: 64,
+			// A broker id never registered.
+			build: func(string) kmsg.Request {
+				r := kmsg.NewPtrUnregisterBrokerRequest()
+				r.BrokerID = 4242
+				return r
+			},
+			denied: clusterDenied, allowed: []*kerr.Error{kerr.BrokerIDNotRegistered}},
 		{key: 65, topic: permTopic, txn: permTxn, describe: true,
 			// perm-x's transaction, on perm-t: the partitions are shown
 			// only to who may DESCRIBE perm-t too.

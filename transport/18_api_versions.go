@@ -4,19 +4,25 @@ package transport
 //
 // Behaviour:
 //   - Lists every served key with the versions advertised.
-//   - v3+: the features (KIP-584): transaction.version 0-2 supported and 2
-//     finalized, which tells clients to use KIP-890's transaction version
-//     2 (Produce v12+ adds partitions to the transaction, EndTxn v5+ bumps
-//     the epoch); group.version 0-1 supported and 1 finalized, the KIP-848
-//     consumer group protocol (ConsumerGroupHeartbeat), as Kafka 4
-//     finalizes it; share.version 0-1 supported and 1 finalized, share
-//     groups (KIP-932), as Kafka 4.2 finalizes it; streams.version 0-1
-//     supported and 1 finalized, streams groups (KIP-1071), as Kafka 4.2
-//     finalizes it (StreamsGroupHeartbeat and StreamsGroupDescribe answer
-//     only then). Kafka's other features are not Skein's to claim
-//     (metadata.version and kraft.version describe Kafka's own metadata
-//     log; ELR is not implemented). The finalized features never change, so their epoch
-//     is constant.
+//   - v3+: the features (KIP-584). Supported: the levels this node's
+//     binary supports (image.SupportedFeatures): metadata.version 7-29
+//     (Kafka 4.2's 3.3-IV3 to 4.2-IV1; Skein gates nothing on it),
+//     transaction.version 0-2, group.version 0-1, share.version 0-1,
+//     streams.version 0-1. Finalized: each feature's level in the newest
+//     image, those above 0 (UpdateFeatures changes them through the
+//     controller; a cluster from before feature levels has the levels
+//     Skein finalized then, which are Kafka 4.2's defaults), and the epoch
+//     of the finalized features is the image's metadata log offset, as
+//     Kafka's is. What each level turns on: transaction.version 2 tells
+//     clients to use KIP-890's transaction version 2 (Produce v12+ adds
+//     partitions to the transaction, EndTxn v5+ bumps the epoch);
+//     group.version 1 serves the KIP-848 consumer group APIs
+//     (ConsumerGroupHeartbeat, ConsumerGroupDescribe), share.version 1
+//     the share group APIs (KIP-932) and streams.version 1 the streams
+//     group APIs (KIP-1071): below, they answer UNSUPPORTED_VERSION as
+//     Kafka's do (features.go). Kafka's kraft.version (its dynamic
+//     quorum) and eligible.leader.replicas.version (KIP-966) are not
+//     Skein's to claim.
 //   - v3: supported features whose range starts at 0 are left out (all of
 //     Skein's), as Kafka does since KIP-1022: clients before it read a
 //     minimum of 0 as an invalid range. v4 lists them all.
@@ -31,8 +37,13 @@ package transport
 //   - v4: supported features with a minimum of 0 (KIP-1022).
 
 import (
+	"maps"
+	"slices"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skeinlog/skein/controller/image"
 )
 
 func init() {
@@ -54,20 +65,19 @@ func (a *API) handleApiVersions(_ *conn, kreq kmsg.Request) finish {
 			sf.Name, sf.MinVersion, sf.MaxVersion = name, minVersion, maxVersion
 			resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
 		}
-		supported("transaction.version", 0, 2)
-		supported("group.version", 0, 1)
-		supported("share.version", 0, 1)
-		supported("streams.version", 0, 1)
-		ff := kmsg.NewApiVersionsResponseFinalizedFeature()
-		ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = "transaction.version", 2, 2
-		resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
-		ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = "group.version", 1, 1
-		resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
-		ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = "share.version", 1, 1
-		resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
-		ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = "streams.version", 1, 1
-		resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
-		resp.FinalizedFeaturesEpoch = 1
+		supportedFeatures := image.SupportedFeatures()
+		for _, name := range slices.Sorted(maps.Keys(supportedFeatures)) {
+			r := supportedFeatures[name]
+			supported(name, r.Min, r.Max)
+		}
+		im := a.imageOrEmpty()
+		finalized := im.FinalizedFeatures()
+		for _, name := range slices.Sorted(maps.Keys(finalized)) {
+			ff := kmsg.NewApiVersionsResponseFinalizedFeature()
+			ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = name, finalized[name], finalized[name]
+			resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
+		}
+		resp.FinalizedFeaturesEpoch = im.Offset
 	}
 	return respond(resp)
 }

@@ -3,6 +3,8 @@ package transport
 // ConsumerGroupHeartbeat: v0-1
 //
 // Behaviour:
+//   - With group.version below 1 finalized (UpdateFeatures), UNSUPPORTED_VERSION
+//     and nothing else, as Kafka answers when the feature is off (features.go).
 //   - With an authorizer: READ on the group (GROUP_AUTHORIZATION_FAILED) and
 //     DESCRIBE on every subscribed topic (TOPIC_AUTHORIZATION_FAILED naming
 //     them), as Kafka 4.
@@ -34,6 +36,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skeinlog/skein/controller/image"
 )
 
 func init() {
@@ -44,6 +48,11 @@ func init() {
 
 func (a *API) handleConsumerGroupHeartbeat(c *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.ConsumerGroupHeartbeatRequest)
+	if err := a.featureOff(image.GroupVersion, 1); err != nil {
+		resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+		resp.ErrorCode = err.Code
+		return respond(resp)
+	}
 	errResp := func(err *kerr.Error) kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
 		resp.ErrorCode = err.Code // member epoch 0, as Kafka answers an error

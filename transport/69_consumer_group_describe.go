@@ -3,6 +3,8 @@ package transport
 // ConsumerGroupDescribe: v0-1
 //
 // Behaviour:
+//   - With group.version below 1 finalized (UpdateFeatures), UNSUPPORTED_VERSION for every group
+//     and nothing else, as Kafka answers when the feature is off (features.go).
 //   - With an authorizer: DESCRIBE on each group
 //     (GROUP_AUTHORIZATION_FAILED); a group with a member on a topic the
 //     client may not DESCRIBE is TOPIC_AUTHORIZATION_FAILED; authorized
@@ -26,6 +28,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skeinlog/skein/controller/image"
 )
 
 func init() {
@@ -36,6 +40,15 @@ func init() {
 
 func (a *API) handleConsumerGroupDescribe(c *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.ConsumerGroupDescribeRequest)
+	if err := a.featureOff(image.GroupVersion, 1); err != nil {
+		resp := req.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
+		for _, g := range req.Groups {
+			rg := kmsg.NewConsumerGroupDescribeResponseGroup()
+			rg.Group, rg.ErrorCode = g, err.Code
+			resp.Groups = append(resp.Groups, rg)
+		}
+		return respond(resp)
+	}
 	describable := c.authz().memo(describe, topicResource)
 	answers := a.describeGroups(c, req.Groups, func(g string) kmsg.Request {
 		one := kmsg.NewPtrConsumerGroupDescribeRequest()

@@ -3,6 +3,8 @@ package transport
 // ShareGroupHeartbeat: v1
 //
 // Behaviour:
+//   - With share.version below 1 finalized (UpdateFeatures), UNSUPPORTED_VERSION
+//     and nothing else, as Kafka answers when the feature is off (features.go).
 //   - With an authorizer: READ on the group (GROUP_AUTHORIZATION_FAILED) and
 //     DESCRIBE on every subscribed topic (TOPIC_AUTHORIZATION_FAILED naming
 //     them), as Kafka 4.2.
@@ -27,6 +29,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skeinlog/skein/controller/image"
 )
 
 func init() {
@@ -37,6 +41,11 @@ func init() {
 
 func (a *API) handleShareGroupHeartbeat(c *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.ShareGroupHeartbeatRequest)
+	if err := a.featureOff(image.ShareVersion, 1); err != nil {
+		resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
+		resp.ErrorCode = err.Code
+		return respond(resp)
+	}
 	errResp := func(err *kerr.Error) kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
 		resp.ErrorCode = err.Code

@@ -3,6 +3,8 @@ package transport
 // ShareGroupDescribe: v1
 //
 // Behaviour:
+//   - With share.version below 1 finalized (UpdateFeatures), UNSUPPORTED_VERSION for every group
+//     and nothing else, as Kafka answers when the feature is off (features.go).
 //   - With an authorizer: DESCRIBE on each group
 //     (GROUP_AUTHORIZATION_FAILED); a group with a member subscribed to or
 //     assigned a topic the client may not DESCRIBE is
@@ -24,6 +26,8 @@ package transport
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skeinlog/skein/controller/image"
 )
 
 func init() {
@@ -34,6 +38,15 @@ func init() {
 
 func (a *API) handleShareGroupDescribe(c *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.ShareGroupDescribeRequest)
+	if err := a.featureOff(image.ShareVersion, 1); err != nil {
+		resp := req.ResponseKind().(*kmsg.ShareGroupDescribeResponse)
+		for _, g := range req.GroupIDs {
+			rg := kmsg.NewShareGroupDescribeResponseGroup()
+			rg.GroupID, rg.ErrorCode = g, err.Code
+			resp.Groups = append(resp.Groups, rg)
+		}
+		return respond(resp)
+	}
 	describable := c.authz().memo(describe, topicResource)
 	answers := a.describeGroups(c, req.GroupIDs, func(g string) kmsg.Request {
 		one := kmsg.NewPtrShareGroupDescribeRequest()

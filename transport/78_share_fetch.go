@@ -3,6 +3,8 @@ package transport
 // ShareFetch: v1-2 (KIP-932)
 //
 // Behaviour:
+//   - With share.version below 1 finalized (UpdateFeatures), UNSUPPORTED_VERSION
+//     and nothing else, as Kafka answers when the feature is off (features.go).
 //   - A share consumer's fetch, on each partition's leader: records are
 //     acquired for the member from the share group's share-partition actor
 //     (share/partition.go) under a lock of share.record.lock.duration.ms,
@@ -67,6 +69,11 @@ const defaultShareMaxRecords = 500
 
 func (a *API) handleShareFetch(c *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.ShareFetchRequest)
+	if err := a.featureOff(image.ShareVersion, 1); err != nil {
+		resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
+		resp.ErrorCode = err.Code
+		return respond(resp)
+	}
 	resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
 	group, member := deref(req.GroupID), deref(req.MemberID)
 	fail := func(err *kerr.Error) finish {

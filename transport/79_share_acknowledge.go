@@ -3,6 +3,8 @@ package transport
 // ShareAcknowledge: v1-2 (KIP-932)
 //
 // Behaviour:
+//   - With share.version below 1 finalized (UpdateFeatures), UNSUPPORTED_VERSION
+//     and nothing else, as Kafka answers when the feature is off (features.go).
 //   - A share consumer's acknowledgements without a fetch, on each
 //     partition's leader: ACCEPT, RELEASE (delivered again later, or
 //     archived at share.delivery.count.limit), REJECT, GAP, and from v2
@@ -29,6 +31,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/skeinlog/skein/controller/image"
 	"github.com/skeinlog/skein/share"
 )
 
@@ -40,6 +43,11 @@ func init() {
 
 func (a *API) handleShareAcknowledge(c *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.ShareAcknowledgeRequest)
+	if err := a.featureOff(image.ShareVersion, 1); err != nil {
+		resp := req.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
+		resp.ErrorCode = err.Code
+		return respond(resp)
+	}
 	resp := req.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
 	group, member := deref(req.GroupID), deref(req.MemberID)
 	fail := func(err *kerr.Error) finish {

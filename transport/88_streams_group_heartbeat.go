@@ -3,6 +3,8 @@ package transport
 // StreamsGroupHeartbeat: v0
 //
 // Behaviour:
+//   - With streams.version below 1 finalized (UpdateFeatures), UNSUPPORTED_VERSION
+//     and nothing else, as Kafka answers when the feature is off (features.go).
 //   - As Kafka 4.2's KafkaApis: READ on the group
 //     (GROUP_AUTHORIZATION_FAILED); a topology naming one of Kafka's
 //     internal topics, or a topic whose name is invalid, is
@@ -32,6 +34,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/skeinlog/skein/controller"
+	"github.com/skeinlog/skein/controller/image"
 	"github.com/skeinlog/skein/coordinator"
 )
 
@@ -43,6 +46,11 @@ func init() {
 
 func (a *API) handleStreamsGroupHeartbeat(c *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.StreamsGroupHeartbeatRequest)
+	if err := a.featureOff(image.StreamsVersion, 1); err != nil {
+		resp := req.ResponseKind().(*kmsg.StreamsGroupHeartbeatResponse)
+		resp.ErrorCode = err.Code
+		return respond(resp)
+	}
 	errResp := func(err *kerr.Error, msg string) kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.StreamsGroupHeartbeatResponse)
 		resp.ErrorCode = err.Code

@@ -3,6 +3,8 @@ package transport
 // StreamsGroupDescribe: v0
 //
 // Behaviour:
+//   - With streams.version below 1 finalized (UpdateFeatures), UNSUPPORTED_VERSION for every group
+//     and nothing else, as Kafka answers when the feature is off (features.go).
 //   - DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED); a group whose
 //     topology names a topic the client may not DESCRIBE is
 //     TOPIC_AUTHORIZATION_FAILED, without its topology and members;
@@ -22,6 +24,8 @@ package transport
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skeinlog/skein/controller/image"
 )
 
 func init() {
@@ -32,6 +36,15 @@ func init() {
 
 func (a *API) handleStreamsGroupDescribe(c *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.StreamsGroupDescribeRequest)
+	if err := a.featureOff(image.StreamsVersion, 1); err != nil {
+		resp := req.ResponseKind().(*kmsg.StreamsGroupDescribeResponse)
+		for _, g := range req.Groups {
+			rg := kmsg.NewStreamsGroupDescribeResponseGroup()
+			rg.Group, rg.ErrorCode = g, err.Code
+			resp.Groups = append(resp.Groups, rg)
+		}
+		return respond(resp)
+	}
 	describable := c.authz().memo(describe, topicResource)
 	answers := a.describeGroups(c, req.Groups, func(g string) kmsg.Request {
 		one := kmsg.NewPtrStreamsGroupDescribeRequest()

@@ -3,6 +3,8 @@ package transport
 // DescribeShareGroupOffsets: v0-1
 //
 // Behaviour:
+//   - With share.version below 1 finalized (UpdateFeatures), UNSUPPORTED_VERSION for every group
+//     and nothing else, as Kafka answers when the feature is off (features.go).
 //   - With an authorizer: DESCRIBE on each group (the group's
 //     GROUP_AUTHORIZATION_FAILED) and DESCRIBE on each topic (its
 //     partitions TOPIC_AUTHORIZATION_FAILED; with Topics null, the topics
@@ -22,6 +24,8 @@ package transport
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skeinlog/skein/controller/image"
 )
 
 func init() {
@@ -32,6 +36,15 @@ func init() {
 
 func (a *API) handleDescribeShareGroupOffsets(c *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.DescribeShareGroupOffsetsRequest)
+	if err := a.featureOff(image.ShareVersion, 1); err != nil {
+		resp := req.ResponseKind().(*kmsg.DescribeShareGroupOffsetsResponse)
+		for _, g := range req.Groups {
+			rg := kmsg.NewDescribeShareGroupOffsetsResponseGroup()
+			rg.GroupID, rg.ErrorCode = g.GroupID, err.Code
+			resp.Groups = append(resp.Groups, rg)
+		}
+		return respond(resp)
+	}
 	type ask struct {
 		call   *groupCall
 		err    *kerr.Error

@@ -3,6 +3,8 @@ package transport
 // AlterShareGroupOffsets: v0
 //
 // Behaviour:
+//   - With share.version below 1 finalized (UpdateFeatures), UNSUPPORTED_VERSION
+//     and nothing else, as Kafka answers when the feature is off (features.go).
 //   - With an authorizer: READ on the group (GROUP_AUTHORIZATION_FAILED)
 //     and READ on each topic (its partitions TOPIC_AUTHORIZATION_FAILED), as
 //     Kafka 4.2.
@@ -21,6 +23,8 @@ package transport
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skeinlog/skein/controller/image"
 )
 
 func init() {
@@ -31,6 +35,11 @@ func init() {
 
 func (a *API) handleAlterShareGroupOffsets(c *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.AlterShareGroupOffsetsRequest)
+	if err := a.featureOff(image.ShareVersion, 1); err != nil {
+		resp := req.ResponseKind().(*kmsg.AlterShareGroupOffsetsResponse)
+		resp.ErrorCode, resp.ErrorMessage = err.Code, kmsg.StringPtr("The version of API is not supported.")
+		return respond(resp)
+	}
 	errResp := func(err *kerr.Error) kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.AlterShareGroupOffsetsResponse)
 		resp.ErrorCode = err.Code

@@ -3,6 +3,8 @@ package transport
 // DeleteShareGroupOffsets: v0
 //
 // Behaviour:
+//   - With share.version below 1 finalized (UpdateFeatures), UNSUPPORTED_VERSION
+//     and nothing else, as Kafka answers when the feature is off (features.go).
 //   - With an authorizer: DELETE on the group (GROUP_AUTHORIZATION_FAILED)
 //     and READ on each topic (the topic's TOPIC_AUTHORIZATION_FAILED), as
 //     Kafka 4.2.
@@ -20,6 +22,8 @@ package transport
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/skeinlog/skein/controller/image"
 )
 
 func init() {
@@ -30,6 +34,11 @@ func init() {
 
 func (a *API) handleDeleteShareGroupOffsets(c *conn, kreq kmsg.Request) finish {
 	req := kreq.(*kmsg.DeleteShareGroupOffsetsRequest)
+	if err := a.featureOff(image.ShareVersion, 1); err != nil {
+		resp := req.ResponseKind().(*kmsg.DeleteShareGroupOffsetsResponse)
+		resp.ErrorCode, resp.ErrorMessage = err.Code, kmsg.StringPtr("The version of API is not supported.")
+		return respond(resp)
+	}
 	errResp := func(err *kerr.Error) kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.DeleteShareGroupOffsetsResponse)
 		resp.ErrorCode = err.Code

@@ -85,8 +85,10 @@ var permissions = map[int16][]access{
 	50: {{describe, clusterResource}},                                                                            // DescribeUserScramCredentials
 	51: {{alter, clusterResource}},                                                                               // AlterUserScramCredentials
 	55: {{describe, clusterResource}},                                                                            // DescribeQuorum
+	57: {{alter, clusterResource}},                                                                               // UpdateFeatures
 	60: {{describe, clusterResource}},                                                                            // DescribeCluster
 	61: {{read, topicResource}},                                                                                  // DescribeProducers
+	64: {{alter, clusterResource}},                                                                               // UnregisterBroker
 	65: {{describe, txnResource}, {describe, topicResource}},                                                     // DescribeTransactions
 	66: {{describe, txnResource}},                                                                                // ListTransactions
 	68: {{read, groupResource}, {describe, topicResource}},                                                       // ConsumerGroupHeartbeat

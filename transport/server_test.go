@@ -59,7 +59,7 @@ func TestApiVersionsWithFranzGo(t *testing.T) {
 		10: {0, 6}, 11: {0, 9}, 12: {0, 4}, 13: {0, 5}, 14: {0, 5}, 15: {0, 6},
 		16: {0, 5}, 17: {0, 1}, 18: {0, 4}, 19: {2, 7}, 20: {1, 6}, 21: {0, 2}, 22: {0, 5},
 		23: {2, 4}, 32: {1, 4}, 33: {0, 2}, 35: {1, 4}, 36: {0, 2}, 37: {0, 3}, 42: {0, 2}, 43: {0, 2}, 45: {0, 1}, 46: {0, 0},
-		44: {0, 1}, 47: {0, 0}, 50: {0, 0}, 51: {0, 0}, 55: {0, 2}, 60: {0, 2}, 68: {0, 1}, 69: {0, 1}, 74: {0, 1}, 75: {0, 0},
+		44: {0, 1}, 47: {0, 0}, 50: {0, 0}, 51: {0, 0}, 55: {0, 2}, 57: {0, 2}, 60: {0, 2}, 64: {0, 0}, 68: {0, 1}, 69: {0, 1}, 74: {0, 1}, 75: {0, 0},
 		24: {0, 5}, 25: {0, 4}, 26: {0, 5}, 27: {1, 2}, 28: {0, 5}, 61: {0, 0}, 65: {0, 0}, 66: {0, 2},
 		29: {1, 3}, 30: {1, 3}, 31: {1, 3}, 48: {0, 1}, 49: {0, 1},
 		83: {0, 0}, 84: {0, 0}, 85: {0, 1}, 86: {0, 0}, 87: {0, 1}, // share-group state (KIP-932)
@@ -72,14 +72,16 @@ func TestApiVersionsWithFranzGo(t *testing.T) {
 	if !maps.Equal(got, want) {
 		t.Fatalf("advertised ranges:\n got %v\nwant %v", got, want)
 	}
-	// KIP-890's transaction version 2 is finalized: clients use it; so are
-	// group.version 1, KIP-848's consumer groups, share.version 1,
-	// KIP-932's share groups, and streams.version 1, KIP-1071's streams groups.
+	// A new cluster starts at Kafka 4.2's levels: KIP-890's transaction
+	// version 2 is finalized, so clients use it; so are group.version 1,
+	// KIP-848's consumer groups, share.version 1, KIP-932's share groups,
+	// streams.version 1, KIP-1071's streams groups, and metadata.version
+	// 4.2-IV1. Their epoch is the image's offset: -1 here, with none.
 	finalized := map[string]int16{}
 	for _, f := range resp.FinalizedFeatures {
 		finalized[f.Name] = f.MaxVersionLevel
 	}
-	if want := map[string]int16{"transaction.version": 2, "group.version": 1, "share.version": 1, "streams.version": 1}; !maps.Equal(finalized, want) || resp.FinalizedFeaturesEpoch < 0 {
+	if want := map[string]int16{"metadata.version": 29, "transaction.version": 2, "group.version": 1, "share.version": 1, "streams.version": 1}; !maps.Equal(finalized, want) || resp.FinalizedFeaturesEpoch != -1 {
 		t.Fatalf("finalized features %+v (epoch %d), want %v", resp.FinalizedFeatures, resp.FinalizedFeaturesEpoch, want)
 	}
 }
@@ -104,8 +106,9 @@ func TestApiVersionsFeaturesFromZeroAtV4(t *testing.T) {
 		if err := resp.ReadFrom(body); err != nil {
 			t.Fatal(err)
 		}
-		if want := map[int16]int{3: 0, 4: 4}[v]; len(resp.SupportedFeatures) != want || len(resp.FinalizedFeatures) != 4 {
-			t.Errorf("v%d: supported %+v, finalized %+v; want %d supported and 4 finalized",
+		// metadata.version's range starts at 7: listed at v3 too.
+		if want := map[int16]int{3: 1, 4: 5}[v]; len(resp.SupportedFeatures) != want || len(resp.FinalizedFeatures) != 5 {
+			t.Errorf("v%d: supported %+v, finalized %+v; want %d supported and 5 finalized",
 				v, resp.SupportedFeatures, resp.FinalizedFeatures, want)
 		}
 	}

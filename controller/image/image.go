@@ -62,6 +62,11 @@ type Image struct {
 	// ClientQuotas are the client quotas, by entity and then key
 	// (producer_byte_rate ...). The inner maps are never changed in place.
 	ClientQuotas map[QuotaEntity]map[string]float64
+	// Features are the feature levels FeatureLevel records finalized, by
+	// name, a level of 0 included (the feature turned off); a feature
+	// with no record has its level from before feature levels
+	// (features.go). Read them with FeatureLevel.
+	Features map[string]int16
 }
 
 // QuotaEntity names whom a client quota applies to (Kafka's
@@ -135,6 +140,11 @@ type Broker struct {
 	// Fenced is set when the broker missed its heartbeats for a session
 	// timeout: it leads nothing and clients are not told of it.
 	Fenced bool
+	// Features are the feature levels the broker's binary supports, by
+	// name; nil for a broker registered by a Skein before feature levels
+	// (SupportedFeatures says what that one supports). A level outside a
+	// live broker's range is never finalized.
+	Features map[string]VersionRange
 }
 
 // Endpoint is one Kafka listener of a broker.
@@ -163,7 +173,7 @@ func (b Broker) Endpoint(listener string) (host string, port int32, ok bool) {
 // Record returns the record that registers b.
 func (b Broker) Record() *RegisterBroker {
 	return &RegisterBroker{ID: b.ID, Host: b.Host, Port: b.Port, Listeners: slices.Clone(b.Listeners), Rack: b.Rack,
-		ClusterAddr: b.ClusterAddr, Incarnation: b.Incarnation}
+		ClusterAddr: b.ClusterAddr, Incarnation: b.Incarnation, Features: maps.Clone(b.Features)}
 }
 
 // SameAddresses reports whether a and b are reached alike: addresses,
@@ -249,6 +259,7 @@ func Empty() *Image {
 		ACLs:             map[security.ACL]struct{}{},
 		ACLVersion:       -1,
 		ClientQuotas:     map[QuotaEntity]map[string]float64{},
+		Features:         map[string]int16{},
 	}
 }
 
@@ -289,6 +300,7 @@ func (im *Image) clone() *Image {
 	c.Scram = maps.Clone(im.Scram)
 	c.ACLs = maps.Clone(im.ACLs)
 	c.ClientQuotas = maps.Clone(im.ClientQuotas)
+	c.Features = maps.Clone(im.Features)
 	return &c
 }
 

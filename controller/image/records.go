@@ -43,6 +43,8 @@ const (
 	TypeCreateACL
 	TypeDeleteACL
 	TypeSetClientQuota
+	TypeFeatureLevel
+	TypeUnregisterBroker
 )
 
 // New returns an empty record of type t, for decoding, or nil for a type
@@ -81,6 +83,10 @@ func New(t RecordType) Record {
 		return &DeleteACL{}
 	case TypeSetClientQuota:
 		return &SetClientQuota{}
+	case TypeFeatureLevel:
+		return &FeatureLevel{}
+	case TypeUnregisterBroker:
+		return &UnregisterBroker{}
 	}
 	return nil
 }
@@ -126,12 +132,54 @@ type RegisterBroker struct {
 	Rack        string     `msgpack:"rack"`
 	ClusterAddr string     `msgpack:"cluster"`
 	Incarnation uint64     `msgpack:"inc"`
+	// Features are the levels the broker supports; absent from a
+	// registration by a Skein before feature levels.
+	Features map[string]VersionRange `msgpack:"features,omitempty"`
 }
 
 func (*RegisterBroker) Type() RecordType { return TypeRegisterBroker }
 func (r *RegisterBroker) apply(im *Image) error {
 	im.Brokers[r.ID] = Broker{ID: r.ID, Host: r.Host, Port: r.Port, Listeners: slices.Clone(r.Listeners), Rack: r.Rack,
-		ClusterAddr: r.ClusterAddr, Incarnation: r.Incarnation}
+		ClusterAddr: r.ClusterAddr, Incarnation: r.Incarnation, Features: maps.Clone(r.Features)}
+	return nil
+}
+
+// UnregisterBroker removes a broker's registration (Kafka's
+// UnregisterBrokerRecord): UnregisterBroker (64) for a broker that is gone
+// for good. The controller takes it out of every ISR and leadership in
+// ChangePartition records of the same entry; a node of that id that runs
+// again registers again.
+type UnregisterBroker struct {
+	ID          int32  `msgpack:"id"`
+	Incarnation uint64 `msgpack:"inc"`
+}
+
+func (*UnregisterBroker) Type() RecordType { return TypeUnregisterBroker }
+func (r *UnregisterBroker) apply(im *Image) error {
+	b, ok := im.Brokers[r.ID]
+	if !ok || b.Incarnation != r.Incarnation {
+		return fmt.Errorf("no broker %d of incarnation %d", r.ID, r.Incarnation)
+	}
+	delete(im.Brokers, r.ID)
+	return nil
+}
+
+// FeatureLevel finalizes a feature at a level (Kafka's
+// FeatureLevelRecord); level 0 turns the feature off. The controller
+// checks the level against every live broker's supported range first.
+type FeatureLevel struct {
+	Name  string `msgpack:"name"`
+	Level int16  `msgpack:"level"`
+}
+
+func (*FeatureLevel) Type() RecordType { return TypeFeatureLevel }
+func (r *FeatureLevel) apply(im *Image) error {
+	if r.Name == "" || r.Level < 0 {
+		return fmt.Errorf("feature %q level %d", r.Name, r.Level)
+	}
+	// NB: a level of 0 is kept, not deleted: an absent feature has its
+	// level from before feature levels, which may be above 0.
+	im.Features[r.Name] = r.Level
 	return nil
 }
 

@@ -59,6 +59,11 @@ func (im *Image) Records() []Record {
 			out = append(out, &SetClientQuota{Entity: e, Key: key, Value: im.ClientQuotas[e][key]})
 		}
 	}
+	// NB: a snapshot of a cluster from before feature levels has no
+	// FeatureLevel records and rebuilds its image with the levels of then.
+	for _, name := range slices.Sorted(maps.Keys(im.Features)) {
+		out = append(out, &FeatureLevel{Name: name, Level: im.Features[name]})
+	}
 	acls := slices.Collect(maps.Keys(im.ACLs))
 	slices.SortFunc(acls, security.CompareACLs)
 	for _, acl := range acls {

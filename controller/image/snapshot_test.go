@@ -32,6 +32,11 @@ func TestRecordsRebuildTheImage(t *testing.T) {
 		&SetExtension{Extension: Extension{Name: "audit", Kind: "count"}},
 		&SetExtension{Extension: Extension{Name: "gone", Kind: "count"}},
 		&DeleteExtension{Name: "gone"},
+		&RegisterBroker{ID: 3, Host: "h3", Port: 9092, Incarnation: 1, Features: SupportedFeatures()},
+		&RegisterBroker{ID: 4, Host: "h4", Port: 9092, Incarnation: 1},
+		&UnregisterBroker{ID: 4, Incarnation: 1},
+		&FeatureLevel{Name: ShareVersion, Level: 0},
+		&FeatureLevel{Name: TransactionVersion, Level: 1},
 	}
 	im := Empty()
 	for i, r := range steps {
