@@ -260,7 +260,7 @@ func (c *Controller) pendingFence(broker int32, fenced bool) bool {
 type ShutDown struct{}
 
 func (c *Controller) shutDown() {
-	if c.leaving {
+	if c.leaving || c.cfg.NoBroker {
 		return
 	}
 	c.leaving = true
@@ -271,9 +271,10 @@ func (c *Controller) shutDown() {
 // beat runs every heartbeat interval on every controller: its own
 // broker's registration when the image lacks it or holds another, else
 // its heartbeat to the active controller. A broker shutting down does
-// neither: a heartbeat would unfence it.
+// neither: a heartbeat would unfence it; nor does a controller-only
+// node, which has no broker.
 func (c *Controller) beat() {
-	if c.committed.ClusterID == "" || c.leader == 0 || c.leaving {
+	if c.committed.ClusterID == "" || c.leader == 0 || c.leaving || c.cfg.NoBroker {
 		return
 	}
 	me := c.cfg.Broker

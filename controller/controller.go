@@ -34,6 +34,11 @@ type Config struct {
 	// host and port it advertises to clients, its rack and its remoting
 	// address (its id and incarnation are NodeID's and Incarnation's).
 	Broker image.Broker
+	// NoBroker is a controller-only node (process.roles=controller): it
+	// neither registers nor heartbeats a broker, so that it is never
+	// listed to clients, given partitions or made a coordinator; Broker
+	// is unused.
+	NoBroker bool
 	// Peers are the other voters' controllers, by node id; none for a
 	// one-node cluster.
 	Peers map[int32]*actor.PID
@@ -722,7 +727,7 @@ func (c *Controller) appliedEntries(answers []answer) {
 	}
 	// The first registration goes as soon as the cluster is named, not a
 	// heartbeat later: the node serves clients once it is registered.
-	if _, ok := c.committed.Brokers[c.cfg.NodeID]; !ok && c.committed.ClusterID != "" && c.refusedSince.IsZero() && c.leader != 0 {
+	if _, ok := c.committed.Brokers[c.cfg.NodeID]; !ok && !c.cfg.NoBroker && c.committed.ClusterID != "" && c.refusedSince.IsZero() && c.leader != 0 {
 		c.register()
 	}
 	for _, a := range answers {

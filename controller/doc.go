@@ -43,6 +43,9 @@
 // add the target replicas at once and complete when the last of them joins
 // the ISR (AlterPartition).
 //
+// A controller-only node's Controller (Config.NoBroker) is a voter that
+// registers no broker and never heartbeats: the image never lists it.
+//
 // A broker-only node's Controller is an observer (observer.go): no raft
 // member, it fetches committed entries from the voters and applies them,
 // and pulls a snapshot or an entry over 1 MiB piece by piece.

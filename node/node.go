@@ -207,12 +207,6 @@ func StartAll(cfgs []configs.Node, log zerolog.Logger) ([]*Node, error) {
 // prepare binds the node's listeners, creates its actor system and starts
 // its remoting; run starts its actors.
 func prepare(cfg configs.Node, log zerolog.Logger) (*Node, error) {
-	if !cfg.HasRole(configs.RoleBroker) {
-		// NB: a controller-only node would serve no Kafka client and host
-		// no partition; until it can, it is refused rather than run as a
-		// broker the operator did not ask for.
-		return nil, errors.New("node: process.roles=controller (without broker) is not supported yet: give the node both roles")
-	}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("node: creating data.dir: %w", err)
 	}
@@ -409,6 +403,9 @@ func (n *Node) serve() {
 		Authorizer:  n.authorizer,
 		Clock:       n.clock,
 	}, transport.NewMetrics(n.metrics))
+	if !n.isBroker() {
+		api.ServeOnly(transport.ControllerOnlyKeys)
+	}
 	n.shareAPI.Store(api)
 	server := transport.NewServer(tcfg, api)
 	n.serverMu.Lock()
@@ -584,12 +581,13 @@ func (n *Node) closeDataDir() {
 // and hand it to the metadata actor.
 func (n *Node) publish(im *image.Image) {
 	n.image.Store(im)
-	if c := n.children.Load(); c != nil {
+	if c := n.children.Load(); c != nil && c.metadata != nil {
 		n.sys.Root.Send(c.metadata, &controller.ImagePublished{Image: im})
 	}
 	// Clients are served once the image names this run of this node's
-	// broker: before, Metadata would not list the node they talk to.
-	if b, ok := im.Brokers[n.cfg.NodeID]; ok && b.Incarnation == n.incarnation {
+	// broker: before, Metadata would not list the node they talk to. A
+	// controller-only node has no broker: its first image will do.
+	if b, ok := im.Brokers[n.cfg.NodeID]; !n.isBroker() || ok && b.Incarnation == n.incarnation {
 		n.imageOnce.Do(func() { close(n.firstImage) })
 	}
 	select {
@@ -610,8 +608,8 @@ const shutdownWait = 5 * time.Second
 // anything and stops at once.
 func (n *Node) controlledShutdown(ctx context.Context) {
 	ch := n.children.Load()
-	if n.remote == nil || ch == nil || !n.Ready() || n.quorumStatus().Leader < 0 {
-		return // alone, not serving, or no quorum to ask
+	if n.remote == nil || ch == nil || !n.isBroker() || !n.Ready() || n.quorumStatus().Leader < 0 {
+		return // alone, no broker to fence, not serving, or no quorum to ask
 	}
 	start := time.Now()
 	n.sys.Root.Send(ch.controller, &controller.ShutDown{})
@@ -663,6 +661,9 @@ func (n *Node) quorumStatus() controller.Status {
 //	├── extensions   supervisor of the extension actors, one per source partition this node leads
 //	└── controller   this node's seat in the controller quorum
 //
+// A controller-only node (process.roles=controller) has only the
+// controller child.
+//
 // Supervised by a one-for-one guardian that restarts it up to 10 times a
 // minute and then stops it, which closes Node.Done. A restart stops its
 // children; Started spawns them again, and they recover from disk. Its
@@ -691,6 +692,9 @@ func (a *rootActor) Receive(c actor.Context) {
 
 func (a *rootActor) spawnChildren(c actor.Context) error {
 	n := a.node
+	if !n.isBroker() {
+		return a.spawnController(c, nil)
+	}
 	// The tree's spawn middleware instruments every actor spawned here
 	// and below (mailbox and restart counters, the fault middleware).
 	// A restarted partitions supervisor has lost its children: it asks the
@@ -831,12 +835,23 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 	if err != nil {
 		return err
 	}
+	return a.spawnController(c, &children{metadata: metadata, partitions: partitions, groups: groups, txns: txns, appends: appends, shares: shares})
+}
+
+// spawnController spawns the node's seat in the quorum, after the broker's
+// actors (ch, nil on a controller-only node, which runs no other).
+func (a *rootActor) spawnController(c actor.Context, ch *children) error {
+	n := a.node
 	endpoints := n.kafka.endpoints()
 	// The controller publishes its image at start, and Start serves once
 	// it has: its siblings, and its own PID (a name's PID is known before
 	// the spawn), must be known first.
 	ctrlPID := actor.NewPID(c.ActorSystem().Address(), c.Self().Id+"/controller")
-	n.children.Store(&children{controller: ctrlPID, metadata: metadata, partitions: partitions, groups: groups, txns: txns, appends: appends, shares: shares})
+	if ch == nil {
+		ch = &children{}
+	}
+	ch.controller = ctrlPID
+	n.children.Store(ch)
 	var clusterAddr string
 	if n.remote != nil {
 		clusterAddr = n.cfg.ClusterAdvertise
@@ -845,6 +860,7 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 		Peers: n.peers,
 		// A broker-only node follows the voters' log.
 		Observer: !n.cfg.HasRole(configs.RoleController),
+		NoBroker: !n.isBroker(),
 		NodeID:   n.cfg.NodeID, Incarnation: n.incarnation,
 		Broker: image.Broker{Host: endpoints[0].Host, Port: endpoints[0].Port, Listeners: endpoints,
 			Rack: n.cfg.BrokerRack, ClusterAddr: clusterAddr},
@@ -864,6 +880,13 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 	}
 	return nil
 }
+
+// isBroker reports whether the node has the broker role: it registers a
+// broker, hosts partitions and coordinators and serves clients. A
+// controller-only node (process.roles=controller) runs only its seat in
+// the quorum, and its Kafka listener serves only
+// transport.ControllerOnlyKeys.
+func (n *Node) isBroker() bool { return n.cfg.HasRole(configs.RoleBroker) }
 
 // newIncarnation returns a number no earlier run of this node had: the
 // start time, which only a clock set back could repeat, in its high bits,

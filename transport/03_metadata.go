@@ -3,7 +3,10 @@ package transport
 // Metadata: v0-13
 //
 // Behaviour:
-//   - Brokers, cluster id and controller from the newest image.
+//   - Brokers, cluster id and controller from the newest image; with
+//     controller-only nodes as the active controller, this node stands
+//     for it (it forwards controller requests), as a KRaft broker names
+//     a broker.
 //   - Topics by name (and by id, v10+); a null list (v1+) or an empty one
 //     (v0) means every topic.
 //   - A missing topic is created when auto.create.topics.enable is on and
@@ -118,7 +121,7 @@ func (a *API) metadataResponse(req *kmsg.MetadataRequest, listener string, im *i
 	}
 	defer unreachableLeaders(resp, listener, im)
 	resp.ClusterID = kmsg.StringPtr(im.ClusterID)
-	resp.ControllerID = a.activeController()
+	resp.ControllerID = a.controllerForClients(im)
 	resp.AuthorizedOperations = authorizedOperationsUnset
 	if req.IncludeClusterAuthorizedOperations && req.Version <= 10 {
 		resp.AuthorizedOperations = z.clusterOperations()

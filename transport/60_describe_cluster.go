@@ -4,7 +4,8 @@ package transport
 //
 // Behaviour:
 //   - The cluster id, the active controller and the registered brokers
-//     from the newest image, as Metadata reports them: fenced brokers only
+//     from the newest image, as Metadata reports them (a controller-only
+//     active controller is given as this node): fenced brokers only
 //     when IncludeFencedBrokers (v2) asks, marked IsFenced.
 //   - EndpointType (v1+): brokers (1) are served; controllers (2) are
 //     MISMATCHED_ENDPOINT_TYPE, as a Kafka broker answers, since Skein
@@ -54,7 +55,7 @@ func (a *API) handleDescribeCluster(c *conn, kreq kmsg.Request) finish {
 	}
 	im := a.Image()
 	resp.ClusterID = im.ClusterID
-	resp.ControllerID = a.activeController()
+	resp.ControllerID = a.controllerForClients(im)
 	ids := im.LiveBrokerIDs()
 	if req.IncludeFencedBrokers {
 		ids = im.BrokerIDs()
