@@ -651,15 +651,15 @@ func TestGroupCoordinatorPanic(t *testing.T) {
 		a := b.actors()["node/1/groups/"+group]
 		return a != nil && a.Restarts > 0
 	})
-	// m2 takes m1's partitions before it leaves too, so that the last
-	// commit of each comes from a member of the group: under load m1's
-	// session may have ended while the coordinator restarted, and its
-	// commit before revoking is then refused (UNKNOWN_MEMBER_ID).
+	// m2 takes m1's partitions and commits their ends before it leaves
+	// too: under load m1's session may have ended while the coordinator
+	// restarted, and its commit before revoking is then refused
+	// (UNKNOWN_MEMBER_ID).
 	m1.close()
 	waitOwns(t, l, "m2", 4)
+	checkCommittedAtEnd(t, adm, group, topic)
 	m2.close()
 	l.check(t)
-	checkCommittedAtEnd(t, adm, group, topic)
 }
 
 // waitOwns waits until member name owns n partitions.
@@ -762,9 +762,9 @@ func TestGroupOlderProtocolVersions(t *testing.T) {
 			eventually(t, "400 records", func() bool { return l.distinct() >= 400 })
 			m1.close()
 			waitOwns(t, l, "m2", 4)
+			checkCommittedAtEnd(t, adm, group, topic)
 			m2.close()
 			l.check(t)
-			checkCommittedAtEnd(t, adm, group, topic)
 		})
 	}
 }
