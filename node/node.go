@@ -863,7 +863,7 @@ func (a *rootActor) spawnController(c actor.Context, ch *children) error {
 		NoBroker: !n.isBroker(),
 		NodeID:   n.cfg.NodeID, Incarnation: n.incarnation,
 		Broker: image.Broker{Host: endpoints[0].Host, Port: endpoints[0].Port, Listeners: endpoints,
-			Rack: n.cfg.BrokerRack, ClusterAddr: clusterAddr},
+			Rack: n.cfg.BrokerRack, ClusterAddr: clusterAddr, Features: image.SupportedFeatures()},
 		HeartbeatInterval: time.Duration(n.cfg.BrokerHeartbeatIntervalMs) * time.Millisecond,
 		SessionTimeout:    time.Duration(n.cfg.BrokerSessionTimeoutMs) * time.Millisecond,
 		SnapshotBytes:     int(n.cfg.MetadataSnapshotBytes),
