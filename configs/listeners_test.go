@@ -90,7 +90,7 @@ func TestListenersRefused(t *testing.T) {
 		{"OAUTHBEARER without a JWKS", "listeners=PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9093\nsasl.enabled.mechanisms=OAUTHBEARER\n", "sasl.oauthbearer.jwks.endpoint.url = \"\": OAUTHBEARER validates tokens against a JWKS"},
 		{"OAUTHBEARER unsecured", "listeners=PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9093\nsasl.enabled.mechanisms=OAUTHBEARER\nsasl.oauthbearer.jwks.endpoint.url=file:///k.json\nlistener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class=org.apache.kafka.common.security.oauthbearer.internals.unsecured.OAuthBearerUnsecuredValidatorCallbackHandler\n", "no other handler can be named"},
 		{"not per listener", "listener.name.external.num.partitions=3\n", "listener.name.external.num.partitions"},
-		{"two dirs", "log.dirs=/a,/b\n", "log.dirs = /a,/b: Skein takes exactly one directory"},
+		{"a dir twice", "log.dirs=/a,/b,/a/\n", "names /a twice"},
 		{"unknown Kafka key", "num.network.threads=3\n", "num.network.threads"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

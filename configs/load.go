@@ -28,7 +28,7 @@ const (
 // --set key=value.
 var nodeFlags = []struct{ flag, key, usage string }{
 	{"node-id", "node.id", "this node's id"},
-	{"data-dir", "data.dir", "directory of this node's data"},
+	{"data-dir", "data.dir", "this node's log dirs, comma-separated (Kafka's log.dirs); the first holds its metadata"},
 	{"listen", "listen", "host:port of the Kafka listener"},
 	{"advertise", "advertise", "host:port given to clients; empty means the listen address"},
 	{"admin-listen", "admin.listen", "host:port of the admin HTTP API"},
@@ -90,7 +90,7 @@ func group(key string) []string {
 }
 
 // dataDirNames are Kafka's names for data.dir, log.dirs over log.dir as
-// in Kafka; Skein takes one directory.
+// in Kafka.
 var dataDirNames = []string{"log.dirs", "log.dir"}
 
 func known(key string) bool {
@@ -337,10 +337,7 @@ func resolveAliases(layer map[string]string) (map[string]string, error) {
 	}
 	if _, ok := layer["data.dir"]; !ok {
 		if key := firstSet(layer, dataDirNames); key != "" {
-			if dirs := splitList(layer[key]); len(dirs) != 1 {
-				return nil, &Error{Key: key, Value: layer[key], Reason: "Skein takes exactly one directory"}
-			}
-			out["data.dir"] = strings.TrimSpace(layer[key])
+			out["data.dir"] = strings.Join(splitList(layer[key]), ",")
 		}
 	}
 	// Visit aliases in a fixed order; for each group, the first key present

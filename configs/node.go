@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -25,9 +26,13 @@ type Node struct {
 	// no default; Skein's is 1, so that a lone node needs no setting).
 	NodeID int32 `mapstructure:"node.id" yaml:"node.id"`
 
-	// DataDir is the directory holding this node's partitions and
-	// checkpoints; it is created if missing. Default "./data". Kafka:
-	// log.dirs, but Skein takes exactly one directory.
+	// DataDir is the node's log dirs, comma-separated: the directories
+	// holding its partitions, each created if missing and locked while the
+	// node runs. The node's own files (the metadata log, its checkpoints)
+	// are in the first. A new partition goes to the log dir with the most
+	// free space, ties to the one with the fewest partitions (Kafka 4
+	// counts partitions only); one found on disk stays where it is.
+	// Default "./data". Kafka: log.dirs (KIP-858's JBOD).
 	DataDir string `mapstructure:"data.dir" yaml:"data.dir"`
 
 	// Listen is the host:port of the node's one PLAINTEXT Kafka listener
@@ -894,6 +899,10 @@ const RackAwareReplicaSelector = "org.apache.kafka.common.replica.RackAwareRepli
 // their rack (replica.selector.class).
 func (n Node) RackAwareReads() bool { return n.ReplicaSelectorClass == RackAwareReplicaSelector }
 
+// LogDirs returns data.dir's log dirs, in order; the first holds the
+// node's own files.
+func (n Node) LogDirs() []string { return splitList(n.DataDir) }
+
 // Authorizing reports whether an authorizer is on.
 func (n Node) Authorizing() bool { return n.AuthorizerClassName != "" }
 
@@ -903,8 +912,20 @@ func (n Node) Authorizing() bool { return n.AuthorizerClassName != "" }
 func (n Node) Validate() error {
 	var v validator
 	v.atLeast("node.id", int64(n.NodeID), 0)
-	if n.DataDir == "" {
+	if dirs := n.LogDirs(); len(dirs) == 0 {
 		v.fail("data.dir", n.DataDir, "must not be empty")
+	} else {
+		seen := map[string]bool{}
+		for _, d := range dirs {
+			if abs, err := filepath.Abs(d); err == nil {
+				d = abs
+			}
+			if seen[d] {
+				v.fail("data.dir", n.DataDir, "names "+d+" twice")
+				break
+			}
+			seen[d] = true
+		}
 	}
 	if n.Listeners == "" {
 		v.hostPort("listen", n.Listen, false)

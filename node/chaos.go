@@ -49,8 +49,8 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -331,10 +331,8 @@ func rfc3339(t time.Time) string {
 }
 
 func (a *adminServer) nodeInfo(w http.ResponseWriter, _ *http.Request) {
-	dir, err := filepath.Abs(a.n.cfg.DataDir)
-	if err != nil {
-		dir = a.n.cfg.DataDir
-	}
+	// The log dirs as data.dir lists them, made absolute.
+	dir := strings.Join(a.n.logDirs.Dirs(), ",")
 	writeJSON(w, http.StatusOK, chaos.NodeInfo{Node: a.n.cfg.NodeID, PID: os.Getpid(), Incarnation: a.n.incarnation,
 		Kafka: a.n.Addr().String(), Cluster: a.n.cfg.ClusterAdvertise, DataDir: dir, Chaos: a.n.cfg.ChaosEnable})
 }

@@ -17,9 +17,29 @@ import (
 // other's segments.
 const lockFileName = ".lock"
 
-// dirLock is a held data.dir lock. The kernel releases it when the
-// process ends, however it ends, so a crash leaves no stale lock.
-type dirLock struct{ f *os.File }
+// dirLock is a held data.dir lock, one file per log dir. The kernel
+// releases it when the process ends, however it ends, so a crash leaves no
+// stale lock.
+type dirLock struct{ fs []*os.File }
+
+// lockLogDirs creates each log dir if missing and takes its lock, all or
+// none.
+func lockLogDirs(dirs []string) (*dirLock, error) {
+	all := &dirLock{}
+	for _, dir := range dirs {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			all.release()
+			return nil, fmt.Errorf("node: creating data.dir %s: %w", dir, err)
+		}
+		l, err := lockDataDir(dir)
+		if err != nil {
+			all.release()
+			return nil, err
+		}
+		all.fs = append(all.fs, l.fs...)
+	}
+	return all, nil
+}
 
 // lockDataDir takes data.dir's lock, or says which process holds it. It
 // runs before the node reads or writes anything else in the directory.
@@ -44,7 +64,7 @@ func lockDataDir(dir string) (*dirLock, error) {
 	if err := f.Truncate(0); err == nil {
 		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
-	return &dirLock{f: f}, nil
+	return &dirLock{fs: []*os.File{f}}, nil
 }
 
 // holder names the process that wrote its pid into the lock file.
@@ -59,6 +79,8 @@ func holder(path string) string {
 // release gives the lock up; nil releases nothing.
 func (l *dirLock) release() {
 	if l != nil {
-		l.f.Close()
+		for _, f := range l.fs {
+			f.Close()
+		}
 	}
 }

@@ -1,10 +1,12 @@
 package node
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -58,29 +60,60 @@ func (n *Node) closeIdleFiles() {
 	}
 }
 
-// newSyncer starts the node's group commit over the filesystem of dataDir:
-// syncfs(2) on a descriptor of the directory, held for the node's life so
+// newSyncer starts the node's group commit over the filesystems of its log
+// dirs: syncfs(2) on a descriptor of each, held for the node's life so
 // that a writeback error anywhere on the filesystem since the node started
 // is reported (Linux 5.8 and later) and fails the partitions that waited.
+// Log dirs on one filesystem share its descriptor: one syncfs makes them
+// all durable.
+//
+// NB: a round syncs every filesystem, so a sync that fails on one log
+// dir's disk fails the round's waiters on the others too (they retry); a
+// syncer per filesystem is the part of KIP-858 still to do.
 //
 // A node with chaos.enable syncs through disk, which can fail the sync and
 // notes what it made durable (diskFault.PowerLoss); disk is nil otherwise.
-func newSyncer(dataDir string, disk *diskFault) (*partition.Syncer, error) {
-	dir, err := os.Open(dataDir)
-	if err != nil {
-		return nil, fmt.Errorf("node: opening data.dir for syncs: %w", err)
+func newSyncer(logDirs []string, disk *diskFault) (*partition.Syncer, error) {
+	var dirs []*os.File
+	closeAll := func() {
+		for _, d := range dirs {
+			d.Close()
+		}
 	}
-	raw, err := dir.SyscallConn()
-	if err != nil {
-		dir.Close()
-		return nil, err
+	var raws []syscall.RawConn
+	seen := map[[2]int32]bool{}
+	for _, path := range logDirs {
+		if _, _, fsid, err := partition.Statfs(path); err == nil {
+			if seen[fsid] {
+				continue
+			}
+			seen[fsid] = true
+		}
+		dir, err := os.Open(path)
+		if err != nil {
+			closeAll()
+			return nil, fmt.Errorf("node: opening data.dir %s for syncs: %w", path, err)
+		}
+		dirs = append(dirs, dir)
+		raw, err := dir.SyscallConn()
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		raws = append(raws, raw)
 	}
 	syncFS := func() error {
-		var serr error
-		if err := raw.Control(func(fd uintptr) { serr = syncfs(int(fd)) }); err != nil {
-			return err
+		var errs []error
+		for _, raw := range raws {
+			var serr error
+			if err := raw.Control(func(fd uintptr) { serr = syncfs(int(fd)) }); err != nil {
+				serr = err
+			}
+			if serr != nil {
+				errs = append(errs, serr)
+			}
 		}
-		return serr
+		return errors.Join(errs...)
 	}
 	if disk != nil {
 		plain := syncFS
@@ -91,7 +124,7 @@ func newSyncer(dataDir string, disk *diskFault) (*partition.Syncer, error) {
 			return disk.syncedAll(plain)
 		}
 	}
-	return partition.NewSyncer(syncFS, func() { dir.Close() }), nil
+	return partition.NewSyncer(syncFS, closeAll), nil
 }
 
 // fileCollector exports the descriptor cache's counters, the syncs of

@@ -49,6 +49,8 @@ import (
 // images).
 type metadataActor struct {
 	node configs.Node
+	// logDirs places the partitions this node hosts on its log dirs.
+	logDirs *partition.LogDirs
 	// incarnation is this run of the node: until an image registers it,
 	// the node leads nothing (see leader).
 	incarnation uint64
@@ -142,7 +144,7 @@ func (m *metadataActor) apply(c actor.Context, im *image.Image) {
 			want[k] = t.ID
 			c.Send(m.partitions, &partition.Host{Config: partition.Config{
 				Topic: t.Name, Partition: p.Index, TopicID: t.ID,
-				Dir:         partition.Dir(m.node.DataDir, t.Name, p.Index),
+				Dir:         m.logDirs.Place(k),
 				TopicConfig: cfg, Durability: m.node.Durability,
 				NodeID:                 m.node.NodeID,
 				State:                  m.stateOf(im, p),
@@ -167,6 +169,7 @@ func (m *metadataActor) apply(c actor.Context, im *image.Image) {
 			// Unhost does not sync a log it deletes.
 			m.registry.Deleting(k.Topic, k.Partition, id)
 			c.Send(m.partitions, &partition.Unhost{Topic: k.Topic, Partition: k.Partition, TopicID: id, Delete: true})
+			m.logDirs.Forget(k)
 		}
 	}
 	m.hosted = want

@@ -12,6 +12,7 @@ import (
 	"github.com/skeinlog/skein/configs"
 	"github.com/skeinlog/skein/controller"
 	"github.com/skeinlog/skein/controller/image"
+	"github.com/skeinlog/skein/internal/vfs"
 	"github.com/skeinlog/skein/partition"
 )
 
@@ -33,8 +34,12 @@ func TestMetadataActorWaitsForItsRegistration(t *testing.T) {
 	cfg := configs.Default()
 	cfg.NodeID = 1
 	const run = 42
+	logDirs, err := partition.OpenLogDirs(vfs.Default, []string{t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	md := sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
-		return &metadataActor{node: cfg, incarnation: run, partitions: partitions, registry: partition.NewRegistry(),
+		return &metadataActor{node: cfg, logDirs: logDirs, incarnation: run, partitions: partitions, registry: partition.NewRegistry(),
 			current: image.Empty, hosted: map[partition.Key]image.TopicID{},
 			sweep: func(*image.Image) { events <- "sweep" }}
 	}))

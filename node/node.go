@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -65,6 +64,8 @@ type Node struct {
 	failures *logging.Limiter
 	// dirLock excludes every other node from data.dir while this one runs.
 	dirLock *dirLock
+	// logDirs places the node's partitions on its log dirs.
+	logDirs *partition.LogDirs
 	// syncer makes every partition's appends durable together, with one
 	// syncfs(2) of the data directory's filesystem a round.
 	syncer *partition.Syncer
@@ -207,10 +208,7 @@ func StartAll(cfgs []configs.Node, log zerolog.Logger) ([]*Node, error) {
 // prepare binds the node's listeners, creates its actor system and starts
 // its remoting; run starts its actors.
 func prepare(cfg configs.Node, log zerolog.Logger) (*Node, error) {
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-		return nil, fmt.Errorf("node: creating data.dir: %w", err)
-	}
-	lock, err := lockDataDir(cfg.DataDir)
+	lock, err := lockLogDirs(cfg.LogDirs())
 	if err != nil {
 		return nil, err
 	}
@@ -247,12 +245,19 @@ func prepare(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 	}
 	n.files = vfs.NewCache(fsys, filesCap)
 	n.failures = logging.NewLimiter(20, time.Second)
-	if n.syncer, err = newSyncer(cfg.DataDir, disk); err != nil {
+	// NB: the metadata log's directory is in the first log dir; it is
+	// no partition to place.
+	if n.logDirs, err = partition.OpenLogDirs(n.files, cfg.LogDirs(), metadataDir); err != nil {
+		ln.Close()
+		lock.release()
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	if n.syncer, err = newSyncer(n.logDirs.Dirs(), disk); err != nil {
 		ln.Close()
 		lock.release()
 		return nil, err
 	}
-	n.trash = partition.NewTrash(n.files, fsys, cfg.DataDir, log)
+	n.trash = partition.NewTrash(n.files, fsys, n.logDirs.Dirs(), log)
 	n.image.Store(image.Empty())
 	n.sys = actors.NewSystem(log)
 	n.tree = actors.NewTree(n.sys, n.faults)
@@ -400,6 +405,7 @@ func (n *Node) serve() {
 		Syncer:      n.announceTo(),
 		Logger:      log,
 		Failures:    n.failures,
+		LogDirs:     n.logDirs,
 		Authorizer:  n.authorizer,
 		Clock:       n.clock,
 	}, transport.NewMetrics(n.metrics))
@@ -422,7 +428,7 @@ func (n *Node) serve() {
 }
 
 func (n *Node) logStarted() {
-	e := n.log.Info().Int32("node.id", n.cfg.NodeID).Str("data.dir", n.cfg.DataDir).Str("actor", n.root.Id).
+	e := n.log.Info().Int32("node.id", n.cfg.NodeID).Strs("log.dirs", n.logDirs.Dirs()).Str("actor", n.root.Id).
 		Str("listen", n.Addr().String()).Str("listeners", n.kafka.String()).Str("admin.listen", n.admin.ln.Addr().String()).
 		Int("log.max.open.files", n.filesCap).Str("from", n.capReason)
 	if n.remote != nil {
@@ -812,7 +818,7 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 		return err
 	}
 	metadata, err = c.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-		return &metadataActor{node: n.cfg, incarnation: n.incarnation, partitions: partitions, groups: groups, txns: txns, sharestate: sharestate, fetchers: fetchers, extensions: extensions, registry: n.registry,
+		return &metadataActor{node: n.cfg, logDirs: n.logDirs, incarnation: n.incarnation, partitions: partitions, groups: groups, txns: txns, sharestate: sharestate, fetchers: fetchers, extensions: extensions, registry: n.registry,
 			current: n.image.Load, hosted: map[partition.Key]image.TopicID{}, alterISR: n.alterISR,
 			sweep: func(im *image.Image) { n.swept.Do(func() { n.sweep(im) }) }}
 	}), "metadata")
@@ -868,7 +874,7 @@ func (a *rootActor) spawnController(c actor.Context, ch *children) error {
 		SessionTimeout:    time.Duration(n.cfg.BrokerSessionTimeoutMs) * time.Millisecond,
 		SnapshotBytes:     int(n.cfg.MetadataSnapshotBytes),
 		Refused:           n.refused,
-		Dir:               filepath.Join(n.cfg.DataDir, metadataDir), FS: n.files, Clock: n.clock,
+		Dir:               filepath.Join(n.logDirs.Dirs()[0], metadataDir), FS: n.files, Clock: n.clock,
 		Node: n.cfg, Logger: n.log, Publish: n.publish,
 		Quorum: func(s controller.Status) { n.quorum.Store(&s) },
 	}), "controller")

@@ -2,8 +2,6 @@ package node
 
 import (
 	"path/filepath"
-	"strconv"
-	"strings"
 
 	"github.com/skeinlog/skein/controller/image"
 	"github.com/skeinlog/skein/partition"
@@ -13,7 +11,7 @@ import (
 // metadataDir is the directory of the cluster metadata log in data.dir.
 const metadataDir = "__cluster_metadata-0"
 
-// sweep deletes (partition.Trash) the partition directories in data.dir
+// sweep deletes (partition.Trash) the partition directories in the log dirs
 // that im does not place on this node: those of deleted topics and of
 // replicas moved away, which the node left because it stopped or crashed
 // before it had unhosted them, or before the image that deleted them was
@@ -32,39 +30,42 @@ const metadataDir = "__cluster_metadata-0"
 // deleted one; the images replayed before it may be older than the
 // directories on disk.
 func (n *Node) sweep(im *image.Image) {
-	names, err := n.files.List(n.cfg.DataDir)
-	if err != nil {
-		n.log.Error().Err(err).Str("dir", n.cfg.DataDir).Msg("listing the data directory for deleted partitions")
-		return
-	}
 	swept, foreign := 0, []string(nil)
-	for _, name := range names {
-		topic, p, ok := partitionDirName(name)
-		if !ok {
+	for _, logDir := range n.logDirs.Dirs() {
+		names, err := n.files.List(logDir)
+		if err != nil {
+			n.log.Error().Err(err).Str("dir", logDir).Msg("listing the log dir for deleted partitions")
 			continue
 		}
-		if t := im.Topic(topic); t != nil && int(p) < len(t.Partitions) && hosts(t.Partitions[p], n.cfg.NodeID) {
-			continue
+		for _, name := range names {
+			topic, p, ok := partitionDirName(name)
+			if !ok {
+				continue
+			}
+			if t := im.Topic(topic); t != nil && int(p) < len(t.Partitions) && hosts(t.Partitions[p], n.cfg.NodeID) {
+				continue
+			}
+			dir := filepath.Join(logDir, name)
+			if fi, err := n.files.Stat(dir); err != nil || !fi.IsDir() {
+				continue
+			}
+			if isLog, err := store.IsLogDir(n.files, dir); err != nil || !isLog {
+				// Not a log (a user's backup-1, say): not the node's to delete.
+				foreign = append(foreign, dir)
+				continue
+			}
+			// The id names the deleted directory; one unreadable is zero.
+			id, _, _ := store.ReadTopicID(n.files, dir)
+			if err := n.trash.Delete(dir, id); err != nil {
+				n.log.Error().Err(err).Str("dir", dir).Msg("deleting the directory of a partition not placed on this node")
+				continue
+			}
+			n.logDirs.Forget(partition.Key{Topic: topic, Partition: p})
+			swept++
 		}
-		dir := filepath.Join(n.cfg.DataDir, name)
-		if fi, err := n.files.Stat(dir); err != nil || !fi.IsDir() {
-			continue
-		}
-		if isLog, err := store.IsLogDir(n.files, dir); err != nil || !isLog {
-			// Not a log (a user's backup-1, say): not the node's to delete.
-			foreign = append(foreign, name)
-			continue
-		}
-		// The id names the deleted directory; one unreadable is zero.
-		id, _, _ := store.ReadTopicID(n.files, dir)
-		if err := n.trash.Delete(dir, id); err != nil {
-			n.log.Error().Err(err).Str("dir", dir).Msg("deleting the directory of a partition not placed on this node")
-			continue
-		}
-		swept++
 	}
 	if len(foreign) > 0 {
-		n.log.Warn().Strs("dirs", foreign).Str("data.dir", n.cfg.DataDir).Msg("left alone: directories named like partitions that hold no log")
+		n.log.Warn().Strs("dirs", foreign).Msg("left alone: directories named like partitions that hold no log")
 	}
 	if swept > 0 {
 		n.log.Info().Int("directories", swept).Msg("deleting the directories of partitions no longer placed on this node")
@@ -74,16 +75,8 @@ func (n *Node) sweep(im *image.Image) {
 // partitionDirName parses a partition directory's name, <topic>-<index>;
 // the metadata log's and deleted partitions' are not.
 func partitionDirName(name string) (string, int32, bool) {
-	if name == metadataDir || strings.HasSuffix(name, partition.DeletedDirSuffix) {
+	if name == metadataDir {
 		return "", 0, false
 	}
-	i := strings.LastIndexByte(name, '-')
-	if i <= 0 {
-		return "", 0, false
-	}
-	p, err := strconv.ParseInt(name[i+1:], 10, 32)
-	if err != nil || p < 0 || strconv.FormatInt(p, 10) != name[i+1:] {
-		return "", 0, false
-	}
-	return name[:i], int32(p), true
+	return partition.ParseDirName(name)
 }

@@ -47,22 +47,24 @@ type Trash struct {
 // of four empty files on ext4 with discard: 1.6 s against 5.1 s).
 const trashWorkers = 4
 
-// NewTrash starts the Trash of the partition directories under dataDir,
+// NewTrash starts the Trash of the partition directories under dataDirs,
 // with the deleted directories a previous run left queued. It renames with
 // names (the node's descriptor cache, so that handles follow) and removes
 // with files, the filesystem beneath it: nothing under a deleted directory
 // is open, and a removal through the cache holds its namespace lock for as
 // long as the disk takes, holding up every rename and reopen of the node
 // (a stop during a 2,000-partition deletion overran its 10 s so).
-func NewTrash(names, files vfs.FS, dataDir string, log zerolog.Logger) *Trash {
+func NewTrash(names, files vfs.FS, dataDirs []string, log zerolog.Logger) *Trash {
 	t := &Trash{names: names, files: files, log: log, wake: make(chan struct{}, trashWorkers), stop: make(chan struct{})}
-	list, err := names.List(dataDir)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		log.Warn().Err(err).Str("dir", dataDir).Msg("listing the data directory for deleted partitions")
-	}
-	for _, name := range list {
-		if strings.HasSuffix(name, DeletedDirSuffix) {
-			t.queue = append(t.queue, filepath.Join(dataDir, name))
+	for _, dataDir := range dataDirs {
+		list, err := names.List(dataDir)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			log.Warn().Err(err).Str("dir", dataDir).Msg("listing the log dir for deleted partitions")
+		}
+		for _, name := range list {
+			if strings.HasSuffix(name, DeletedDirSuffix) {
+				t.queue = append(t.queue, filepath.Join(dataDir, name))
+			}
 		}
 	}
 	t.done.Add(trashWorkers)

@@ -33,7 +33,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 func startSupervisor(t *testing.T, fs vfs.FS) (*actor.ActorSystem, *Registry, *actor.PID) {
 	sys := actors.NewSystem(zerolog.Nop())
 	t.Cleanup(sys.Shutdown)
-	reg, trash := NewRegistry(), NewTrash(fs, fs, "/data", zerolog.Nop())
+	reg, trash := NewRegistry(), NewTrash(fs, fs, []string{"/data"}, zerolog.Nop())
 	t.Cleanup(trash.Close)
 	sup, err := sys.Root.SpawnNamed(SupervisorProps(SupervisorConfig{Registry: reg, FS: fs, Logger: zerolog.Nop(), Trash: trash},
 		actor.NewOneForOneStrategy(10, time.Minute, actor.DefaultDecider)), "partitions")
@@ -100,7 +100,7 @@ func TestTrashResumesAfterClose(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	first := NewTrash(fs, fs, "/data", zerolog.Nop())
+	first := NewTrash(fs, fs, []string{"/data"}, zerolog.Nop())
 	for i := range dirs {
 		if err := first.Delete(Dir("/data", "t", int32(i)), image.TopicID{7}); err != nil {
 			t.Fatal(err)
@@ -113,7 +113,7 @@ func TestTrashResumesAfterClose(t *testing.T) {
 			t.Fatalf("%s was not renamed out of the way", n)
 		}
 	}
-	second := NewTrash(fs, fs, "/data", zerolog.Nop())
+	second := NewTrash(fs, fs, []string{"/data"}, zerolog.Nop())
 	defer second.Close()
 	eventually(t, "every deleted directory removed", func() bool {
 		names, _ := fs.List("/data")

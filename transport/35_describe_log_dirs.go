@@ -5,17 +5,19 @@ package transport
 // Behaviour:
 //   - With an authorizer: DESCRIBE on the cluster; otherwise v3+ answer
 //     CLUSTER_AUTHORIZATION_FAILED and older versions nothing, as Kafka.
-//   - One log dir: data.dir (made absolute), since Skein takes exactly one.
-//     It lists the partitions this node hosts among those the request names
-//     (all of them when Topics is null), each with the size of its segment
-//     files from its published view (store.View.Size), read without a
-//     message to its actor. A partition still loading has no view yet and
-//     is left out, as is one the node does not host, as Kafka does.
-//   - OffsetLag is 0 and IsFuture false: Skein has no future replicas
+//   - Every log dir of data.dir (made absolute), in its order, each with
+//     the partitions it holds (partition.LogDirs) among those this node
+//     hosts and the request names (all of them when Topics is null), each
+//     with the size of its segment files from its published view
+//     (store.View.Size), read without a message to its actor. A partition
+//     still loading has no view yet and is left out, as is one the node
+//     does not host, as Kafka does.
+//   - OffsetLag is Kafka's for a current replica, max(HW - LEO, 0) from the
+//     view, and IsFuture false: Skein has no future replicas
 //     (AlterReplicaLogDirs is not served).
-//   - v4: TotalBytes and UsableBytes of the filesystem holding data.dir,
-//     from statfs; -1 each when statfs fails, and the dir's error is then
-//     KAFKA_STORAGE_ERROR.
+//   - v4: TotalBytes and UsableBytes of the filesystem holding each log
+//     dir, from statfs; -1 each when statfs fails, and the dir's error is
+//     then KAFKA_STORAGE_ERROR.
 //
 // Version notes: v1 throttling; v2 flexible; v3 top-level error code; v4
 // total and usable bytes (KIP-827).
@@ -24,7 +26,6 @@ import (
 	"cmp"
 	"path/filepath"
 	"slices"
-	"syscall"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -45,10 +46,23 @@ func (a *API) handleDescribeLogDirs(c *conn, kreq kmsg.Request) finish {
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return respond(resp)
 	}
-	dir := kmsg.NewDescribeLogDirsResponseDir()
-	dir.Dir = a.Node.DataDir
-	if abs, err := filepath.Abs(dir.Dir); err == nil {
-		dir.Dir = abs
+	var dirs []string
+	if a.LogDirs != nil {
+		dirs = a.LogDirs.Dirs()
+	} else {
+		for _, d := range a.Node.LogDirs() {
+			if abs, err := filepath.Abs(d); err == nil {
+				d = abs
+			}
+			dirs = append(dirs, d)
+		}
+	}
+	resp.Dirs = make([]kmsg.DescribeLogDirsResponseDir, len(dirs))
+	index := make(map[string]int, len(dirs))
+	for i, d := range dirs {
+		resp.Dirs[i] = kmsg.NewDescribeLogDirsResponseDir()
+		resp.Dirs[i].Dir = d
+		index[d] = i
 	}
 
 	var wanted map[partition.Key]bool // nil: every partition
@@ -65,13 +79,23 @@ func (a *API) handleDescribeLogDirs(c *conn, kreq kmsg.Request) finish {
 		return cmp.Or(cmp.Compare(x.Topic, y.Topic), cmp.Compare(x.Partition, y.Partition))
 	})
 	for _, h := range handles {
-		if wanted != nil && !wanted[partition.Key{Topic: h.Topic, Partition: h.Partition}] {
+		k := partition.Key{Topic: h.Topic, Partition: h.Partition}
+		if wanted != nil && !wanted[k] {
 			continue
 		}
 		v := h.View()
 		if v == nil || v.Log == nil {
 			continue
 		}
+		i := 0
+		if a.LogDirs != nil {
+			d, ok := a.LogDirs.Of(k)
+			if !ok {
+				continue // deleted since it was listed
+			}
+			i = index[d]
+		}
+		dir := &resp.Dirs[i]
 		if n := len(dir.Topics); n == 0 || dir.Topics[n-1].Topic != h.Topic {
 			t := kmsg.NewDescribeLogDirsResponseDirTopic()
 			t.Topic = h.Topic
@@ -79,20 +103,24 @@ func (a *API) handleDescribeLogDirs(c *conn, kreq kmsg.Request) finish {
 		}
 		p := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
 		p.Partition, p.Size = h.Partition, v.Log.Size()
+		// Kafka's lag of a current (not future) replica: how far its log
+		// end is below the high watermark, never negative.
+		p.OffsetLag = max(v.Log.HighWatermark-v.Log.LogEndOffset, 0)
 		t := &dir.Topics[len(dir.Topics)-1]
 		t.Partitions = append(t.Partitions, p)
 	}
 	if req.Version >= 4 {
-		var st syscall.Statfs_t
-		if err := syscall.Statfs(dir.Dir, &st); err != nil {
-			a.Logger.Warn().Err(err).Str("dir", dir.Dir).Msg("statfs of data.dir for DescribeLogDirs")
-			dir.ErrorCode = kerr.KafkaStorageError.Code
-			a.metrics.errorCode(35, req.Version, dir.ErrorCode)
-		} else {
-			dir.TotalBytes = int64(st.Blocks) * int64(st.Bsize)
-			dir.UsableBytes = int64(st.Bavail) * int64(st.Bsize)
+		for i := range resp.Dirs {
+			dir := &resp.Dirs[i]
+			total, usable, _, err := partition.Statfs(dir.Dir)
+			if err != nil {
+				a.Logger.Warn().Err(err).Str("dir", dir.Dir).Msg("statfs of a log dir for DescribeLogDirs")
+				dir.ErrorCode = kerr.KafkaStorageError.Code
+				a.metrics.errorCode(35, req.Version, dir.ErrorCode)
+				continue
+			}
+			dir.TotalBytes, dir.UsableBytes = total, usable
 		}
 	}
-	resp.Dirs = append(resp.Dirs, dir)
 	return respond(resp)
 }

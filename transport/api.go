@@ -52,6 +52,9 @@ type Deps struct {
 	Image func() *image.Image
 	// Partitions holds the handles of the partitions this node hosts.
 	Partitions *partition.Registry
+	// LogDirs says which log dir holds each hosted partition
+	// (DescribeLogDirs); nil: data.dir's one directory holds them all.
+	LogDirs *partition.LogDirs
 	// Groups maps consumer groups to their coordinator actors; GroupsPID
 	// is the groups supervisor, which spawns one on first use.
 	Groups    *coordinator.Directory
