@@ -23,12 +23,17 @@ import (
 // b, 3 in c) whose leaders send consumers to a replica in their rack
 // (replica.selector.class), and creates topic with one partition on
 // replicas 1, 2, 3: node 1 leads it.
-func rackCluster(t *testing.T, ctx context.Context, topic string) *Cluster {
+func rackCluster(t testing.TB, ctx context.Context, topic string) *Cluster {
 	t.Helper()
 	c := Start(t, 3, fastReplication, func(cfg *configs.Node) {
 		cfg.BrokerRack = string(rune('a' + cfg.NodeID - 1))
 		cfg.ReplicaSelectorClass = configs.RackAwareReplicaSelector
 	})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addr(0), c.Addr(1), c.Addr(2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
 	req := kmsg.NewPtrCreateTopicsRequest()
 	rt := kmsg.NewCreateTopicsRequestTopic()
 	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
@@ -36,26 +41,36 @@ func rackCluster(t *testing.T, ctx context.Context, topic string) *Cluster {
 	ra.Partition, ra.Replicas = 0, []int32{1, 2, 3}
 	rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
 	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, client(t, c))
+	resp, err := req.RequestWith(ctx, cl)
 	if err != nil || resp.Topics[0].ErrorCode != 0 {
 		t.Fatalf("create %s: %v %v", topic, err, kerr.ErrorForCode(resp.Topics[0].ErrorCode))
 	}
-	waitFor(t, "node 1 leading "+topic+" with every replica in sync", func() string {
-		for i := range 3 {
-			for _, p := range describe(t, ctx, c, i, topic) {
-				if p.Leader != 1 || len(p.ISR) != 3 {
-					return fmt.Sprintf("node %d: leader %d ISR %v", i+1, p.Leader, p.ISR)
+	// Every node's metadata has node 1 leading it with every replica in
+	// sync.
+	for i := range 3 {
+		for {
+			mreq := kmsg.NewPtrMetadataRequest()
+			mt := kmsg.NewMetadataRequestTopic()
+			mt.Topic = kmsg.StringPtr(topic)
+			mreq.Topics = append(mreq.Topics, mt)
+			mresp, err := mreq.RequestWith(ctx, cl.Broker(i+1))
+			if err == nil && len(mresp.Topics) == 1 && len(mresp.Topics[0].Partitions) == 1 {
+				if p := mresp.Topics[0].Partitions[0]; p.Leader == 1 && len(p.ISR) == 3 {
+					break
 				}
 			}
+			if ctx.Err() != nil {
+				t.Fatalf("node %d never saw node 1 leading %s with three replicas in sync", i+1, topic)
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
-		return ""
-	})
+	}
 	return c
 }
 
 // series returns one series of node i's metrics, by its name and labels as
 // the text format writes them (skein_x{a="b"}), 0 when absent.
-func series(t *testing.T, c *Cluster, i int, name string) float64 {
+func series(t testing.TB, c *Cluster, i int, name string) float64 {
 	t.Helper()
 	resp, err := http.Get("http://" + c.Nodes[i].AdminAddr().String() + "/metrics")
 	if err != nil {
