@@ -221,7 +221,11 @@ func (a *Admin) SetClock(ctx context.Context, c Clock) (Clock, error) {
 
 // Disk is the node's disk fault: Fail is writes, syncs or full.
 type Disk struct {
-	Fail    string `json:"fail,omitempty"`
+	Fail string `json:"fail,omitempty"`
+	// Dir confines the fault to one of the node's log dirs (its files'
+	// operations; the node-wide syncfs rounds are not failed); empty:
+	// the whole node.
+	Dir     string `json:"dir,omitempty"`
 	For     string `json:"for,omitempty"`
 	Expires string `json:"expires,omitempty"`
 }

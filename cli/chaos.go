@@ -626,8 +626,9 @@ func newChaosClockCommand(f *chaosFlags, stdout io.Writer) *cobra.Command {
 func newChaosDiskCommand(f *chaosFlags, stdout io.Writer) *cobra.Command {
 	var writes, syncs, full bool
 	var lifetime time.Duration
+	var dir string
 	cmd := &cobra.Command{
-		Use:   "disk NODE (--fail-writes | --fail-syncs | --full)",
+		Use:   "disk NODE (--fail-writes | --fail-syncs | --full) [--dir LOG_DIR]",
 		Short: "Fail a node's disk: writes or syncs (EIO), or all space gone (ENOSPC)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -653,8 +654,12 @@ func newChaosDiskCommand(f *chaosFlags, stdout io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := a.SetDisk(ctx, chaos.Disk{Fail: fail[0], For: durationString(lifetime)}); err != nil {
+			if err := a.SetDisk(ctx, chaos.Disk{Fail: fail[0], For: durationString(lifetime), Dir: dir}); err != nil {
 				return err
+			}
+			if dir != "" {
+				fmt.Fprintf(stdout, "node %d: log dir %s fails %s for %s\n", id, dir, fail[0], lifetime)
+				return nil
 			}
 			fmt.Fprintf(stdout, "node %d: disk fails %s for %s\n", id, fail[0], lifetime)
 			return nil
@@ -664,6 +669,7 @@ func newChaosDiskCommand(f *chaosFlags, stdout io.Writer) *cobra.Command {
 	fl.BoolVar(&writes, "fail-writes", false, "every write fails (EIO)")
 	fl.BoolVar(&syncs, "fail-syncs", false, "every fsync fails (EIO)")
 	fl.BoolVar(&full, "full", false, "no space left (ENOSPC) for writes and new files")
+	fl.StringVar(&dir, "dir", "", "only this log dir of the node's (the node's path; its files, not the syncfs rounds)")
 	fl.DurationVar(&lifetime, "for", time.Minute, "how long the fault lasts")
 	return cmd
 }

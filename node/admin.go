@@ -82,7 +82,7 @@ package node
 //	Files and durability (files.go)
 //	  skein_open_files, skein_open_files_max, skein_file_cache_{hits,misses,evictions}_total,
 //	  skein_sync_rounds_total, skein_sync_logs_total, skein_log_lines_suppressed_total,
-//	  skein_partitions_failed{cause}
+//	  skein_partitions_failed{cause}, skein_log_dir_offline{dir}
 //	Cluster and remoting (cluster_metrics.go)
 //	  skein_quorum_{leader,term,commit_index,applied_index}, skein_broker_heartbeats_sent_total,
 //	  skein_controller_heartbeats_received_total, skein_cluster_brokers{state},
@@ -340,7 +340,7 @@ func (n *Node) registerNodeMetrics() {
 		shareCollector{&n.shareStats},
 		newGroupLagCollector(n),
 		extensionCollector{n.extensions},
-		fileCollector{n.files, n.syncer, n.registry, n.failures},
+		fileCollector{n.files, n.syncer, n.registry, n.failures, n.logDirs},
 		clusterCollector{n},
 		chaosCollector{n},
 		collectors.NewGoCollector(),

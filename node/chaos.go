@@ -27,7 +27,8 @@ package node
 //	POST   /v1/clock           {"offset": "90s"} or {"jump": "-30s"}, "for": "60s"
 //	DELETE /v1/clock           back to the system's time
 //	GET    /v1/disk            the disk fault, if any
-//	POST   /v1/disk            {"fail": "writes"|"syncs"|"full", "for": "60s"}
+//	POST   /v1/disk            {"fail": "writes"|"syncs"|"full", "for": "60s", "dir": LOG_DIR}
+//	                           (dir: only that log dir's files; default the node's)
 //	DELETE /v1/disk            the disk works again
 //	DELETE /v1/chaos           heal everything above
 //	POST   /v1/power-loss      the power goes out: what was written but not
@@ -49,6 +50,8 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -124,6 +127,9 @@ func newChaosState() *chaosState {
 // gone, which the logs' recovery treats alike.
 type diskFault struct {
 	mode atomic.Int32
+	// dir, when set, confines the fault to the paths under it (a log
+	// dir): the others, and the syncfs rounds, are not failed.
+	dir atomic.Pointer[string]
 
 	mu     sync.Mutex
 	synced map[string]int64 // path → bytes synced, for files written since their last sync
@@ -143,7 +149,7 @@ var diskModes = map[string]int32{"writes": diskWrites, "syncs": diskSyncs, "full
 // writes and space reservations (ENOSPC), as the kernel would. It notes
 // the writes and syncs it lets through, for PowerLoss.
 func (d *diskFault) MaybeError(op vfs.Op, path string) error {
-	if err := d.fail(op); err != nil {
+	if err := d.failAt(op, path); err != nil {
 		return err
 	}
 	switch op {
@@ -224,6 +230,17 @@ func (d *diskFault) PowerLoss() (files int, dropped int64) {
 		}
 	}
 	return files, dropped
+}
+
+// failAt is fail for an operation on path; "" is the whole filesystem
+// (a syncfs round), outside any log dir the fault is confined to.
+func (d *diskFault) failAt(op vfs.Op, path string) error {
+	if dir := d.dir.Load(); dir != nil && d.mode.Load() != diskFrozen {
+		if path == "" || path != *dir && !strings.HasPrefix(path, *dir+string(filepath.Separator)) {
+			return nil
+		}
+	}
+	return d.fail(op)
 }
 
 func (d *diskFault) fail(op vfs.Op) error {
@@ -621,12 +638,22 @@ func (a *adminServer) setDisk(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("fail: %q is not writes, syncs or full", j.Fail))
 		return
 	}
+	var dir *string
+	if j.Dir != "" {
+		abs, err := filepath.Abs(j.Dir)
+		if err != nil || !slices.Contains(a.n.logDirs.Dirs(), abs) {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("dir: %q is not one of the node's log dirs %v", j.Dir, a.n.logDirs.Dirs()))
+			return
+		}
+		j.Dir, dir = abs, &abs
+	}
 	d, ok := lifetime(w, j.For)
 	if !ok {
 		return
 	}
 	c := a.n.chaos
 	c.mu.Lock()
+	a.n.disk.dir.Store(dir)
 	a.n.disk.mode.Store(mode)
 	j.For, j.Expires = d.String(), rfc3339(time.Now().Add(d))
 	c.disk = j
@@ -637,7 +664,7 @@ func (a *adminServer) setDisk(w http.ResponseWriter, r *http.Request) {
 	})
 	c.mu.Unlock()
 	c.injected[chaosDisk].Add(1)
-	a.n.log.Warn().Str("fail", j.Fail).Dur("for", d).Msg("chaos: disk fault injected")
+	a.n.log.Warn().Str("fail", j.Fail).Str("dir", j.Dir).Dur("for", d).Msg("chaos: disk fault injected")
 	writeJSON(w, http.StatusCreated, j)
 }
 

@@ -118,7 +118,7 @@ func newSyncer(logDirs []string, disk *diskFault) (*partition.Syncer, error) {
 	if disk != nil {
 		plain := syncFS
 		syncFS = func() error {
-			if err := disk.fail(vfs.OpSync); err != nil {
+			if err := disk.failAt(vfs.OpSync, ""); err != nil {
 				return err
 			}
 			return disk.syncedAll(plain)
@@ -134,6 +134,7 @@ type fileCollector struct {
 	syncer   *partition.Syncer
 	reg      *partition.Registry
 	failures *logging.Limiter
+	logDirs  *partition.LogDirs
 }
 
 var (
@@ -148,17 +149,19 @@ var (
 	fileEvictionsDesc = prometheus.NewDesc("skein_file_cache_evictions_total",
 		"Descriptors the cache closed to stay under its cap.", nil, nil)
 	syncRoundsDesc = prometheus.NewDesc("skein_sync_rounds_total",
-		"Syncs of data.dir's filesystem (syncfs) that made appends durable: the group commit's rounds.", nil, nil)
+		"Rounds of syncs of the log dirs' filesystems (syncfs) that made appends durable: the group commit's rounds.", nil, nil)
 	syncLogsDesc = prometheus.NewDesc("skein_sync_logs_total",
 		"Partition logs the rounds made durable, each once a round: logs per round is this over skein_sync_rounds_total.", nil, nil)
 	suppressedDesc = prometheus.NewDesc("skein_log_lines_suppressed_total",
 		"Lines about storage failures and recoveries the node-wide rate limit held back.", nil, nil)
 	failedDesc = prometheus.NewDesc("skein_partitions_failed",
 		"Hosted partitions in the failed state (storage errors: answering KAFKA_STORAGE_ERROR and retrying), by cause.", []string{"cause"}, nil)
+	logDirOfflineDesc = prometheus.NewDesc("skein_log_dir_offline",
+		"1 while a log dir is offline (one of its partitions failed for an I/O error or a full disk), else 0; by log dir.", []string{"dir"}, nil)
 )
 
 func (c fileCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{openFilesDesc, openFilesMaxDesc, fileHitsDesc, fileMissesDesc, fileEvictionsDesc, syncRoundsDesc, syncLogsDesc, suppressedDesc, failedDesc} {
+	for _, d := range []*prometheus.Desc{openFilesDesc, openFilesMaxDesc, fileHitsDesc, fileMissesDesc, fileEvictionsDesc, syncRoundsDesc, syncLogsDesc, suppressedDesc, failedDesc, logDirOfflineDesc} {
 		ch <- d
 	}
 }
@@ -170,6 +173,13 @@ func (c fileCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(fileHitsDesc, prometheus.CounterValue, float64(st.Hits))
 	ch <- prometheus.MustNewConstMetric(fileMissesDesc, prometheus.CounterValue, float64(st.Misses))
 	ch <- prometheus.MustNewConstMetric(fileEvictionsDesc, prometheus.CounterValue, float64(st.Evictions))
+	for _, dir := range c.logDirs.Dirs() {
+		offline := 0.0
+		if c.logDirs.Offline(dir) {
+			offline = 1
+		}
+		ch <- prometheus.MustNewConstMetric(logDirOfflineDesc, prometheus.GaugeValue, offline, dir)
+	}
 	sy := c.syncer.Stats()
 	ch <- prometheus.MustNewConstMetric(syncRoundsDesc, prometheus.CounterValue, float64(sy.Rounds))
 	ch <- prometheus.MustNewConstMetric(syncLogsDesc, prometheus.CounterValue, float64(sy.Logs))

@@ -252,6 +252,7 @@ func prepare(cfg configs.Node, log zerolog.Logger) (*Node, error) {
 		lock.release()
 		return nil, fmt.Errorf("node: %w", err)
 	}
+	n.logDirs.Logger = log
 	if n.syncer, err = newSyncer(n.logDirs.Dirs(), disk); err != nil {
 		ln.Close()
 		lock.release()
@@ -707,7 +708,7 @@ func (a *rootActor) spawnChildren(c actor.Context) error {
 	// metadata actor to host them again.
 	var metadata *actor.PID
 	partitions, err := c.SpawnNamed(partition.SupervisorProps(partition.SupervisorConfig{
-		Registry: n.registry, FS: n.files, Clock: n.clock, Logger: n.log, Failures: n.failures, Syncer: n.syncer, Stats: &n.replication, Trash: n.trash,
+		Registry: n.registry, FS: n.files, Clock: n.clock, Logger: n.log, Failures: n.failures, LogDirs: n.logDirs, Syncer: n.syncer, Stats: &n.replication, Trash: n.trash,
 		Restarted: func() { n.sys.Root.Send(metadata, &resync{}) },
 	}, actors.NewBackoffStrategy(actors.Backoff{})), "partitions")
 	if err != nil {

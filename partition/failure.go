@@ -72,6 +72,7 @@ func (p *partition) fail(op string, err error) {
 		p.limited(p.cfg.Logger.Error()).Err(err).Str("op", op).Str("cause", p.failure.cause).
 			Msg("partition storage failed: answering KAFKA_STORAGE_ERROR and retrying")
 	}
+	p.cfg.LogDirs.Failing(Key{Topic: p.cfg.Topic, Partition: p.cfg.Partition}, p.failure.cause, err)
 	p.failure.scheduleRetry(now, p.cfg.TickInterval)
 	// The failed view is published before the waiting appends hear of
 	// the failure, so that whoever they answer sees it.
@@ -110,6 +111,7 @@ func (p *partition) retry() {
 		p.log.Abandon()
 	}
 	p.log, p.failure = l, nil
+	p.cfg.LogDirs.Working(Key{Topic: p.cfg.Topic, Partition: p.cfg.Partition}, false)
 	now := p.cfg.Clock.Now()
 	p.lastCheckpoint, p.lastAppend = now, now
 	p.limited(p.cfg.Logger.Warn()).Str("cause", f.cause).Dur("after", now.Sub(f.since)).Int("retries", f.attempts+1).

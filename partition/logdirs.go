@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
 	"github.com/skeinlog/skein/internal/vfs"
@@ -25,8 +26,13 @@ import (
 // log dirs on one filesystem share its figure, so they tie and the count
 // decides between them.
 //
+// A log dir is offline while one of its partitions is in the failed state
+// for a cause of the disk (Failing, Working): DescribeLogDirs answers it
+// KAFKA_STORAGE_ERROR and /metrics has skein_log_dir_offline.
+//
 // Concurrency: safe for concurrent use. The node's metadata actor places
-// and forgets; transport reads where each partition is (DescribeLogDirs).
+// and forgets; partition actors report failures; transport and /metrics
+// read.
 type LogDirs struct {
 	dirs []string // absolute, in log.dirs' order
 
@@ -35,8 +41,16 @@ type LogDirs struct {
 	// Tests replace it before the first Place.
 	Free func(dir string) (free int64, fsid [2]int32, err error)
 
+	// Logger takes the lines saying a log dir went offline and came
+	// back; zerolog's zero Logger drops them.
+	Logger zerolog.Logger
+
 	mu     sync.Mutex
 	placed map[Key]string // partition -> its log dir
+	// failing are, by log dir, its partitions in the failed state for a
+	// cause of the disk (CauseIO, CauseDiskFull): while it has one, the
+	// log dir is offline.
+	failing map[string]map[Key]bool
 }
 
 // OpenLogDirs finds the partitions already in dirs (the directories named
@@ -44,7 +58,7 @@ type LogDirs struct {
 // in two log dirs is an error naming both: which copy is the log is not
 // the node's to guess.
 func OpenLogDirs(fsys vfs.FS, dirs []string, skip ...string) (*LogDirs, error) {
-	d := &LogDirs{Free: statfsFree, placed: map[Key]string{}}
+	d := &LogDirs{Free: statfsFree, placed: map[Key]string{}, failing: map[string]map[Key]bool{}}
 	for _, dir := range dirs {
 		if abs, err := filepath.Abs(dir); err == nil {
 			dir = abs
@@ -158,7 +172,77 @@ func (d *LogDirs) choose() string {
 func (d *LogDirs) Forget(k Key) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if dir, ok := d.placed[k]; ok {
+		d.working(dir, k, true)
+	}
 	delete(d.placed, k)
+}
+
+// Failing notes that partition k went into the failed state for cause.
+// A cause of the disk (CauseIO, CauseDiskFull) takes its log dir offline
+// until none of its partitions is failed; the first logs it. Running out
+// of descriptors is the node's, not a log dir's. Safe on a nil LogDirs.
+//
+// NB: Kafka takes every partition of a failed log dir offline at once
+// (LogDirFailureChannel) and the controller moves their leaders; here
+// each partition fails as it meets the disk, retries, and the log dir is
+// offline while any of them is failed. Its other partitions keep serving
+// until they fail in their turn.
+func (d *LogDirs) Failing(k Key, cause string, err error) {
+	if d == nil || cause == CauseDescriptors {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	dir, ok := d.placed[k]
+	if !ok {
+		return
+	}
+	set := d.failing[dir]
+	if set == nil {
+		set = map[Key]bool{}
+		d.failing[dir] = set
+	}
+	if len(set) == 0 {
+		d.Logger.Error().Err(err).Str("dir", dir).Str("topic", k.Topic).Int32("partition", k.Partition).Str("cause", cause).
+			Msg("log dir offline: its failed partitions answer KAFKA_STORAGE_ERROR; the node serves its other log dirs")
+	}
+	set[k] = true
+}
+
+// Working notes that partition k's storage works again, or, quiet, that
+// the partition stopped. The last of a log dir's failed partitions to
+// recover brings it back online, logged unless quiet. Safe on a nil
+// LogDirs.
+func (d *LogDirs) Working(k Key, quiet bool) {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if dir, ok := d.placed[k]; ok {
+		d.working(dir, k, quiet)
+	}
+}
+
+// working is Working with mu held.
+func (d *LogDirs) working(dir string, k Key, quiet bool) {
+	set := d.failing[dir]
+	if !set[k] {
+		return
+	}
+	delete(set, k)
+	if len(set) == 0 && !quiet {
+		d.Logger.Warn().Str("dir", dir).Msg("log dir back online: its partitions recovered")
+	}
+}
+
+// Offline reports whether log dir dir is offline: a partition in it is
+// failed for a cause of the disk.
+func (d *LogDirs) Offline(dir string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.failing[dir]) > 0
 }
 
 // Placed returns the partitions placed in log dir dir.

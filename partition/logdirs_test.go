@@ -143,3 +143,41 @@ func TestParseDirName(t *testing.T) {
 		}
 	}
 }
+
+// TestLogDirsOffline: a log dir is offline while one of its partitions is
+// failed for a cause of the disk; descriptors running out is the node's,
+// not the log dir's; a partition stopping or deleted no longer counts.
+func TestLogDirsOffline(t *testing.T) {
+	d, dirs := logDirsIn(t, "a", "b")
+	d.Free = freeOf(map[string]int64{"a": 2, "b": 1})
+	k1, k2, k3 := Key{"t", 0}, Key{"t", 1}, Key{"u", 0}
+	for _, k := range []Key{k1, k2, k3} {
+		d.Place(k) // all in a
+	}
+	var nilDirs *LogDirs
+	nilDirs.Failing(k1, CauseIO, os.ErrInvalid) // a node without log dirs: no panic
+	nilDirs.Working(k1, false)
+
+	d.Failing(k3, CauseDescriptors, os.ErrInvalid)
+	if d.Offline(dirs[0]) {
+		t.Error("offline for want of descriptors")
+	}
+	d.Failing(k1, CauseIO, os.ErrInvalid)
+	d.Failing(k2, CauseDiskFull, os.ErrInvalid)
+	if !d.Offline(dirs[0]) || d.Offline(dirs[1]) {
+		t.Errorf("offline: a %v, b %v; want a only", d.Offline(dirs[0]), d.Offline(dirs[1]))
+	}
+	d.Working(k1, false)
+	if !d.Offline(dirs[0]) {
+		t.Error("online with t-1 still failed")
+	}
+	d.Forget(k2)
+	if d.Offline(dirs[0]) {
+		t.Error("offline after its last failed partition was deleted")
+	}
+	d.Failing(k1, CauseIO, os.ErrInvalid)
+	d.Working(k1, true)
+	if d.Offline(dirs[0]) {
+		t.Error("offline after its failed partition stopped")
+	}
+}

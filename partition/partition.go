@@ -60,6 +60,9 @@ type Config struct {
 	// Failures rate-limits the lines logged when partitions fail and
 	// recover, node-wide; nil means no limit.
 	Failures *logging.Limiter
+	// LogDirs, when set, hears of the partition's failures and recovery
+	// (LogDirs.Failing, LogDirs.Working).
+	LogDirs *LogDirs
 	// Syncer, when set, makes appends durable together with the node's
 	// other partitions' (one sync of the filesystem); nil means one fsync
 	// of the log's own files each time.
@@ -346,6 +349,8 @@ func (p *partition) start() {
 		return
 	}
 	p.log = l
+	// A log that opens again after its log dir failed (a restarted actor).
+	p.cfg.LogDirs.Working(Key{Topic: p.cfg.Topic, Partition: p.cfg.Partition}, false)
 	p.assumeRole()
 	p.updateLastStable()
 	p.publish()
@@ -387,6 +392,10 @@ func (p *partition) shutdown(clean bool) {
 		return
 	}
 	p.started = false
+	if clean {
+		// Stopping: no longer a failed partition of its log dir.
+		p.cfg.LogDirs.Working(Key{Topic: p.cfg.Topic, Partition: p.cfg.Partition}, true)
+	}
 	p.tickTimer.Stop() // a tick already sent goes to the dead letters, or to the next instance
 	p.goroutines.Wait()
 	for _, m := range p.appends {

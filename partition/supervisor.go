@@ -159,6 +159,9 @@ type SupervisorConfig struct {
 	// Failures rate-limits the lines partitions log when their storage
 	// fails and recovers, node-wide; nil means no limit.
 	Failures *logging.Limiter
+	// LogDirs, when set, is told when partitions fail and recover, so
+	// that it knows which log dirs are offline.
+	LogDirs *LogDirs
 	// Syncer is the node-wide group commit the partitions share; nil
 	// means each fsyncs its own files.
 	Syncer *Syncer
@@ -276,6 +279,9 @@ func (s *supervisor) host(ctx actor.Context, cfg Config) {
 	}
 	if cfg.Failures == nil {
 		cfg.Failures = s.cfg.Failures
+	}
+	if cfg.LogDirs == nil {
+		cfg.LogDirs = s.cfg.LogDirs
 	}
 	if cfg.Syncer == nil {
 		cfg.Syncer = s.cfg.Syncer

@@ -2,7 +2,9 @@ package tests
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/skeinlog/skein/configs"
@@ -185,4 +188,92 @@ func TestLogDirsPartitionInTwo(t *testing.T) {
 			t.Errorf("error %q does not name %s", err, want)
 		}
 	}
+}
+
+// TestLogDirFails: write errors confined to one of two log dirs (the
+// chaos disk fault's dir, through the error-injecting vfs) fail that log
+// dir's partitions only: a produce to one of them is answered
+// KAFKA_STORAGE_ERROR, the other log dir's partitions take records as
+// before, the node reports the log dir offline (skein_log_dir_offline,
+// DescribeLogDirs' KAFKA_STORAGE_ERROR). Healed, the failed partitions
+// recover on their own and the log dir is back online.
+func TestLogDirFails(t *testing.T) {
+	root := t.TempDir()
+	dirA, dirB := filepath.Join(root, "a"), filepath.Join(root, "b")
+	b := startBroker(t, func(c *configs.Node) { c.DataDir = dirA + "," + dirB })
+	ctx := ctxFor(t)
+	adm := b.admin()
+	const parts = 4
+	mustCreate(t, ctx, adm, "half", parts, nil)
+	once := b.client(kgo.DefaultProduceTopic("half"), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.DisableIdempotentWrite(), kgo.RecordRetries(0), kgo.ProducerLinger(0))
+	produceTo := func(p int32) error {
+		return once.ProduceSync(ctx, &kgo.Record{Partition: p, Value: []byte("v")}).FirstErr()
+	}
+	in := map[string][]int32{}
+	for p := range int32(parts) {
+		if err := produceTo(p); err != nil {
+			t.Fatalf("produce to %d before the fault: %v", p, err)
+		}
+		for _, dir := range []string{dirA, dirB} {
+			if _, err := os.Stat(filepath.Join(dir, "half-"+strconv.Itoa(int(p)))); err == nil {
+				in[dir] = append(in[dir], p)
+			}
+		}
+	}
+	if len(in[dirA]) != parts/2 || len(in[dirB]) != parts/2 {
+		t.Fatalf("partitions by log dir %v, want half in each", in)
+	}
+	offline := func(dir string) float64 {
+		v, ok := metricValue(b.metrics(), "skein_log_dir_offline", map[string]string{"dir": dir})
+		if !ok {
+			t.Fatalf("no skein_log_dir_offline{dir=%s}", dir)
+		}
+		return v
+	}
+	if offline(dirA) != 0 || offline(dirB) != 0 {
+		t.Fatal("a log dir offline before the fault")
+	}
+
+	if code, out := b.adminDo("POST", "/v1/disk", `{"fail": "writes", "dir": "`+root+`"}`); code != http.StatusBadRequest || !strings.Contains(string(out), "not one of the node's log dirs") {
+		t.Fatalf("POST /v1/disk for a dir that is no log dir: %d %s", code, out)
+	}
+	if code, out := b.adminDo("POST", "/v1/disk", `{"fail": "writes", "for": "5m", "dir": "`+dirB+`"}`); code != http.StatusCreated {
+		t.Fatalf("POST /v1/disk: %d %s", code, out)
+	}
+	for _, p := range in[dirB] {
+		if err := produceTo(p); !errors.Is(err, kerr.KafkaStorageError) {
+			t.Fatalf("produce to %d in the failed log dir: %v, want KAFKA_STORAGE_ERROR", p, err)
+		}
+	}
+	for _, p := range in[dirA] {
+		if err := produceTo(p); err != nil {
+			t.Fatalf("produce to %d in the working log dir: %v", p, err)
+		}
+	}
+	if offline(dirB) != 1 || offline(dirA) != 0 {
+		t.Errorf("skein_log_dir_offline: a %v, b %v; want 0 and 1", offline(dirA), offline(dirB))
+	}
+	all, err := adm.DescribeAllLogDirs(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := all[1][dirB]; !errors.Is(d.Err, kerr.KafkaStorageError) || len(d.Topics) != 0 {
+		t.Errorf("failed log dir described as %+v, want KAFKA_STORAGE_ERROR and no partitions", d)
+	}
+	if d := all[1][dirA]; d.Err != nil || len(d.Topics["half"]) != parts/2 {
+		t.Errorf("working log dir described as %+v", d)
+	}
+
+	if code, out := b.adminDo("DELETE", "/v1/disk", ""); code != http.StatusOK {
+		t.Fatalf("DELETE /v1/disk: %d %s", code, out)
+	}
+	// The failed partitions retry with backoff (from a second): a
+	// retrying producer gets through once they recovered.
+	retrying := b.client(kgo.DefaultProduceTopic("half"), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }))
+	for _, p := range in[dirB] {
+		produce(t, ctx, retrying, &kgo.Record{Partition: p, Value: []byte("after")})
+	}
+	eventually(t, "log dir b back online", func() bool { return offline(dirB) == 0 })
 }

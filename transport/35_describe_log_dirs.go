@@ -15,6 +15,10 @@ package transport
 //   - OffsetLag is Kafka's for a current replica, max(HW - LEO, 0) from the
 //     view, and IsFuture false: Skein has no future replicas
 //     (AlterReplicaLogDirs is not served).
+//   - A log dir offline (partition.LogDirs.Offline: one of its partitions
+//     failed for an I/O error or a full disk) is answered
+//     KAFKA_STORAGE_ERROR with no partitions and no sizes, as Kafka
+//     answers an offline log dir.
 //   - v4: TotalBytes and UsableBytes of the filesystem holding each log
 //     dir, from statfs; -1 each when statfs fails, and the dir's error is
 //     then KAFKA_STORAGE_ERROR.
@@ -96,6 +100,9 @@ func (a *API) handleDescribeLogDirs(c *conn, kreq kmsg.Request) finish {
 			i = index[d]
 		}
 		dir := &resp.Dirs[i]
+		if a.LogDirs != nil && a.LogDirs.Offline(dir.Dir) {
+			continue
+		}
 		if n := len(dir.Topics); n == 0 || dir.Topics[n-1].Topic != h.Topic {
 			t := kmsg.NewDescribeLogDirsResponseDirTopic()
 			t.Topic = h.Topic
@@ -109,9 +116,18 @@ func (a *API) handleDescribeLogDirs(c *conn, kreq kmsg.Request) finish {
 		t := &dir.Topics[len(dir.Topics)-1]
 		t.Partitions = append(t.Partitions, p)
 	}
+	for i := range resp.Dirs {
+		if dir := &resp.Dirs[i]; a.LogDirs != nil && a.LogDirs.Offline(dir.Dir) {
+			dir.ErrorCode = kerr.KafkaStorageError.Code
+			a.metrics.errorCode(35, req.Version, dir.ErrorCode)
+		}
+	}
 	if req.Version >= 4 {
 		for i := range resp.Dirs {
 			dir := &resp.Dirs[i]
+			if dir.ErrorCode != 0 {
+				continue
+			}
 			total, usable, _, err := partition.Statfs(dir.Dir)
 			if err != nil {
 				a.Logger.Warn().Err(err).Str("dir", dir.Dir).Msg("statfs of a log dir for DescribeLogDirs")
