@@ -301,7 +301,7 @@ func (n *Node) alterISR(req partition.ISRChange, reply func(partition.ISRChanged
 	go func() {
 		res, err := actors.Ask(n.sys, ch.controller, &controller.AlterPartition{
 			TopicID: req.TopicID, Partition: req.Partition, Leader: req.Leader,
-			LeaderEpoch: req.LeaderEpoch, PartitionEpoch: req.PartitionEpoch, ISR: req.ISR,
+			LeaderEpoch: req.LeaderEpoch, PartitionEpoch: req.PartitionEpoch, ISR: req.ISR, ISREpochs: req.ISREpochs,
 		}, alterISRTimeout)
 		r, ok := res.(*controller.AlterPartitionResult)
 		switch {

@@ -150,6 +150,10 @@ type partition struct {
 	state    State
 	leader   *replica.Leader
 	follower *replica.Follower
+	// fetchedBy is, while leading, the incarnation of each follower's
+	// node whose fetch the leader's account last took: the broker epochs
+	// of its ISR changes (KIP-903).
+	fetchedBy map[int32]uint64
 	// behavior is the role's: leading, following or common (assumeRole).
 	behavior actor.Behavior
 	// role is the role and leader epoch ActorRole reports, published

@@ -73,11 +73,13 @@ func (r *FollowerRead) Ready(p FollowerPosition) bool {
 // (minOne: at least one batch, however large). first says whether this
 // is the fetch's first read: only then does the partition's actor hear of
 // the follower's position (FollowerFetched), which is the leader's account
-// of its followers, and so of the high watermark and the ISR. A partition
+// of its followers, and so of the high watermark and the ISR; it carries
+// incarnation, the follower's run that fetched, which the leader's ISR
+// changes name (KIP-903). A partition
 // the leader throttles (throttle.go) is read only while the node's leader
 // quota is not exceeded or the follower is in the ISR; the caller records
 // what it serves of Throttled partitions with RecordLeader.
-func (r *Registry) ReadForFollower(im *image.Image, node, follower int32, p FollowerPosition, maxBytes int64, minOne, first bool, root *actor.RootContext) FollowerRead {
+func (r *Registry) ReadForFollower(im *image.Image, node, follower int32, incarnation uint64, p FollowerPosition, maxBytes int64, minOne, first bool, root *actor.RootContext) FollowerRead {
 	out := FollowerRead{HighWatermark: -1, LogStartOffset: -1, DivergingEpoch: -1, DivergingEnd: -1}
 	h, v, err := r.Led(im, node, p.Topic, p.Partition)
 	switch {
@@ -105,7 +107,7 @@ func (r *Registry) ReadForFollower(im *image.Image, node, follower int32, p Foll
 		return out
 	}
 	if first {
-		root.Send(h.PID, &FollowerFetched{Replica: follower, Offset: p.FetchOffset, LeaderEpoch: p.CurrentLeaderEpoch})
+		root.Send(h.PID, &FollowerFetched{Replica: follower, Offset: p.FetchOffset, LeaderEpoch: p.CurrentLeaderEpoch, Incarnation: incarnation})
 	}
 	if maxBytes <= 0 && !minOne {
 		return out

@@ -43,6 +43,12 @@ type ISRChange struct {
 	LeaderEpoch    int32
 	PartitionEpoch int32
 	ISR            []int32
+	// ISREpochs are KIP-903's broker epochs: for each member of ISR, the
+	// incarnation of the run whose fetches this leader counted, 0 where
+	// none (the leader itself, a member not heard from in this
+	// leadership). The controller refuses a change naming a member that
+	// restarted since (controller.AlterPartition).
+	ISREpochs []uint64
 }
 
 // ISRChanged answers an ISRChange: the partition's state as committed, or
@@ -68,6 +74,9 @@ type FollowerFetched struct {
 	Replica     int32
 	Offset      int64
 	LeaderEpoch int32
+	// Incarnation is the run of the follower's node that fetched (its
+	// fetch's ReplicaState.Epoch, checked against the image then).
+	Incarnation uint64
 }
 
 // Replicate hands a follower the leader's answer to its fetch from
@@ -143,6 +152,7 @@ func (p *partition) assumeRole() {
 	}
 	now := p.cfg.Clock.Now()
 	if p.leads() {
+		p.fetchedBy = nil // this leadership's followers are heard anew
 		p.leader = replica.NewLeader(p.cfg.NodeID, p.state.Replicas, p.state.ISR, p.leaderEnd(), p.log.HighWatermark(), p.cfg.ReplicaLagMax, now)
 		p.behavior.Become(p.leading)
 		p.raiseHighWatermark()
@@ -250,6 +260,10 @@ func (p *partition) followerFetched(m *FollowerFetched) {
 		return
 	}
 	now := p.cfg.Clock.Now()
+	if p.fetchedBy == nil {
+		p.fetchedBy = map[int32]uint64{}
+	}
+	p.fetchedBy[m.Replica] = m.Incarnation
 	if isr := p.leader.Fetched(m.Replica, m.Offset, now); isr != nil {
 		p.alterISR(isr, now)
 	}
@@ -264,6 +278,9 @@ func (p *partition) alterISR(isr []int32, now time.Time) {
 	}
 	req := ISRChange{TopicID: p.cfg.TopicID, Partition: p.cfg.Partition, Leader: p.cfg.NodeID,
 		LeaderEpoch: p.state.LeaderEpoch, PartitionEpoch: p.state.PartitionEpoch, ISR: isr}
+	for _, r := range isr {
+		req.ISREpochs = append(req.ISREpochs, p.fetchedBy[r]) // 0 for the leader and the unheard
+	}
 	p.cfg.Logger.Info().Ints32("isr", p.state.ISR).Ints32("asked", isr).Msg("partition: asking the controller to change the ISR")
 	self, root := p.self, p.sys.Root
 	p.cfg.AlterISR(req, func(r ISRChanged) { root.Send(self, &isrChanged{req: req, res: r}) })

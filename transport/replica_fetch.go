@@ -117,7 +117,7 @@ func (a *API) readForFollower(req *kmsg.FetchRequest, follower int32, wants []fo
 			ready = true
 			continue
 		}
-		r := a.Partitions.ReadForFollower(im, a.Node.NodeID, follower, w.pos, min(w.maxBytes, budget), f.bytes == 0, first, a.System.Root)
+		r := a.Partitions.ReadForFollower(im, a.Node.NodeID, follower, uint64(req.ReplicaState.Epoch), w.pos, min(w.maxBytes, budget), f.bytes == 0, first, a.System.Root)
 		reads[i] = r
 		if r.Handle != nil {
 			f.handles, f.views = append(f.handles, r.Handle), append(f.views, r.View)
