@@ -23,8 +23,8 @@ import (
 )
 
 func newClusterCommand(environ []string, stdout io.Writer) *cobra.Command {
-	return clientCommand("cluster", "Show the cluster, its broker configs and log dirs", environ, stdout, newClusterInfoCommand, newClusterConfigCommand,
-		newClusterLogDirsCommand)
+	return clientCommand("cluster", "Show the cluster, its broker configs, log dirs and feature levels", environ, stdout, newClusterInfoCommand, newClusterConfigCommand,
+		newClusterLogDirsCommand, newClusterFeaturesCommand, newClusterUnregisterBrokerCommand)
 }
 
 func newClusterInfoCommand(flags *clientFlags, stdout io.Writer) *cobra.Command {

@@ -140,13 +140,23 @@ const exitCodesHelp = "Exit codes: 0 when the command did what it was asked; 1 w
 // usageError (exit 2, one line): arguments a command's Args refuses, and
 // an unknown subcommand of a family of commands (skein topic creat), which
 // cobra would answer with the family's help and exit 0. A family named
-// without a subcommand (skein topic) prints its help.
+// without a subcommand (skein topic) prints its help, or runs the family's
+// own command if it has one (skein cluster features).
 func usageErrors(cmd *cobra.Command) {
 	if cmd.HasSubCommands() {
 		// NB: with Args set, cobra hands the unknown word to RunE instead
 		// of deciding on its own (legacyArgs).
 		cmd.Args = cobra.ArbitraryArgs
-		cmd.RunE = unknownCommand
+		if own := cmd.RunE; own != nil {
+			cmd.RunE = func(cmd *cobra.Command, args []string) error {
+				if len(args) == 0 {
+					return own(cmd, args)
+				}
+				return unknownCommand(cmd, args)
+			}
+		} else {
+			cmd.RunE = unknownCommand
+		}
 		cmd.SuggestionsMinimumDistance = 2 // cobra's default, set only when it suggests itself
 	} else if check := cmd.Args; check != nil {
 		cmd.Args = func(cmd *cobra.Command, args []string) error {
