@@ -37,8 +37,8 @@
 //
 // Every log's files are opened through one descriptor cache sized from the
 // open-file limit (vfs.Cache, files.go), and under durability fsync the
-// partitions' appends are made durable together, one syncfs(2) of
-// data.dir's filesystem a round (partition.Syncer).
+// partitions' appends are made durable together, one syncfs(2) a round of
+// each log dir's filesystem with appends waiting (partition.Syncer).
 //
 // Deleted partitions: the metadata actor hosts and unhosts partitions only
 // from the first image that registers this run of the node onwards (the

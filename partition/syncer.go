@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,11 +31,18 @@ import (
 // announced write that never comes (its actor stopped) delays one round,
 // not all.
 //
+// A node whose log dirs are on several filesystems syncs, in a round,
+// each filesystem that a log of the round is on (NewSyncerByFS), and each
+// log hears its own filesystem's outcome.
+//
 // Concurrency: Sync, Announce and Announced.Written are safe for concurrent
 // use; rounds run one at a time on the Syncer's goroutine, which Close
 // stops.
 type Syncer struct {
-	syncFS  func() error
+	// syncs sync one filesystem each; fsOf gives the index in syncs of a
+	// log's directory, -1 for every filesystem.
+	syncs   []func() error
+	fsOf    func(dir string) int
 	release func()
 
 	mu      sync.Mutex
@@ -81,7 +89,17 @@ type Announced struct {
 // a writeback error since it was opened is reported); Close calls release,
 // if not nil, once no round runs.
 func NewSyncer(syncFS func() error, release func()) *Syncer {
-	s := &Syncer{syncFS: syncFS, release: release, announceWait: defaultAnnounceWait, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	return NewSyncerByFS([]func() error{syncFS}, func(string) int { return 0 }, release)
+}
+
+// NewSyncerByFS starts a Syncer over several filesystems (a node's log
+// dirs on several disks): syncs[i] syncs the i-th, and fsOf gives the
+// filesystem of a log's directory (store.Log.Dir), or -1 for all of them.
+// A round syncs only the filesystems its logs are on, and each log hears
+// its own filesystem's outcome, so that a disk whose sync fails fails its
+// own logs and no other's.
+func NewSyncerByFS(syncs []func() error, fsOf func(dir string) int, release func()) *Syncer {
+	s := &Syncer{syncs: syncs, fsOf: fsOf, release: release, announceWait: defaultAnnounceWait, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	s.stopped.Add(1)
 	go s.run()
 	return s
@@ -199,6 +217,50 @@ type roundLog struct {
 	err   error
 }
 
+// syncRound syncs the filesystems of the logs that need it, each once,
+// and completes each log's sync with its filesystem's outcome.
+func (s *Syncer) syncRound(logs []roundLog) {
+	const unsynced, all = -2, -1
+	needs := make([]bool, len(s.syncs))
+	errs := make([]error, len(s.syncs))
+	fs := make([]int, len(logs))
+	for i := range logs {
+		fs[i] = unsynced
+		if !logs[i].need {
+			continue
+		}
+		fs[i] = all
+		if len(s.syncs) == 1 {
+			fs[i] = 0
+		} else if f := s.fsOf(logs[i].log.Dir()); f >= 0 && f < len(s.syncs) {
+			fs[i] = f
+		}
+		if fs[i] == all {
+			for j := range needs {
+				needs[j] = true
+			}
+		} else {
+			needs[fs[i]] = true
+		}
+	}
+	for j, need := range needs {
+		if need {
+			errs[j] = s.syncs[j]()
+		}
+	}
+	for i := range logs {
+		l := &logs[i]
+		if !l.need {
+			continue
+		}
+		err := errors.Join(errs...)
+		if fs[i] >= 0 {
+			err = errs[fs[i]]
+		}
+		l.err = l.log.CompleteSync(l.point, err)
+	}
+}
+
 func (s *Syncer) run() {
 	defer s.stopped.Done()
 	var (
@@ -249,16 +311,10 @@ func (s *Syncer) run() {
 			}
 			at = append(at, i)
 		}
-		var err error
 		if needed > 0 {
-			err = s.syncFS()
+			s.syncRound(logs)
 			s.rounds.Add(1)
 			s.logs.Add(uint64(needed))
-		}
-		for i := range logs {
-			if l := &logs[i]; l.need {
-				l.err = l.log.CompleteSync(l.point, err)
-			}
 		}
 		for i, r := range round {
 			r.done(logs[at[i]].err)

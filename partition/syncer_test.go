@@ -296,3 +296,77 @@ func TestPartitionsReportAnnouncedAppends(t *testing.T) {
 		t.Fatal("the written Append was answered without a sync")
 	}
 }
+
+// TestSyncerByFilesystem: with log dirs on two filesystems, a round syncs
+// only the filesystems its logs are on, and a sync failing on one fails
+// that filesystem's logs only (KIP-858: a failed disk takes its own
+// partitions offline, not the node's others).
+func TestSyncerByFilesystem(t *testing.T) {
+	root := t.TempDir()
+	a, b := filepath.Join(root, "a"), filepath.Join(root, "b")
+	syncfsA, callsA := syncfsOf(t, root)
+	var callsB atomic.Int64
+	var failB atomic.Bool
+	eio := errors.New("injected EIO")
+	s := NewSyncerByFS([]func() error{syncfsA, func() error {
+		callsB.Add(1)
+		if failB.Load() {
+			return eio
+		}
+		return nil
+	}}, func(dir string) int {
+		switch filepath.Dir(dir) {
+		case a:
+			return 0
+		case b:
+			return 1
+		}
+		return -1
+	}, nil)
+	defer s.Close()
+	onA, onB := openLogs(t, a, 2), openLogs(t, b, 2)
+	appendAll := func() {
+		for _, l := range append(append([]*store.Log{}, onA...), onB...) {
+			if _, err := l.Append(batch(t, -1, -1, -1, 1), 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	appendAll()
+	done := make(chan error, 4)
+	for _, l := range onA {
+		s.Sync(l, func(err error) { done <- err })
+	}
+	waitSynced(t, done, 2)
+	if callsA.Load() != 1 || callsB.Load() != 0 {
+		t.Fatalf("logs on a only: %d syncs of a, %d of b; want 1 and 0", callsA.Load(), callsB.Load())
+	}
+
+	for _, l := range onA {
+		if _, err := l.Append(batch(t, -1, -1, -1, 1), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	failB.Store(true)
+	results := map[*store.Log]chan error{}
+	for _, l := range append(append([]*store.Log{}, onA...), onB...) {
+		ch := make(chan error, 1)
+		results[l] = ch
+		s.Sync(l, func(err error) { ch <- err })
+	}
+	for _, l := range onA {
+		if err := <-results[l]; err != nil {
+			t.Errorf("a log on a: %v, want it durable whatever b does", err)
+		}
+	}
+	for _, l := range onB {
+		if err := <-results[l]; !errors.Is(err, eio) {
+			t.Errorf("a log on b: %v, want the injected EIO", err)
+		}
+	}
+	for i, l := range onA {
+		if l.DurableOffset() != 2 {
+			t.Errorf("log %d on a: durable offset %d, want 2", i, l.DurableOffset())
+		}
+	}
+}
