@@ -82,7 +82,10 @@
 #     share.auto.offset.reset kafka-configs sets, and kafka-share-groups
 #     (ShareGroupCommand) --list, --describe (offsets, --members, --state)
 #     while it consumes and after it stops on SIGTERM, --reset-offsets
-#     --to-earliest, --delete-offsets and --delete;
+#     --to-earliest, --delete-offsets and --delete; kafka-features
+#     (FeatureCommand) describe, downgrade share.version to 0 (with
+#     --dry-run first), an upgrade to 2 refused, and the upgrade back to 1,
+#     each change seen in a describe;
 #   - the node stops cleanly on SIGTERM;
 #   - a secured node, started from a Kafka-style server.properties with
 #     PLAINTEXT, SASL_SSL (PLAIN users in a JAAS line) and SSL (client
@@ -1030,6 +1033,56 @@ EOF
 	else
 		fail "kafka-share-groups --delete --group, then gone from --list (status $status)"
 		cat "$T"
+	fi
+
+	# Feature levels (KIP-584): kafka-features (FeatureCommand) describes
+	# share.version finalized at 1, downgrades it to 0 (share groups off),
+	# and upgrades it back, each change seen in the next describe (polled:
+	# the answering broker's image may be a moment behind the controller).
+	features() { tool FeatureCommand --bootstrap-server "$BROKER" "$@"; }
+	# share_level FILE: share.version's FinalizedVersionLevel in a describe.
+	share_level() { awk '$2 == "share.version" { for (i = 3; i < NF; i++) if ($i == "FinalizedVersionLevel:") print $(i + 1) }' "$1"; }
+	# features_until LEVEL: describes until share.version is at LEVEL.
+	features_until() {
+		local deadline=$((SECONDS + 30))
+		until features describe >"$T" && [ "$(share_level "$T")" = "$1" ]; do
+			[ "$SECONDS" -lt "$deadline" ] || return 1
+			sleep 0.2
+		done
+	}
+	features describe >"$T"
+	check_tool "kafka-features describe: share.version supported 0-1, finalized 1" $? "$T" \
+		'^Feature: share\.version[[:space:]]+SupportedMinVersion: 0[[:space:]]+SupportedMaxVersion: 1[[:space:]]+FinalizedVersionLevel: 1[[:space:]]+Epoch: [0-9]+$'
+	features downgrade --feature share.version=0 --dry-run >"$T"
+	check_tool "kafka-features downgrade --dry-run: share.version can be downgraded to 0" $? "$T" '^share\.version can be downgraded to 0\.$'
+	features downgrade --feature share.version=0 >"$T"
+	status=$?
+	grep -q '^share\.version was downgraded to 0\.$' "$T" || status=1
+	if [ $status -eq 0 ] && features_until 0; then
+		ok "kafka-features downgrade --feature share.version=0: downgraded, then describe: FinalizedVersionLevel 0"
+	else
+		fail "kafka-features downgrade --feature share.version=0, then describe: FinalizedVersionLevel 0 (status $status)"
+		cat "$T"
+		tail -n 3 "$WORK/tools.err"
+	fi
+	: >"$WORK/tools.err"
+	features upgrade --feature share.version=2 >"$T"
+	status=$?
+	if [ $status -ne 0 ] && grep -q '^Could not upgrade share\.version to 2\. .*Local controller 1 only supports versions 0-1$' "$T"; then
+		ok "kafka-features upgrade --feature share.version=2: refused, the controller supports 0-1"
+	else
+		fail "kafka-features upgrade --feature share.version=2 refused (status $status)"
+		cat "$T"
+	fi
+	features upgrade --feature share.version=1 >"$T"
+	status=$?
+	grep -q '^share\.version was upgraded to 1\.$' "$T" || status=1
+	if [ $status -eq 0 ] && features_until 1; then
+		ok "kafka-features upgrade --feature share.version=1: upgraded, then describe: FinalizedVersionLevel 1"
+	else
+		fail "kafka-features upgrade --feature share.version=1, then describe: FinalizedVersionLevel 1 (status $status)"
+		cat "$T"
+		tail -n 3 "$WORK/tools.err"
 	fi
 fi
 
