@@ -414,7 +414,7 @@ func (c *Controller) start() error {
 	c.gen = nextGen()
 	if c.cfg.Observer {
 		c.showRole(roleView{role: "observer"})
-		return nil // it fetches at its first tick
+		return c.loadObserved() // and it fetches on at its first tick
 	}
 	disk, err := openLogDisk(c.cfg.FS, c.cfg.Dir, c.cfg.Clock)
 	if err != nil {

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"math"
 	"slices"
 	"time"
 
@@ -15,9 +16,15 @@ import (
 // asks a voter (the active controller when it knows it, any other
 // otherwise) for the entries after the last it applied, every tick, and
 // applies them as a voter does. Its commands, registration and
-// heartbeats go to the active controller like a voter's. It keeps
-// nothing on disk: a restart fetches everything again (from the voter's
-// snapshot, then the entries after it).
+// heartbeats go to the active controller like a voter's.
+//
+// It keeps what it fetched in its metadata log directory, in the voters'
+// format (logDisk): the snapshot it last pulled or took, and the entries
+// after it, each synced before it is applied. A restart loads them, so
+// that the node starts from its last known image before any voter
+// answers, and fetches on from the last entry it has, as Kafka's brokers
+// keep __cluster_metadata on disk. It takes a snapshot of its own image
+// every SnapshotBytes of entries, which drops the entries before it.
 
 func init() {
 	actors.Register[MetadataFetch](106)
@@ -212,17 +219,27 @@ func (c *Controller) fetched(m *MetadataEntries) {
 				c.cfg.Logger.Error().Err(err).Msg("controller: a fetched metadata snapshot does not apply")
 				return
 			}
+			c.keepSnapshot(snap)
 		}
 	}
 	var answers []answer
+	var kept []*pb.Entry
 	for _, fe := range entries {
-		if fe.Index != c.applied+1 {
+		if fe.Index != c.applied+1+uint64(len(kept)) {
 			continue // already applied, or after a gap: the next fetch fills it
 		}
 		t := pb.EntryType_EntryNormal
-		if a, ok := c.apply(&pb.Entry{Index: &fe.Index, Type: &t, Data: fe.Data}); ok {
+		kept = append(kept, &pb.Entry{Index: proto.Uint64(fe.Index), Type: &t, Data: fe.Data})
+	}
+	// On disk before applied: what the node publishes, a restart finds.
+	c.keep(kept)
+	for _, e := range kept {
+		if a, ok := c.apply(e); ok {
 			answers = append(answers, a)
 		}
+	}
+	if c.unsnapped >= c.cfg.SnapshotBytes {
+		c.observerSnapshot()
 	}
 	c.appliedEntries(answers)
 	if len(entries) > 0 || snapshot != nil {
@@ -283,4 +300,86 @@ func (c *Controller) voterIDs() []int32 {
 	}
 	slices.Sort(ids)
 	return ids
+}
+
+// loadObserved opens an observer's metadata log and applies what it
+// holds: its snapshot, then its entries. Entries after the commit index
+// of a hard state a voter wrote (the node was a voter before) may never
+// have committed: they are left for the fetches to replace.
+func (c *Controller) loadObserved() error {
+	disk, err := openLogDisk(c.cfg.FS, c.cfg.Dir, c.cfg.Clock)
+	if err != nil {
+		return err
+	}
+	c.disk = disk
+	hs, snap, entries, err := disk.Load()
+	if err != nil {
+		return err
+	}
+	if snap.GetMetadata().GetIndex() > 0 {
+		if err := c.restore(snap); err != nil {
+			return err
+		}
+	}
+	limit := uint64(math.MaxUint64)
+	if hs.GetTerm() > 0 {
+		limit = hs.GetCommit()
+	}
+	for _, e := range entries {
+		if e.GetIndex() > limit || e.GetIndex() != c.applied+1 {
+			break
+		}
+		c.apply(e)
+	}
+	if c.applied > 0 {
+		c.cfg.Logger.Info().Uint64("applied", c.applied).Msg("controller: observer loaded its metadata log; fetching on from there")
+	}
+	c.appliedEntries(nil)
+	return nil
+}
+
+// keep writes fetched entries to the observer's log and syncs them. A
+// write that fails closes the log: the node goes on from memory, and a
+// restart loads what was kept before and fetches the rest.
+func (c *Controller) keep(entries []*pb.Entry) {
+	if c.disk == nil || len(entries) == 0 {
+		return
+	}
+	if err := c.disk.Save(nil, entries); err != nil {
+		c.diskFailed(err)
+	}
+}
+
+// keepSnapshot replaces the observer's log with a fetched snapshot.
+func (c *Controller) keepSnapshot(snap *pb.Snapshot) {
+	if c.disk == nil {
+		return
+	}
+	if err := c.disk.SaveSnapshot(snap, true); err != nil {
+		c.diskFailed(err)
+	}
+}
+
+// observerSnapshot takes a snapshot of the observer's image, which drops
+// the entries before it from its log.
+func (c *Controller) observerSnapshot() {
+	if c.disk == nil {
+		return
+	}
+	data, err := encodeSnapshot(c.committed, c.answered)
+	if err == nil {
+		err = c.disk.SaveSnapshot(&pb.Snapshot{Data: data, Metadata: &pb.SnapshotMetadata{
+			ConfState: &pb.ConfState{}, Index: proto.Uint64(c.applied), Term: proto.Uint64(0)}}, false)
+	}
+	if err != nil {
+		c.diskFailed(err)
+		return
+	}
+	c.unsnapped = 0
+}
+
+func (c *Controller) diskFailed(err error) {
+	c.cfg.Logger.Error().Err(err).Str("dir", c.cfg.Dir).
+		Msg("controller: writing the observer's metadata log failed; going on without it (a restart fetches what it lacks)")
+	c.close()
 }

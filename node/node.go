@@ -56,7 +56,10 @@ type Node struct {
 	// for the controlled shutdown to watch.
 	imageNews chan struct{}
 	imageOnce sync.Once
-	registry  *partition.Registry
+	// registered is set once an image names this run of the node's
+	// broker (publish).
+	registered atomic.Bool
+	registry   *partition.Registry
 	// files is the node-wide descriptor cache every log opens its files
 	// through; failures rate-limits the lines logged about storage
 	// failures and recoveries.
@@ -588,13 +591,28 @@ func (n *Node) closeDataDir() {
 // and hand it to the metadata actor.
 func (n *Node) publish(im *image.Image) {
 	n.image.Store(im)
-	if c := n.children.Load(); c != nil && c.metadata != nil {
+	b, ok := im.Brokers[n.cfg.NodeID]
+	current := ok && b.Incarnation == n.incarnation
+	observer := !n.cfg.HasRole(configs.RoleController)
+	if current {
+		n.registered.Store(true)
+	}
+	// A broker-only node restarted loads the image it kept on disk
+	// (controller/observer.go), which may be stale: while the quorum has
+	// not registered this run, the image is served to clients (Metadata)
+	// but hosts nothing, so that the node leads no partition on the word
+	// of an image that others may have moved on from (Kafka's brokers
+	// likewise take no partitions before they catch up).
+	if c := n.children.Load(); c != nil && c.metadata != nil && (!observer || n.registered.Load()) {
 		n.sys.Root.Send(c.metadata, &controller.ImagePublished{Image: im})
 	}
 	// Clients are served once the image names this run of this node's
 	// broker: before, Metadata would not list the node they talk to. A
-	// controller-only node has no broker: its first image will do.
-	if b, ok := im.Brokers[n.cfg.NodeID]; !n.isBroker() || ok && b.Incarnation == n.incarnation {
+	// controller-only node has no broker: its first image will do. A
+	// broker-only node restarted serves Metadata from the image it kept,
+	// which names its earlier run, before the quorum answers; its
+	// /readyz says there is no quorum until one does.
+	if !n.isBroker() || current || ok && observer {
 		n.imageOnce.Do(func() { close(n.firstImage) })
 	}
 	select {
