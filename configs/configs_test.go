@@ -87,6 +87,7 @@ func TestDefaultNode(t *testing.T) {
 	want := map[string]string{
 		"node.id":                                                     "1",
 		"data.dir":                                                    "./data",
+		"metadata.log.dir":                                            "",
 		"listen":                                                      "127.0.0.1:9092",
 		"advertise":                                                   "127.0.0.1:9092",
 		"listeners":                                                   "",

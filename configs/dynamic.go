@@ -462,7 +462,8 @@ var docs = map[string]string{
 	"compression.type":                        "producer keeps batches as the producer compressed them; any other codec makes the broker recompress to it.",
 
 	"node.id":                                                     "This node's id in the cluster.",
-	"data.dir":                                                    "The node's log dirs, comma-separated (Kafka's log.dirs): its partitions, placed by free space; the first also holds its metadata.",
+	"data.dir":                                                    "The node's log dirs, comma-separated (Kafka's log.dirs): its partitions, placed by free space; the first also holds its metadata unless metadata.log.dir says otherwise.",
+	"metadata.log.dir":                                            "The directory of the cluster metadata log; empty: the first log dir.",
 	"listen":                                                      "The host:port of the one PLAINTEXT Kafka listener when listeners is not set (Skein-only).",
 	"advertise":                                                   "The host:port given to clients for listen (Skein-only).",
 	"listeners":                                                   "The Kafka listeners, NAME://host:port comma-separated; a CONTROLLER listener in controller.listener.names is the node's remoting address.",

@@ -35,6 +35,12 @@ type Node struct {
 	// Default "./data". Kafka: log.dirs (KIP-858's JBOD).
 	DataDir string `mapstructure:"data.dir" yaml:"data.dir"`
 
+	// MetadataLogDir is the directory of the cluster metadata log
+	// (__cluster_metadata-0), created if missing and locked while the node
+	// runs; it may be one of the log dirs. Default empty: the first log
+	// dir. Kafka: metadata.log.dir.
+	MetadataLogDir string `mapstructure:"metadata.log.dir" yaml:"metadata.log.dir"`
+
 	// Listen is the host:port of the node's one PLAINTEXT Kafka listener
 	// when listeners is not set, and the inter-broker listener's when it
 	// is. Default "127.0.0.1:9092". Skein-only: the short form of
@@ -902,6 +908,18 @@ func (n Node) RackAwareReads() bool { return n.ReplicaSelectorClass == RackAware
 // LogDirs returns data.dir's log dirs, in order; the first holds the
 // node's own files.
 func (n Node) LogDirs() []string { return splitList(n.DataDir) }
+
+// MetadataDir returns the directory holding the metadata log's:
+// metadata.log.dir, or the first log dir.
+func (n Node) MetadataDir() string {
+	if n.MetadataLogDir != "" {
+		return n.MetadataLogDir
+	}
+	if dirs := n.LogDirs(); len(dirs) > 0 {
+		return dirs[0]
+	}
+	return ""
+}
 
 // Authorizing reports whether an authorizer is on.
 func (n Node) Authorizing() bool { return n.AuthorizerClassName != "" }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/skeinlog/skein/configs"
 )
 
 // lockFileName is the file in data.dir that a running node holds an
@@ -21,6 +23,22 @@ const lockFileName = ".lock"
 // releases it when the process ends, however it ends, so a crash leaves no
 // stale lock.
 type dirLock struct{ fs []*os.File }
+
+// lockedDirs returns the directories a node locks: its log dirs, and
+// metadata.log.dir when it is none of them.
+func lockedDirs(cfg configs.Node) []string {
+	dirs := cfg.LogDirs()
+	meta, err := filepath.Abs(cfg.MetadataDir())
+	if err != nil {
+		return dirs
+	}
+	for _, d := range dirs {
+		if abs, err := filepath.Abs(d); err == nil && abs == meta {
+			return dirs
+		}
+	}
+	return append(dirs, meta)
+}
 
 // lockLogDirs creates each log dir if missing and takes its lock, all or
 // none.

@@ -211,7 +211,7 @@ func StartAll(cfgs []configs.Node, log zerolog.Logger) ([]*Node, error) {
 // prepare binds the node's listeners, creates its actor system and starts
 // its remoting; run starts its actors.
 func prepare(cfg configs.Node, log zerolog.Logger) (*Node, error) {
-	lock, err := lockLogDirs(cfg.LogDirs())
+	lock, err := lockLogDirs(lockedDirs(cfg))
 	if err != nil {
 		return nil, err
 	}
@@ -893,7 +893,7 @@ func (a *rootActor) spawnController(c actor.Context, ch *children) error {
 		SessionTimeout:    time.Duration(n.cfg.BrokerSessionTimeoutMs) * time.Millisecond,
 		SnapshotBytes:     int(n.cfg.MetadataSnapshotBytes),
 		Refused:           n.refused,
-		Dir:               filepath.Join(n.logDirs.Dirs()[0], metadataDir), FS: n.files, Clock: n.clock,
+		Dir:               filepath.Join(n.cfg.MetadataDir(), metadataDir), FS: n.files, Clock: n.clock,
 		Node: n.cfg, Logger: n.log, Publish: n.publish,
 		Quorum: func(s controller.Status) { n.quorum.Store(&s) },
 	}), "controller")

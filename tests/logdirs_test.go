@@ -277,3 +277,35 @@ func TestLogDirFails(t *testing.T) {
 	}
 	eventually(t, "log dir b back online", func() bool { return offline(dirB) == 0 })
 }
+
+// TestMetadataLogDir: Kafka's metadata.log.dir puts the metadata log in
+// a directory of its own, locked like the log dirs, which then hold
+// partitions only; the node restarts from it.
+func TestMetadataLogDir(t *testing.T) {
+	root := t.TempDir()
+	logs, meta := filepath.Join(root, "logs"), filepath.Join(root, "meta")
+	b := startBroker(t, func(c *configs.Node) { c.DataDir, c.MetadataLogDir = logs, meta })
+	ctx := ctxFor(t)
+	mustCreate(t, ctx, b.admin(), "meta-apart", 1, nil)
+	produce(t, ctx, b.client(kgo.DefaultProduceTopic("meta-apart")), &kgo.Record{Value: []byte("v")})
+	if _, err := os.Stat(filepath.Join(meta, "__cluster_metadata-0")); err != nil {
+		t.Errorf("metadata log not in metadata.log.dir: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(logs, "__cluster_metadata-0")); err == nil {
+		t.Error("metadata log in the log dir too")
+	}
+	if _, err := os.Stat(filepath.Join(meta, ".lock")); err != nil {
+		t.Errorf("metadata.log.dir not locked: %v", err)
+	}
+	b.restart()
+	if got := consumeFrom(t, ctx, b, "meta-apart", 0, 0, 1); string(got[0].Value) != "v" {
+		t.Errorf("after the restart: %q", got[0].Value)
+	}
+	all, err := b.admin().DescribeAllLogDirs(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := all[1][logs]; !ok || len(all[1]) != 1 {
+		t.Errorf("log dirs described: %v, want %s alone", all[1], logs)
+	}
+}
