@@ -147,6 +147,22 @@ func TestControllerOnlyAndBrokerOnlyNodes(t *testing.T) {
 		if res.StatusCode != http.StatusOK {
 			t.Fatalf("controller %d /readyz: %d %s", i+1, res.StatusCode, body)
 		}
+		// The rest of the admin API answers too: the actor tree is the
+		// controller alone.
+		for _, path := range []string{"/healthz", "/metrics", "/v1/cluster", "/v1/actors"} {
+			res, err := http.Get("http://" + c.Nodes[i].AdminAddr().String() + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if res.StatusCode != http.StatusOK {
+				t.Fatalf("controller %d %s: %d %s", i+1, path, res.StatusCode, body)
+			}
+			if path == "/v1/actors" && (!strings.Contains(string(body), fmt.Sprintf("node/%d/controller", i+1)) || strings.Contains(string(body), "/partitions")) {
+				t.Fatalf("controller %d /v1/actors: %s", i+1, body)
+			}
+		}
 	}
 
 	cl := mustClient(t, brokers[0])
