@@ -8,7 +8,8 @@ import (
 	"github.com/skeinlog/skein/partition/store"
 )
 
-// metadataDir is the directory of the cluster metadata log in data.dir.
+// metadataDir is the directory of the cluster metadata log, in
+// metadata.log.dir or the first log dir.
 const metadataDir = "__cluster_metadata-0"
 
 // sweep deletes (partition.Trash) the partition directories in the log dirs
