@@ -74,23 +74,34 @@ func TestTopicReassignThrottle(t *testing.T) {
 		"--set", "group.initial.rebalance.delay.ms=0")
 	startNodeBinary(t, bin, "--node-id", "2", "--set", "process.roles=broker", "--set", voters,
 		"--set", "cluster.listen="+c2, "--set", "cluster.advertise="+c2)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// A new client for each look: a client's own metadata, once it has
+	// some, answers BrokerMetadata from its cache.
+	brokers := func() int {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		m, err := kadm.NewClient(cl).BrokerMetadata(ctx)
+		if err != nil {
+			return 0
+		}
+		return len(m.Brokers)
+	}
+	for brokers() != 2 {
+		if ctx.Err() != nil {
+			t.Fatal("node 2 never registered")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	for {
-		if m, err := adm.BrokerMetadata(ctx); err == nil && len(m.Brokers) == 2 {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatal("node 2 never registered")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 	ok(t, addr, "", "topic", "create", "moving", "-p", "1", "-r", "1")
 	ok(t, addr, "a\nb\nc\n", "produce", "moving")
 	topics, err := adm.ListTopics(ctx, "moving")
