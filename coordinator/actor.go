@@ -459,13 +459,20 @@ func (a *groupActor) flush() {
 		return
 	}
 	r := a.g.Ready()
-	if len(r.Records) > 0 {
-		// A consumer or share group's change is answered once its
-		// records are durable, as Kafka answers it.
+	records := r.Records
+	if r.GroupMetadata {
+		records = append(records, a.g.MetadataRecord())
+	}
+	if len(records) > 0 {
+		// A change is answered once its records are durable, as Kafka
+		// answers it: a classic group's SyncGroup too, once its
+		// membership record is, or a restart before the record reached
+		// the log would start the group over at a generation its
+		// members already had.
 		replies := r.Replies
-		a.append(r.Records, func(err *kerr.Error) {
+		a.append(records, func(err *kerr.Error) {
 			if err != nil {
-				a.cfg.Logger.Warn().Str("group", a.id).Str("err", err.Message).Msg("writing consumer group records: reloading the group")
+				a.cfg.Logger.Warn().Str("group", a.id).Str("err", err.Message).Msg("writing group records: reloading the group")
 				failHeartbeats(replies, err)
 				a.reload()
 			}
@@ -491,16 +498,6 @@ func (a *groupActor) flush() {
 		a.expiryDue = true
 		a.maybeExpire()
 	}
-	if r.GroupMetadata {
-		// NB: the membership record is written without waiting: a
-		// member that loses it to a crash rejoins, as after any
-		// coordinator move.
-		a.append([]Record{a.g.MetadataRecord()}, func(err *kerr.Error) {
-			if err != nil {
-				a.cfg.Logger.Warn().Str("group", a.id).Str("err", err.Message).Msg("writing group metadata")
-			}
-		})
-	}
 }
 
 // shareMembersGone tells node which share group members left or were
@@ -515,8 +512,8 @@ func (a *groupActor) shareMembersGone(members []string) {
 }
 
 // failHeartbeats turns the answers of a step whose records were not
-// written into errors: the members retry, against the group as the log
-// has it.
+// written into errors: the members retry (a classic member rejoins),
+// against the group as the log has it.
 func failHeartbeats(replies []Reply, err *kerr.Error) {
 	for _, rep := range replies {
 		switch r := rep.Resp.(type) {
@@ -531,6 +528,10 @@ func failHeartbeats(replies []Reply, err *kerr.Error) {
 			r.ErrorCode, r.ErrorMessage = err.Code, nil
 		case *kmsg.DeleteShareGroupOffsetsResponse:
 			r.ErrorCode, r.ErrorMessage = err.Code, nil
+		case *kmsg.SyncGroupResponse:
+			r.ErrorCode, r.MemberAssignment = err.Code, []byte{}
+		case *kmsg.JoinGroupResponse:
+			r.ErrorCode, r.Members = err.Code, nil
 		}
 	}
 }
