@@ -124,18 +124,6 @@ func (t *streamsTopology) sub(id string) *streamsSubtopology {
 	return nil
 }
 
-// subOfSource returns the subtopology reading a topic (a source or
-// repartition source topic).
-func (t *streamsTopology) subOfSource(topic string) *streamsSubtopology {
-	for i := range t.subs {
-		s := &t.subs[i]
-		if slices.Contains(s.sourceTopics, topic) || slices.ContainsFunc(s.repartitionSources, func(ti streamsTopicInfo) bool { return ti.name == topic }) {
-			return s
-		}
-	}
-	return nil
-}
-
 // requiredTopics are every topic the topology reads or writes, sorted.
 func (t *streamsTopology) requiredTopics() []string {
 	set := map[string]bool{}
