@@ -87,3 +87,42 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func writeError(w http.ResponseWriter, status int, msg string) {
 	writeJSON(w, status, map[string]string{"error": msg})
 }
+
+// oneTopic is topic's detail from a listing of it, or false once w is
+// answered with why there is none: the listing's error, an unknown topic
+// or the topic's own error.
+func oneTopic(w http.ResponseWriter, details kadm.TopicDetails, err error, topic string) (kadm.TopicDetail, bool) {
+	d, ok := details[topic]
+	switch {
+	case err != nil:
+	case !ok:
+		err = kerr.UnknownTopicOrPartition
+	default:
+		err = d.Err
+	}
+	if err != nil {
+		fail(w, err)
+		return kadm.TopicDetail{}, false
+	}
+	return d, true
+}
+
+// oneGroup is group's description from kadm's answer for it, or false
+// once w is answered with why there is none: the request's error, an
+// unknown group (GROUP_ID_NOT_FOUND) or the group's own error, errOf.
+func oneGroup[D any](w http.ResponseWriter, described map[string]D, err error, group string, errOf func(D) error) (D, bool) {
+	d, ok := described[group]
+	switch {
+	case err != nil:
+	case !ok:
+		err = kerr.GroupIDNotFound
+	default:
+		err = errOf(d)
+	}
+	if err != nil {
+		fail(w, err)
+		var zero D
+		return zero, false
+	}
+	return d, true
+}

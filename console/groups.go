@@ -8,7 +8,6 @@ import (
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 type groupsJSON struct {
@@ -224,14 +223,8 @@ func (a *api) group(w http.ResponseWriter, r *http.Request) {
 	switch out.Type {
 	case "consumer":
 		described, err := adm.DescribeConsumerGroups(ctx, name)
-		d, ok := described[name]
-		if err == nil && !ok {
-			err = kerr.GroupIDNotFound
-		} else if err == nil {
-			err = d.Err
-		}
-		if err != nil {
-			fail(w, err)
+		d, ok := oneGroup(w, described, err, name, func(d kadm.DescribedConsumerGroup) error { return d.Err })
+		if !ok {
 			return
 		}
 		out.State, out.Protocol, out.Coordinator, out.Epoch, out.AssignmentEpoch = d.State, d.AssignorName, d.Coordinator.NodeID, d.Epoch, d.AssignmentEpoch
@@ -244,14 +237,8 @@ func (a *api) group(w http.ResponseWriter, r *http.Request) {
 		}
 	case "share":
 		described, err := adm.DescribeShareGroups(ctx, name)
-		d, ok := described[name]
-		if err == nil && !ok {
-			err = kerr.GroupIDNotFound
-		} else if err == nil {
-			err = d.Err
-		}
-		if err != nil {
-			fail(w, err)
+		d, ok := oneGroup(w, described, err, name, func(d kadm.DescribedShareGroup) error { return d.Err })
+		if !ok {
 			return
 		}
 		out.State, out.Protocol, out.Coordinator, out.Epoch, out.AssignmentEpoch = d.GroupState, d.Assignor, d.Coordinator.NodeID, d.GroupEpoch, d.AssignmentEpoch
@@ -267,14 +254,8 @@ func (a *api) group(w http.ResponseWriter, r *http.Request) {
 		return
 	case "classic":
 		described, err := adm.DescribeGroups(ctx, name)
-		d, ok := described[name]
-		if err == nil && !ok {
-			err = kerr.GroupIDNotFound
-		} else if err == nil {
-			err = d.Err
-		}
-		if err != nil {
-			fail(w, err)
+		d, ok := oneGroup(w, described, err, name, func(d kadm.DescribedGroup) error { return d.Err })
+		if !ok {
 			return
 		}
 		out.State, out.Coordinator, out.Protocol = d.State, d.Coordinator.NodeID, d.ProtocolType

@@ -120,17 +120,8 @@ func (a *api) messages(w http.ResponseWriter, r *http.Request) {
 	}
 	defer cancel()
 	details, err := adm.ListTopics(ctx, topic)
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	d, ok := details[topic]
+	d, ok := oneTopic(w, details, err, topic)
 	if !ok {
-		fail(w, kerr.UnknownTopicOrPartition)
-		return
-	}
-	if d.Err != nil {
-		fail(w, d.Err)
 		return
 	}
 	out := &messagesJSON{Topic: topic, Records: []*recordJSON{}}

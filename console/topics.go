@@ -123,17 +123,7 @@ func (a *api) topic(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("topic")
 	counters := a.counters(ctx)
 	details, err := adm.ListTopicsWithInternal(ctx, name)
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	d, ok := details[name]
-	if !ok {
-		writeError(w, http.StatusNotFound, "UNKNOWN_TOPIC_OR_PARTITION")
-		return
-	}
-	if d.Err != nil {
-		fail(w, d.Err)
+	if _, ok := oneTopic(w, details, err, name); !ok {
 		return
 	}
 	out := a.describeTopics(ctx, adm, details, <-counters)

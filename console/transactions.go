@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // maxTransactions bounds the transactional ids described in one answer.
@@ -121,17 +120,8 @@ func (a *api) producers(w http.ResponseWriter, r *http.Request) {
 	}
 	defer cancel()
 	details, err := adm.ListTopics(ctx, topic)
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	d, ok := details[topic]
+	d, ok := oneTopic(w, details, err, topic)
 	if !ok {
-		fail(w, kerr.UnknownTopicOrPartition)
-		return
-	}
-	if d.Err != nil {
-		fail(w, d.Err)
 		return
 	}
 	set := kadm.TopicsSet{}
