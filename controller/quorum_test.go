@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -38,6 +39,27 @@ type quorum struct {
 	observers map[int32]bool
 	// middleware, if set, sees what the members send.
 	middleware actor.SenderMiddleware
+	// spawned holds the names of the members whose spawn has returned:
+	// what a member sends to another not yet spawned is dropped, as the
+	// network would. protoactor registers a spawning actor's name before
+	// it sets up its mailbox, and a send in between races with that set
+	// up (nodes never meet it: their peers are remote).
+	spawned sync.Map
+	// spawning holds the names of the members whose spawn has begun.
+	spawning sync.Map
+}
+
+// gate drops what a member sends to a member whose spawn has not
+// returned (quorum.spawned).
+func (q *quorum) gate(next actor.SenderFunc) actor.SenderFunc {
+	return func(c actor.SenderContext, target *actor.PID, env *actor.MessageEnvelope) {
+		if _, ok := q.spawned.Load(target.Id); !ok && target.Address == q.sys.Address() {
+			if _, member := q.spawning.Load(target.Id); member {
+				return
+			}
+		}
+		next(c, target, env)
+	}
 }
 
 func newQuorum(t *testing.T, ids ...int32) *quorum {
@@ -104,17 +126,22 @@ func (q *quorum) start(id int32) {
 		q.edit(&cfg)
 	}
 	props := Props(cfg)
+	middleware := []actor.SenderMiddleware{q.gate}
 	if q.middleware != nil {
-		props.Configure(actor.WithSenderMiddleware(q.middleware))
+		middleware = append(middleware, q.middleware)
 	}
+	props.Configure(actor.WithSenderMiddleware(middleware...))
+	q.spawning.Store(name(id), true)
 	pid, err := q.sys.Root.SpawnNamed(props, name(id))
 	if err != nil {
 		q.t.Fatal(err)
 	}
+	q.spawned.Store(pid.Id, true)
 	q.pids[id] = pid
 }
 
 func (q *quorum) stop(id int32) {
+	q.spawned.Delete(q.pids[id].Id)
 	q.sys.Root.StopFuture(q.pids[id]).Wait()
 	delete(q.pids, id)
 }
