@@ -143,14 +143,38 @@ func TestTopicReassignThrottle(t *testing.T) {
 		}
 		return ""
 	}
-	if l, f := topicConfig("leader.replication.throttled.replicas"), topicConfig("follower.replication.throttled.replicas"); l != fmt.Sprintf("0:%d", from) || f != fmt.Sprintf("0:%d", to) {
-		t.Fatalf("throttled replicas: leader %q, follower %q", l, f)
+	// Each describe is answered by a broker from its own image, which
+	// may be a moment behind the controller's: wait for a change to show.
+	eventually := func(what string, holds func() string) {
+		t.Helper()
+		for {
+			wrong := holds()
+			if wrong == "" {
+				return
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("%s: %s", what, wrong)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 	}
+	throttledReplicas := func(leader, follower string) func() string {
+		return func() string {
+			if l, f := topicConfig("leader.replication.throttled.replicas"), topicConfig("follower.replication.throttled.replicas"); l != leader || f != follower {
+				return fmt.Sprintf("leader %q, follower %q", l, f)
+			}
+			return ""
+		}
+	}
+	eventually("throttled replicas", throttledReplicas(fmt.Sprintf("0:%d", from), fmt.Sprintf("0:%d", to)))
 	for _, b := range []int32{1, 2} {
 		for _, k := range []string{"leader.replication.throttled.rate", "follower.replication.throttled.rate"} {
-			if v := brokerConfig(b, k); v != "10000000" {
-				t.Fatalf("broker %d: %s = %q", b, k, v)
-			}
+			eventually(fmt.Sprintf("broker %d's %s", b, k), func() string {
+				if v := brokerConfig(b, k); v != "10000000" {
+					return fmt.Sprintf("%q", v)
+				}
+				return ""
+			})
 		}
 	}
 	// --verify keeps the throttle while in progress and removes it once
@@ -172,13 +196,14 @@ func TestTopicReassignThrottle(t *testing.T) {
 	if p := v.Partitions[0]; p.State != reassignmentComplete || !slices.Equal(p.Replicas, []int32{from, to}) {
 		t.Fatalf("verify: %+v", v)
 	}
-	if l, f := topicConfig("leader.replication.throttled.replicas"), topicConfig("follower.replication.throttled.replicas"); l != "" || f != "" {
-		t.Fatalf("throttled replicas after --verify: leader %q, follower %q", l, f)
-	}
+	eventually("throttled replicas after --verify", throttledReplicas("", ""))
 	for _, b := range []int32{1, 2} {
-		if v := brokerConfig(b, "leader.replication.throttled.rate"); v != "9223372036854775807" {
-			t.Fatalf("broker %d's rate after --verify: %q", b, v)
-		}
+		eventually(fmt.Sprintf("broker %d's rate after --verify", b), func() string {
+			if v := brokerConfig(b, "leader.replication.throttled.rate"); v != "9223372036854775807" {
+				return fmt.Sprintf("%q", v)
+			}
+			return ""
+		})
 	}
 	out = ok(t, addr, "", "topic", "reassign", "--verify", "--plan", file)
 	if !strings.Contains(out, "Reassignment of partition moving-0 is completed.") || !strings.Contains(out, "Throttles removed") {
