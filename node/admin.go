@@ -11,7 +11,9 @@ package node
 //	                         is current) and no hosted partition is in the
 //	                         failed state; 503 otherwise, saying why
 //	GET    /v1/actors        the live actor tree: {"actors": [{"name", "kind",
-//	                         "mailbox_length", "restarts", "children": [...]}]}
+//	                         "mailbox_length", "restarts", "role", "epoch",
+//	                         "last_failure": {"time", "cause", "directive"},
+//	                         "children": [...]}]}
 //	GET    /v1/events        actor events (?since=SEQ&limit=N): {"events": [...], "next": SEQ}
 //	GET    /v1/cluster       the cluster as this node knows it: {"cluster_id", "node",
 //	                         "quorum": {"leader", "term", "commit_index", "applied_index",
