@@ -20,28 +20,9 @@ func TestConsoleCountersFromEveryNode(t *testing.T) {
 	c := Start(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addr(0)), kgo.DefaultProduceTopic("spread"),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
 	// Three partitions of one replica: each node leads one (placement
 	// spreads them), so every node counts a third of the records.
-	if _, err := adm.CreateTopic(ctx, 3, 1, nil, "spread"); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 30 {
-		for {
-			if err := cl.ProduceSync(ctx, &kgo.Record{Partition: int32(i % 3), Value: []byte("0123456789")}).FirstErr(); err == nil {
-				break
-			} else if ctx.Err() != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
+	produceSpread(t, ctx, c, "spread")
 	type answer struct {
 		Topics []struct {
 			Name      string  `json:"name"`
@@ -79,4 +60,32 @@ func TestConsoleCountersFromEveryNode(t *testing.T) {
 	if len(a.Brokers.Nodes) != 2 || len(a.Brokers.MissingNodes) != 1 || a.Brokers.MissingNodes[0] != 3 {
 		t.Fatalf("with node 3 cut off: counters from %v, missing %v", a.Brokers.Nodes, a.Brokers.MissingNodes)
 	}
+}
+
+// produceSpread creates topic with three partitions of one replica on c
+// and produces ten 10-byte records to each, retrying each until the
+// partition takes it; it returns an admin client of the cluster.
+func produceSpread(t *testing.T, ctx context.Context, c *Cluster, topic string) *kadm.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addr(0)), kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	adm := kadm.NewClient(cl)
+	if _, err := adm.CreateTopic(ctx, 3, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 30 {
+		for {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Partition: int32(i % 3), Value: []byte("0123456789")}).FirstErr(); err == nil {
+				break
+			} else if ctx.Err() != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return adm
 }

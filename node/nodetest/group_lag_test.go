@@ -13,7 +13,6 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/skeinlog/skein/configs"
 )
@@ -33,26 +32,7 @@ func TestConsumerLagFromTheCoordinator(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addr(0)), kgo.DefaultProduceTopic("lagged"),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	if _, err := adm.CreateTopic(ctx, 3, 1, nil, "lagged"); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 30 {
-		for {
-			if err := cl.ProduceSync(ctx, &kgo.Record{Partition: int32(i % 3), Value: []byte("0123456789")}).FirstErr(); err == nil {
-				break
-			} else if ctx.Err() != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
+	adm := produceSpread(t, ctx, c, "lagged")
 	// Committed at 1, 2 and 3 of 10 records each: lags 9, 8 and 7.
 	var offs kadm.Offsets
 	for p := range int32(3) {
